@@ -1,0 +1,462 @@
+/* tls: the drain benchmark over TCP + TLS 1.3 (OpenSSL 3.0), or plain TCP.
+ *
+ *   tls serve [--plain]
+ *       binds 127.0.0.1 on an ephemeral port, prints one JSON line
+ *       {"port": N, "cert_sha256": "<hex>"} (the certificate is self-signed,
+ *       made in memory at start), then serves connections one after another.
+ *   tls drain PORT N SIZE [--plain] [--cert-sha256 HEX]
+ *       sends the preamble and N messages of SIZE bytes, ends its stream
+ *       (TLS close_notify, or shutdown(SHUT_WR) with --plain), reads the
+ *       server's 8-byte big-endian message count, prints one JSON line and
+ *       exits 0 only if the count equals N.
+ *
+ * TLS: TLS 1.3 only, TLS_AES_128_GCM_SHA256 only, P-256 ECDSA certificate.
+ * The sender hands 256 KiB SSL_write calls pointing into a fixed pattern; the
+ * receiver uses read-ahead with a 256 KiB record-layer read buffer and
+ * 256 KiB SSL_read calls. No kTLS: this kernel's tcp_available_ulp lists only
+ * mptcp (no "tls" ULP), so records are sealed and opened in user space.
+ */
+#define _GNU_SOURCE
+#include "drain_stream.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+
+#define CHUNK (256u * 1024u)
+#define SUITE "TLS_AES_128_GCM_SHA256"
+
+static void ssl_errors(const char *what) {
+    fprintf(stderr, "tls: %s failed", what);
+    unsigned long e;
+    char buf[256];
+    while ((e = ERR_get_error()) != 0) {
+        ERR_error_string_n(e, buf, sizeof buf);
+        fprintf(stderr, ": %s", buf);
+    }
+    fputc('\n', stderr);
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static SSL_CTX *ctx_new(int server) {
+    SSL_CTX *ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
+    if (!ctx) {
+        ssl_errors("SSL_CTX_new");
+        return NULL;
+    }
+    if (!SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) || !SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) ||
+        !SSL_CTX_set_ciphersuites(ctx, SUITE)) {
+        ssl_errors("configuring TLS 1.3 with " SUITE);
+        SSL_CTX_free(ctx);
+        return NULL;
+    }
+    SSL_CTX_set_read_ahead(ctx, 1);
+    SSL_CTX_set_default_read_buffer_len(ctx, CHUNK);
+    SSL_CTX_set_mode(ctx, SSL_MODE_AUTO_RETRY);
+    return ctx;
+}
+
+/* Self-signed P-256 certificate, made in memory; its SHA-256 goes to hex_out. */
+static int make_cert(SSL_CTX *ctx, char hex_out[65]) {
+    int ok = 0;
+    EVP_PKEY *pkey = EVP_EC_gen("P-256");
+    X509 *x = X509_new();
+    if (!pkey || !x) {
+        ssl_errors("generating the certificate key");
+        goto out;
+    }
+    unsigned char serial[8];
+    if (RAND_bytes(serial, sizeof serial) != 1) {
+        ssl_errors("RAND_bytes");
+        goto out;
+    }
+    serial[0] &= 0x7f;
+    BIGNUM *bn = BN_bin2bn(serial, sizeof serial, NULL);
+    X509_NAME *name = X509_get_subject_name(x);
+    if (!bn || !BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) || !X509_set_version(x, 2) ||
+        !X509_gmtime_adj(X509_getm_notBefore(x), -3600) || !X509_gmtime_adj(X509_getm_notAfter(x), 7L * 86400) ||
+        !X509_set_pubkey(x, pkey) ||
+        !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1, -1, 0) ||
+        !X509_set_issuer_name(x, name) || !X509_sign(x, pkey, EVP_sha256())) {
+        BN_free(bn);
+        ssl_errors("building the self-signed certificate");
+        goto out;
+    }
+    BN_free(bn);
+    if (!SSL_CTX_use_certificate(ctx, x) || !SSL_CTX_use_PrivateKey(ctx, pkey) || !SSL_CTX_check_private_key(ctx)) {
+        ssl_errors("installing the certificate");
+        goto out;
+    }
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    if (!X509_digest(x, EVP_sha256(), md, &mdlen) || mdlen != 32) {
+        ssl_errors("X509_digest");
+        goto out;
+    }
+    for (unsigned i = 0; i < 32; i++)
+        snprintf(hex_out + 2 * i, 3, "%02x", md[i]);
+    ok = 1;
+out:
+    X509_free(x);
+    EVP_PKEY_free(pkey);
+    return ok ? 0 : -1;
+}
+
+/* ---- server ---- */
+
+/* Writes are 256 KiB or the last few bytes of a stream; without NODELAY the
+ * small end-of-stream records (close_notify, the count) wait for a delayed ACK. */
+static void set_nodelay(int fd) {
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+static int write_all_fd(int fd, const unsigned char *p, size_t len) {
+    while (len) {
+        ssize_t w = write(fd, p, len);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+static void serve_conn(int fd, SSL_CTX *ctx, unsigned char *buf) {
+    struct stream_sink sink;
+    stream_sink_init(&sink);
+    SSL *ssl = NULL;
+    if (ctx) {
+        ssl = SSL_new(ctx);
+        if (!ssl || !SSL_set_fd(ssl, fd)) {
+            ssl_errors("SSL_new");
+            goto out;
+        }
+        if (SSL_accept(ssl) != 1) {
+            ssl_errors("TLS handshake (SSL_accept)");
+            goto out;
+        }
+    }
+    int bad = 0;
+    for (;;) {
+        size_t got = 0;
+        if (ssl) {
+            if (SSL_read_ex(ssl, buf, CHUNK, &got) != 1) {
+                int e = SSL_get_error(ssl, 0);
+                if (e == SSL_ERROR_ZERO_RETURN)
+                    break; /* close_notify: the client ended its stream */
+                ssl_errors("SSL_read (client went away without close_notify?)");
+                goto out;
+            }
+        } else {
+            ssize_t r = read(fd, buf, CHUNK);
+            if (r < 0) {
+                if (errno == EINTR)
+                    continue;
+                fprintf(stderr, "tls: read: %s\n", strerror(errno));
+                goto out;
+            }
+            if (r == 0)
+                break;
+            got = (size_t)r;
+        }
+        if (!bad && stream_sink_feed(&sink, buf, got)) {
+            fprintf(stderr, "tls serve: bad stream: %s\n", sink.err);
+            bad = 1; /* keep reading to the end, then report the count */
+        }
+    }
+    if (!bad && stream_sink_finish(&sink))
+        fprintf(stderr, "tls serve: bad stream end: %s\n", sink.err);
+    unsigned char reply[8];
+    put_be64(reply, sink.messages);
+    if (ssl) {
+        size_t w;
+        if (SSL_write_ex(ssl, reply, 8, &w) != 1) {
+            ssl_errors("SSL_write of the count");
+            goto out;
+        }
+        SSL_shutdown(ssl); /* our close_notify */
+    } else if (write_all_fd(fd, reply, 8)) {
+        fprintf(stderr, "tls: writing the count: %s\n", strerror(errno));
+    }
+out:
+    SSL_free(ssl);
+    close(fd);
+}
+
+static int cmd_serve(int plain) {
+    SSL_CTX *ctx = NULL;
+    char fp[65] = {0};
+    if (!plain) {
+        ctx = ctx_new(1);
+        if (!ctx || make_cert(ctx, fp))
+            return 1;
+        SSL_CTX_set_num_tickets(ctx, 0); /* one connection each; no resumption */
+    }
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    if (ls < 0) {
+        fprintf(stderr, "tls serve: socket: %s\n", strerror(errno));
+        return 1;
+    }
+    int one = 1;
+    setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    if (bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 16) || getsockname(ls, (struct sockaddr *)&a, &al)) {
+        fprintf(stderr, "tls serve: bind/listen on 127.0.0.1: %s\n", strerror(errno));
+        return 1;
+    }
+    if (plain)
+        printf("{\"port\": %u, \"mode\": \"tcp\"}\n", ntohs(a.sin_port));
+    else
+        printf("{\"port\": %u, \"mode\": \"tls1.3\", \"cert_sha256\": \"%s\"}\n", ntohs(a.sin_port), fp);
+    fflush(stdout);
+    unsigned char *buf = malloc(CHUNK);
+    if (!buf) {
+        fprintf(stderr, "tls serve: out of memory\n");
+        return 1;
+    }
+    for (;;) {
+        int fd = accept(ls, NULL, NULL);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            fprintf(stderr, "tls serve: accept: %s\n", strerror(errno));
+            return 1;
+        }
+        set_nodelay(fd);
+        serve_conn(fd, ctx, buf);
+    }
+}
+
+/* ---- client ---- */
+
+static int hexval(int c) {
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static int check_fingerprint(SSL *ssl, const char *want) {
+    X509 *peer = SSL_get1_peer_certificate(ssl);
+    if (!peer) {
+        fprintf(stderr, "tls drain: server sent no certificate\n");
+        return -1;
+    }
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    int ok = X509_digest(peer, EVP_sha256(), md, &mdlen) && mdlen == 32;
+    X509_free(peer);
+    if (!ok) {
+        ssl_errors("X509_digest");
+        return -1;
+    }
+    for (unsigned i = 0; i < 32; i++) {
+        int hi = hexval(want[2 * i]), lo = hi < 0 ? -1 : hexval(want[2 * i + 1]);
+        if (hi < 0 || lo < 0 || (unsigned char)(hi << 4 | lo) != md[i]) {
+            fprintf(stderr, "tls drain: server certificate SHA-256 does not match --cert-sha256\n");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, int plain, const char *fp) {
+    uint64_t port, n, size;
+    if (parse_u64(port_s, 1, 65535, &port)) {
+        fprintf(stderr, "tls drain: PORT must be 1..65535, got '%s'\n", port_s);
+        return 2;
+    }
+    if (parse_u64(n_s, 0, 1ull << 40, &n)) {
+        fprintf(stderr, "tls drain: N must be a message count 0..2^40, got '%s'\n", n_s);
+        return 2;
+    }
+    if (parse_u64(size_s, 0, DRAIN_MAX_SIZE, &size)) {
+        fprintf(stderr, "tls drain: SIZE must be 0..%u bytes, got '%s'\n", DRAIN_MAX_SIZE, size_s);
+        return 2;
+    }
+    if (fp && strlen(fp) != 64) {
+        fprintf(stderr, "tls drain: --cert-sha256 needs 64 hex digits\n");
+        return 2;
+    }
+    struct stream_src src;
+    if (stream_src_init(&src, n, (uint32_t)size, CHUNK)) {
+        fprintf(stderr, "tls drain: out of memory\n");
+        return 1;
+    }
+    double t0 = now_s();
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a)) {
+        fprintf(stderr, "tls drain: connect to 127.0.0.1:%u: %s\n", (unsigned)port, strerror(errno));
+        return 1;
+    }
+    set_nodelay(fd);
+    SSL_CTX *ctx = NULL;
+    SSL *ssl = NULL;
+    if (!plain) {
+        ctx = ctx_new(0);
+        if (!ctx)
+            return 1;
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL); /* self-signed: pinned by --cert-sha256 instead */
+        ssl = SSL_new(ctx);
+        if (!ssl || !SSL_set_fd(ssl, fd) || !SSL_set_tlsext_host_name(ssl, "localhost")) {
+            ssl_errors("SSL_new");
+            return 1;
+        }
+        if (SSL_connect(ssl) != 1) {
+            ssl_errors("TLS handshake (SSL_connect)");
+            return 1;
+        }
+        if (fp && check_fingerprint(ssl, fp))
+            return 1;
+    }
+    for (uint64_t off = 0; off < src.total;) {
+        uint64_t rem = src.total - off;
+        size_t len = rem < CHUNK ? (size_t)rem : CHUNK;
+        const unsigned char *p = stream_at(&src, off);
+        if (ssl) {
+            size_t w = 0;
+            if (SSL_write_ex(ssl, p, len, &w) != 1) {
+                ssl_errors("SSL_write");
+                return 1;
+            }
+            off += w;
+        } else {
+            ssize_t w = write(fd, p, len);
+            if (w < 0) {
+                if (errno == EINTR)
+                    continue;
+                fprintf(stderr, "tls drain: write: %s\n", strerror(errno));
+                return 1;
+            }
+            off += (uint64_t)w;
+        }
+    }
+    /* End of stream: close_notify (TLS 1.3 half-close) or a TCP FIN. */
+    if (ssl) {
+        if (SSL_shutdown(ssl) < 0) {
+            ssl_errors("SSL_shutdown (sending close_notify)");
+            return 1;
+        }
+    } else if (shutdown(fd, SHUT_WR)) {
+        fprintf(stderr, "tls drain: shutdown(SHUT_WR): %s\n", strerror(errno));
+        return 1;
+    }
+    unsigned char reply[8];
+    size_t have = 0;
+    while (have < 8) {
+        if (ssl) {
+            size_t got = 0;
+            if (SSL_read_ex(ssl, reply + have, 8 - have, &got) != 1) {
+                if (SSL_get_error(ssl, 0) == SSL_ERROR_ZERO_RETURN)
+                    break;
+                ssl_errors("SSL_read of the server's count");
+                return 1;
+            }
+            have += got;
+        } else {
+            ssize_t r = read(fd, reply + have, 8 - have);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0) {
+                fprintf(stderr, "tls drain: reading the server's count: %s\n", strerror(errno));
+                return 1;
+            }
+            if (r == 0)
+                break;
+            have += (size_t)r;
+        }
+    }
+    double secs = now_s() - t0;
+    if (have < 8) {
+        fprintf(stderr, "tls drain: connection closed before the server's 8-byte count arrived (%zu bytes)\n", have);
+        return 1;
+    }
+    uint64_t m = get_be64(reply);
+    printf("{\"messages\": %" PRIu64 ", \"size\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"seconds\": %.6f, "
+           "\"server_messages\": %" PRIu64 "}\n",
+           n, size, src.total, secs, m);
+    fflush(stdout);
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    close(fd);
+    stream_src_free(&src);
+    if (m != n) {
+        fprintf(stderr, "tls drain: server counted %" PRIu64 " messages, sent %" PRIu64 "\n", m, n);
+        return 1;
+    }
+    return 0;
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: tls serve [--plain]\n"
+               "       tls drain PORT N SIZE [--plain] [--cert-sha256 HEX]\n"
+               "TCP + TLS 1.3 (TLS_AES_128_GCM_SHA256) drain peer; --plain: TCP without TLS.\n");
+}
+
+int main(int argc, char **argv) {
+    signal(SIGPIPE, SIG_IGN);
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    int plain = 0;
+    const char *fp = NULL;
+    const char *pos[4];
+    int npos = 0;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "--plain"))
+            plain = 1;
+        else if (!strcmp(argv[i], "--cert-sha256") && i + 1 < argc)
+            fp = argv[++i];
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "tls: unknown or incomplete option '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        } else if (npos < 4)
+            pos[npos++] = argv[i];
+        else {
+            fprintf(stderr, "tls: too many arguments\n");
+            return 2;
+        }
+    }
+    if (!strcmp(argv[1], "serve") && npos == 0)
+        return cmd_serve(plain);
+    if (!strcmp(argv[1], "drain") && npos == 3)
+        return cmd_drain(pos[0], pos[1], pos[2], plain, fp);
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+        usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "tls: bad command line\n");
+    usage(stderr);
+    return 2;
+}
