@@ -1,0 +1,302 @@
+/* pure.h: the public API of Pure, a secure, reliable message transport over UDP.
+ *
+ * Pure carries messages (byte strings up to a configured size, framed by a u32 length) over
+ * encrypted, authenticated *links*. One side connects (the initiator, which knows the other's
+ * static public key); the other side's context accepts the link and hands it to a named
+ * *service*. Messages are delivered whole, in order, exactly once; nothing accepted by
+ * pure_link_send() is dropped silently.
+ *
+ * The core is sans-I/O: it never touches a socket, a clock or a thread. The application (or
+ * Pure's optional I/O loop, pure_loop_*) feeds it datagrams and the current time and sends the
+ * datagrams it produces:
+ *
+ *     pure_ctx_read(ctx, &from, buf, len, now);        // each datagram received
+ *     while ((n = pure_ctx_write(ctx, out, cap, &seg, &to, now)) > 0)
+ *         send n bytes to `to`, split into `seg`-byte datagrams (one GSO burst)
+ *     sleep until pure_ctx_deadline(ctx), then pure_ctx_timeout(ctx, now)
+ *
+ * Times are nanoseconds on any monotonic clock the caller chooses (the simulator uses virtual
+ * time starting at 0).
+ *
+ * Thread safety: a pure_ctx and all its links belong to one thread at a time. No function may be
+ * called on a context (or any of its links) while another thread uses it; callbacks run on the
+ * calling thread, inside pure_ctx_read/pure_ctx_write/pure_ctx_timeout, and may call any pure_link_*
+ * function on any link of the same context, but must not free the context. Distinct contexts are
+ * independent and may be used from different threads. pure_strerror, pure_keygen and
+ * pure_public_key are thread-safe.
+ *
+ * Errors: functions return 0 (or a non-negative count) on success and a negative PURE_E* code on
+ * failure; pure_strerror() names each code. pure_err_is_fatal() says whether a code means the link
+ * is gone.
+ */
+#ifndef PURE_H
+#define PURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(PURE_BUILDING)
+#define PURE_API __attribute__((visibility("default")))
+#else
+#define PURE_API
+#endif
+
+/* ---- Errors ------------------------------------------------------------------------------- */
+
+#define PURE_OK 0
+#define PURE_EINVAL -1      /* an argument is invalid (NULL, out of range, malformed text) */
+#define PURE_ENOMEM -2      /* an allocation failed */
+#define PURE_EAGAIN -3      /* try later: the backlog is full (wait for on_writable) */
+#define PURE_ECRYPTO -4     /* a packet or handshake failed authentication */
+#define PURE_EPROTO -5      /* the peer broke the protocol (malformed frame, bad preamble) */
+#define PURE_ECLOSED -6     /* the link is closing or closed: nothing more can be sent */
+#define PURE_ETIMEDOUT -7   /* the peer went silent for the idle timeout (or never answered) */
+#define PURE_EREFUSED -8    /* the responder has no such service */
+#define PURE_EACCES -9      /* the responder does not allow this initiator's key */
+#define PURE_EKEY -10       /* the responder could not authenticate us: wrong peer public key? */
+#define PURE_EMSGSIZE -11   /* the message is larger than the configured maximum */
+#define PURE_ENOBUFS -12    /* the caller's output buffer is too small */
+#define PURE_ELIMIT -13     /* too many links */
+#define PURE_ESTATE -14     /* not allowed in the link's current state */
+#define PURE_EFLOW -15      /* the peer sent beyond the credit it was given */
+#define PURE_EIO -16        /* an operating-system call failed (I/O loop only; see errno) */
+#define PURE_ERESET -17     /* the peer closed the link with an error code */
+
+/* A short English description of an error code ("unknown error" for others). Never NULL. */
+PURE_API const char *pure_strerror(int err);
+
+/* 1 if err means the link is gone (it was closed or reported through on_closed), 0 if the call
+ * can be retried or corrected. */
+PURE_API int pure_err_is_fatal(int err);
+
+/* ---- Keys --------------------------------------------------------------------------------- */
+
+#define PURE_KEY_LEN 32
+
+/* Fills priv with a new X25519 private key from the operating system's random source.
+ * Returns 0, or PURE_ECRYPTO if no randomness was available. */
+PURE_API int pure_keygen(uint8_t priv[PURE_KEY_LEN]);
+
+/* Computes the public key of a private key. Returns 0 or PURE_ECRYPTO. */
+PURE_API int pure_public_key(uint8_t pub[PURE_KEY_LEN], const uint8_t priv[PURE_KEY_LEN]);
+
+/* Base64 (standard alphabet, with padding: 44 characters) text of a 32-byte key into out, which
+ * must hold 45 bytes. */
+PURE_API void pure_key_to_base64(char out[45], const uint8_t key[PURE_KEY_LEN]);
+
+/* Parses a base64 key (surrounding white space allowed). Returns 0, or PURE_EINVAL if the text is
+ * not exactly 32 bytes of base64. */
+PURE_API int pure_key_from_base64(uint8_t key[PURE_KEY_LEN], const char *text);
+
+/* ---- Addresses ---------------------------------------------------------------------------- */
+
+/* A peer address as opaque bytes (the I/O layer stores a struct sockaddr_in/in6 here). The core
+ * only compares and copies them. */
+typedef struct pure_addr {
+    uint32_t len;
+    uint8_t bytes[28];
+} pure_addr;
+
+/* ---- Context, links, callbacks ------------------------------------------------------------ */
+
+typedef struct pure_ctx pure_ctx;
+typedef struct pure_link pure_link;
+
+/* Why a link closed, passed to on_closed. */
+typedef struct pure_close_info {
+    int error;                 /* 0 for a graceful close by either side, else a PURE_E* code */
+    uint64_t peer_code;        /* the peer's close code when error is PURE_ERESET or 0 */
+    const char *reason;        /* the peer's reason text (may be ""), valid during the callback */
+    /* Messages this side accepted but the peer never acknowledged: ids first_unacked .. next_id-1
+     * (pure_link_send returns ids counting from 0). Empty (equal) after a clean close. */
+    uint64_t first_unacked;
+    uint64_t next_id;
+} pure_close_info;
+
+/* Callbacks from the core to the application. Any may be NULL. `user` is the link's user pointer
+ * (pure_link_set_user; for links a listener accepts, NULL until on_accept sets it). */
+typedef struct pure_callbacks {
+    /* Responder side: an initiator completed the handshake for `service` with static key
+     * `peer_key`. Return 0 to accept the link (and set its user pointer here), or a negative code
+     * to refuse it (the initiator sees PURE_EREFUSED). */
+    int (*on_accept)(pure_link *link, const char *service, const uint8_t peer_key[PURE_KEY_LEN],
+                     void *ctx_user);
+    /* Initiator side: the handshake completed; messages queued before it now flow. */
+    void (*on_established)(pure_link *link, void *user);
+    /* A whole message arrived. `data` is valid only until the callback returns. */
+    void (*on_message)(pure_link *link, void *user, const uint8_t *data, size_t len);
+    /* The backlog has room again after pure_link_send returned PURE_EAGAIN. */
+    void (*on_writable)(pure_link *link, void *user);
+    /* The peer ended its stream (pure_link_finish): every message it sent has been delivered. */
+    void (*on_peer_finished)(pure_link *link, void *user);
+    /* The link is closed; after this returns the link is freed and must not be used. */
+    void (*on_closed)(pure_link *link, void *user, const pure_close_info *info);
+} pure_callbacks;
+
+/* Congestion controllers. */
+#define PURE_CC_NEWRENO 1
+#define PURE_CC_CUBIC 2
+
+#define PURE_SETTINGS_VERSION 1
+
+/* Settings of a context. Initialise with pure_settings_default, then change fields. Unknown future
+ * fields keep their defaults: `version` lets the library grow this struct without breaking callers. */
+typedef struct pure_settings {
+    uint32_t version;                 /* PURE_SETTINGS_VERSION */
+    uint8_t private_key[PURE_KEY_LEN];/* this endpoint's static key (required) */
+    int allow_any;                    /* responder: accept any initiator key (default 0: allow list) */
+    uint32_t max_udp_payload;         /* largest datagram sent, bytes (default 1472, min 1200) */
+    uint32_t max_message_size;        /* largest message, bytes (default 16 MiB) */
+    uint64_t send_backlog;            /* bytes of unacknowledged messages per link (default 8 MiB) */
+    uint64_t recv_window;             /* initial receive credit per link (default 1 MiB) */
+    uint64_t recv_window_max;         /* receive credit may grow to this (default 16 MiB) */
+    uint64_t idle_timeout;            /* ns of silence before a link is dead (default 30 s) */
+    uint64_t keepalive;               /* ns between keepalives on an idle link (default 0: none) */
+    uint64_t handshake_timeout;       /* ns before an unanswered handshake fails (default 10 s) */
+    uint64_t max_ack_delay;           /* ns a receiver may hold an ACK (default 5 ms) */
+    uint32_t ack_every;               /* ACK after this many ack-eliciting packets (default 24) */
+    int congestion;                   /* PURE_CC_CUBIC (default) or PURE_CC_NEWRENO */
+    uint32_t max_links;               /* links per context (default 1,000,000) */
+    uint32_t handshake_load;          /* half-open handshakes above which a cookie is demanded
+                                         (default 1024; 0 = always demand one) */
+    uint64_t rekey_after_packets;     /* new keys after this many packets sent (default 2^32) */
+    uint64_t rekey_after_time;        /* new keys after this many ns (default 120 s) */
+    const pure_callbacks *callbacks;  /* may be NULL */
+    void *user;                       /* passed to on_accept */
+    /* Injected allocator (default malloc/free). */
+    void *(*alloc)(void *alloc_user, size_t size);
+    void (*free)(void *alloc_user, void *p, size_t size);
+    void *alloc_user;
+    /* Randomness source (default: the crypto backend's, i.e. the OS). Tests inject a seeded PRNG so
+     * runs repeat exactly. Returns 0 or a negative code. */
+    int (*random)(void *random_user, uint8_t *buf, size_t len);
+    void *random_user;
+    /* Crypto backend (test hook): NULL = OpenSSL. Tests and fuzzers may pass the null backend. */
+    const void *crypto;
+} pure_settings;
+
+/* Fills s with the defaults above (private_key zero: the caller must set it). */
+PURE_API void pure_settings_default(pure_settings *s);
+
+/* Creates a context. Copies what it needs from s (the callbacks table must outlive the context).
+ * Returns 0, PURE_EINVAL (NULL, an invalid private key, a wrong version, a limit out of range) or
+ * PURE_ENOMEM. */
+PURE_API int pure_ctx_new(const pure_settings *s, pure_ctx **out);
+
+/* Frees a context and all its links at once, without callbacks or packets, wiping all keys. */
+PURE_API void pure_ctx_free(pure_ctx *ctx);
+
+/* Registers a service name (1..63 bytes) the context accepts links for. Returns 0, PURE_EINVAL or
+ * PURE_ENOMEM. Links naming an unregistered service are refused (the initiator sees
+ * PURE_EREFUSED). */
+PURE_API int pure_ctx_add_service(pure_ctx *ctx, const char *name);
+
+/* Adds an initiator public key to the allow list (used unless allow_any). Returns 0 or
+ * PURE_ENOMEM. */
+PURE_API int pure_ctx_allow(pure_ctx *ctx, const uint8_t pub[PURE_KEY_LEN]);
+
+/* This context's static public key. */
+PURE_API const uint8_t *pure_ctx_public_key(const pure_ctx *ctx);
+
+/* Feeds one received datagram. The data is decrypted in place (the buffer is modified).
+ * Returns 0 when the datagram was used, or a negative code when it was dropped (it is then also
+ * counted in pure_ctx_stats: PURE_EPROTO malformed, PURE_ECRYPTO failed authentication,
+ * PURE_EINVAL unknown link or stale). Dropping is normal for junk from the network; the caller
+ * need not act on these codes. */
+PURE_API int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *data, size_t len,
+                           uint64_t now);
+
+/* Writes the next burst of datagrams for one destination into buf (cap bytes; at least
+ * max_udp_payload). Every datagram in the burst is *segment bytes long except possibly the last,
+ * so the caller can send the burst with one UDP_SEGMENT sendmsg, or split it. Returns the burst's
+ * length, 0 when nothing is to be sent now, or PURE_ENOBUFS if cap is too small. *to receives the
+ * destination. Call until it returns 0 after every read batch, send, and timeout. */
+PURE_API int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment,
+                                pure_addr *to, uint64_t now);
+
+/* The time at which pure_ctx_timeout should next be called (UINT64_MAX: no timer armed). */
+PURE_API uint64_t pure_ctx_deadline(const pure_ctx *ctx);
+
+/* Runs every timer due at `now` (retransmission, ACK delay, idle timeout, keepalive, pacing,
+ * handshake retries). Callbacks may fire. Then call pure_ctx_write. */
+PURE_API void pure_ctx_timeout(pure_ctx *ctx, uint64_t now);
+
+/* Counters of a context. */
+typedef struct pure_ctx_stats {
+    uint64_t links;                 /* links alive (any state) */
+    uint64_t handshakes_started;    /* as initiator */
+    uint64_t handshakes_accepted;   /* as responder, completed */
+    uint64_t handshakes_refused;    /* refused: unknown service or key not allowed */
+    uint64_t cookies_sent;          /* cookie replies sent under load */
+    uint64_t dropped_malformed;     /* datagrams too short or of an unknown type */
+    uint64_t dropped_auth;          /* datagrams that failed authentication */
+    uint64_t dropped_replay;        /* packets seen before or too old */
+    uint64_t dropped_unknown_link;  /* no link with that index */
+    uint64_t timers_fired;          /* timer callbacks run (idle links should fire none) */
+    uint64_t datagrams_in, datagrams_out;
+} pure_ctx_stats;
+
+/* Copies the context's counters. */
+PURE_API void pure_ctx_stats_get(const pure_ctx *ctx, pure_ctx_stats *st);
+
+/* ---- Links -------------------------------------------------------------------------------- */
+
+/* Starts a link to the responder at `to` whose static public key is peer_key, for `service`.
+ * The handshake's first datagram is produced by the next pure_ctx_write. Messages may be sent
+ * right away; they flow once the handshake completes (on_established). Returns 0 and *out, or
+ * PURE_EINVAL (bad service name, NULL), PURE_ENOMEM, PURE_ELIMIT. Failures after this call (no
+ * answer, refusal) arrive through on_closed with PURE_ETIMEDOUT, PURE_EREFUSED, PURE_EACCES or
+ * PURE_EKEY. */
+PURE_API int pure_connect(pure_ctx *ctx, const pure_addr *to, const uint8_t peer_key[PURE_KEY_LEN],
+                          const char *service, void *user, pure_link **out, uint64_t now);
+
+/* Accepts one message for delivery: copies it into the link's send buffer (the only copy).
+ * Returns the message's id (0, 1, 2, ... per link) or:
+ *   PURE_EAGAIN   the backlog (send_backlog bytes) is full: wait for on_writable and retry;
+ *   PURE_EMSGSIZE len > max_message_size;
+ *   PURE_ECLOSED  the link is finishing or closing (after pure_link_finish/close);
+ *   PURE_ENOMEM   the send buffer could not be allocated. */
+PURE_API int64_t pure_link_send(pure_link *link, const void *msg, size_t len);
+
+/* Ends this side's stream after the messages already accepted (the peer gets on_peer_finished once
+ * it has them all). Further sends return PURE_ECLOSED. Returns 0 or PURE_ESTATE. */
+PURE_API int pure_link_finish(pure_link *link);
+
+/* Closes the link gracefully: the peer is told (code, reason up to 255 bytes), on_closed follows
+ * with error 0 and the messages that were not acknowledged. Returns 0 or PURE_ESTATE if already
+ * closed. The link stays valid until on_closed. */
+PURE_API int pure_link_close(pure_link *link, uint64_t code, const char *reason);
+
+PURE_API void pure_link_set_user(pure_link *link, void *user);
+PURE_API void *pure_link_user(const pure_link *link);
+/* The peer's static public key (after the handshake; the configured key for an initiator). */
+PURE_API const uint8_t *pure_link_peer_key(const pure_link *link);
+/* The peer's current address. */
+PURE_API const pure_addr *pure_link_peer_addr(const pure_link *link);
+/* Bytes accepted by pure_link_send and not yet acknowledged (the backlog). */
+PURE_API uint64_t pure_link_backlog(const pure_link *link);
+
+/* Per-link statistics. */
+typedef struct pure_link_stats {
+    uint64_t rtt_ns, rtt_min_ns, rtt_var_ns;
+    uint64_t cwnd, bytes_in_flight;
+    uint64_t packets_sent, packets_received, bytes_sent, bytes_received;
+    uint64_t packets_lost, bytes_retransmitted, ptos;
+    uint64_t messages_sent, messages_received, messages_acked;
+    uint64_t recv_window;       /* current receive credit window */
+    uint64_t rekeys;
+    uint64_t dropped_auth, dropped_replay;
+} pure_link_stats;
+
+/* Copies the link's statistics. */
+PURE_API void pure_link_stats_get(const pure_link *link, pure_link_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

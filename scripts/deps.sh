@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs everything Pure's build, tests and benchmarks need on Debian bookworm.
+# Idempotent: packages already present are skipped, so repeated runs are quick.
+set -euo pipefail
+pkgs=(
+  build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
+  libssl-dev
+  python3 python3-dissononce python3-matplotlib
+  libngtcp2-dev libngtcp2-crypto-gnutls-dev libgnutls28-dev
+  librust-quinn-dev librust-quinn-udp-dev librust-quinn-proto-dev librust-tokio-dev librust-rustls-dev
+  iproute2 strace valgrind
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# Rust for the quinn peer: the image's rustup toolchain if present, else Debian's.
+if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends cargo rustc >/dev/null
+fi

@@ -1,0 +1,20 @@
+/* alloc.h: the injected allocator every core module allocates through (no malloc in the core). */
+#ifndef PURE_ALLOC_H
+#define PURE_ALLOC_H
+
+#include <stddef.h>
+
+typedef struct pure_alloc {
+    void *(*alloc)(void *user, size_t size);
+    void (*free)(void *user, void *p, size_t size);
+    void *user;
+} pure_alloc;
+
+static inline void *pure_mem_alloc(const pure_alloc *a, size_t n) { return a->alloc(a->user, n); }
+static inline void pure_mem_free(const pure_alloc *a, void *p, size_t n)
+{
+    if (p)
+        a->free(a->user, p, n);
+}
+
+#endif

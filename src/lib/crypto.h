@@ -1,0 +1,80 @@
+/* crypto.h: the narrow seam between Pure and its cryptography backend (OpenSSL libcrypto, or the
+ * deterministic null backend for tests and fuzzing).
+ *
+ * Pure uses one fixed suite: X25519, SHA-256 (HMAC/HKDF as in the Noise framework) for the
+ * handshake, AES-256-GCM inside the Noise handshake messages (Noise's "AESGCM") and AES-128-GCM for
+ * transport packets. Nothing is negotiated. A backend is a table of functions; the core never
+ * calls a crypto library directly. */
+#ifndef PURE_CRYPTO_H
+#define PURE_CRYPTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define PURE_DH_LEN 32      /* X25519 private and public key bytes */
+#define PURE_HASH_LEN 32    /* SHA-256 */
+#define PURE_TAG_LEN 16     /* GCM tag */
+#define PURE_NONCE_LEN 12   /* GCM nonce */
+#define PURE_AEAD_MAX_KEY 32
+
+/* Which AEAD a context runs. */
+enum pure_aead_alg {
+    PURE_AEAD_AES128_GCM = 1, /* transport packets: 16-byte key */
+    PURE_AEAD_AES256_GCM = 2, /* Noise handshake ("AESGCM"): 32-byte key */
+};
+
+/* An AEAD context with its key scheduled once and reused for every packet. Opaque to the core;
+ * the backend keeps what it needs behind `impl`. */
+typedef struct pure_aead {
+    void *impl;
+    const struct pure_crypto *backend;
+    uint8_t alg;
+} pure_aead;
+
+/* A crypto backend. Every function returns 0 on success or a negative PURE_E* code. */
+typedef struct pure_crypto {
+    const char *name;
+    /* Fills buf with len random bytes (the context may override this source; see
+     * pure_settings.random). */
+    int (*random)(uint8_t *buf, size_t len);
+    /* X25519: public key of a private key; shared secret. dh fails (PURE_ECRYPTO) on an all-zero
+     * result (a low-order point). */
+    int (*dh_public)(uint8_t pub[PURE_DH_LEN], const uint8_t priv[PURE_DH_LEN]);
+    int (*dh)(uint8_t out[PURE_DH_LEN], const uint8_t priv[PURE_DH_LEN],
+              const uint8_t pub[PURE_DH_LEN]);
+    /* SHA-256 over the concatenation of up to 3 pieces (a NULL piece is skipped). */
+    void (*hash)(uint8_t out[PURE_HASH_LEN], const uint8_t *a, size_t alen, const uint8_t *b,
+                 size_t blen, const uint8_t *c, size_t clen);
+    /* HMAC-SHA256(key, a || b). */
+    void (*hmac)(uint8_t out[PURE_HASH_LEN], const uint8_t *key, size_t keylen, const uint8_t *a,
+                 size_t alen, const uint8_t *b, size_t blen);
+    /* AEAD: schedule a key into a reusable context; free wipes it. */
+    int (*aead_init)(pure_aead *a, enum pure_aead_alg alg, const uint8_t *key);
+    void (*aead_free)(pure_aead *a);
+    /* Seal len bytes in place at data (in == out), writing the 16-byte tag to tag. ad is
+     * authenticated, not encrypted. */
+    int (*aead_seal)(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
+                     size_t adlen, uint8_t *data, size_t len, uint8_t tag[PURE_TAG_LEN]);
+    /* Open len bytes in place; returns PURE_ECRYPTO (and leaves data unspecified) when the tag
+     * does not verify. */
+    int (*aead_open)(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
+                     size_t adlen, uint8_t *data, size_t len, const uint8_t tag[PURE_TAG_LEN]);
+} pure_crypto;
+
+/* The OpenSSL libcrypto backend (crypto_openssl.c). */
+extern const pure_crypto pure_crypto_openssl;
+/* The null backend (crypto_null.c): deterministic, insecure, for tests and fuzzing. Its DH is
+ * commutative but trivial, its AEAD does not encrypt but its tag still detects any change to the
+ * data, ad or nonce, and its random is a seeded PRNG (pure_crypto_null_seed). */
+extern const pure_crypto pure_crypto_null;
+void pure_crypto_null_seed(uint64_t seed);
+
+/* HKDF as the Noise framework defines it (HMAC-SHA256): from chaining key ck and input key
+ * material ikm, derive out1 and, if out2 is non-NULL, out2 (each 32 bytes). */
+void pure_hkdf2(const pure_crypto *c, uint8_t out1[PURE_HASH_LEN], uint8_t out2[PURE_HASH_LEN],
+                const uint8_t ck[PURE_HASH_LEN], const uint8_t *ikm, size_t ikmlen);
+
+/* Overwrites n bytes at p with zeros in a way the compiler cannot elide. */
+void pure_wipe(void *p, size_t n);
+
+#endif

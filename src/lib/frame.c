@@ -1,0 +1,160 @@
+#include "frame.h"
+
+#include <string.h>
+
+#include "pure.h"
+#include "varint.h"
+
+int pure_frame_parse(const uint8_t **pp, const uint8_t *end, pure_frame *f, pure_ack_frame *ack)
+{
+    const uint8_t *p = *pp;
+    if (p >= end)
+        return PURE_EPROTO;
+    uint8_t type = *p++;
+    f->type = type;
+    switch (type) {
+    case PURE_FRAME_PADDING:
+        while (p < end && *p == PURE_FRAME_PADDING)
+            p++;
+        break;
+    case PURE_FRAME_PING:
+        break;
+    case PURE_FRAME_ACK: {
+        uint64_t count, first;
+        if (pure_varint_get(&p, end, &ack->largest) || pure_varint_get(&p, end, &ack->delay_us) ||
+            pure_varint_get(&p, end, &count) || pure_varint_get(&p, end, &first))
+            return PURE_EPROTO;
+        if (first > ack->largest || count >= PURE_ACK_MAX_RANGES)
+            return PURE_EPROTO;
+        ack->r[0].hi = ack->largest;
+        ack->r[0].lo = ack->largest - first;
+        ack->n = 1;
+        for (uint64_t i = 0; i < count; i++) {
+            uint64_t gap, len;
+            if (pure_varint_get(&p, end, &gap) || pure_varint_get(&p, end, &len))
+                return PURE_EPROTO;
+            uint64_t prev_lo = ack->r[ack->n - 1].lo;
+            /* next hi = prev_lo - gap - 2 (gap 0 means exactly one missing packet) */
+            if (prev_lo < gap + 2)
+                return PURE_EPROTO;
+            uint64_t hi = prev_lo - gap - 2;
+            if (len > hi)
+                return PURE_EPROTO;
+            ack->r[ack->n].hi = hi;
+            ack->r[ack->n].lo = hi - len;
+            ack->n++;
+        }
+        break;
+    }
+    case PURE_FRAME_CREDIT:
+        if (pure_varint_get(&p, end, &f->u.credit))
+            return PURE_EPROTO;
+        break;
+    case PURE_FRAME_CLOSE: {
+        uint64_t len;
+        if (pure_varint_get(&p, end, &f->u.close.code) || pure_varint_get(&p, end, &len))
+            return PURE_EPROTO;
+        if (len > (uint64_t)(end - p) || len > 255)
+            return PURE_EPROTO;
+        f->u.close.reason = p;
+        f->u.close.reason_len = (size_t)len;
+        p += len;
+        break;
+    }
+    case PURE_FRAME_REKEY:
+        if (end - p < 32)
+            return PURE_EPROTO;
+        f->u.rekey = p;
+        p += 32;
+        break;
+    case PURE_FRAME_DATA:
+    case PURE_FRAME_DATA | PURE_FRAME_DATA_FIN: {
+        uint64_t off, len;
+        if (pure_varint_get(&p, end, &off) || pure_varint_get(&p, end, &len))
+            return PURE_EPROTO;
+        if (len > (uint64_t)(end - p) || off + len > PURE_VARINT_MAX)
+            return PURE_EPROTO;
+        f->type = PURE_FRAME_DATA;
+        f->u.data.offset = off;
+        f->u.data.len = len;
+        f->u.data.bytes = p;
+        f->u.data.fin = type & PURE_FRAME_DATA_FIN;
+        p += len;
+        break;
+    }
+    default:
+        return PURE_EPROTO;
+    }
+    *pp = p;
+    return 0;
+}
+
+size_t pure_frame_data_header_len(uint64_t offset, uint64_t len)
+{
+    return 1 + pure_varint_len(offset) + pure_varint_len(len);
+}
+
+uint8_t *pure_frame_put_data_header(uint8_t *p, uint64_t offset, uint64_t len, int fin)
+{
+    *p++ = PURE_FRAME_DATA | (fin ? PURE_FRAME_DATA_FIN : 0);
+    p = pure_varint_put(p, offset);
+    return pure_varint_put(p, len);
+}
+
+uint8_t *pure_frame_put_credit(uint8_t *p, uint64_t max_offset)
+{
+    *p++ = PURE_FRAME_CREDIT;
+    return pure_varint_put(p, max_offset);
+}
+
+uint8_t *pure_frame_put_close(uint8_t *p, uint64_t code, const char *reason, size_t reason_len)
+{
+    if (reason_len > 255)
+        reason_len = 255;
+    *p++ = PURE_FRAME_CLOSE;
+    p = pure_varint_put(p, code);
+    p = pure_varint_put(p, reason_len);
+    if (reason_len)
+        memcpy(p, reason, reason_len);
+    return p + reason_len;
+}
+
+uint8_t *pure_frame_put_ack(uint8_t *p, size_t room, const pure_range *ranges, uint32_t n,
+                            uint64_t delay_us)
+{
+    if (n == 0)
+        return NULL;
+    if (n > PURE_ACK_MAX_RANGES) { /* keep the newest */
+        ranges += n - PURE_ACK_MAX_RANGES;
+        n = PURE_ACK_MAX_RANGES;
+    }
+    /* ranges[] ascending; the frame lists them largest first. */
+    uint8_t tmp[1 + 8 * 4 + PURE_ACK_MAX_RANGES * 16];
+    uint8_t *q = tmp;
+    const pure_range *top = &ranges[n - 1];
+    uint64_t largest = top->end - 1;
+    *q++ = PURE_FRAME_ACK;
+    q = pure_varint_put(q, largest);
+    q = pure_varint_put(q, delay_us);
+    uint8_t *count_at = q; /* count is at most 31: always one byte */
+    q++;
+    q = pure_varint_put(q, top->end - 1 - top->start);
+    if ((size_t)(q - tmp) > room)
+        return NULL;
+    uint32_t count = 0;
+    uint64_t prev_lo = top->start;
+    for (uint32_t i = n - 1; i-- > 0;) {
+        uint64_t hi = ranges[i].end - 1, lo = ranges[i].start;
+        uint64_t gap = prev_lo - hi - 2;
+        size_t need = pure_varint_len(gap) + pure_varint_len(hi - lo);
+        if ((size_t)(q - tmp) + need > room)
+            break;
+        q = pure_varint_put(q, gap);
+        q = pure_varint_put(q, hi - lo);
+        prev_lo = lo;
+        count++;
+    }
+    *count_at = (uint8_t)count;
+    memcpy(p, tmp, (size_t)(q - tmp));
+    return p + (q - tmp);
+}

@@ -1,0 +1,59 @@
+/* frame.h: encoding and parsing of the frames inside a sealed packet (DATA, ACK, CREDIT, PING,
+ * CLOSE, REKEY, PADDING). Parsing never reads past the end and rejects every malformed frame. */
+#ifndef PURE_FRAME_H
+#define PURE_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ranges.h"
+#include "wire.h"
+
+/* A parsed ACK frame: up to PURE_ACK_MAX_RANGES ranges, largest first, each inclusive [lo, hi]. */
+typedef struct pure_ack_frame {
+    uint64_t largest;
+    uint64_t delay_us;
+    uint32_t n;
+    struct {
+        uint64_t lo, hi;
+    } r[PURE_ACK_MAX_RANGES];
+} pure_ack_frame;
+
+typedef struct pure_frame {
+    uint8_t type; /* enum pure_frame_type; DATA with or without FIN is PURE_FRAME_DATA */
+    union {
+        struct {
+            uint64_t offset;
+            uint64_t len;
+            const uint8_t *bytes;
+            uint8_t fin;
+        } data;
+        uint64_t credit;
+        struct {
+            uint64_t code;
+            const uint8_t *reason;
+            size_t reason_len;
+        } close;
+        const uint8_t *rekey; /* 32 bytes */
+    } u;
+} pure_frame;
+
+/* Parses the next frame at *p (before end) into f, skipping runs of PADDING (which then come back
+ * as one PURE_FRAME_PADDING). The ACK frame is decoded into *ack (f only says its type).
+ * Returns 0 and advances *p, or PURE_EPROTO for anything malformed: unknown type, truncation,
+ * a DATA offset + length past 2^62, an ACK range underflowing 0 or with more ranges than fit. */
+int pure_frame_parse(const uint8_t **p, const uint8_t *end, pure_frame *f, pure_ack_frame *ack);
+
+/* Encoders: each writes at p (room checked by the caller with the matching _len or a bound) and
+ * returns the new end. */
+uint8_t *pure_frame_put_data_header(uint8_t *p, uint64_t offset, uint64_t len, int fin);
+size_t pure_frame_data_header_len(uint64_t offset, uint64_t len);
+uint8_t *pure_frame_put_credit(uint8_t *p, uint64_t max_offset);
+uint8_t *pure_frame_put_close(uint8_t *p, uint64_t code, const char *reason, size_t reason_len);
+/* Encodes an ACK from received ranges given ascending (start inclusive, end exclusive) as stored
+ * in a pure_ranges, newest last; writes at most `room` bytes, dropping the oldest ranges that do
+ * not fit. Returns the end, or NULL if not even the newest range fits. */
+uint8_t *pure_frame_put_ack(uint8_t *p, size_t room, const pure_range *ranges, uint32_t n,
+                            uint64_t delay_us);
+
+#endif

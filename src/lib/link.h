@@ -1,0 +1,261 @@
+/* link.h: the internal state of a link and of the context that owns it, shared by the core's
+ * modules (ctx.c context and tables, handshake.c, link.c lifecycle, link_send.c packet building,
+ * link_recv.c packet processing, recovery.c loss detection, keys.c transport keys). */
+#ifndef PURE_LINK_H
+#define PURE_LINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pure.h"
+
+#include "alloc.h"
+#include "cc.h"
+#include "cookie.h"
+#include "crypto.h"
+#include "msgparse.h"
+#include "noise.h"
+#include "pacer.h"
+#include "ranges.h"
+#include "replay.h"
+#include "rtt.h"
+#include "sendbuf.h"
+#include "wire.h"
+
+/* Link states; every transition goes through pure_link_set_state, which checks it. */
+enum pure_link_state {
+    PURE_LS_HANDSHAKE = 1, /* initiator: INIT sent, waiting for RESP */
+    PURE_LS_UNVALIDATED,   /* responder: RESP sent, waiting for the first authenticated packet */
+    PURE_LS_OPEN,          /* keys in place, data flows */
+    PURE_LS_CLOSING,       /* CLOSE queued or sent; waiting to send it, then draining */
+    PURE_LS_CLOSED,        /* on_closed delivered; freed at the end of the current ctx call */
+};
+
+/* Flags of a sent packet. */
+enum {
+    PURE_SENT_ELICITING = 0x01, /* needs an ACK */
+    PURE_SENT_FIN = 0x02,       /* carried the stream's FIN */
+    PURE_SENT_CREDIT = 0x04,    /* carried a CREDIT frame */
+    PURE_SENT_CLOSE = 0x08,
+    PURE_SENT_REKEY = 0x10,
+    PURE_SENT_LIVE = 0x80,      /* not yet acknowledged or declared lost */
+};
+
+/* One sent packet, kept in a ring indexed by packet number until acknowledged or lost. */
+typedef struct pure_sent {
+    uint64_t time;
+    uint64_t data_off;
+    uint32_t data_len;
+    uint16_t size;
+    uint8_t flags;
+    uint8_t unused;
+} pure_sent;
+
+/* What only the initiator's handshake needs: freed once the link is open. */
+typedef struct pure_hs {
+    pure_noise noise;
+    uint8_t init[512]; /* the INIT datagram as sent, resent on timeout */
+    uint16_t init_len;
+    uint8_t retries;
+    uint8_t rejected;  /* a REJECT hint arrived: report PURE_EKEY if nothing better comes */
+    uint8_t send_pending;
+    uint8_t cookie[PURE_COOKIE_LEN];
+    uint8_t has_cookie;
+    uint64_t started;
+    uint64_t retry_at;
+    char service[PURE_SERVICE_MAX + 1];
+} pure_hs;
+
+/* Transport keys of one direction and phase. */
+typedef struct pure_dir_keys {
+    pure_aead aead;
+    uint8_t iv[PURE_NONCE_LEN];
+    uint8_t ready;
+} pure_dir_keys;
+
+struct pure_link {
+    pure_ctx *ctx;
+    void *user;
+    uint32_t local_index, remote_index;
+    uint32_t heap_pos;     /* position in the context's timer heap, UINT32_MAX if none */
+    uint8_t state;
+    uint8_t initiator;
+    uint8_t key_phase;     /* phase of tx keys (the DATA packet type's low bit) */
+    uint8_t in_pending;    /* on the context's send list */
+
+    /* flags */
+    uint8_t finish_requested, fin_sent_pending, peer_finished, peer_fin_known;
+    uint8_t want_writable, ack_now, credit_pending, close_pending;
+    uint8_t probe_pending, ping_pending, closed_notified, app_limited;
+
+    pure_addr peer;
+    uint8_t peer_key[PURE_KEY_LEN];
+    pure_hs *hs;
+
+    /* keys */
+    pure_dir_keys tx, rx, rx_next;
+    uint8_t ck[PURE_HASH_LEN]; /* chaining key, for rekeying */
+    pure_replay replay;
+
+    /* amplification limit before validation (responder) */
+    uint64_t amp_received, amp_sent;
+
+    /* ---- send side ---- */
+    pure_sendbuf sb;
+    uint64_t send_next;    /* next new stream offset to send */
+    uint64_t peer_credit;  /* peer allows stream offsets below this */
+    uint64_t fin_offset;   /* stream length once finish was requested */
+    pure_ranges acked;     /* acknowledged stream bytes above sb.base */
+    pure_ranges lost;      /* stream bytes to send again */
+    uint64_t msg_boundary; /* offset of the next message whose acknowledgement is not counted */
+    uint64_t msgs_acked, next_msg_id;
+
+    /* recovery */
+    pure_sent *sent;       /* ring of cap entries, pn -> sent[pn & (cap-1)] */
+    uint32_t sent_cap;
+    uint64_t sent_lo;      /* oldest packet number still live (or next_pn) */
+    uint64_t next_pn;
+    uint64_t largest_acked;
+    uint8_t has_largest_acked;
+    uint32_t pto_count;
+    uint64_t loss_time;    /* earliest time a live packet becomes lost by the time threshold */
+    uint64_t last_eliciting_sent;
+    uint64_t eliciting_in_flight;
+    pure_rtt rtt;
+    pure_cc cc;
+    pure_pacer pacer;
+
+    /* ---- receive side ---- */
+    pure_ranges rx_pns;    /* packet numbers received (bounded) */
+    uint32_t rx_unacked;   /* ack-eliciting packets since our last ACK */
+    uint64_t rx_largest_time;
+    uint64_t ack_deadline; /* UINT64_MAX if no ACK is owed */
+    uint64_t recv_next;    /* in-order stream bytes consumed */
+    uint64_t credit_sent;  /* the CREDIT limit we granted */
+    uint64_t recv_window;
+    uint64_t credit_time;  /* when the last credit update was sent (window auto-tuning) */
+    uint64_t peer_fin;     /* peer's stream length once known */
+    uint8_t *ring;         /* out-of-order stream bytes, offsets [recv_next, recv_next + ring_cap) */
+    uint64_t ring_cap;
+    pure_ranges oo;        /* out-of-order byte ranges held in ring */
+    pure_msgparse parse;
+
+    /* liveness */
+    uint64_t last_recv;    /* last authenticated packet */
+    uint64_t keepalive_at;
+    uint64_t close_deadline;
+    uint64_t deadline;     /* the earliest of all timers, as stored in the heap */
+
+    /* close */
+    uint64_t close_code;
+    int close_error;
+    uint8_t peer_closed;
+
+    /* rekey */
+    uint64_t keys_time, keys_packets;
+
+    pure_link_stats st;
+    pure_link *pending_next; /* the context's send list */
+    pure_link *dead_next;
+};
+
+/* A datagram the context sends that belongs to no open link (RESP, COOKIE, REJECT replies). */
+typedef struct pure_ctl {
+    pure_addr to;
+    uint16_t len;
+    uint8_t data[160];
+} pure_ctl;
+
+#define PURE_CTL_QUEUE 64
+
+struct pure_ctx {
+    pure_settings s;
+    pure_callbacks cb;
+    pure_alloc alloc;
+    const pure_crypto *crypto;
+    uint8_t public_key[PURE_KEY_LEN];
+
+    /* links by local index: open addressing, linear probing */
+    pure_link **table;
+    uint32_t table_cap, table_used;
+    uint32_t half_open;
+
+    /* timers: a binary min-heap of links by deadline */
+    pure_link **heap;
+    uint32_t heap_len, heap_cap;
+
+    /* links with something to send */
+    pure_link *pending_head, *pending_tail;
+    /* links closed during this call, freed at its end */
+    pure_link *dead;
+    int depth; /* nesting of public calls (callbacks may re-enter) */
+
+    pure_ctl ctl[PURE_CTL_QUEUE];
+    uint32_t ctl_head, ctl_len;
+
+    char (*services)[PURE_SERVICE_MAX + 1];
+    uint32_t n_services, cap_services;
+    uint8_t (*allow)[PURE_KEY_LEN];
+    uint32_t n_allow, cap_allow;
+
+    pure_cookie_jar cookies;
+    pure_ctx_stats st;
+    uint64_t now;
+};
+
+/* ctx.c */
+int pure_ctx_random(pure_ctx *ctx, uint8_t *buf, size_t len);
+int pure_ctx_table_add(pure_ctx *ctx, pure_link *link);    /* assigns link->local_index */
+void pure_ctx_table_remove(pure_ctx *ctx, pure_link *link);
+pure_link *pure_ctx_table_find(pure_ctx *ctx, uint32_t index);
+void pure_ctx_timer_set(pure_ctx *ctx, pure_link *link, uint64_t deadline);
+void pure_ctx_mark_pending(pure_ctx *ctx, pure_link *link);
+pure_ctl *pure_ctx_ctl_push(pure_ctx *ctx, const pure_addr *to);
+int pure_ctx_has_service(const pure_ctx *ctx, const char *name, size_t len);
+int pure_ctx_allowed(const pure_ctx *ctx, const uint8_t key[PURE_KEY_LEN]);
+int pure_addr_equal(const pure_addr *a, const pure_addr *b);
+
+/* handshake.c */
+int pure_hs_start(pure_link *link, const uint8_t peer_key[PURE_KEY_LEN], const char *service,
+                  uint64_t now);
+void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
+                     uint64_t now);
+int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
+                    uint64_t now);
+int pure_hs_on_cookie(pure_ctx *ctx, const uint8_t *d, size_t n, uint64_t now);
+int pure_hs_on_reject(pure_ctx *ctx, const uint8_t *d, size_t n, uint64_t now);
+void pure_hs_timeout(pure_link *link, uint64_t now);
+void pure_hs_free(pure_link *link);
+
+/* keys.c */
+int pure_keys_install(pure_link *link, const uint8_t k_send[32], const uint8_t k_recv[32]);
+void pure_keys_wipe(pure_link *link);
+void pure_keys_nonce(uint8_t nonce[PURE_NONCE_LEN], const uint8_t iv[PURE_NONCE_LEN], uint64_t pn);
+
+/* link.c */
+pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, uint64_t now);
+void pure_link_set_state(pure_link *link, enum pure_link_state st);
+void pure_link_update_timer(pure_link *link, uint64_t now);
+void pure_link_on_timer(pure_link *link, uint64_t now);
+/* Ends the link: error 0 for a graceful end. Sends CLOSE first when send_close. */
+void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *reason,
+                         int send_close, uint64_t now);
+void pure_link_release(pure_link *link); /* free memory (from the dead list) */
+void pure_link_open(pure_link *link, uint64_t now); /* keys ready: start data phase */
+void pure_link_maybe_idle(pure_link *link);
+
+/* link_recv.c */
+int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n, uint64_t now);
+
+/* link_send.c */
+int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segment, uint64_t now);
+int pure_link_wants_send(const pure_link *link, uint64_t now);
+
+/* recovery.c */
+int pure_recovery_on_sent(pure_link *link, uint64_t pn, const pure_sent *s);
+void pure_recovery_on_ack(pure_link *link, const struct pure_ack_frame *ack, uint64_t now);
+void pure_recovery_on_timeout(pure_link *link, uint64_t now);
+uint64_t pure_recovery_deadline(const pure_link *link);
+void pure_recovery_free(pure_link *link);
+
+#endif

@@ -1,0 +1,104 @@
+#include "sendbuf.h"
+
+#include <string.h>
+
+#include "pure.h"
+
+static void put(uint8_t *buf, uint64_t cap, uint64_t off, const uint8_t *src, size_t len)
+{
+    uint64_t i = off & (cap - 1);
+    size_t first = (size_t)(cap - i) < len ? (size_t)(cap - i) : len;
+    memcpy(buf + i, src, first);
+    if (first < len)
+        memcpy(buf, src + first, len - first);
+}
+
+static int grow(pure_sendbuf *s, const pure_alloc *a, uint64_t need, uint64_t limit)
+{
+    uint64_t cap = s->cap ? s->cap : 16384;
+    while (cap < need)
+        cap *= 2;
+    uint64_t max = 1;
+    while (max < limit)
+        max *= 2;
+    if (cap > max)
+        cap = max;
+    if (cap < need)
+        return PURE_EAGAIN;
+    uint8_t *nb = pure_mem_alloc(a, (size_t)cap);
+    if (!nb)
+        return PURE_ENOMEM;
+    /* Re-lay live bytes at their offsets modulo the new capacity. */
+    for (uint64_t off = s->base; off < s->end;) {
+        uint64_t i = off & (s->cap - 1);
+        size_t chunk = (size_t)(s->cap - i);
+        if (chunk > s->end - off)
+            chunk = (size_t)(s->end - off);
+        put(nb, cap, off, s->buf + i, chunk);
+        off += chunk;
+    }
+    pure_mem_free(a, s->buf, (size_t)s->cap);
+    s->buf = nb;
+    s->cap = cap;
+    return 0;
+}
+
+int pure_sendbuf_write(pure_sendbuf *s, const pure_alloc *a, const void *x, size_t xlen,
+                       const void *y, size_t ylen, uint64_t limit)
+{
+    uint64_t need = s->end - s->base + xlen + ylen;
+    if (need > limit && s->end > s->base)
+        return PURE_EAGAIN;
+    if (need > s->cap) {
+        int rc = grow(s, a, need, need > limit ? need : limit);
+        if (rc)
+            return rc;
+    }
+    put(s->buf, s->cap, s->end, x, xlen);
+    s->end += xlen;
+    if (ylen) {
+        put(s->buf, s->cap, s->end, y, ylen);
+        s->end += ylen;
+    }
+    return 0;
+}
+
+void pure_sendbuf_copy(const pure_sendbuf *s, uint64_t off, uint8_t *dst, size_t len)
+{
+    if (!len)
+        return;
+    uint64_t i = off & (s->cap - 1);
+    size_t first = (size_t)(s->cap - i) < len ? (size_t)(s->cap - i) : len;
+    memcpy(dst, s->buf + i, first);
+    if (first < len)
+        memcpy(dst + first, s->buf, len - first);
+}
+
+uint32_t pure_sendbuf_get_u32(const pure_sendbuf *s, uint64_t off)
+{
+    uint8_t b[4];
+    pure_sendbuf_copy(s, off, b, 4);
+    return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+void pure_sendbuf_release(pure_sendbuf *s, uint64_t new_base)
+{
+    if (new_base > s->base)
+        s->base = new_base > s->end ? s->end : new_base;
+}
+
+void pure_sendbuf_shrink(pure_sendbuf *s, const pure_alloc *a)
+{
+    if (s->base == s->end && s->buf) {
+        pure_mem_free(a, s->buf, (size_t)s->cap);
+        s->buf = NULL;
+        s->cap = 0;
+    }
+}
+
+void pure_sendbuf_free(pure_sendbuf *s, const pure_alloc *a)
+{
+    pure_mem_free(a, s->buf, (size_t)s->cap);
+    s->buf = NULL;
+    s->cap = 0;
+}

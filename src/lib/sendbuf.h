@@ -1,0 +1,33 @@
+/* sendbuf.h: the send buffer, a ring of stream bytes from the lowest unacknowledged offset to the
+ * last byte the application wrote. Packets are built by copying out of it by stream offset, so a
+ * retransmission is just another copy of the same offsets. */
+#ifndef PURE_SENDBUF_H
+#define PURE_SENDBUF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "alloc.h"
+
+typedef struct pure_sendbuf {
+    uint8_t *buf;
+    uint64_t cap;  /* power of two, 0 before the first write */
+    uint64_t base; /* stream offset of the oldest byte held (everything below is acknowledged) */
+    uint64_t end;  /* stream offset just past the newest byte */
+} pure_sendbuf;
+
+/* Appends the concatenation a||b, growing the ring (doubling) up to `limit` bytes of backlog.
+ * Returns 0, PURE_EAGAIN if the backlog would exceed limit, or PURE_ENOMEM. */
+int pure_sendbuf_write(pure_sendbuf *s, const pure_alloc *a, const void *x, size_t xlen,
+                       const void *y, size_t ylen, uint64_t limit);
+/* Copies len bytes starting at stream offset off (base <= off, off + len <= end) to dst. */
+void pure_sendbuf_copy(const pure_sendbuf *s, uint64_t off, uint8_t *dst, size_t len);
+/* Forgets everything below new_base (acknowledged). */
+void pure_sendbuf_release(pure_sendbuf *s, uint64_t new_base);
+/* Frees the ring if it is empty (an idle link keeps no buffer); keeps offsets. */
+void pure_sendbuf_shrink(pure_sendbuf *s, const pure_alloc *a);
+void pure_sendbuf_free(pure_sendbuf *s, const pure_alloc *a);
+/* Reads a big-endian u32 at stream offset off (off + 4 <= end). */
+uint32_t pure_sendbuf_get_u32(const pure_sendbuf *s, uint64_t off);
+
+#endif

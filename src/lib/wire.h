@@ -1,0 +1,57 @@
+/* wire.h: every on-the-wire constant, packet layout and limit of Pure's protocol, in one place
+ * (docs/protocol.md explains them). */
+#ifndef PURE_WIRE_H
+#define PURE_WIRE_H
+
+#include <stdint.h>
+
+/* Packet types: the first byte of every datagram. */
+enum pure_pkt_type {
+    PURE_PKT_INIT = 0x01,   /* Noise IK message 1: type | sender u32 | msg1 | cookie[16] */
+    PURE_PKT_RESP = 0x02,   /* Noise IK message 2: type | sender u32 | receiver u32 | msg2 */
+    PURE_PKT_COOKIE = 0x03, /* cookie reply under load: type | receiver u32 | cookie[16] */
+    PURE_PKT_REJECT = 0x04, /* hint: INIT did not authenticate: type | receiver u32 */
+    PURE_PKT_DATA0 = 0x08,  /* transport packet, key phase 0: type | receiver u32 | pn u56 */
+    PURE_PKT_DATA1 = 0x09,  /* transport packet, key phase 1 */
+};
+
+#define PURE_PROLOGUE "pure/1"
+#define PURE_DATA_HEADER 12          /* type (1) + receiver index (4) + packet number (7) */
+#define PURE_PN_MAX ((1ull << 56) - 1)
+#define PURE_COOKIE_LEN 16
+#define PURE_INIT_FIXED (1 + 4)      /* before the Noise message */
+#define PURE_RESP_FIXED (1 + 4 + 4)
+#define PURE_COOKIE_PKT (1 + 4 + PURE_COOKIE_LEN)
+#define PURE_REJECT_PKT (1 + 4)
+#define PURE_SERVICE_MAX 63
+/* INIT payload: service length u8 | service bytes. RESP payload: status u8. */
+enum pure_resp_status { PURE_RESP_OK = 0, PURE_RESP_NO_SERVICE = 1, PURE_RESP_NOT_ALLOWED = 2 };
+
+/* Frame types inside the sealed payload. */
+enum pure_frame_type {
+    PURE_FRAME_PADDING = 0x00, /* one byte; runs of them fill a packet to the burst's size */
+    PURE_FRAME_PING = 0x01,    /* ack-eliciting; asks for an immediate ACK */
+    PURE_FRAME_ACK = 0x02,     /* largest, delay (µs), count, first range, (gap, len)* */
+    PURE_FRAME_CREDIT = 0x03,  /* max stream offset the peer may send up to */
+    PURE_FRAME_CLOSE = 0x04,   /* code, reason length, reason */
+    PURE_FRAME_REKEY = 0x05,   /* new ephemeral key (32 bytes) for the next key phase */
+    PURE_FRAME_DATA = 0x08,    /* 0x08 | FIN(0x01): offset, length, bytes */
+};
+#define PURE_FRAME_DATA_FIN 0x01
+
+#define PURE_STREAM_PREAMBLE "pure"
+#define PURE_MIN_UDP_PAYLOAD 1200
+#define PURE_MAX_UDP_PAYLOAD 65507
+#define PURE_ACK_MAX_RANGES 32       /* ranges an ACK frame carries (older ones are dropped) */
+#define PURE_AMPLIFICATION 3         /* bytes sent per byte received before a path is validated */
+
+/* Close codes a peer sends in CLOSE (the application's own codes start at 0x100). */
+enum pure_close_code {
+    PURE_CLOSE_OK = 0,
+    PURE_CLOSE_PROTOCOL = 1,
+    PURE_CLOSE_FLOW = 2,
+    PURE_CLOSE_REFUSED = 3,
+    PURE_CLOSE_MSGSIZE = 4,
+};
+
+#endif
