@@ -1,0 +1,30 @@
+/* crypto_common.c: backend-independent helpers of the crypto seam (Noise's HKDF, wiping). */
+#include "crypto.h"
+
+#include <string.h>
+
+/* Noise section 4.3: temp = HMAC(ck, ikm); out1 = HMAC(temp, 0x01);
+ * out2 = HMAC(temp, out1 || 0x02). Only HMAC is needed, so this works on any backend. */
+void pure_hkdf2(const pure_crypto *c, uint8_t out1[PURE_HASH_LEN], uint8_t out2[PURE_HASH_LEN],
+                const uint8_t ck[PURE_HASH_LEN], const uint8_t *ikm, size_t ikmlen)
+{
+    static const uint8_t one = 0x01, two = 0x02;
+    uint8_t temp[PURE_HASH_LEN], o1[PURE_HASH_LEN];
+    c->hmac(temp, ck, PURE_HASH_LEN, ikm, ikmlen, NULL, 0);
+    c->hmac(o1, temp, sizeof(temp), &one, 1, NULL, 0);
+    if (out2 != NULL)
+        c->hmac(out2, temp, sizeof(temp), o1, sizeof(o1), &two, 1);
+    /* out1 may alias ck (MixKey updates ck in place), so it is written last. */
+    memcpy(out1, o1, sizeof(o1));
+    pure_wipe(temp, sizeof(temp));
+    pure_wipe(o1, sizeof(o1));
+}
+
+void pure_wipe(void *p, size_t n)
+{
+    /* A store through a volatile pointer must happen, so the compiler cannot drop it as a dead
+     * store to memory about to be freed or go out of scope. */
+    volatile unsigned char *v = p;
+    while (n-- > 0)
+        *v++ = 0;
+}
