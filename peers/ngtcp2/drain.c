@@ -1068,6 +1068,7 @@ static int serve(void) {
                 prog, p->msgs, p->body_bytes, p->pkts_in, p->recvmsgs,
                 p->pkts_out, p->sendmsgs);
       conn_free(p);
+      p->conn_done = 0; /* idle again: turn() sleeps until the next client */
     }
   }
   return 0;
