@@ -157,7 +157,7 @@ typedef struct peer {
   int txpending;
 
   /* stats */
-  uint64_t sendmsgs, pkts_out, recvmsgs, pkts_in;
+  uint64_t sendmsgs, pkts_out, recvmsgs, pkts_in, polls, eagains;
 } peer;
 
 static void conn_fail(peer *p, const char *fmt, ...) {
@@ -642,8 +642,10 @@ static void stream_advance(peer *p, size_t n, uint32_t flags, size_t offered) {
 /* Handles a fatal ngtcp2 error from read/write/expiry. */
 static void conn_error(peer *p, const char *what, int rv) {
   if (p->proto_err) {
+    /* p->err already says why (set by the stream callback) */
     send_close(p, APP_ERR_PROTOCOL, p->err);
-    conn_fail(p, "%s", p->err);
+    p->conn_failed = 1;
+    p->conn_done = 1;
     return;
   }
   if (rv == NGTCP2_ERR_DRAINING || rv == NGTCP2_ERR_CLOSING) {
@@ -814,6 +816,7 @@ static void server_reset_state(peer *p) {
   p->txpending = 0;
   p->txlen = p->txpkts = 0;
   p->sendmsgs = p->pkts_out = p->recvmsgs = p->pkts_in = 0;
+  p->polls = p->eagains = 0;
 }
 
 /* Server: makes a connection for a client's first Initial packet. */
@@ -946,8 +949,10 @@ static int read_some(peer *p) {
     if (n < 0) {
       if (errno == EINTR)
         continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK)
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        p->eagains++;
         break;
+      }
       if (errno == ECONNREFUSED && !p->is_server) {
         conn_fail(p, "nothing is listening on 127.0.0.1 at that port (ICMP "
                      "port unreachable)");
@@ -1013,6 +1018,7 @@ static void wait_io(peer *p) {
       tp = &tmo;
     }
   }
+  p->polls++;
   if (ppoll(&pfd, 1, tp, NULL) < 0 && errno != EINTR)
     die("ppoll: %s", strerror(errno));
 }
@@ -1064,9 +1070,10 @@ static int serve(void) {
         fprintf(stderr,
                 "%s serve: connection done: %" PRIu64 " messages, %" PRIu64
                 " body bytes; %" PRIu64 " packets in %" PRIu64
-                " recvmsg, %" PRIu64 " packets out in %" PRIu64 " sendmsg\n",
+                " recvmsg, %" PRIu64 " packets out in %" PRIu64 " sendmsg; %" PRIu64
+                " ppoll, %" PRIu64 " empty recvmsg\n",
                 prog, p->msgs, p->body_bytes, p->pkts_in, p->recvmsgs,
-                p->pkts_out, p->sendmsgs);
+                p->pkts_out, p->sendmsgs, p->polls, p->eagains);
       conn_free(p);
       p->conn_done = 0; /* idle again: turn() sleeps until the next client */
     }
@@ -1197,10 +1204,10 @@ static int drain(const char *port_s, const char *n_s, const char *size_s) {
     fprintf(stderr,
             "%s drain: %" PRIu64 " packets out in %" PRIu64
             " sendmsg (%.1f per burst), %" PRIu64 " packets in %" PRIu64
-            " recvmsg\n",
+            " recvmsg; %" PRIu64 " ppoll, %" PRIu64 " empty recvmsg\n",
             prog, p->pkts_out, p->sendmsgs,
             p->sendmsgs ? (double)p->pkts_out / (double)p->sendmsgs : 0.0,
-            p->pkts_in, p->recvmsgs);
+            p->pkts_in, p->recvmsgs, p->polls, p->eagains);
   conn_free(p);
   free(pat);
   if (m != n) {
