@@ -375,10 +375,11 @@ static int handshake_completed_cb(ngtcp2_conn *conn, void *user_data) {
       memcpy(alpn, proto.data, proto.size);
       alpn[proto.size] = 0;
     }
-    fprintf(stderr, "%s %s: QUIC v1, %s, cipher suite %s, ALPN %s\n", prog,
-            p->is_server ? "serve" : "drain",
+    const char *group = gnutls_group_get_name(gnutls_group_get(p->tls));
+    fprintf(stderr, "%s %s: QUIC v1, %s, cipher suite %s, group %s, ALPN %s\n",
+            prog, p->is_server ? "serve" : "drain",
             gnutls_protocol_get_name(gnutls_protocol_get_version(p->tls)),
-            gnutls_ciphersuite_get(p->tls), alpn);
+            gnutls_ciphersuite_get(p->tls), group ? group : "?", alpn);
     p->printed_cipher = 1;
   }
   return 0;
