@@ -413,6 +413,21 @@ static int parse(peer *p, const uint8_t *d, size_t n) {
       d++;
       continue;
     }
+    if (p->hdr_have == 0 && end - d >= 4) { /* whole length prefix */
+      uint32_t len = ((uint32_t)d[0] << 24) | ((uint32_t)d[1] << 16) |
+                     ((uint32_t)d[2] << 8) | d[3];
+      if (len > MAX_MSG_LEN) {
+        snprintf(p->err, sizeof(p->err),
+                 "message %" PRIu64 " has length %u, above the %u limit",
+                 p->msgs, len, MAX_MSG_LEN);
+        return -1;
+      }
+      d += 4;
+      p->body_left = len;
+      if (len == 0)
+        p->msgs++;
+      continue;
+    }
     p->hdr = (p->hdr << 8) | *d++;
     if (++p->hdr_have == 4) {
       if (p->hdr > MAX_MSG_LEN) {
@@ -1209,6 +1224,15 @@ static int drain(const char *port_s, const char *n_s, const char *size_s) {
             prog, p->pkts_out, p->sendmsgs,
             p->sendmsgs ? (double)p->pkts_out / (double)p->sendmsgs : 0.0,
             p->pkts_in, p->recvmsgs, p->polls, p->eagains);
+  if (getenv("NGTCP2_DRAIN_VERBOSE")) {
+    ngtcp2_conn_stat st;
+    ngtcp2_conn_get_conn_stat(p->conn, &st);
+    fprintf(stderr,
+            "%s drain: cwnd %" PRIu64 " ssthresh %" PRIu64 " srtt %.1f us "
+            "min_rtt %.1f us, stream loss count %zu\n",
+            prog, st.cwnd, st.ssthresh, st.smoothed_rtt / 1e3,
+            st.min_rtt / 1e3, ngtcp2_conn_get_stream_loss_count(p->conn, p->sid));
+  }
   conn_free(p);
   free(pat);
   if (m != n) {
