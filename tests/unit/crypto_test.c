@@ -1,0 +1,337 @@
+/* crypto_test.c: known-answer and tamper tests of the crypto seam's two backends. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "crypto.h"
+#include "pure.h"
+#include "test.h"
+
+/* Decodes hex into out (at most cap bytes); returns the byte count. */
+static size_t unhex(uint8_t *out, size_t cap, const char *hex)
+{
+    size_t n = 0;
+    for (; hex[0] && hex[1] && n < cap; hex += 2) {
+        unsigned v;
+        sscanf(hex, "%2x", &v);
+        out[n++] = (uint8_t)v;
+    }
+    return n;
+}
+
+static int eq_hex(const uint8_t *p, size_t n, const char *hex)
+{
+    uint8_t want[256];
+    size_t wn = unhex(want, sizeof(want), hex);
+    return wn == n && memcmp(p, want, n) == 0;
+}
+
+static const pure_crypto *const backends[] = {&pure_crypto_openssl, &pure_crypto_null};
+
+static void test_sha256(void)
+{
+    /* FIPS 180-2 appendix B examples. Both backends are real SHA-256. */
+    for (size_t b = 0; b < 2; b++) {
+        const pure_crypto *c = backends[b];
+        uint8_t out[32];
+        const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+        c->hash(out, (const uint8_t *)"abc", 3, NULL, 0, NULL, 0);
+        CHECK(eq_hex(out, 32, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+        c->hash(out, NULL, 0, NULL, 0, NULL, 0);
+        CHECK(eq_hex(out, 32, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+        c->hash(out, (const uint8_t *)two, strlen(two), NULL, 0, NULL, 0);
+        CHECK(eq_hex(out, 32, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"));
+        /* The three pieces are one message: splitting it anywhere gives the same digest. */
+        c->hash(out, (const uint8_t *)two, 5, (const uint8_t *)two + 5, 50,
+                (const uint8_t *)two + 55, strlen(two) - 55);
+        CHECK(eq_hex(out, 32, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"));
+    }
+}
+
+static void test_sha256_backends_agree(void)
+{
+    /* Lengths around the 55/56/64-byte padding edges, where a portable SHA-256 usually breaks. */
+    uint8_t buf[300], a[32], b[32];
+    for (size_t i = 0; i < sizeof(buf); i++)
+        buf[i] = (uint8_t)(i * 7 + 3);
+    for (size_t n = 0; n <= sizeof(buf); n++) {
+        pure_crypto_openssl.hash(a, buf, n, NULL, 0, NULL, 0);
+        pure_crypto_null.hash(b, buf, n, NULL, 0, NULL, 0);
+        CHECK(memcmp(a, b, 32) == 0);
+    }
+}
+
+static void test_hmac_rfc4231(void)
+{
+    for (size_t b = 0; b < 2; b++) {
+        const pure_crypto *c = backends[b];
+        uint8_t key[131], out[32];
+        const char *d6 = "Test Using Larger Than Block-Size Key - Hash Key First";
+        /* Test case 1 */
+        memset(key, 0x0b, 20);
+        c->hmac(out, key, 20, (const uint8_t *)"Hi There", 8, NULL, 0);
+        CHECK(eq_hex(out, 32, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"));
+        /* Test case 2, the message split over both pieces */
+        c->hmac(out, (const uint8_t *)"Jefe", 4, (const uint8_t *)"what do ya want ", 16,
+                (const uint8_t *)"for nothing?", 12);
+        CHECK(eq_hex(out, 32, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"));
+        /* Test case 6: a key longer than the block is hashed first */
+        memset(key, 0xaa, 131);
+        c->hmac(out, key, 131, (const uint8_t *)d6, strlen(d6), NULL, 0);
+        CHECK(eq_hex(out, 32, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"));
+    }
+}
+
+static void test_hkdf(void)
+{
+    /* RFC 5869 test case 3 (salt empty = a 32-byte zero chaining key, since HMAC zero-pads its
+     * key; info empty): Noise's HKDF is RFC 5869 with L = 64 and no info. */
+    uint8_t ck[32] = {0}, ikm[22], o1[32], o2[32];
+    memset(ikm, 0x0b, sizeof(ikm));
+    for (size_t b = 0; b < 2; b++) {
+        pure_hkdf2(backends[b], o1, o2, ck, ikm, sizeof(ikm));
+        CHECK(eq_hex(o1, 32, "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d"));
+        CHECK(eq_hex(o2, 10, "9d201395faa4b61a96c8"));
+    }
+    /* out1 may be the chaining key itself (MixKey updates ck in place). */
+    memset(ck, 0, sizeof(ck));
+    pure_hkdf2(&pure_crypto_openssl, ck, o2, ck, ikm, sizeof(ikm));
+    CHECK(eq_hex(ck, 32, "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d"));
+    CHECK(eq_hex(o2, 10, "9d201395faa4b61a96c8"));
+}
+
+static void test_x25519_rfc7748(void)
+{
+    const pure_crypto *c = &pure_crypto_openssl;
+    uint8_t a[32], b[32], pa[32], pb[32], s1[32], s2[32], k[32], u[32];
+    unhex(a, 32, "77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a");
+    unhex(b, 32, "5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb");
+    CHECK_EQ(c->dh_public(pa, a), 0);
+    CHECK_EQ(c->dh_public(pb, b), 0);
+    CHECK(eq_hex(pa, 32, "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a"));
+    CHECK(eq_hex(pb, 32, "de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f"));
+    CHECK_EQ(c->dh(s1, a, pb), 0);
+    CHECK_EQ(c->dh(s2, b, pa), 0);
+    CHECK(eq_hex(s1, 32, "4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742"));
+    CHECK(memcmp(s1, s2, 32) == 0);
+    /* Section 5.2, first vector (scalar clamping and a non-canonical high bit in u). */
+    unhex(k, 32, "a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4");
+    unhex(u, 32, "e6db6867583030db3594c1a424b15f7c726624ec26b3353b10a903a6d0ab1c4c");
+    CHECK_EQ(c->dh(s1, k, u), 0);
+    CHECK(eq_hex(s1, 32, "c3da55379de9c6908e94ea4df28d084f32eccf03491c71f754b4075577a28552"));
+    /* Low-order points give an all-zero secret, which must be refused. */
+    memset(u, 0, 32);
+    CHECK_EQ(c->dh(s1, k, u), PURE_ECRYPTO);
+    u[0] = 1;
+    CHECK_EQ(c->dh(s1, k, u), PURE_ECRYPTO);
+}
+
+static void test_null_dh(void)
+{
+    const pure_crypto *c = &pure_crypto_null;
+    uint8_t a[32], b[32], pa[32], pb[32], s1[32], s2[32];
+    pure_crypto_null_seed(7);
+    c->random(a, 32);
+    c->random(b, 32);
+    CHECK(memcmp(a, b, 32) != 0);
+    CHECK_EQ(c->dh_public(pa, a), 0);
+    CHECK_EQ(c->dh_public(pb, b), 0);
+    CHECK_EQ(c->dh(s1, a, pb), 0);
+    CHECK_EQ(c->dh(s2, b, pa), 0);
+    CHECK(memcmp(s1, s2, 32) == 0);
+    CHECK_EQ(c->dh(s1, a, pa), PURE_ECRYPTO); /* all-zero result */
+}
+
+static void test_null_random_seeded(void)
+{
+    uint8_t x[40], y[40], z[40];
+    pure_crypto_null_seed(42);
+    pure_crypto_null.random(x, sizeof(x));
+    pure_crypto_null_seed(42);
+    pure_crypto_null.random(y, sizeof(y));
+    pure_crypto_null_seed(43);
+    pure_crypto_null.random(z, sizeof(z));
+    CHECK(memcmp(x, y, sizeof(x)) == 0);
+    CHECK(memcmp(x, z, sizeof(x)) != 0);
+}
+
+/* Seal with one context, open with another, for a NIST/McGrew-Viega GCM vector. */
+static void gcm_vector(enum pure_aead_alg alg, const char *key, const char *iv, const char *pt,
+                       const char *aad, const char *ct, const char *tag)
+{
+    const pure_crypto *c = &pure_crypto_openssl;
+    uint8_t k[32], n[12], p[64], ad[32], t[16], buf[64];
+    size_t plen = unhex(p, sizeof(p), pt), adlen = unhex(ad, sizeof(ad), aad);
+    pure_aead s, o;
+    unhex(k, sizeof(k), key);
+    unhex(n, sizeof(n), iv);
+    CHECK_EQ(c->aead_init(&s, alg, k), 0);
+    CHECK_EQ(c->aead_init(&o, alg, k), 0);
+    memcpy(buf, p, plen);
+    CHECK_EQ(c->aead_seal(&s, n, ad, adlen, buf, plen, t), 0);
+    CHECK(eq_hex(buf, plen, ct));
+    CHECK(eq_hex(t, 16, tag));
+    CHECK_EQ(c->aead_open(&o, n, ad, adlen, buf, plen, t), 0);
+    CHECK(memcmp(buf, p, plen) == 0);
+    c->aead_free(&s);
+    c->aead_free(&o);
+}
+
+static void test_aes_gcm_vectors(void)
+{
+    /* GCM specification (McGrew & Viega) test cases 2, 4 (AES-128) and 16 (AES-256). */
+    gcm_vector(PURE_AEAD_AES128_GCM, "00000000000000000000000000000000", "000000000000000000000000",
+               "00000000000000000000000000000000", "", "0388dace60b6a392f328c2b971b2fe78",
+               "ab6e47d42cec13bdf53a67b21257bddf");
+    gcm_vector(PURE_AEAD_AES128_GCM, "feffe9928665731c6d6a8f9467308308", "cafebabefacedbaddecaf888",
+               "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a721c3c0c95956809532fc"
+               "f0e2449a6b525b16aedf5aa0de657ba637b39",
+               "feedfacedeadbeeffeedfacedeadbeefabaddad2",
+               "42831ec2217774244b7221b784d0d49ce3aa212f2c02a4e035c17e2329aca12e21d514b25466931c7d8"
+               "f6a5aac84aa051ba30b396a0aac973d58e091",
+               "5bc94fbc3221a5db94fae95ae7121a47");
+    gcm_vector(PURE_AEAD_AES256_GCM,
+               "feffe9928665731c6d6a8f9467308308feffe9928665731c6d6a8f9467308308",
+               "cafebabefacedbaddecaf888",
+               "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a721c3c0c95956809532fc"
+               "f0e2449a6b525b16aedf5aa0de657ba637b39",
+               "feedfacedeadbeeffeedfacedeadbeefabaddad2",
+               "522dc1f099567d07f47f37a32a84427d643a8cdcbfe5c0c97598a2bd2555d1aa8cb08e48590dbb3da7b"
+               "08b1056828838c5f61e6393ba7a0abcc9f662",
+               "76fc6ece0f4e1768cddf8853bb2d551b");
+}
+
+/* Flips every bit of data, ad, nonce and tag in turn: each must fail open with PURE_ECRYPTO. */
+static void tamper(const pure_crypto *c, enum pure_aead_alg alg)
+{
+    uint8_t key[32], nonce[12], ad[13], msg[37], buf[37], tag[16];
+    pure_aead a;
+    int failures_missed = 0;
+    for (size_t i = 0; i < sizeof(key); i++)
+        key[i] = (uint8_t)(i + 1);
+    memset(nonce, 0x42, sizeof(nonce));
+    memset(ad, 0x17, sizeof(ad));
+    for (size_t i = 0; i < sizeof(msg); i++)
+        msg[i] = (uint8_t)(i * 31);
+    CHECK_EQ(c->aead_init(&a, alg, key), 0);
+    memcpy(buf, msg, sizeof(msg));
+    CHECK_EQ(c->aead_seal(&a, nonce, ad, sizeof(ad), buf, sizeof(buf), tag), 0);
+    if (c == &pure_crypto_openssl)
+        CHECK(memcmp(buf, msg, sizeof(msg)) != 0); /* really encrypted */
+    {
+        uint8_t *parts[4] = {buf, ad, nonce, tag};
+        size_t lens[4] = {sizeof(buf), sizeof(ad), sizeof(nonce), sizeof(tag)};
+        uint8_t sealed[37];
+        memcpy(sealed, buf, sizeof(buf));
+        for (int p = 0; p < 4; p++)
+            for (size_t bit = 0; bit < lens[p] * 8; bit++) {
+                memcpy(buf, sealed, sizeof(buf));
+                parts[p][bit / 8] ^= (uint8_t)(1u << (bit % 8));
+                if (c->aead_open(&a, nonce, ad, sizeof(ad), buf, sizeof(buf), tag) != PURE_ECRYPTO)
+                    failures_missed++;
+                parts[p][bit / 8] ^= (uint8_t)(1u << (bit % 8));
+            }
+        CHECK_EQ(failures_missed, 0);
+        /* Moving the ad/data boundary must fail too. */
+        memcpy(buf, sealed, sizeof(buf));
+        CHECK_EQ(c->aead_open(&a, nonce, ad, sizeof(ad) - 1, buf, sizeof(buf), tag), PURE_ECRYPTO);
+        /* And the untouched packet still opens on the same context after all those failures. */
+        memcpy(buf, sealed, sizeof(buf));
+        CHECK_EQ(c->aead_open(&a, nonce, ad, sizeof(ad), buf, sizeof(buf), tag), 0);
+        CHECK(memcmp(buf, msg, sizeof(msg)) == 0);
+    }
+    c->aead_free(&a);
+    CHECK(a.impl == NULL);
+}
+
+static void test_tamper_both_backends(void)
+{
+    tamper(&pure_crypto_openssl, PURE_AEAD_AES128_GCM);
+    tamper(&pure_crypto_openssl, PURE_AEAD_AES256_GCM);
+    tamper(&pure_crypto_null, PURE_AEAD_AES128_GCM);
+    tamper(&pure_crypto_null, PURE_AEAD_AES256_GCM);
+}
+
+/* One context is reused for every packet and both directions: interleave seals and opens with
+ * changing nonces and sizes, and check each against a fresh context's result. */
+static void test_context_reuse(void)
+{
+    for (size_t b = 0; b < 2; b++) {
+        const pure_crypto *c = backends[b];
+        uint8_t key[16] = {9, 8, 7}, nonce[12] = {0}, ad[8] = {1, 2};
+        uint8_t buf[1500], ref[1500], t1[16], t2[16];
+        pure_aead shared, fresh;
+        CHECK_EQ(c->aead_init(&shared, PURE_AEAD_AES128_GCM, key), 0);
+        for (int i = 0; i < 50; i++) {
+            size_t len = (size_t)(i * 29) % sizeof(buf);
+            nonce[11] = (uint8_t)i;
+            for (size_t j = 0; j < len; j++)
+                buf[j] = (uint8_t)(i + j);
+            memcpy(ref, buf, len);
+            CHECK_EQ(c->aead_seal(&shared, nonce, ad, sizeof(ad), buf, len, t1), 0);
+            CHECK_EQ(c->aead_init(&fresh, PURE_AEAD_AES128_GCM, key), 0);
+            CHECK_EQ(c->aead_seal(&fresh, nonce, ad, sizeof(ad), ref, len, t2), 0);
+            c->aead_free(&fresh);
+            CHECK(memcmp(buf, ref, len) == 0 && memcmp(t1, t2, 16) == 0);
+            CHECK_EQ(c->aead_open(&shared, nonce, ad, sizeof(ad), buf, len, t1), 0);
+            for (size_t j = 0; j < len; j++)
+                if (buf[j] != (uint8_t)(i + j)) {
+                    CHECK(0);
+                    break;
+                }
+        }
+        /* Empty data and no ad: the tag alone authenticates the nonce. */
+        CHECK_EQ(c->aead_seal(&shared, nonce, NULL, 0, NULL, 0, t1), 0);
+        CHECK_EQ(c->aead_open(&shared, nonce, NULL, 0, NULL, 0, t1), 0);
+        nonce[0] ^= 1;
+        CHECK_EQ(c->aead_open(&shared, nonce, NULL, 0, NULL, 0, t1), PURE_ECRYPTO);
+        c->aead_free(&shared);
+    }
+}
+
+static void test_bad_arguments(void)
+{
+    for (size_t b = 0; b < 2; b++) {
+        const pure_crypto *c = backends[b];
+        uint8_t key[32] = {0};
+        pure_aead a;
+        CHECK_EQ(c->aead_init(&a, (enum pure_aead_alg)99, key), PURE_EINVAL);
+        CHECK_EQ(c->aead_init(&a, PURE_AEAD_AES128_GCM, NULL), PURE_EINVAL);
+        c->aead_free(NULL);
+    }
+}
+
+static void test_wipe(void)
+{
+    uint8_t buf[64];
+    memset(buf, 0xff, sizeof(buf));
+    pure_wipe(buf + 8, 48);
+    CHECK(buf[7] == 0xff && buf[56] == 0xff);
+    for (int i = 8; i < 56; i++)
+        CHECK(buf[i] == 0);
+}
+
+static void test_random(void)
+{
+    uint8_t a[32] = {0}, b[32] = {0};
+    CHECK_EQ(pure_crypto_openssl.random(a, sizeof(a)), 0);
+    CHECK_EQ(pure_crypto_openssl.random(b, sizeof(b)), 0);
+    CHECK(memcmp(a, b, sizeof(a)) != 0);
+}
+
+int main(void)
+{
+    RUN(test_sha256);
+    RUN(test_sha256_backends_agree);
+    RUN(test_hmac_rfc4231);
+    RUN(test_hkdf);
+    RUN(test_x25519_rfc7748);
+    RUN(test_null_dh);
+    RUN(test_null_random_seeded);
+    RUN(test_aes_gcm_vectors);
+    RUN(test_tamper_both_backends);
+    RUN(test_context_reuse);
+    RUN(test_bad_arguments);
+    RUN(test_wipe);
+    RUN(test_random);
+    return pure_test_finish();
+}
