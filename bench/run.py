@@ -35,7 +35,7 @@ RESULTS = os.path.join(ROOT, "bench", "results")
 # --------------------------------------------------------------------------
 # The invocation table: the one place that knows how each implementation runs.
 #
-#   bin    binary path (relative to the repository root)
+#   bin    binary path, relative to the build directory (default build/, --build-dir)
 #   build  "cmake" (Pure itself) or the peer directory whose build.sh makes bin
 #   serve  server arguments; it prints one JSON line {"port": N, ...}
 #   drain  client arguments; {port} {n} {size} are substituted
@@ -49,30 +49,30 @@ class Impl:
 
     @property
     def path(self):
-        return os.path.join(ROOT, self.bin)
+        return os.path.join(BUILD, self.bin)
 
 
 IMPLS = [
-    Impl("pure", "build/pure", "cmake",
+    Impl("pure", "pure", "cmake",
          ["serve", "--ephemeral", "--listen", "127.0.0.1:0", "--services", "drain"],
          ["drain", "127.0.0.1:{port}", "{n}", "{size}"], {"public_key": "--peer-key"},
          "Pure (Noise IK, one link)"),
-    Impl("ngtcp2", "build/peers/ngtcp2", "ngtcp2", ["serve"], ["drain", "{port}", "{n}", "{size}"], {},
+    Impl("ngtcp2", "peers/ngtcp2", "ngtcp2", ["serve"], ["drain", "{port}", "{n}", "{size}"], {},
          "QUIC: ngtcp2 0.12 + GnuTLS"),
-    Impl("quinn", "build/peers/quinn", "quinn", ["serve"], ["drain", "{port}", "{n}", "{size}"],
+    Impl("quinn", "peers/quinn", "quinn", ["serve"], ["drain", "{port}", "{n}", "{size}"],
          {"cert_sha256": "--cert-sha256"}, "QUIC: quinn 0.9 + rustls"),
-    Impl("tls", "build/peers/tls", "tls", ["serve"], ["drain", "{port}", "{n}", "{size}"],
+    Impl("tls", "peers/tls", "tls", ["serve"], ["drain", "{port}", "{n}", "{size}"],
          {"cert_sha256": "--cert-sha256"}, "TCP + TLS 1.3 (OpenSSL 3.0, AES-128-GCM)"),
-    Impl("tcp", "build/peers/tls", "tls", ["serve", "--plain"], ["drain", "{port}", "{n}", "{size}", "--plain"], {},
+    Impl("tcp", "peers/tls", "tls", ["serve", "--plain"], ["drain", "{port}", "{n}", "{size}", "--plain"], {},
          "TCP plain (no encryption)"),
-    Impl("udp", "build/peers/udp-floor", "udp-floor", ["serve"], ["drain", "{port}", "{n}", "{size}"], {},
+    Impl("udp", "peers/udp-floor", "udp-floor", ["serve"], ["drain", "{port}", "{n}", "{size}"], {},
          "raw UDP, GSO/GRO, no retransmission (floor)"),
-    Impl("udp-seal", "build/peers/udp-floor", "udp-floor", ["serve", "--seal"],
+    Impl("udp-seal", "peers/udp-floor", "udp-floor", ["serve", "--seal"],
          ["drain", "{port}", "{n}", "{size}", "--seal"], {"key": "--key"},
          "raw UDP + AES-128-GCM per datagram (OpenSSL EVP)"),
 ]
 IMPL_BY_NAME = {i.name: i for i in IMPLS}
-AEAD_RATE_CMD = ["build/peers/udp-floor", "aead-rate"]
+AEAD_RATE_CMD = ["peers/udp-floor", "aead-rate"]  # relative to the build directory
 FLOOR_ROW = "floor"  # derived: udp + 2 x AEAD ns/byte x bytes per message
 
 
@@ -138,7 +138,7 @@ def prepare(impls, no_build):
                     note("Pure's build failed; " + ("using the existing build/pure" if os.path.exists(impl.path)
                                                     else "skipping the pure row") + "\n" + done["cmake"])
             if not os.path.exists(impl.path):
-                skipped[impl.name] = "build/pure does not exist yet"
+                skipped[impl.name] = f"{impl.path} does not exist yet"
             continue
         if not no_build and impl.build not in done:
             done[impl.build] = build_peer(impl.build)
@@ -146,7 +146,7 @@ def prepare(impls, no_build):
         if err:
             broken[impl.name] = err
         elif not os.access(impl.path, os.X_OK):
-            broken[impl.name] = f"{impl.bin} missing" + (" (--no-build given)" if no_build else "")
+            broken[impl.name] = f"{impl.path} missing" + (" (--no-build given)" if no_build else "")
     runnable = [i for i in impls if i.name not in skipped and i.name not in broken]
     for name, why in skipped.items():
         note(f"skipping {name}: {why}")
@@ -195,7 +195,7 @@ class Server:
             self.proc = subprocess.Popen([impl.path] + impl.serve, stdout=self.out, stderr=self.err,
                                          stdin=subprocess.DEVNULL, cwd=ROOT)
         except OSError as e:
-            raise RunError(f"cannot start {impl.bin}: {e}")
+            raise RunError(f"cannot start {impl.path}: {e}")
         deadline = time.monotonic() + timeout
         line = ""
         while True:
@@ -453,7 +453,7 @@ def plot(rows, sizes, names, path):
 
 
 def aead_rate():
-    path = os.path.join(ROOT, AEAD_RATE_CMD[0])
+    path = os.path.join(BUILD, AEAD_RATE_CMD[0])
     if not os.access(path, os.X_OK):
         return None
     try:
@@ -623,6 +623,7 @@ def common_args(p):
     p.add_argument("--skip", help="comma-separated implementations to leave out")
     p.add_argument("--no-build", action="store_true", help="use existing binaries; build nothing")
     p.add_argument("--json", action="store_true", help="print a summary JSON object as the last line")
+    p.add_argument("--build-dir", help="build directory holding pure and peers/ (default build)")
     p.add_argument("--out", help="results directory (default bench/results, bench/results/tmp with --quick)")
 
 
@@ -639,6 +640,10 @@ def main(argv):
     if not argv or (argv[0] not in EXPERIMENTS and argv[0] not in ("-h", "--help")):
         argv = ["drain"] + argv  # drain is the default experiment
     args = ap.parse_args(argv)
+    if args.build_dir:
+        global BUILD, PEERS_OUT
+        BUILD = os.path.abspath(args.build_dir)
+        PEERS_OUT = os.path.join(BUILD, "peers")
     return EXPERIMENTS[args.experiment][2](args)
 
 
