@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/params.h>
+#include <openssl/provider.h>
 #include <openssl/rand.h>
 
 #include "pure.h"
@@ -136,106 +138,263 @@ static void ossl_hmac(uint8_t out[PURE_HASH_LEN], const uint8_t *key, size_t key
     pure_wipe(inner, sizeof(inner));
 }
 
-/* One EVP_CIPHER_CTX per key, used for both directions. GCM only ever runs the block cipher
- * forwards, so the AES key schedule and the GHASH table computed in aead_init serve sealing and
- * opening alike; each packet only passes its nonce and direction (a NULL key keeps the
- * schedule). One context instead of an encrypt/decrypt pair halves the memory a key costs, which
- * matters for many idle links. */
+/* ---- AEAD ----
+ *
+ * The per-packet AEAD call is the largest single cost of the data path, and with OpenSSL 3.0
+ * most of a small packet's cost is not AES or GHASH but the EVP layer around the provider: every
+ * EVP_CipherInit_ex2 that sets an IV queries the IV length through an OSSL_PARAM lookup, and
+ * each EVP call wraps the provider function with checks. So when it can, this backend calls the
+ * provider's cipher functions directly, through the dispatch table the provider publishes
+ * (OSSL_PROVIDER_query_operation; the same functions EVP itself calls, documented in
+ * provider-cipher(7)). Per packet that is: init with a NULL key and the nonce (which keeps the
+ * key schedule and sets the direction), update for the ad, update for the data, final, and one
+ * parameter call for the tag. Measured with callgrind on a 61-byte packet this is ~2,030
+ * instructions against ~2,950 for the same sequence through EVP (tools/aead_bench and
+ * docs/crypto.md have the timings).
+ *
+ * If the dispatch table cannot be found (another provider arrangement), the EVP path is used:
+ * one EVP_CIPHER_CTX per key, the nonce and direction passed with EVP_CipherInit_ex2.
+ *
+ * Either way one context per key serves both directions: GCM only ever runs the block cipher
+ * forwards, so the key schedule and GHASH key made in aead_init serve sealing and opening alike.
+ * One context rather than an encrypt/decrypt pair halves the memory a key costs, which matters
+ * with many idle links. */
+
+typedef struct {
+    OSSL_FUNC_cipher_newctx_fn *newctx;
+    OSSL_FUNC_cipher_freectx_fn *freectx;
+    OSSL_FUNC_cipher_encrypt_init_fn *einit;
+    OSSL_FUNC_cipher_decrypt_init_fn *dinit;
+    OSSL_FUNC_cipher_update_fn *update;
+    OSSL_FUNC_cipher_final_fn *final;
+    OSSL_FUNC_cipher_get_ctx_params_fn *get_ctx_params;
+    OSSL_FUNC_cipher_set_ctx_params_fn *set_ctx_params;
+    void *provctx;
+} prov_cipher;
+
+/* [0] AES-128-GCM, [1] AES-256-GCM; valid when g_direct_ok. Filled once, read-only after. */
+static prov_cipher g_direct[2];
+static int g_direct_ok;
+static int g_force_evp; /* test hook: pure_crypto_openssl_force_evp */
+static pthread_once_t g_direct_once = PTHREAD_ONCE_INIT;
+
+/* True if the ':'-separated name list names contains name (case-insensitively). */
+static int names_include(const char *names, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = names; p != NULL && *p != '\0';) {
+        const char *end = strchr(p, ':');
+        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+        if (len == n && OPENSSL_strncasecmp(p, name, n) == 0)
+            return 1;
+        p = end != NULL ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+/* Finds name's dispatch table in the provider that EVP fetched it from. */
+static int find_direct(const EVP_CIPHER *fetched_cipher, const char *name, prov_cipher *out)
+{
+    const OSSL_PROVIDER *prov = EVP_CIPHER_get0_provider(fetched_cipher);
+    const OSSL_ALGORITHM *algs;
+    const OSSL_DISPATCH *d = NULL;
+    int no_cache = 0;
+    if (prov == NULL)
+        return 0;
+    algs = OSSL_PROVIDER_query_operation(prov, OSSL_OP_CIPHER, &no_cache);
+    for (const OSSL_ALGORITHM *a = algs; a != NULL && a->algorithm_names != NULL; a++)
+        if (names_include(a->algorithm_names, name)) {
+            d = a->implementation;
+            break;
+        }
+    memset(out, 0, sizeof(*out));
+    for (; d != NULL && d->function_id != 0; d++) {
+        switch (d->function_id) {
+        case OSSL_FUNC_CIPHER_NEWCTX: out->newctx = OSSL_FUNC_cipher_newctx(d); break;
+        case OSSL_FUNC_CIPHER_FREECTX: out->freectx = OSSL_FUNC_cipher_freectx(d); break;
+        case OSSL_FUNC_CIPHER_ENCRYPT_INIT: out->einit = OSSL_FUNC_cipher_encrypt_init(d); break;
+        case OSSL_FUNC_CIPHER_DECRYPT_INIT: out->dinit = OSSL_FUNC_cipher_decrypt_init(d); break;
+        case OSSL_FUNC_CIPHER_UPDATE: out->update = OSSL_FUNC_cipher_update(d); break;
+        case OSSL_FUNC_CIPHER_FINAL: out->final = OSSL_FUNC_cipher_final(d); break;
+        case OSSL_FUNC_CIPHER_GET_CTX_PARAMS:
+            out->get_ctx_params = OSSL_FUNC_cipher_get_ctx_params(d);
+            break;
+        case OSSL_FUNC_CIPHER_SET_CTX_PARAMS:
+            out->set_ctx_params = OSSL_FUNC_cipher_set_ctx_params(d);
+            break;
+        }
+    }
+    if (algs != NULL)
+        OSSL_PROVIDER_unquery_operation(prov, OSSL_OP_CIPHER, algs);
+    /* The table lives in the provider, which stays loaded: the fetched ciphers, kept until exit,
+     * hold a reference to it. */
+    out->provctx = OSSL_PROVIDER_get0_provider_ctx(prov);
+    return out->newctx && out->freectx && out->einit && out->dinit && out->update && out->final &&
+           out->get_ctx_params && out->set_ctx_params;
+}
+
+static void find_direct_all(void)
+{
+    if (!fetched())
+        return;
+    g_direct_ok = find_direct(g_aes128gcm, "AES-128-GCM", &g_direct[0]) &&
+                  find_direct(g_aes256gcm, "AES-256-GCM", &g_direct[1]);
+}
+
+/* Test hook (declared by the tests, not in a header): on = 1 sends every AEAD context through the
+ * EVP path, so both paths are tested. The path is process-wide, not per context: call this only
+ * while no AEAD context exists, and never outside tests. */
+void pure_crypto_openssl_force_evp(int on);
+void pure_crypto_openssl_force_evp(int on)
+{
+    g_force_evp = on;
+}
+
 static int ossl_aead_init(pure_aead *a, enum pure_aead_alg alg, const uint8_t *key)
 {
-    EVP_CIPHER *cipher;
-    EVP_CIPHER_CTX *ctx;
+    const EVP_CIPHER *cipher;
+    size_t keylen;
     if (a == NULL || key == NULL)
         return PURE_EINVAL;
     a->impl = NULL;
     if (!fetched())
         return PURE_ECRYPTO;
     if (alg == PURE_AEAD_AES128_GCM)
-        cipher = g_aes128gcm;
+        cipher = g_aes128gcm, keylen = 16;
     else if (alg == PURE_AEAD_AES256_GCM)
-        cipher = g_aes256gcm;
+        cipher = g_aes256gcm, keylen = 32;
     else
         return PURE_EINVAL;
-    ctx = EVP_CIPHER_CTX_new();
-    if (ctx == NULL)
-        return PURE_ENOMEM;
-    /* The IV length is GCM's default of 12 bytes (PURE_NONCE_LEN), so it needs no ctrl. */
-    if (EVP_CipherInit_ex2(ctx, cipher, key, NULL, 1, NULL) != 1) {
-        EVP_CIPHER_CTX_free(ctx);
-        return PURE_ECRYPTO;
-    }
-    a->impl = ctx;
     a->backend = &pure_crypto_openssl;
-    a->alg = (uint8_t)alg;
+    pthread_once(&g_direct_once, find_direct_all);
+    if (g_direct_ok && !g_force_evp) {
+        const prov_cipher *d = &g_direct[alg == PURE_AEAD_AES256_GCM];
+        void *ctx = d->newctx(d->provctx);
+        if (ctx == NULL)
+            return PURE_ENOMEM;
+        /* The IV length is GCM's default of 12 bytes (PURE_NONCE_LEN), so it needs no param. */
+        if (d->einit(ctx, key, keylen, NULL, 0, NULL) != 1) {
+            d->freectx(ctx);
+            return PURE_ECRYPTO;
+        }
+        a->impl = ctx;
+        a->alg = (uint8_t)alg;
+        return 0;
+    }
+    {
+        EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+        if (ctx == NULL)
+            return PURE_ENOMEM;
+        if (EVP_CipherInit_ex2(ctx, cipher, key, NULL, 1, NULL) != 1) {
+            EVP_CIPHER_CTX_free(ctx);
+            return PURE_ECRYPTO;
+        }
+        a->impl = ctx;
+        a->alg = (uint8_t)alg;
+    }
     return 0;
+}
+
+/* The direct functions for a's algorithm, or NULL on the EVP path. g_direct_ok is settled by
+ * the first aead_init, before a context exists to ask. */
+static const prov_cipher *direct_of(const pure_aead *a)
+{
+    if (!g_direct_ok || g_force_evp)
+        return NULL;
+    return &g_direct[a->alg == PURE_AEAD_AES256_GCM];
 }
 
 static void ossl_aead_free(pure_aead *a)
 {
-    if (a == NULL)
+    const prov_cipher *d;
+    if (a == NULL || a->impl == NULL)
         return;
-    /* EVP_CIPHER_CTX_free cleanses the provider context (key schedule included). */
-    EVP_CIPHER_CTX_free(a->impl);
+    /* Both free functions cleanse the context, key schedule included. */
+    if ((d = direct_of(a)) != NULL)
+        d->freectx(a->impl);
+    else
+        EVP_CIPHER_CTX_free(a->impl);
     a->impl = NULL;
 }
 
-/* Length guard: EVP update calls take int lengths. */
-static int fits_int(size_t adlen, size_t len)
+/* One packet through the provider directly. tag is written (enc) or checked (!enc). */
+static int direct_crypt(const prov_cipher *d, void *ctx, int enc, const uint8_t *nonce,
+                        const uint8_t *ad, size_t adlen, uint8_t *data, size_t len,
+                        uint8_t *tag)
 {
-    return adlen <= INT_MAX && len <= INT_MAX;
+    OSSL_PARAM params[2];
+    uint8_t fin[16]; /* GCM's final writes nothing; a real buffer keeps data == NULL legal */
+    size_t outl;
+    params[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag, PURE_TAG_LEN);
+    params[1] = OSSL_PARAM_construct_end();
+    /* A NULL key keeps the schedule; the call sets the nonce and the direction. */
+    if ((enc ? d->einit : d->dinit)(ctx, NULL, 0, nonce, PURE_NONCE_LEN, NULL) != 1)
+        return PURE_ECRYPTO;
+    /* The expected tag goes in before the data (the provider copies it). */
+    if (!enc && d->set_ctx_params(ctx, params) != 1)
+        return PURE_ECRYPTO;
+    /* update's outsize must cover the input even for ad, which produces no output. */
+    if (adlen > 0 && d->update(ctx, NULL, &outl, adlen, ad, adlen) != 1)
+        return PURE_ECRYPTO;
+    if (len > 0 && d->update(ctx, data, &outl, len, data, len) != 1)
+        return PURE_ECRYPTO;
+    /* On open, final compares the tags in constant time; a mismatch fails here. */
+    if (d->final(ctx, fin, &outl, sizeof(fin)) != 1)
+        return PURE_ECRYPTO;
+    if (enc && d->get_ctx_params(ctx, params) != 1)
+        return PURE_ECRYPTO;
+    return 0;
+}
+
+/* One packet through EVP (the fallback path). */
+static int evp_crypt(EVP_CIPHER_CTX *ctx, int enc, const uint8_t *nonce, const uint8_t *ad,
+                     size_t adlen, uint8_t *data, size_t len, uint8_t *tag)
+{
+    OSSL_PARAM params[2];
+    uint8_t fin[16];
+    int outl;
+    if (adlen > INT_MAX || len > INT_MAX)
+        return PURE_EINVAL;
+    params[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag, PURE_TAG_LEN);
+    params[1] = OSSL_PARAM_construct_end();
+    if (EVP_CipherInit_ex2(ctx, NULL, NULL, nonce, enc, NULL) != 1)
+        return PURE_ECRYPTO;
+    /* Parameters straight to the provider: EVP_CIPHER_CTX_ctrl(GCM_GET_TAG/SET_TAG) would build
+     * this same array after a switch over every legacy ctrl. */
+    if (!enc && EVP_CIPHER_CTX_set_params(ctx, params) != 1)
+        return PURE_ECRYPTO;
+    if (adlen > 0 && EVP_CipherUpdate(ctx, NULL, &outl, ad, (int)adlen) != 1)
+        return PURE_ECRYPTO;
+    if (len > 0 && EVP_CipherUpdate(ctx, data, &outl, data, (int)len) != 1)
+        return PURE_ECRYPTO;
+    if (EVP_CipherFinal_ex(ctx, fin, &outl) != 1)
+        return PURE_ECRYPTO;
+    if (enc && EVP_CIPHER_CTX_get_params(ctx, params) != 1)
+        return PURE_ECRYPTO;
+    return 0;
 }
 
 static int ossl_aead_seal(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
                           size_t adlen, uint8_t *data, size_t len, uint8_t tag[PURE_TAG_LEN])
 {
-    EVP_CIPHER_CTX *ctx = a != NULL ? a->impl : NULL;
-    OSSL_PARAM params[2];
-    uint8_t fin[16]; /* GCM's final writes nothing; a real buffer keeps data == NULL legal */
-    int outl;
-    if (ctx == NULL || !fits_int(adlen, len))
+    const prov_cipher *d;
+    if (a == NULL || a->impl == NULL || nonce == NULL || tag == NULL)
         return PURE_EINVAL;
-    if (EVP_CipherInit_ex2(ctx, NULL, NULL, nonce, 1, NULL) != 1)
-        return PURE_ECRYPTO;
-    if (adlen > 0 && EVP_CipherUpdate(ctx, NULL, &outl, ad, (int)adlen) != 1)
-        return PURE_ECRYPTO;
-    if (len > 0 && EVP_CipherUpdate(ctx, data, &outl, data, (int)len) != 1)
-        return PURE_ECRYPTO;
-    if (EVP_CipherFinal_ex(ctx, fin, &outl) != 1)
-        return PURE_ECRYPTO;
-    /* get_params straight to the provider: EVP_CIPHER_CTX_ctrl(GCM_GET_TAG) would build this
-     * same parameter array for us after a switch over every legacy ctrl. */
-    params[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, tag, PURE_TAG_LEN);
-    params[1] = OSSL_PARAM_construct_end();
-    if (EVP_CIPHER_CTX_get_params(ctx, params) != 1)
-        return PURE_ECRYPTO;
-    return 0;
+    if ((d = direct_of(a)) != NULL)
+        return direct_crypt(d, a->impl, 1, nonce, ad, adlen, data, len, tag);
+    return evp_crypt(a->impl, 1, nonce, ad, adlen, data, len, tag);
 }
 
 static int ossl_aead_open(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
                           size_t adlen, uint8_t *data, size_t len, const uint8_t tag[PURE_TAG_LEN])
 {
-    EVP_CIPHER_CTX *ctx = a != NULL ? a->impl : NULL;
-    OSSL_PARAM params[2];
-    uint8_t fin[16]; /* GCM's final writes nothing; a real buffer keeps data == NULL legal */
-    int outl;
-    if (ctx == NULL || !fits_int(adlen, len))
+    const prov_cipher *d;
+    if (a == NULL || a->impl == NULL || nonce == NULL || tag == NULL)
         return PURE_EINVAL;
-    if (EVP_CipherInit_ex2(ctx, NULL, NULL, nonce, 0, NULL) != 1)
-        return PURE_ECRYPTO;
-    /* The expected tag may be set before the data; the provider copies it. */
-    params[0] = OSSL_PARAM_construct_octet_string(OSSL_CIPHER_PARAM_AEAD_TAG, (void *)tag,
-                                                  PURE_TAG_LEN);
-    params[1] = OSSL_PARAM_construct_end();
-    if (EVP_CIPHER_CTX_set_params(ctx, params) != 1)
-        return PURE_ECRYPTO;
-    if (adlen > 0 && EVP_CipherUpdate(ctx, NULL, &outl, ad, (int)adlen) != 1)
-        return PURE_ECRYPTO;
-    if (len > 0 && EVP_CipherUpdate(ctx, data, &outl, data, (int)len) != 1)
-        return PURE_ECRYPTO;
-    /* Final compares the tags in constant time; a mismatch is an authentication failure. */
-    if (EVP_CipherFinal_ex(ctx, fin, &outl) != 1)
-        return PURE_ECRYPTO;
-    return 0;
+    /* The tag is only read on this path; the cast serves the shared OSSL_PARAM. */
+    if ((d = direct_of(a)) != NULL)
+        return direct_crypt(d, a->impl, 0, nonce, ad, adlen, data, len, (uint8_t *)tag);
+    return evp_crypt(a->impl, 0, nonce, ad, adlen, data, len, (uint8_t *)tag);
 }
 
 const pure_crypto pure_crypto_openssl = {

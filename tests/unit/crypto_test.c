@@ -27,6 +27,10 @@ static int eq_hex(const uint8_t *p, size_t n, const char *hex)
 
 static const pure_crypto *const backends[] = {&pure_crypto_openssl, &pure_crypto_null};
 
+/* Test hook in crypto_openssl.c: 1 = new AEAD contexts use the EVP fallback path instead of
+ * calling the provider directly. The AEAD tests run on both paths. */
+void pure_crypto_openssl_force_evp(int on);
+
 static void test_sha256(void)
 {
     /* FIPS 180-2 appendix B examples. Both backends are real SHA-256. */
@@ -318,6 +322,16 @@ static void test_random(void)
     CHECK(memcmp(a, b, sizeof(a)) != 0);
 }
 
+/* The AEAD tests again with the OpenSSL backend on its EVP fallback path. */
+static void test_evp_path(void)
+{
+    pure_crypto_openssl_force_evp(1);
+    test_aes_gcm_vectors();
+    test_tamper_both_backends();
+    test_context_reuse();
+    pure_crypto_openssl_force_evp(0);
+}
+
 int main(void)
 {
     RUN(test_sha256);
@@ -330,6 +344,7 @@ int main(void)
     RUN(test_aes_gcm_vectors);
     RUN(test_tamper_both_backends);
     RUN(test_context_reuse);
+    RUN(test_evp_path);
     RUN(test_bad_arguments);
     RUN(test_wipe);
     RUN(test_random);
