@@ -59,11 +59,34 @@ static int ossl_dh_public(uint8_t pub[PURE_DH_LEN], const uint8_t priv[PURE_DH_L
     return rc;
 }
 
+/* Imports an X25519 private key for derivation only. EVP_PKEY_new_raw_private_key would compute
+ * the matching public key, a full scalar multiplication (half the cost of a DH: ~1,155k against
+ * ~575k instructions per dh under callgrind), which derivation never reads. Importing the pair
+ * with a placeholder public key skips it; the key object lives only inside ossl_dh and is never
+ * exported, so the placeholder is never seen. */
+static EVP_PKEY *import_for_derive(const uint8_t priv[PURE_DH_LEN])
+{
+    static const uint8_t placeholder[PURE_DH_LEN];
+    EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, "X25519", NULL);
+    EVP_PKEY *k = NULL;
+    OSSL_PARAM params[3];
+    params[0] = OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PRIV_KEY, (void *)priv,
+                                                  PURE_DH_LEN);
+    params[1] = OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, (void *)placeholder,
+                                                  PURE_DH_LEN);
+    params[2] = OSSL_PARAM_construct_end();
+    if (ctx == NULL || EVP_PKEY_fromdata_init(ctx) != 1 ||
+        EVP_PKEY_fromdata(ctx, &k, EVP_PKEY_KEYPAIR, params) != 1)
+        k = NULL;
+    EVP_PKEY_CTX_free(ctx);
+    return k;
+}
+
 static int ossl_dh(uint8_t out[PURE_DH_LEN], const uint8_t priv[PURE_DH_LEN],
                    const uint8_t pub[PURE_DH_LEN])
 {
     static const uint8_t zero[PURE_DH_LEN];
-    EVP_PKEY *k = EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, NULL, priv, PURE_DH_LEN);
+    EVP_PKEY *k = import_for_derive(priv);
     EVP_PKEY *peer = EVP_PKEY_new_raw_public_key(EVP_PKEY_X25519, NULL, pub, PURE_DH_LEN);
     EVP_PKEY_CTX *ctx = k != NULL ? EVP_PKEY_CTX_new_from_pkey(NULL, k, NULL) : NULL;
     size_t len = PURE_DH_LEN;
