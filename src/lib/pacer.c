@@ -1,0 +1,109 @@
+/* pacer.c: token-bucket pacing at 1.25 * cwnd / srtt; see pacer.h.
+ *
+ * The rate is kept as the fraction num / den bytes per nanosecond, num = 5 * cwnd and
+ * den = 4 * srtt, and never formed as a number: a 1 GiB window over 1 us is 1.3 MB/ns while two
+ * packets over 10 s is 3e-8 B/ns, and no fixed-point scale holds both. Products stay in 64 bits
+ * because the inputs are clamped (cwnd < 2^40, srtt < 2^36 ns, burst <= 2^24) and elapsed time is
+ * only ever multiplied when it is shorter than the time to fill the bucket. */
+#include "pacer.h"
+
+#define CWND_CAP (1ull << 40)
+#define SRTT_CAP (1ull << 36) /* 68 s */
+
+struct rate {
+    uint64_t num, den;
+};
+
+static struct rate rate_of(uint64_t cwnd, uint64_t srtt)
+{
+    if (cwnd == 0) cwnd = 1;
+    if (cwnd > CWND_CAP) cwnd = CWND_CAP;
+    if (srtt > SRTT_CAP) srtt = SRTT_CAP;
+    return (struct rate){5 * cwnd, 4 * srtt};
+}
+
+static uint64_t div_ceil(uint64_t a, uint64_t b)
+{
+    return a / b + (a % b != 0);
+}
+
+/* The bucket at time `now` (>= p->last) without changing it; *at receives the time the result is
+ * exact for, which trails `now` by the sub-byte remainder so that no fraction of a byte is lost
+ * between frequent calls. Requires has_last. */
+static int64_t tokens_at(const pure_pacer *p, uint64_t now, struct rate r, uint64_t *at)
+{
+    *at = p->last;
+    if (now <= p->last) return p->tokens;
+    uint64_t elapsed = now - p->last;
+    /* room <= 2 * burst <= 2^25 and den < 2^38: the product fits. */
+    uint64_t room = (uint64_t)((int64_t)p->burst - p->tokens);
+    if (elapsed >= div_ceil(room * r.den, r.num)) {
+        *at = now;
+        return (int64_t)p->burst;
+    }
+    /* elapsed * num < room * den + num < 2^64 by the test above. */
+    uint64_t added = elapsed * r.num / r.den;
+    *at = p->last + added * r.den / r.num;
+    return p->tokens + (int64_t)added;
+}
+
+void pure_pacer_init(pure_pacer *p, uint64_t burst_bytes)
+{
+    if (burst_bytes == 0) burst_bytes = PURE_PACER_DEFAULT_BURST;
+    if (burst_bytes > PURE_PACER_MAX_BURST) burst_bytes = PURE_PACER_MAX_BURST;
+    p->burst = burst_bytes;
+    p->tokens = (int64_t)burst_bytes;
+    p->last = 0;
+    p->has_last = 0;
+    p->unpaced = 0;
+}
+
+uint64_t pure_pacer_allowance(pure_pacer *p, uint64_t now, uint64_t cwnd, uint64_t srtt)
+{
+    if (srtt == 0) {
+        /* No RTT yet, so no rate: let the window alone limit the first flight, and start pacing
+         * from a full bucket once a sample exists. */
+        p->unpaced = 1;
+        p->tokens = (int64_t)p->burst;
+        p->last = now;
+        p->has_last = 1;
+        return UINT64_MAX;
+    }
+    p->unpaced = 0;
+    if (!p->has_last) {
+        p->has_last = 1;
+        p->last = now;
+    } else {
+        uint64_t at;
+        p->tokens = tokens_at(p, now, rate_of(cwnd, srtt), &at);
+        p->last = at;
+    }
+    return p->tokens > 0 ? (uint64_t)p->tokens : 0;
+}
+
+void pure_pacer_on_sent(pure_pacer *p, uint64_t bytes)
+{
+    if (p->unpaced) return;
+    /* Debt beyond one burst is forgiven: it can only come from a caller that ignored the
+     * allowance, and unbounded debt would stall the link for the caller's mistake. */
+    int64_t floor = -(int64_t)p->burst;
+    if (bytes > 2 * p->burst || p->tokens - (int64_t)bytes < floor) /* 2 * burst: no cast wrap */
+        p->tokens = floor;
+    else
+        p->tokens -= (int64_t)bytes;
+}
+
+uint64_t pure_pacer_next(const pure_pacer *p, uint64_t now, uint64_t need, uint64_t cwnd,
+                         uint64_t srtt)
+{
+    if (srtt == 0 || !p->has_last || p->unpaced)
+        return now; /* not pacing, or a full bucket waiting for the first paced send */
+    if (need > p->burst) need = p->burst;
+    if (p->tokens >= (int64_t)need) return now;
+    struct rate r = rate_of(cwnd, srtt);
+    /* tokens_at(T) = tokens + floor((T - last) * num / den) >= need exactly when
+     * T - last >= ceil((need - tokens) * den / num). need - tokens <= 2 * burst. */
+    uint64_t deficit = (uint64_t)((int64_t)need - p->tokens);
+    uint64_t t = p->last + div_ceil(deficit * r.den, r.num);
+    return t > now ? t : now;
+}

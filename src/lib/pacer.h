@@ -1,0 +1,47 @@
+/* pacer.h: a token bucket that spreads a congestion window over the round trip, so packets leave at
+ * about 1.25 * cwnd / srtt (the 1.25 leaves room to grow the window, as RFC 9002 7.7 suggests)
+ * instead of in one line-rate burst that overflows a router queue, while still letting the I/O
+ * layer hand the kernel whole GSO bursts (~44 packets) at once.
+ *
+ * Sans-I/O: the caller supplies the time in nanoseconds and the current cwnd and smoothed RTT on
+ * every call, so the rate follows the controller without the pacer holding a reference to it. */
+#ifndef PURE_PACER_H
+#define PURE_PACER_H
+
+#include <stdint.h>
+
+/* Burst cap used when pure_pacer_init is given 0: one 64 KiB GSO burst. */
+#define PURE_PACER_DEFAULT_BURST 65536u
+/* Largest burst cap accepted (16 MiB); bounds every product in the rate arithmetic. */
+#define PURE_PACER_MAX_BURST (1u << 24)
+
+typedef struct pure_pacer {
+    int64_t tokens;   /* bytes that may leave at `last`; negative after a packet overran them */
+    uint64_t last;    /* time the tokens were valid at; meaningful once has_last is set */
+    uint64_t burst;   /* cap on tokens: the most that may leave back to back */
+    uint8_t has_last; /* 0 until the first allowance (time 0 is a legal time, not "unset") */
+    uint8_t unpaced;  /* the last allowance had no RTT sample: sends are not charged */
+} pure_pacer;
+
+/* Starts a pacer with a full bucket of `burst_bytes` (0 means PURE_PACER_DEFAULT_BURST; larger than
+ * PURE_PACER_MAX_BURST is clamped). The link should pass at least one I/O burst (64 KiB). */
+void pure_pacer_init(pure_pacer *p, uint64_t burst_bytes);
+
+/* Bytes that may leave now: the bucket refilled at 1.25 * cwnd / srtt since the last call, capped
+ * at the burst; 0 means wait (see pure_pacer_next). With srtt == 0 (no RTT sample yet) pacing does
+ * not apply: returns UINT64_MAX, and the bucket stays full for when the first sample arrives.
+ * Time that runs backwards credits nothing. */
+uint64_t pure_pacer_allowance(pure_pacer *p, uint64_t now, uint64_t cwnd, uint64_t srtt);
+
+/* Charges `bytes` just sent against the bucket. Sending more than the allowance (a whole packet
+ * when only part of one was allowed) is a debt repaid before the next send, bounded by one burst.
+ */
+void pure_pacer_on_sent(pure_pacer *p, uint64_t bytes);
+
+/* The earliest time >= now at which pure_pacer_allowance will return at least `need` bytes (need is
+ * capped at the burst, which is always reached eventually): the link arms its timer for this.
+ * Returns now when pacing does not apply (srtt == 0) or the bytes are already there. */
+uint64_t pure_pacer_next(const pure_pacer *p, uint64_t now, uint64_t need, uint64_t cwnd,
+                         uint64_t srtt);
+
+#endif
