@@ -70,7 +70,9 @@ void pure_noise_set_ephemeral(pure_noise *hs, const uint8_t e_priv[32]);
 /* Initiator: writes msg1 (-> e, es, s, ss, payload) of plen + PURE_NOISE_MSG1_OVERHEAD bytes
  * into out (cap bytes) and sets *outlen. Returns 0; PURE_EINVAL (wrong state or NULL);
  * PURE_ENOBUFS (cap too small; the state is unchanged and the call may be repeated);
- * PURE_ECRYPTO (randomness or DH failed, e.g. rs is a low-order point: the handshake is dead). */
+ * PURE_ECRYPTO (randomness or DH failed, e.g. rs is a low-order point: the handshake is dead).
+ * The payload may already sit where it goes, at out + 80 (encrypted in place); otherwise it must
+ * not overlap out. */
 int pure_noise_write_msg1(pure_noise *hs, const uint8_t *payload, size_t plen, uint8_t *out,
                           size_t cap, size_t *outlen);
 
@@ -85,7 +87,8 @@ int pure_noise_read_msg1(pure_noise *hs, const uint8_t *msg, size_t len, uint8_t
                          size_t cap, size_t *plen);
 
 /* Responder: writes msg2 (<- e, ee, se, payload) of plen + PURE_NOISE_MSG2_OVERHEAD bytes.
- * Returns as pure_noise_write_msg1. Afterwards the handshake is PURE_NOISE_DONE. */
+ * Returns as pure_noise_write_msg1; the payload may sit at out + 32. Afterwards the handshake is
+ * PURE_NOISE_DONE. */
 int pure_noise_write_msg2(pure_noise *hs, const uint8_t *payload, size_t plen, uint8_t *out,
                           size_t cap, size_t *outlen);
 

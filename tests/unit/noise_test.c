@@ -185,6 +185,27 @@ static void test_fresh_keys_each_time(void)
     CHECK(l1 == l2 && memcmp(m1, m2, 32) != 0);
 }
 
+/* A payload already in place in the output buffer (at out + 80 / out + 32) is encrypted there. */
+static void test_payload_in_place(void)
+{
+    const pure_crypto *c = &pure_crypto_openssl;
+    uint8_t m1[200], m2[200], got[64];
+    size_t l1, l2, glen;
+    keys k;
+    pure_noise a, b;
+    make_keys(c, &k);
+    CHECK_EQ(pure_noise_init(&a, c, 1, NULL, 0, k.is, k.rpub), 0);
+    CHECK_EQ(pure_noise_init(&b, c, 0, NULL, 0, k.rs, NULL), 0);
+    memcpy(m1 + 80, "in place", 8);
+    CHECK_EQ(pure_noise_write_msg1(&a, m1 + 80, 8, m1, sizeof(m1), &l1), 0);
+    CHECK_EQ(pure_noise_read_msg1(&b, m1, l1, got, sizeof(got), &glen), 0);
+    CHECK(glen == 8 && memcmp(got, "in place", 8) == 0);
+    memcpy(m2 + 32, "back", 4);
+    CHECK_EQ(pure_noise_write_msg2(&b, m2 + 32, 4, m2, sizeof(m2), &l2), 0);
+    CHECK_EQ(pure_noise_read_msg2(&a, m2, l2, got, sizeof(got), &glen), 0);
+    CHECK(glen == 4 && memcmp(got, "back", 4) == 0);
+}
+
 /* Sets up a responder and a valid msg1 (payload "hello") for the failure tests. */
 typedef struct {
     keys k;
@@ -410,6 +431,7 @@ int main(void)
     RUN(test_cacophony_vector);
     RUN(test_round_trip_both_backends);
     RUN(test_fresh_keys_each_time);
+    RUN(test_payload_in_place);
     RUN(test_tampered_msg1);
     RUN(test_truncated_and_short_buffers);
     RUN(test_tampered_msg2);
