@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "pure.h" /* enum pure_cc_algo: PURE_CC_NEWRENO, PURE_CC_CUBIC (the settings field) */
 #include "rtt.h"
 
 /* Window constants (RFC 9002 7.2): the initial window, the floor after any reduction, and a
@@ -28,8 +29,6 @@
 #define PURE_CUBIC_BETA_DEN 10
 #define PURE_CUBIC_ALPHA_NUM 9
 #define PURE_CUBIC_ALPHA_DEN 17
-
-enum pure_cc_algo { PURE_CC_NEWRENO = 1, PURE_CC_CUBIC = 2 };
 
 /* NewReno state: bytes acknowledged in congestion avoidance not yet turned into window (one mss is
  * added per cwnd bytes acknowledged, so batched acknowledgements grow the window exactly as much
