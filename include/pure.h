@@ -137,9 +137,8 @@ typedef struct pure_callbacks {
     void (*on_closed)(pure_link *link, void *user, const pure_close_info *info);
 } pure_callbacks;
 
-/* Congestion controllers. */
-#define PURE_CC_NEWRENO 1
-#define PURE_CC_CUBIC 2
+/* Congestion controllers (pure_settings.congestion). */
+enum pure_cc_algo { PURE_CC_NEWRENO = 1, PURE_CC_CUBIC = 2 };
 
 #define PURE_SETTINGS_VERSION 1
 
@@ -288,7 +287,7 @@ typedef struct pure_link_stats {
     uint64_t packets_lost, bytes_retransmitted, ptos;
     uint64_t messages_sent, messages_received, messages_acked;
     uint64_t recv_window;       /* current receive credit window */
-    uint64_t rekeys;
+    uint64_t rekeys, keepalives, path_changes;
     uint64_t dropped_auth, dropped_replay;
 } pure_link_stats;
 

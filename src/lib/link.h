@@ -12,6 +12,7 @@
 #include "alloc.h"
 #include "cc.h"
 #include "cookie.h"
+#include "frame.h"
 #include "crypto.h"
 #include "msgparse.h"
 #include "noise.h"
@@ -81,7 +82,9 @@ struct pure_link {
     uint8_t state;
     uint8_t initiator;
     uint8_t key_phase;     /* phase of tx keys (the DATA packet type's low bit) */
+    uint8_t rx_phase;      /* phase of rx keys; rx_next holds the other phase's keys */
     uint8_t in_pending;    /* on the context's send list */
+    uint16_t service;      /* responder: index of the service in ctx->services */
 
     /* flags */
     uint8_t finish_requested, fin_sent_pending, peer_finished, peer_fin_known;
@@ -109,6 +112,8 @@ struct pure_link {
     pure_ranges lost;      /* stream bytes to send again */
     uint64_t msg_boundary; /* offset of the next message whose acknowledgement is not counted */
     uint64_t msgs_acked, next_msg_id;
+    uint32_t msg_len;      /* length of the message at msg_boundary, once read */
+    uint8_t msg_len_known;
 
     /* recovery */
     pure_sent *sent;       /* ring of cap entries, pn -> sent[pn & (cap-1)] */
@@ -141,7 +146,11 @@ struct pure_link {
     pure_msgparse parse;
 
     /* liveness */
+    uint64_t created;
     uint64_t last_recv;    /* last authenticated packet */
+    uint64_t last_sent;
+    uint64_t wait_start;   /* when ack-eliciting packets last started to fly from none */
+    uint64_t pace_at;      /* the pacer released the next packet at this time (UINT64_MAX: none) */
     uint64_t keepalive_at;
     uint64_t close_deadline;
     uint64_t deadline;     /* the earliest of all timers, as stored in the heap */
@@ -150,6 +159,8 @@ struct pure_link {
     uint64_t close_code;
     int close_error;
     uint8_t peer_closed;
+    uint8_t accepted;      /* responder: the application accepted the link (on_accept) */
+    char close_reason[48];
 
     /* rekey */
     uint64_t keys_time, keys_packets;
@@ -157,6 +168,7 @@ struct pure_link {
     pure_link_stats st;
     pure_link *pending_next; /* the context's send list */
     pure_link *dead_next;
+    pure_link *timer_next; /* the list of links whose timers are being run */
 };
 
 /* A datagram the context sends that belongs to no open link (RESP, COOKIE, REJECT replies). */
@@ -211,7 +223,7 @@ pure_link *pure_ctx_table_find(pure_ctx *ctx, uint32_t index);
 void pure_ctx_timer_set(pure_ctx *ctx, pure_link *link, uint64_t deadline);
 void pure_ctx_mark_pending(pure_ctx *ctx, pure_link *link);
 pure_ctl *pure_ctx_ctl_push(pure_ctx *ctx, const pure_addr *to);
-int pure_ctx_has_service(const pure_ctx *ctx, const char *name, size_t len);
+int pure_ctx_service_index(const pure_ctx *ctx, const char *name, size_t len); /* -1 if none */
 int pure_ctx_allowed(const pure_ctx *ctx, const uint8_t key[PURE_KEY_LEN]);
 int pure_addr_equal(const pure_addr *a, const pure_addr *b);
 
@@ -253,7 +265,7 @@ int pure_link_wants_send(const pure_link *link, uint64_t now);
 
 /* recovery.c */
 int pure_recovery_on_sent(pure_link *link, uint64_t pn, const pure_sent *s);
-void pure_recovery_on_ack(pure_link *link, const struct pure_ack_frame *ack, uint64_t now);
+void pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t now);
 void pure_recovery_on_timeout(pure_link *link, uint64_t now);
 uint64_t pure_recovery_deadline(const pure_link *link);
 void pure_recovery_free(pure_link *link);

@@ -148,3 +148,11 @@ uint64_t pure_ranges_contiguous_end(const pure_ranges *s, uint64_t x)
         return s->r[i].end;
     return x;
 }
+
+uint64_t pure_ranges_next_start(const pure_ranges *s, uint64_t x)
+{
+    uint32_t i = lower(s, x + 1);
+    if (i < s->n && s->r[i].start <= x)
+        i++;
+    return i < s->n ? s->r[i].start : UINT64_MAX;
+}

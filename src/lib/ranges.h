@@ -38,4 +38,7 @@ static inline int pure_ranges_empty(const pure_ranges *s) { return s->n == 0; }
  * set: "how far is [x, ...) contiguous". */
 uint64_t pure_ranges_contiguous_end(const pure_ranges *s, uint64_t x);
 
+/* The start of the first range beginning after x, or UINT64_MAX. */
+uint64_t pure_ranges_next_start(const pure_ranges *s, uint64_t x);
+
 #endif

@@ -1,0 +1,640 @@
+/* ctx.c: the context: settings, services and allow list, the table of links by index, the
+ * timer heap shared by all links, the list of links with something to send, and the public
+ * read/write/timeout entry points that dispatch datagrams and time to links. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "link.h"
+
+static void *default_alloc(void *user, size_t n)
+{
+    (void)user;
+    return malloc(n);
+}
+
+static void default_free(void *user, void *p, size_t n)
+{
+    (void)user;
+    (void)n;
+    free(p);
+}
+
+void pure_settings_default(pure_settings *s)
+{
+    memset(s, 0, sizeof *s);
+    s->version = PURE_SETTINGS_VERSION;
+    s->max_udp_payload = 1472;
+    s->max_message_size = 16u << 20;
+    s->send_backlog = 8u << 20;
+    s->recv_window = 1u << 20;
+    s->recv_window_max = 16u << 20;
+    s->idle_timeout = 30ull * 1000000000;
+    s->handshake_timeout = 10ull * 1000000000;
+    s->max_ack_delay = 5ull * 1000000;
+    s->ack_every = 24;
+    s->congestion = PURE_CC_CUBIC;
+    s->max_links = 1000000;
+    s->handshake_load = 1024;
+    s->rekey_after_packets = 1ull << 32;
+    s->rekey_after_time = 120ull * 1000000000;
+}
+
+int pure_ctx_random(pure_ctx *ctx, uint8_t *buf, size_t len)
+{
+    if (ctx->s.random)
+        return ctx->s.random(ctx->s.random_user, buf, len);
+    return ctx->crypto->random(buf, len);
+}
+
+int pure_ctx_new(const pure_settings *s, pure_ctx **out)
+{
+    if (!s || !out || s->version != PURE_SETTINGS_VERSION)
+        return PURE_EINVAL;
+    if (s->max_udp_payload < PURE_MIN_UDP_PAYLOAD || s->max_udp_payload > PURE_MAX_UDP_PAYLOAD ||
+        s->max_message_size == 0 || s->max_message_size > (1u << 30) || s->send_backlog < 4096 ||
+        s->recv_window < 4096 || s->recv_window_max < s->recv_window ||
+        s->recv_window_max > (1ull << 32) || s->max_links == 0 || s->ack_every == 0 ||
+        (s->congestion != PURE_CC_CUBIC && s->congestion != PURE_CC_NEWRENO))
+        return PURE_EINVAL;
+    static const uint8_t zero[PURE_KEY_LEN];
+    if (memcmp(s->private_key, zero, PURE_KEY_LEN) == 0)
+        return PURE_EINVAL;
+    pure_alloc a = {s->alloc ? s->alloc : default_alloc, s->free ? s->free : default_free,
+                    s->alloc_user};
+    if (!!s->alloc != !!s->free)
+        return PURE_EINVAL;
+    pure_ctx *ctx = pure_mem_alloc(&a, sizeof *ctx);
+    if (!ctx)
+        return PURE_ENOMEM;
+    memset(ctx, 0, sizeof *ctx);
+    ctx->s = *s;
+    ctx->alloc = a;
+    ctx->crypto = s->crypto ? (const pure_crypto *)s->crypto : &pure_crypto_openssl;
+    if (s->callbacks)
+        ctx->cb = *s->callbacks;
+    if (ctx->crypto->dh_public(ctx->public_key, s->private_key) != 0) {
+        pure_mem_free(&a, ctx, sizeof *ctx);
+        return PURE_EINVAL;
+    }
+    if (pure_cookie_init(&ctx->cookies, ctx->crypto, 0) != 0) {
+        pure_ctx_free(ctx);
+        return PURE_ECRYPTO;
+    }
+    *out = ctx;
+    return 0;
+}
+
+static void free_dead(pure_ctx *ctx)
+{
+    while (ctx->dead) {
+        pure_link *l = ctx->dead;
+        ctx->dead = l->dead_next;
+        pure_link_release(l);
+    }
+}
+
+void pure_ctx_free(pure_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    for (uint32_t i = 0; i < ctx->table_cap; i++) {
+        pure_link *l = ctx->table ? ctx->table[i] : NULL;
+        if (l) {
+            l->state = PURE_LS_CLOSED;
+            l->dead_next = ctx->dead;
+            ctx->dead = l;
+            ctx->table[i] = NULL;
+        }
+    }
+    free_dead(ctx);
+    pure_mem_free(&ctx->alloc, ctx->table, ctx->table_cap * sizeof *ctx->table);
+    pure_mem_free(&ctx->alloc, ctx->heap, ctx->heap_cap * sizeof *ctx->heap);
+    pure_mem_free(&ctx->alloc, ctx->services, ctx->cap_services * sizeof *ctx->services);
+    pure_mem_free(&ctx->alloc, ctx->allow, ctx->cap_allow * sizeof *ctx->allow);
+    pure_cookie_wipe(&ctx->cookies);
+    pure_alloc a = ctx->alloc;
+    pure_wipe(ctx, sizeof *ctx);
+    pure_mem_free(&a, ctx, sizeof *ctx);
+}
+
+static int grow_array(pure_ctx *ctx, void **arr, uint32_t *cap, uint32_t n, size_t elem)
+{
+    if (n < *cap)
+        return 0;
+    uint32_t nc = *cap ? *cap * 2 : 8;
+    void *p = pure_mem_alloc(&ctx->alloc, nc * elem);
+    if (!p)
+        return PURE_ENOMEM;
+    if (*arr)
+        memcpy(p, *arr, *cap * elem);
+    pure_mem_free(&ctx->alloc, *arr, *cap * elem);
+    *arr = p;
+    *cap = nc;
+    return 0;
+}
+
+int pure_ctx_add_service(pure_ctx *ctx, const char *name)
+{
+    size_t len = name ? strlen(name) : 0;
+    if (!ctx || len == 0 || len > PURE_SERVICE_MAX)
+        return PURE_EINVAL;
+    if (pure_ctx_service_index(ctx, name, len) >= 0)
+        return 0;
+    if (grow_array(ctx, (void **)&ctx->services, &ctx->cap_services, ctx->n_services,
+                   sizeof *ctx->services))
+        return PURE_ENOMEM;
+    memset(ctx->services[ctx->n_services], 0, sizeof *ctx->services);
+    memcpy(ctx->services[ctx->n_services++], name, len);
+    return 0;
+}
+
+int pure_ctx_service_index(const pure_ctx *ctx, const char *name, size_t len)
+{
+    for (uint32_t i = 0; i < ctx->n_services; i++)
+        if (strlen(ctx->services[i]) == len && memcmp(ctx->services[i], name, len) == 0)
+            return (int)i;
+    return -1;
+}
+
+int pure_ctx_allow(pure_ctx *ctx, const uint8_t pub[PURE_KEY_LEN])
+{
+    if (!ctx || !pub)
+        return PURE_EINVAL;
+    if (pure_ctx_allowed(ctx, pub) && !ctx->s.allow_any)
+        return 0;
+    if (grow_array(ctx, (void **)&ctx->allow, &ctx->cap_allow, ctx->n_allow, sizeof *ctx->allow))
+        return PURE_ENOMEM;
+    memcpy(ctx->allow[ctx->n_allow++], pub, PURE_KEY_LEN);
+    return 0;
+}
+
+int pure_ctx_allowed(const pure_ctx *ctx, const uint8_t key[PURE_KEY_LEN])
+{
+    if (ctx->s.allow_any)
+        return 1;
+    for (uint32_t i = 0; i < ctx->n_allow; i++)
+        if (memcmp(ctx->allow[i], key, PURE_KEY_LEN) == 0)
+            return 1;
+    return 0;
+}
+
+const uint8_t *pure_ctx_public_key(const pure_ctx *ctx) { return ctx->public_key; }
+
+int pure_addr_equal(const pure_addr *a, const pure_addr *b)
+{
+    return a->len == b->len && memcmp(a->bytes, b->bytes, a->len < 28 ? a->len : 28) == 0;
+}
+
+void pure_ctx_stats_get(const pure_ctx *ctx, pure_ctx_stats *st)
+{
+    *st = ctx->st;
+    st->links = ctx->table_used;
+}
+
+/* ---- the link table: open addressing with linear probing, keyed by random local index ---- */
+
+static uint32_t slot_of(uint32_t index, uint32_t cap)
+{
+    /* indices are random already; mix anyway so a weak random source cannot cluster them */
+    uint32_t h = index * 2654435761u;
+    return h & (cap - 1);
+}
+
+static int table_grow(pure_ctx *ctx)
+{
+    uint32_t cap = ctx->table_cap ? ctx->table_cap * 2 : 64;
+    pure_link **t = pure_mem_alloc(&ctx->alloc, cap * sizeof *t);
+    if (!t)
+        return PURE_ENOMEM;
+    memset(t, 0, cap * sizeof *t);
+    for (uint32_t i = 0; i < ctx->table_cap; i++) {
+        pure_link *l = ctx->table[i];
+        if (!l)
+            continue;
+        uint32_t j = slot_of(l->local_index, cap);
+        while (t[j])
+            j = (j + 1) & (cap - 1);
+        t[j] = l;
+    }
+    pure_mem_free(&ctx->alloc, ctx->table, ctx->table_cap * sizeof *ctx->table);
+    ctx->table = t;
+    ctx->table_cap = cap;
+    return 0;
+}
+
+int pure_ctx_table_add(pure_ctx *ctx, pure_link *link)
+{
+    if (ctx->table_used >= ctx->s.max_links)
+        return PURE_ELIMIT;
+    if ((ctx->table_used + 1) * 2 > ctx->table_cap && table_grow(ctx))
+        return PURE_ENOMEM;
+    for (int tries = 0; tries < 64; tries++) {
+        uint32_t idx;
+        if (pure_ctx_random(ctx, (uint8_t *)&idx, sizeof idx))
+            return PURE_ECRYPTO;
+        if (idx == 0 || pure_ctx_table_find(ctx, idx))
+            continue;
+        link->local_index = idx;
+        uint32_t j = slot_of(idx, ctx->table_cap);
+        while (ctx->table[j])
+            j = (j + 1) & (ctx->table_cap - 1);
+        ctx->table[j] = link;
+        ctx->table_used++;
+        return 0;
+    }
+    return PURE_ECRYPTO;
+}
+
+pure_link *pure_ctx_table_find(pure_ctx *ctx, uint32_t index)
+{
+    if (!ctx->table_cap)
+        return NULL;
+    uint32_t j = slot_of(index, ctx->table_cap);
+    for (pure_link *l; (l = ctx->table[j]) != NULL; j = (j + 1) & (ctx->table_cap - 1))
+        if (l->local_index == index)
+            return l;
+    return NULL;
+}
+
+void pure_ctx_table_remove(pure_ctx *ctx, pure_link *link)
+{
+    if (!ctx->table_cap)
+        return;
+    uint32_t mask = ctx->table_cap - 1, j = slot_of(link->local_index, ctx->table_cap);
+    while (ctx->table[j] && ctx->table[j] != link)
+        j = (j + 1) & mask;
+    if (!ctx->table[j])
+        return;
+    ctx->table[j] = NULL;
+    ctx->table_used--;
+    /* backward-shift deletion: re-place the rest of the cluster so probes stay unbroken */
+    for (uint32_t k = (j + 1) & mask; ctx->table[k]; k = (k + 1) & mask) {
+        pure_link *l = ctx->table[k];
+        ctx->table[k] = NULL;
+        uint32_t s = slot_of(l->local_index, ctx->table_cap);
+        while (ctx->table[s])
+            s = (s + 1) & mask;
+        ctx->table[s] = l;
+    }
+}
+
+/* ---- timers: one heap entry per link at most, keyed by the link's earliest deadline ---- */
+
+static void heap_swap(pure_ctx *ctx, uint32_t a, uint32_t b)
+{
+    pure_link *t = ctx->heap[a];
+    ctx->heap[a] = ctx->heap[b];
+    ctx->heap[b] = t;
+    ctx->heap[a]->heap_pos = a;
+    ctx->heap[b]->heap_pos = b;
+}
+
+static void heap_up(pure_ctx *ctx, uint32_t i)
+{
+    while (i > 0) {
+        uint32_t p = (i - 1) / 2;
+        if (ctx->heap[p]->deadline <= ctx->heap[i]->deadline)
+            break;
+        heap_swap(ctx, i, p);
+        i = p;
+    }
+}
+
+static void heap_down(pure_ctx *ctx, uint32_t i)
+{
+    for (;;) {
+        uint32_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < ctx->heap_len && ctx->heap[l]->deadline < ctx->heap[m]->deadline)
+            m = l;
+        if (r < ctx->heap_len && ctx->heap[r]->deadline < ctx->heap[m]->deadline)
+            m = r;
+        if (m == i)
+            return;
+        heap_swap(ctx, i, m);
+        i = m;
+    }
+}
+
+static void heap_remove(pure_ctx *ctx, pure_link *link)
+{
+    uint32_t i = link->heap_pos;
+    link->heap_pos = UINT32_MAX;
+    ctx->heap_len--;
+    if (i == ctx->heap_len)
+        return;
+    ctx->heap[i] = ctx->heap[ctx->heap_len];
+    ctx->heap[i]->heap_pos = i;
+    heap_up(ctx, i);
+    heap_down(ctx, ctx->heap[i]->heap_pos);
+}
+
+void pure_ctx_timer_set(pure_ctx *ctx, pure_link *link, uint64_t deadline)
+{
+    if (link->heap_pos != UINT32_MAX && link->deadline == deadline)
+        return;
+    if (deadline == UINT64_MAX) {
+        if (link->heap_pos != UINT32_MAX)
+            heap_remove(ctx, link);
+        link->deadline = deadline;
+        return;
+    }
+    if (link->heap_pos == UINT32_MAX) {
+        if (ctx->heap_len == ctx->heap_cap &&
+            grow_array(ctx, (void **)&ctx->heap, &ctx->heap_cap, ctx->heap_len, sizeof *ctx->heap))
+            return; /* out of memory: the link keeps running on traffic alone */
+        link->deadline = deadline;
+        link->heap_pos = ctx->heap_len;
+        ctx->heap[ctx->heap_len++] = link;
+        heap_up(ctx, link->heap_pos);
+        return;
+    }
+    uint64_t old = link->deadline;
+    link->deadline = deadline;
+    if (deadline < old)
+        heap_up(ctx, link->heap_pos);
+    else
+        heap_down(ctx, link->heap_pos);
+}
+
+uint64_t pure_ctx_deadline(const pure_ctx *ctx)
+{
+    if (ctx->ctl_len || ctx->pending_head)
+        return ctx->now; /* something is queued: write now */
+    return ctx->heap_len ? ctx->heap[0]->deadline : UINT64_MAX;
+}
+
+static void end_call(pure_ctx *ctx)
+{
+    if (--ctx->depth == 0)
+        free_dead(ctx);
+}
+
+void pure_ctx_timeout(pure_ctx *ctx, uint64_t now)
+{
+    ctx->depth++;
+    ctx->now = now;
+    /* Take every due link off the heap first, then run them: a timer that re-arms itself at or
+     * before `now` runs at the next call, never in a loop here. */
+    pure_link *due = NULL;
+    while (ctx->heap_len && ctx->heap[0]->deadline <= now) {
+        pure_link *l = ctx->heap[0];
+        heap_remove(ctx, l);
+        l->deadline = UINT64_MAX;
+        l->timer_next = due;
+        due = l;
+    }
+    while (due) {
+        pure_link *l = due;
+        due = l->timer_next;
+        l->timer_next = NULL;
+        ctx->st.timers_fired++;
+        if (l->state != PURE_LS_CLOSED)
+            pure_link_on_timer(l, now);
+    }
+    end_call(ctx);
+}
+
+/* ---- the send list ---- */
+
+void pure_ctx_mark_pending(pure_ctx *ctx, pure_link *link)
+{
+    if (link->in_pending || link->state == PURE_LS_CLOSED)
+        return;
+    link->in_pending = 1;
+    link->pending_next = NULL;
+    if (ctx->pending_tail)
+        ctx->pending_tail->pending_next = link;
+    else
+        ctx->pending_head = link;
+    ctx->pending_tail = link;
+}
+
+static pure_link *pending_pop(pure_ctx *ctx)
+{
+    pure_link *l = ctx->pending_head;
+    if (l) {
+        ctx->pending_head = l->pending_next;
+        if (!ctx->pending_head)
+            ctx->pending_tail = NULL;
+        l->in_pending = 0;
+        l->pending_next = NULL;
+    }
+    return l;
+}
+
+pure_ctl *pure_ctx_ctl_push(pure_ctx *ctx, const pure_addr *to)
+{
+    if (ctx->ctl_len == PURE_CTL_QUEUE)
+        return NULL; /* replies are best effort: the peer retries */
+    pure_ctl *c = &ctx->ctl[(ctx->ctl_head + ctx->ctl_len++) % PURE_CTL_QUEUE];
+    c->to = *to;
+    c->len = 0;
+    return c;
+}
+
+int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment, pure_addr *to,
+                       uint64_t now)
+{
+    if (!ctx || !buf || !segment || !to)
+        return PURE_EINVAL;
+    if (cap < ctx->s.max_udp_payload)
+        return PURE_ENOBUFS;
+    ctx->depth++;
+    ctx->now = now;
+    int64_t n = 0;
+    if (ctx->ctl_len) {
+        pure_ctl *c = &ctx->ctl[ctx->ctl_head];
+        ctx->ctl_head = (ctx->ctl_head + 1) % PURE_CTL_QUEUE;
+        ctx->ctl_len--;
+        memcpy(buf, c->data, c->len);
+        *segment = c->len;
+        *to = c->to;
+        n = c->len;
+    }
+    while (n == 0) {
+        pure_link *l = pending_pop(ctx);
+        if (!l)
+            break;
+        if (l->state == PURE_LS_CLOSED)
+            continue;
+        n = pure_link_write(l, buf, cap, segment, now);
+        if (n > 0) {
+            *to = l->peer;
+            /* round robin: a link with more to send goes to the back of the list */
+            if (pure_link_wants_send(l, now))
+                pure_ctx_mark_pending(ctx, l);
+        }
+        pure_link_update_timer(l, now);
+    }
+    if (n > 0)
+        ctx->st.datagrams_out += (uint64_t)((n + (int64_t)*segment - 1) / (int64_t)*segment);
+    end_call(ctx);
+    return n;
+}
+
+int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
+{
+    if (!ctx || !from || (!d && n))
+        return PURE_EINVAL;
+    ctx->depth++;
+    ctx->now = now;
+    ctx->st.datagrams_in++;
+    int rc;
+    if (n < 1) {
+        rc = PURE_EPROTO;
+    } else {
+        switch (d[0]) {
+        case PURE_PKT_DATA0:
+        case PURE_PKT_DATA1: {
+            if (n < PURE_DATA_HEADER + PURE_TAG_LEN) {
+                rc = PURE_EPROTO;
+                break;
+            }
+            uint32_t idx = (uint32_t)d[1] | (uint32_t)d[2] << 8 | (uint32_t)d[3] << 16 |
+                           (uint32_t)d[4] << 24;
+            pure_link *l = pure_ctx_table_find(ctx, idx);
+            if (!l || l->state == PURE_LS_CLOSED || l->state == PURE_LS_HANDSHAKE) {
+                ctx->st.dropped_unknown_link++;
+                rc = PURE_EINVAL;
+                break;
+            }
+            rc = pure_link_recv(l, from, d, n, now);
+            if (l->state != PURE_LS_CLOSED)
+                pure_link_update_timer(l, now);
+            break;
+        }
+        case PURE_PKT_INIT:
+            pure_hs_on_init(ctx, from, d, n, now);
+            rc = 0;
+            break;
+        case PURE_PKT_RESP:
+            rc = pure_hs_on_resp(ctx, from, d, n, now);
+            break;
+        case PURE_PKT_COOKIE:
+            rc = pure_hs_on_cookie(ctx, d, n, now);
+            break;
+        case PURE_PKT_REJECT:
+            rc = pure_hs_on_reject(ctx, d, n, now);
+            break;
+        default:
+            rc = PURE_EPROTO;
+        }
+    }
+    if (rc == PURE_EPROTO)
+        ctx->st.dropped_malformed++;
+    end_call(ctx);
+    return rc;
+}
+
+/* ---- errors and keys ---- */
+
+const char *pure_strerror(int err)
+{
+    switch (err) {
+    case PURE_OK: return "success";
+    case PURE_EINVAL: return "invalid argument";
+    case PURE_ENOMEM: return "out of memory";
+    case PURE_EAGAIN: return "backlog full, try again when the link is writable";
+    case PURE_ECRYPTO: return "authentication failed";
+    case PURE_EPROTO: return "protocol violation by the peer";
+    case PURE_ECLOSED: return "link is closed";
+    case PURE_ETIMEDOUT: return "peer did not answer in time";
+    case PURE_EREFUSED: return "service refused: the peer offers no such service";
+    case PURE_EACCES: return "access denied: the peer does not allow our key";
+    case PURE_EKEY: return "handshake failed: the peer could not authenticate us (wrong peer public key?)";
+    case PURE_EMSGSIZE: return "message too large";
+    case PURE_ENOBUFS: return "output buffer too small";
+    case PURE_ELIMIT: return "too many links";
+    case PURE_ESTATE: return "not allowed in the link's current state";
+    case PURE_EFLOW: return "peer exceeded its flow-control credit";
+    case PURE_EIO: return "I/O error";
+    case PURE_ERESET: return "peer closed the link with an error";
+    default: return "unknown error";
+    }
+}
+
+int pure_err_is_fatal(int err)
+{
+    switch (err) {
+    case PURE_ECLOSED:
+    case PURE_ETIMEDOUT:
+    case PURE_EREFUSED:
+    case PURE_EACCES:
+    case PURE_EKEY:
+    case PURE_EPROTO:
+    case PURE_EFLOW:
+    case PURE_ERESET:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int pure_keygen(uint8_t priv[PURE_KEY_LEN])
+{
+    if (pure_crypto_openssl.random(priv, PURE_KEY_LEN))
+        return PURE_ECRYPTO;
+    /* X25519 clamping happens inside the DH; clamp here too so stored keys are canonical */
+    priv[0] &= 248;
+    priv[31] &= 127;
+    priv[31] |= 64;
+    return 0;
+}
+
+int pure_public_key(uint8_t pub[PURE_KEY_LEN], const uint8_t priv[PURE_KEY_LEN])
+{
+    return pure_crypto_openssl.dh_public(pub, priv) ? PURE_ECRYPTO : 0;
+}
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+void pure_key_to_base64(char out[45], const uint8_t key[PURE_KEY_LEN])
+{
+    char *o = out;
+    for (int i = 0; i < 30; i += 3) {
+        uint32_t v = (uint32_t)key[i] << 16 | (uint32_t)key[i + 1] << 8 | key[i + 2];
+        *o++ = b64[v >> 18];
+        *o++ = b64[(v >> 12) & 63];
+        *o++ = b64[(v >> 6) & 63];
+        *o++ = b64[v & 63];
+    }
+    uint32_t v = (uint32_t)key[30] << 16 | (uint32_t)key[31] << 8;
+    *o++ = b64[v >> 18];
+    *o++ = b64[(v >> 12) & 63];
+    *o++ = b64[(v >> 6) & 63];
+    *o++ = '=';
+    *o = 0;
+}
+
+int pure_key_from_base64(uint8_t key[PURE_KEY_LEN], const char *text)
+{
+    if (!text)
+        return PURE_EINVAL;
+    while (*text == ' ' || *text == '\t' || *text == '\n' || *text == '\r')
+        text++;
+    uint8_t out[33];
+    size_t n = 0;
+    uint32_t acc = 0;
+    int bits = 0, i = 0;
+    for (; i < 44; i++) {
+        char c = text[i];
+        const char *p = c ? strchr(b64, c) : NULL;
+        if (i == 43 && c == '=')
+            break;
+        if (!p)
+            return PURE_EINVAL;
+        acc = acc << 6 | (uint32_t)(p - b64);
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[n++] = (uint8_t)(acc >> bits);
+        }
+    }
+    if (i != 43 || n != 32 || (acc & ((1u << bits) - 1)) != 0)
+        return PURE_EINVAL;
+    for (const char *t = text + 44; *t; t++)
+        if (*t != ' ' && *t != '\t' && *t != '\n' && *t != '\r')
+            return PURE_EINVAL;
+    memcpy(key, out, 32);
+    return 0;
+}

@@ -1,0 +1,52 @@
+/* keys.c: transport keys. Each direction's AES-128-GCM key and IV come from its Noise split key
+ * through HKDF (key = out1[0..16), iv = out2[0..12) of HKDF(ck = split key, "pure transport")); a
+ * packet's nonce is the IV XOR its packet number, as in TLS 1.3, so no nonce is ever reused
+ * under one key while packet numbers only grow. */
+#include <string.h>
+
+#include "link.h"
+
+static int derive(pure_ctx *ctx, pure_dir_keys *k, const uint8_t split[32])
+{
+    uint8_t out1[32], out2[32];
+    static const char label[] = "pure transport";
+    pure_hkdf2(ctx->crypto, out1, out2, split, (const uint8_t *)label, sizeof label - 1);
+    if (k->ready)
+        ctx->crypto->aead_free(&k->aead);
+    int rc = ctx->crypto->aead_init(&k->aead, PURE_AEAD_AES128_GCM, out1);
+    memcpy(k->iv, out2, PURE_NONCE_LEN);
+    pure_wipe(out1, sizeof out1);
+    pure_wipe(out2, sizeof out2);
+    k->ready = rc == 0;
+    return rc;
+}
+
+int pure_keys_install(pure_link *link, const uint8_t k_send[32], const uint8_t k_recv[32])
+{
+    int rc = derive(link->ctx, &link->tx, k_send);
+    if (rc == 0)
+        rc = derive(link->ctx, &link->rx, k_recv);
+    return rc;
+}
+
+static void wipe_dir(pure_ctx *ctx, pure_dir_keys *k)
+{
+    if (k->ready)
+        ctx->crypto->aead_free(&k->aead);
+    pure_wipe(k, sizeof *k);
+}
+
+void pure_keys_wipe(pure_link *link)
+{
+    wipe_dir(link->ctx, &link->tx);
+    wipe_dir(link->ctx, &link->rx);
+    wipe_dir(link->ctx, &link->rx_next);
+    pure_wipe(link->ck, sizeof link->ck);
+}
+
+void pure_keys_nonce(uint8_t nonce[PURE_NONCE_LEN], const uint8_t iv[PURE_NONCE_LEN], uint64_t pn)
+{
+    memcpy(nonce, iv, PURE_NONCE_LEN);
+    for (int i = 0; i < 8; i++)
+        nonce[PURE_NONCE_LEN - 1 - i] ^= (uint8_t)(pn >> (8 * i));
+}

@@ -1,0 +1,382 @@
+/* link.c: a link's life: creation, the checked state machine, its one timer (the earliest of
+ * handshake retry, loss/probe timeout, ACK delay, idle timeout, keepalive and pacing), closing,
+ * and the public pure_link_* calls.
+ *
+ * Timers of an open link, all folded into one heap entry per link:
+ *   - recovery: loss time threshold or probe timeout, only while ack-eliciting packets fly;
+ *   - ack delay: max_ack_delay after the first unacknowledged ack-eliciting packet;
+ *   - idle: idle_timeout after we started waiting for the peer (only while something waits);
+ *   - keepalive: only when configured, keepalive ns after the last packet either way;
+ *   - pacing: when the pacer held packets back.
+ * An idle link (nothing in flight, no keepalive) has no timer at all. */
+#include <string.h>
+
+#include "link.h"
+
+pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, uint64_t now)
+{
+    pure_link *l = pure_mem_alloc(&ctx->alloc, sizeof *l);
+    if (!l)
+        return NULL;
+    memset(l, 0, sizeof *l);
+    l->ctx = ctx;
+    l->peer = *peer;
+    l->initiator = (uint8_t)initiator;
+    l->heap_pos = UINT32_MAX;
+    l->deadline = UINT64_MAX;
+    l->state = initiator ? PURE_LS_HANDSHAKE : PURE_LS_UNVALIDATED;
+    if (pure_ctx_table_add(ctx, l) != 0) {
+        pure_mem_free(&ctx->alloc, l, sizeof *l);
+        return NULL;
+    }
+    const pure_settings *s = &ctx->s;
+    pure_replay_init(&l->replay);
+    pure_ranges_init(&l->acked, 1u << 16);
+    pure_ranges_init(&l->lost, 1u << 16);
+    pure_ranges_init(&l->rx_pns, PURE_ACK_MAX_RANGES + 1);
+    pure_ranges_init(&l->oo, 1u << 14);
+    pure_msgparse_init(&l->parse, s->max_message_size);
+    pure_rtt_init(&l->rtt, 333000000ull); /* RFC 9002's initial RTT */
+    pure_cc_init(&l->cc, (enum pure_cc_algo)s->congestion, s->max_udp_payload, now);
+    pure_pacer_init(&l->pacer, 64u * s->max_udp_payload);
+    l->ack_deadline = UINT64_MAX;
+    l->loss_time = UINT64_MAX;
+    l->pace_at = UINT64_MAX;
+    l->recv_window = s->recv_window;
+    l->credit_sent = s->recv_window;
+    l->peer_credit = s->recv_window; /* both sides start from the same configured window */
+    l->msg_boundary = 4;             /* messages start after the preamble */
+    l->created = now;
+    l->last_recv = now;
+    l->keys_time = now;
+    /* The stream opens with the preamble. */
+    if (pure_sendbuf_write(&l->sb, &ctx->alloc, PURE_STREAM_PREAMBLE, 4, NULL, 0,
+                           s->send_backlog) != 0) {
+        l->state = PURE_LS_CLOSED;
+        pure_link_release(l);
+        return NULL;
+    }
+    return l;
+}
+
+void pure_link_set_state(pure_link *link, enum pure_link_state st)
+{
+    static const uint8_t allowed[6] = {
+        /* from HANDSHAKE */ [PURE_LS_HANDSHAKE] = 1 << PURE_LS_OPEN | 1 << PURE_LS_CLOSING | 1 << PURE_LS_CLOSED,
+        [PURE_LS_UNVALIDATED] = 1 << PURE_LS_OPEN | 1 << PURE_LS_CLOSING | 1 << PURE_LS_CLOSED,
+        [PURE_LS_OPEN] = 1 << PURE_LS_CLOSING | 1 << PURE_LS_CLOSED,
+        [PURE_LS_CLOSING] = 1 << PURE_LS_CLOSED,
+        [PURE_LS_CLOSED] = 0,
+    };
+    if (link->state < PURE_LS_HANDSHAKE || link->state > PURE_LS_CLOSED ||
+        !(allowed[link->state] & (1u << st))) {
+        /* An impossible transition is a bug in the core: fail safe by closing. */
+        link->state = PURE_LS_CLOSED;
+        return;
+    }
+    link->state = (uint8_t)st;
+}
+
+void pure_link_open(pure_link *link, uint64_t now)
+{
+    pure_link_set_state(link, PURE_LS_OPEN);
+    link->last_recv = now;
+    link->keys_time = now;
+    pure_ctx_mark_pending(link->ctx, link);
+}
+
+static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
+
+static uint64_t idle_deadline(const pure_link *link)
+{
+    if (!link->eliciting_in_flight)
+        return UINT64_MAX;
+    uint64_t since = link->last_recv > link->wait_start ? link->last_recv : link->wait_start;
+    return since + link->ctx->s.idle_timeout;
+}
+
+static uint64_t keepalive_deadline(const pure_link *link)
+{
+    uint64_t ka = link->ctx->s.keepalive;
+    if (!ka || link->eliciting_in_flight || !link->initiator || link->ping_pending)
+        return UINT64_MAX;
+    uint64_t last = link->last_recv > link->last_sent ? link->last_recv : link->last_sent;
+    return last + ka;
+}
+
+void pure_link_update_timer(pure_link *link, uint64_t now)
+{
+    (void)now;
+    uint64_t d = UINT64_MAX;
+    switch (link->state) {
+    case PURE_LS_HANDSHAKE:
+        if (link->hs)
+            d = link->hs->retry_at;
+        break;
+    case PURE_LS_UNVALIDATED:
+        d = link->created + link->ctx->s.handshake_timeout;
+        break;
+    case PURE_LS_OPEN:
+        d = min64(pure_recovery_deadline(link), link->ack_deadline);
+        d = min64(d, idle_deadline(link));
+        d = min64(d, keepalive_deadline(link));
+        d = min64(d, link->pace_at);
+        break;
+    case PURE_LS_CLOSING:
+        d = link->close_deadline;
+        break;
+    default:
+        break;
+    }
+    pure_ctx_timer_set(link->ctx, link, d);
+}
+
+void pure_link_on_timer(pure_link *link, uint64_t now)
+{
+    switch (link->state) {
+    case PURE_LS_HANDSHAKE:
+        pure_hs_timeout(link, now);
+        break;
+    case PURE_LS_UNVALIDATED:
+        if (now >= link->created + link->ctx->s.handshake_timeout)
+            pure_link_terminate(link, PURE_ETIMEDOUT, 0, NULL, 0, now);
+        break;
+    case PURE_LS_OPEN:
+        if (now >= idle_deadline(link)) {
+            pure_link_terminate(link, PURE_ETIMEDOUT, 0, NULL, 0, now);
+            return;
+        }
+        if (now >= pure_recovery_deadline(link))
+            pure_recovery_on_timeout(link, now);
+        if (now >= link->ack_deadline) {
+            link->ack_deadline = UINT64_MAX;
+            link->ack_now = 1;
+            pure_ctx_mark_pending(link->ctx, link);
+        }
+        if (now >= keepalive_deadline(link)) {
+            link->ping_pending = 1;
+            link->st.keepalives++;
+            pure_ctx_mark_pending(link->ctx, link);
+        }
+        if (now >= link->pace_at) {
+            link->pace_at = UINT64_MAX;
+            pure_ctx_mark_pending(link->ctx, link);
+        }
+        break;
+    case PURE_LS_CLOSING:
+        if (now >= link->close_deadline)
+            pure_link_terminate(link, link->close_error, 0, NULL, 0, now);
+        break;
+    default:
+        break;
+    }
+    if (link->state != PURE_LS_CLOSED)
+        pure_link_update_timer(link, now);
+}
+
+static void notify_closed(pure_link *link, int error, const char *reason)
+{
+    if (link->closed_notified)
+        return;
+    link->closed_notified = 1;
+    /* A responder's link the application never saw (not yet validated) closes silently. */
+    if (!link->initiator && !link->accepted)
+        return;
+    pure_close_info info = {
+        .error = error,
+        .peer_code = link->close_code,
+        .reason = reason ? reason : "",
+        .first_unacked = link->msgs_acked,
+        .next_id = link->next_msg_id,
+    };
+    if (link->ctx->cb.on_closed)
+        link->ctx->cb.on_closed(link, link->user, &info);
+}
+
+void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *reason,
+                         int send_close, uint64_t now)
+{
+    pure_ctx *ctx = link->ctx;
+    if (link->state == PURE_LS_CLOSED)
+        return;
+    if (send_close && (link->state == PURE_LS_OPEN) && link->tx.ready) {
+        pure_link_set_state(link, PURE_LS_CLOSING);
+        link->close_error = error;
+        link->close_pending = 1;
+        link->close_code = code;
+        size_t rl = reason ? strlen(reason) : 0;
+        if (rl > sizeof link->close_reason - 1)
+            rl = sizeof link->close_reason - 1;
+        memcpy(link->close_reason, reason ? reason : "", rl);
+        link->close_reason[rl] = 0;
+        /* Stay a little while so the CLOSE goes out (and again if the peer keeps sending). */
+        link->close_deadline = now + 3 * pure_rtt_pto(&link->rtt, ctx->s.max_ack_delay);
+        pure_ctx_mark_pending(ctx, link);
+        pure_link_update_timer(link, now);
+        notify_closed(link, error, NULL);
+        return;
+    }
+    if (link->state == PURE_LS_UNVALIDATED && ctx->half_open)
+        ctx->half_open--;
+    pure_link_set_state(link, PURE_LS_CLOSED);
+    notify_closed(link, error, reason);
+    pure_ctx_timer_set(ctx, link, UINT64_MAX);
+    pure_ctx_table_remove(ctx, link);
+    link->dead_next = ctx->dead;
+    ctx->dead = link;
+    if (ctx->depth == 0) { /* called outside any context call: free now */
+        ctx->dead = link->dead_next;
+        pure_link_release(link);
+    }
+}
+
+void pure_link_release(pure_link *link)
+{
+    pure_ctx *ctx = link->ctx;
+    const pure_alloc *a = &ctx->alloc;
+    /* unlink from the send list */
+    pure_link **pp = &ctx->pending_head, *prev = NULL;
+    while (*pp && *pp != link) {
+        prev = *pp;
+        pp = &(*pp)->pending_next;
+    }
+    if (*pp) {
+        *pp = link->pending_next;
+        if (ctx->pending_tail == link)
+            ctx->pending_tail = prev;
+    }
+    if (link->heap_pos != UINT32_MAX)
+        pure_ctx_timer_set(ctx, link, UINT64_MAX);
+    if (pure_ctx_table_find(ctx, link->local_index) == link)
+        pure_ctx_table_remove(ctx, link);
+    pure_hs_free(link);
+    pure_keys_wipe(link);
+    pure_sendbuf_free(&link->sb, a);
+    pure_ranges_free(&link->acked, a);
+    pure_ranges_free(&link->lost, a);
+    pure_ranges_free(&link->rx_pns, a);
+    pure_ranges_free(&link->oo, a);
+    pure_msgparse_free(&link->parse, a);
+    pure_mem_free(a, link->ring, (size_t)link->ring_cap);
+    pure_recovery_free(link);
+    pure_wipe(link, sizeof *link);
+    pure_mem_free(a, link, sizeof *link);
+}
+
+/* ---- public API ---- */
+
+int pure_connect(pure_ctx *ctx, const pure_addr *to, const uint8_t peer_key[PURE_KEY_LEN],
+                 const char *service, void *user, pure_link **out, uint64_t now)
+{
+    if (!ctx || !to || !peer_key || !service || !out || to->len > sizeof to->bytes)
+        return PURE_EINVAL;
+    size_t slen = strlen(service);
+    if (slen == 0 || slen > PURE_SERVICE_MAX)
+        return PURE_EINVAL;
+    if (ctx->table_used >= ctx->s.max_links)
+        return PURE_ELIMIT;
+    pure_link *l = pure_link_alloc(ctx, to, 1, now);
+    if (!l)
+        return PURE_ENOMEM;
+    l->user = user;
+    int rc = pure_hs_start(l, peer_key, service, now);
+    if (rc) {
+        l->closed_notified = 1; /* the caller learns of it from rc, not a callback */
+        pure_link_terminate(l, rc, 0, NULL, 0, now);
+        return rc;
+    }
+    pure_link_update_timer(l, now);
+    *out = l;
+    return 0;
+}
+
+int64_t pure_link_send(pure_link *link, const void *msg, size_t len)
+{
+    if (!link || (!msg && len))
+        return PURE_EINVAL;
+    if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED || link->finish_requested)
+        return PURE_ECLOSED;
+    if (len > link->ctx->s.max_message_size)
+        return PURE_EMSGSIZE;
+    uint8_t hdr[4] = {(uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8),
+                      (uint8_t)len};
+    int rc = pure_sendbuf_write(&link->sb, &link->ctx->alloc, hdr, 4, msg, len,
+                                link->ctx->s.send_backlog);
+    if (rc) {
+        if (rc == PURE_EAGAIN)
+            link->want_writable = 1;
+        return rc;
+    }
+    link->st.messages_sent++;
+    if (!link->in_pending)
+        pure_ctx_mark_pending(link->ctx, link);
+    return (int64_t)link->next_msg_id++;
+}
+
+int pure_link_finish(pure_link *link)
+{
+    if (!link || link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED ||
+        link->finish_requested)
+        return PURE_ESTATE;
+    link->finish_requested = 1;
+    link->fin_offset = link->sb.end;
+    link->fin_sent_pending = 1;
+    pure_ctx_mark_pending(link->ctx, link);
+    return 0;
+}
+
+int pure_link_close(pure_link *link, uint64_t code, const char *reason)
+{
+    if (!link || link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED)
+        return PURE_ESTATE;
+    pure_ctx *ctx = link->ctx;
+    ctx->depth++;
+    pure_link_terminate(link, 0, code, reason, 1, ctx->now);
+    if (--ctx->depth == 0) {
+        while (ctx->dead) {
+            pure_link *l = ctx->dead;
+            ctx->dead = l->dead_next;
+            pure_link_release(l);
+        }
+    }
+    return 0;
+}
+
+void pure_link_set_user(pure_link *link, void *user) { link->user = user; }
+void *pure_link_user(const pure_link *link) { return link->user; }
+const uint8_t *pure_link_peer_key(const pure_link *link) { return link->peer_key; }
+const pure_addr *pure_link_peer_addr(const pure_link *link) { return &link->peer; }
+uint64_t pure_link_backlog(const pure_link *link) { return link->sb.end - link->sb.base; }
+
+void pure_link_stats_get(const pure_link *link, pure_link_stats *st)
+{
+    *st = link->st;
+    st->rtt_ns = link->rtt.smoothed;
+    st->rtt_min_ns = link->rtt.min;
+    st->rtt_var_ns = link->rtt.var;
+    st->cwnd = link->cc.cwnd;
+    st->bytes_in_flight = link->cc.bytes_in_flight;
+    st->messages_acked = link->msgs_acked;
+    st->recv_window = link->recv_window;
+}
+
+void pure_link_maybe_idle(pure_link *link)
+{
+    /* Nothing in flight and nothing queued: give back the buffers (rebuilt on demand), keeping
+     * only keys, counters and offsets. */
+    const pure_alloc *a = &link->ctx->alloc;
+    if (link->sb.base != link->sb.end || link->eliciting_in_flight)
+        return;
+    pure_sendbuf_shrink(&link->sb, a);
+    pure_ranges_free(&link->acked, a);
+    pure_ranges_free(&link->lost, a);
+    pure_recovery_free(link);
+    link->sent_lo = link->next_pn;
+    if (pure_ranges_empty(&link->oo)) {
+        pure_ranges_free(&link->oo, a);
+        pure_mem_free(a, link->ring, (size_t)link->ring_cap);
+        link->ring = NULL;
+        link->ring_cap = 0;
+    }
+    pure_msgparse_shrink(&link->parse, a);
+}

@@ -1,0 +1,287 @@
+/* link_recv.c: processing a link's incoming packets: replay check, decryption in place, frame
+ * dispatch, in-order delivery straight from the packet, out-of-order bytes held in a ring until
+ * the gap fills, flow-control credit (a window that doubles while the reader keeps up), and the
+ * decision of when an ACK is owed. */
+#include <string.h>
+
+#include "frame.h"
+#include "link.h"
+
+#define DATA_DROPPED 1 /* the packet's data could not be held: do not acknowledge it */
+
+static int deliver(void *arg, const uint8_t *data, size_t len)
+{
+    pure_link *link = arg;
+    link->st.messages_received++;
+    if (link->ctx->cb.on_message)
+        link->ctx->cb.on_message(link, link->user, data, len);
+    return link->state != PURE_LS_OPEN; /* stop if the application closed the link */
+}
+
+static int feed(pure_link *link, const uint8_t *p, size_t n)
+{
+    int rc = pure_msgparse_feed(&link->parse, &link->ctx->alloc, p, n, deliver, link);
+    return rc == 1 ? 0 : rc; /* 1: stopped because the link closed */
+}
+
+/* Makes the ring hold at least `need` bytes past recv_next, keeping what it holds. */
+static int ring_reserve(pure_link *link, uint64_t need)
+{
+    if (need <= link->ring_cap)
+        return 0;
+    uint64_t cap = link->ring_cap ? link->ring_cap : 65536;
+    while (cap < need)
+        cap *= 2;
+    uint8_t *r = pure_mem_alloc(&link->ctx->alloc, (size_t)cap);
+    if (!r)
+        return PURE_ENOMEM;
+    for (uint32_t i = 0; i < link->oo.n; i++)
+        for (uint64_t o = link->oo.r[i].start; o < link->oo.r[i].end; o++)
+            r[o & (cap - 1)] = link->ring[o & (link->ring_cap - 1)];
+    pure_mem_free(&link->ctx->alloc, link->ring, (size_t)link->ring_cap);
+    link->ring = r;
+    link->ring_cap = cap;
+    return 0;
+}
+
+static void ring_put(pure_link *link, uint64_t off, const uint8_t *src, size_t len)
+{
+    uint64_t i = off & (link->ring_cap - 1);
+    size_t first = (size_t)(link->ring_cap - i) < len ? (size_t)(link->ring_cap - i) : len;
+    memcpy(link->ring + i, src, first);
+    if (first < len)
+        memcpy(link->ring, src + first, len - first);
+}
+
+/* Consumes held out-of-order bytes that the in-order point has reached. */
+static int drain_ring(pure_link *link)
+{
+    while (!pure_ranges_empty(&link->oo) && link->oo.r[0].start <= link->recv_next) {
+        uint64_t end = link->oo.r[0].end;
+        pure_ranges_drop_first(&link->oo);
+        while (link->recv_next < end) {
+            uint64_t i = link->recv_next & (link->ring_cap - 1);
+            uint64_t chunk = link->ring_cap - i;
+            if (chunk > end - link->recv_next)
+                chunk = end - link->recv_next;
+            int rc = feed(link, link->ring + i, (size_t)chunk);
+            link->recv_next += chunk;
+            if (rc || link->state != PURE_LS_OPEN)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+static void update_credit(pure_link *link, uint64_t now)
+{
+    const pure_settings *s = &link->ctx->s;
+    if (link->credit_sent - link->recv_next > link->recv_window / 2)
+        return;
+    /* The reader consumed half the window: grant more. If that took less than two round trips,
+     * the window is what limits the sender, so double it (up to the maximum). */
+    uint64_t rtt = link->rtt.has_sample ? link->rtt.smoothed : 0;
+    if (link->recv_window < s->recv_window_max &&
+        (rtt == 0 || now - link->credit_time < 2 * rtt)) {
+        link->recv_window *= 2;
+        if (link->recv_window > s->recv_window_max)
+            link->recv_window = s->recv_window_max;
+    }
+    link->credit_sent = link->recv_next + link->recv_window;
+    link->credit_time = now;
+    link->credit_pending = 1;
+}
+
+static int on_data(pure_link *link, const pure_frame *f, uint64_t now)
+{
+    uint64_t off = f->u.data.offset, len = f->u.data.len, end = off + len;
+    if (end > link->credit_sent)
+        return PURE_EFLOW;
+    if (link->peer_fin_known ? (end > link->peer_fin || (f->u.data.fin && end != link->peer_fin))
+                             : 0)
+        return PURE_EPROTO;
+    if (f->u.data.fin && !link->peer_fin_known) {
+        if (end < link->recv_next || (!pure_ranges_empty(&link->oo) &&
+                                      link->oo.r[link->oo.n - 1].end > end))
+            return PURE_EPROTO;
+        link->peer_fin_known = 1;
+        link->peer_fin = end;
+    }
+    if (end > link->recv_next) {
+        if (off <= link->recv_next) {
+            uint64_t skip = link->recv_next - off;
+            int rc = feed(link, f->u.data.bytes + skip, (size_t)(len - skip));
+            link->recv_next = end;
+            if (rc)
+                return rc;
+            if (link->state != PURE_LS_OPEN)
+                return 0;
+            rc = drain_ring(link);
+            if (rc || link->state != PURE_LS_OPEN)
+                return rc;
+            update_credit(link, now);
+        } else {
+            if (ring_reserve(link, link->credit_sent - link->recv_next) != 0)
+                return DATA_DROPPED;
+            if (pure_ranges_add(&link->oo, &link->ctx->alloc, off, end) != 0)
+                return DATA_DROPPED;
+            ring_put(link, off, f->u.data.bytes, (size_t)len);
+        }
+    }
+    if (link->peer_fin_known && link->recv_next == link->peer_fin && !link->peer_finished) {
+        link->peer_finished = 1;
+        if (!pure_msgparse_at_boundary(&link->parse))
+            return PURE_EPROTO; /* the stream ended inside a message */
+        if (link->ctx->cb.on_peer_finished)
+            link->ctx->cb.on_peer_finished(link, link->user);
+    }
+    return 0;
+}
+
+static int close_code_for(int err)
+{
+    switch (err) {
+    case PURE_EFLOW: return PURE_CLOSE_FLOW;
+    case PURE_EMSGSIZE: return PURE_CLOSE_MSGSIZE;
+    default: return PURE_CLOSE_PROTOCOL;
+    }
+}
+
+int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
+{
+    pure_ctx *ctx = link->ctx;
+    uint64_t pn = 0;
+    for (int i = 0; i < 7; i++)
+        pn = pn << 8 | d[5 + i];
+    if (pure_replay_check(&link->replay, pn) != 0) {
+        link->st.dropped_replay++;
+        ctx->st.dropped_replay++;
+        return PURE_EINVAL;
+    }
+    uint8_t phase = d[0] & 1;
+    pure_dir_keys *k = phase == link->rx_phase ? &link->rx : &link->rx_next;
+    if (!k->ready) {
+        ctx->st.dropped_auth++;
+        link->st.dropped_auth++;
+        return PURE_ECRYPTO;
+    }
+    uint8_t nonce[PURE_NONCE_LEN];
+    pure_keys_nonce(nonce, k->iv, pn);
+    size_t plen = n - PURE_DATA_HEADER - PURE_TAG_LEN;
+    uint8_t *payload = d + PURE_DATA_HEADER;
+    if (ctx->crypto->aead_open(&k->aead, nonce, d, PURE_DATA_HEADER, payload, plen,
+                               payload + plen) != 0) {
+        ctx->st.dropped_auth++;
+        link->st.dropped_auth++;
+        return PURE_ECRYPTO;
+    }
+    pure_replay_commit(&link->replay, pn);
+    link->st.packets_received++;
+    link->st.bytes_received += n;
+    link->last_recv = now;
+
+    if (link->state == PURE_LS_UNVALIDATED) {
+        /* The initiator holds the keys: the handshake is complete and its address proven. */
+        if (ctx->half_open)
+            ctx->half_open--;
+        pure_link_open(link, now);
+        ctx->st.handshakes_accepted++;
+        int rc = 0;
+        link->accepted = 1;
+        if (ctx->cb.on_accept)
+            rc = ctx->cb.on_accept(link, ctx->services[link->service], link->peer_key,
+                                   ctx->s.user);
+        if (rc < 0) {
+            link->accepted = 0; /* refused: the application does not hear of it again */
+            pure_link_terminate(link, PURE_EREFUSED, PURE_CLOSE_REFUSED, "refused", 1, now);
+            return 0;
+        }
+    }
+    if (!pure_addr_equal(from, &link->peer) && pn + 1 >= link->replay.top) {
+        /* The newest packet came from elsewhere: the peer's address changed (NAT rebinding). */
+        link->peer = *from;
+        link->st.path_changes++;
+    }
+
+    const uint8_t *p = payload, *end = payload + plen;
+    int eliciting = 0, dropped = 0;
+    pure_ack_frame ack;
+    while (p < end) {
+        pure_frame f;
+        if (pure_frame_parse(&p, end, &f, &ack) != 0) {
+            pure_link_terminate(link, PURE_EPROTO, PURE_CLOSE_PROTOCOL, "malformed frame", 1, now);
+            return PURE_EPROTO;
+        }
+        switch (f.type) {
+        case PURE_FRAME_PADDING:
+            break;
+        case PURE_FRAME_PING:
+            eliciting = 1;
+            link->ack_now = 1;
+            break;
+        case PURE_FRAME_ACK:
+            pure_recovery_on_ack(link, &ack, now);
+            break;
+        case PURE_FRAME_CREDIT:
+            if (f.u.credit > link->peer_credit) {
+                link->peer_credit = f.u.credit;
+                pure_ctx_mark_pending(ctx, link);
+            }
+            eliciting = 1;
+            break;
+        case PURE_FRAME_CLOSE: {
+            char reason[256];
+            memcpy(reason, f.u.close.reason, f.u.close.reason_len);
+            reason[f.u.close.reason_len] = 0;
+            link->close_code = f.u.close.code;
+            link->peer_closed = 1;
+            int err = f.u.close.code == PURE_CLOSE_OK        ? 0
+                      : f.u.close.code == PURE_CLOSE_REFUSED ? PURE_EREFUSED
+                                                             : PURE_ERESET;
+            pure_link_terminate(link, err, 0, reason, 0, now);
+            return 0;
+        }
+        case PURE_FRAME_REKEY:
+            eliciting = 1;
+            break;
+        case PURE_FRAME_DATA: {
+            eliciting = 1;
+            int rc = on_data(link, &f, now);
+            if (rc == DATA_DROPPED) {
+                dropped = 1;
+            } else if (rc < 0) {
+                pure_link_terminate(link, rc, (uint64_t)close_code_for(rc), pure_strerror(rc), 1,
+                                    now);
+                return rc;
+            }
+            break;
+        }
+        }
+        if (link->state != PURE_LS_OPEN)
+            return 0;
+    }
+    if (dropped)
+        return 0;
+    /* Record the packet number for our ACKs; old ranges fall off the end. */
+    uint64_t prev_largest = link->rx_pns.n ? link->rx_pns.r[link->rx_pns.n - 1].end : 0;
+    if (pure_ranges_add(&link->rx_pns, &ctx->alloc, pn, pn + 1) != 0) {
+        pure_ranges_drop_first(&link->rx_pns);
+        pure_ranges_add(&link->rx_pns, &ctx->alloc, pn, pn + 1);
+    }
+    while (link->rx_pns.n > PURE_ACK_MAX_RANGES)
+        pure_ranges_drop_first(&link->rx_pns);
+    if (pn + 1 >= prev_largest)
+        link->rx_largest_time = now;
+    if (eliciting) {
+        link->rx_unacked++;
+        if (pn != prev_largest) /* a gap or reordering: tell the sender at once */
+            link->ack_now = 1;
+        if (link->ack_now || link->rx_unacked >= ctx->s.ack_every)
+            pure_ctx_mark_pending(ctx, link);
+        else if (link->ack_deadline == UINT64_MAX)
+            link->ack_deadline = now + ctx->s.max_ack_delay;
+    }
+    if (link->credit_pending)
+        pure_ctx_mark_pending(ctx, link);
+    return 0;
+}

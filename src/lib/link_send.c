@@ -1,0 +1,254 @@
+/* link_send.c: building a link's packets: a burst of equal-sized packets (one GSO send) each
+ * holding an ACK when one is owed, control frames, and as much stream data as fits, copied once
+ * from the send buffer and sealed in place. */
+#include <string.h>
+
+#include "frame.h"
+#include "link.h"
+#include "varint.h"
+
+/* Bytes of the stream that may go out as new data now. */
+static uint64_t new_data_limit(const pure_link *link)
+{
+    return link->sb.end < link->peer_credit ? link->sb.end : link->peer_credit;
+}
+
+static int has_data(const pure_link *link)
+{
+    return !pure_ranges_empty(&link->lost) || link->send_next < new_data_limit(link) ||
+           (link->fin_sent_pending && link->send_next == link->fin_offset);
+}
+
+static int ack_due(const pure_link *link)
+{
+    return link->rx_unacked > 0 &&
+           (link->ack_now || link->rx_unacked >= link->ctx->s.ack_every);
+}
+
+static int control_due(const pure_link *link)
+{
+    return link->credit_pending || link->ping_pending || link->probe_pending;
+}
+
+int pure_link_wants_send(const pure_link *link, uint64_t now)
+{
+    (void)now;
+    switch (link->state) {
+    case PURE_LS_HANDSHAKE:
+        return link->hs && link->hs->send_pending;
+    case PURE_LS_OPEN:
+        return ack_due(link) || control_due(link) ||
+               (has_data(link) && pure_cc_available(&link->cc) > 0 && link->pace_at == UINT64_MAX);
+    case PURE_LS_CLOSING:
+        return link->close_pending;
+    default:
+        return 0;
+    }
+}
+
+static void put_header(uint8_t *p, const pure_link *link, uint64_t pn)
+{
+    p[0] = (uint8_t)(PURE_PKT_DATA0 | link->key_phase);
+    uint32_t r = link->remote_index;
+    p[1] = (uint8_t)r;
+    p[2] = (uint8_t)(r >> 8);
+    p[3] = (uint8_t)(r >> 16);
+    p[4] = (uint8_t)(r >> 24);
+    for (int i = 0; i < 7; i++)
+        p[5 + i] = (uint8_t)(pn >> (8 * (6 - i)));
+}
+
+/* Picks the next run of stream bytes to send: lost bytes first (skipping any that were
+ * acknowledged meanwhile), then new bytes. Returns the length (0 if none) and *off. */
+static uint64_t next_run(pure_link *link, uint64_t *off, int *is_retx)
+{
+    while (!pure_ranges_empty(&link->lost)) {
+        pure_range r = link->lost.r[0];
+        uint64_t start = r.start < link->sb.base ? link->sb.base : r.start;
+        if (start >= r.end) {
+            pure_ranges_drop_first(&link->lost);
+            continue;
+        }
+        uint64_t acked_to = pure_ranges_contiguous_end(&link->acked, start);
+        if (acked_to > start) { /* this part arrived after all */
+            pure_ranges_remove(&link->lost, &link->ctx->alloc, r.start, acked_to);
+            continue;
+        }
+        uint64_t end = r.end;
+        uint64_t next_acked = pure_ranges_next_start(&link->acked, start);
+        if (next_acked < end)
+            end = next_acked;
+        *off = start;
+        *is_retx = 1;
+        return end - start;
+    }
+    *is_retx = 0;
+    *off = link->send_next;
+    uint64_t lim = new_data_limit(link);
+    return lim > link->send_next ? lim - link->send_next : 0;
+}
+
+/* Builds and seals one packet of at most `size` bytes at out. Returns its length, or 0 if there was nothing to put in it. */
+static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow_data,
+                           uint64_t now)
+{
+    pure_ctx *ctx = link->ctx;
+    uint8_t *p = out + PURE_DATA_HEADER;
+    uint8_t *limit = out + size - PURE_TAG_LEN;
+    pure_sent rec = {.time = now};
+    uint8_t eliciting = 0;
+
+    if (link->rx_unacked > 0 || link->ack_now) {
+        uint64_t delay = now > link->rx_largest_time ? (now - link->rx_largest_time) / 1000 : 0;
+        uint8_t *q = pure_frame_put_ack(p, (size_t)(limit - p), link->rx_pns.r, link->rx_pns.n,
+                                        delay);
+        if (q) {
+            p = q;
+            link->rx_unacked = 0;
+            link->ack_now = 0;
+            link->ack_deadline = UINT64_MAX;
+        }
+    }
+    if (link->credit_pending && limit - p >= 9) {
+        p = pure_frame_put_credit(p, link->credit_sent);
+        link->credit_pending = 0;
+        rec.flags |= PURE_SENT_CREDIT;
+        eliciting = 1;
+    }
+    if (link->ping_pending || link->probe_pending) {
+        *p++ = PURE_FRAME_PING;
+        link->ping_pending = 0;
+        eliciting = 1;
+    }
+    if (allow_data) {
+        uint64_t off;
+        int retx;
+        uint64_t len = next_run(link, &off, &retx);
+        size_t hdr = pure_frame_data_header_len(off, len);
+        int fin_here = link->fin_sent_pending && off + len == link->fin_offset && !retx;
+        if ((len > 0 || fin_here) && (size_t)(limit - p) > hdr) {
+            if (len > (uint64_t)(limit - p) - hdr) {
+                len = (uint64_t)(limit - p) - hdr;
+                fin_here = 0;
+                hdr = pure_frame_data_header_len(off, len); /* can only shrink */
+            }
+            p = pure_frame_put_data_header(p, off, len, fin_here);
+            pure_sendbuf_copy(&link->sb, off, p, (size_t)len);
+            p += len;
+            rec.data_off = off;
+            rec.data_len = (uint32_t)len;
+            if (fin_here) {
+                rec.flags |= PURE_SENT_FIN;
+                link->fin_sent_pending = 0;
+            }
+            if (retx) {
+                pure_ranges_remove(&link->lost, &ctx->alloc, off, off + len);
+                link->st.bytes_retransmitted += len;
+            } else {
+                link->send_next = off + len;
+            }
+            eliciting = 1;
+        }
+    }
+    if (p == out + PURE_DATA_HEADER)
+        return 0;
+    uint64_t pn = link->next_pn;
+    put_header(out, link, pn);
+    uint8_t nonce[PURE_NONCE_LEN];
+    pure_keys_nonce(nonce, link->tx.iv, pn);
+    size_t plen = (size_t)(p - (out + PURE_DATA_HEADER));
+    if (ctx->crypto->aead_seal(&link->tx.aead, nonce, out, PURE_DATA_HEADER, out + PURE_DATA_HEADER,
+                               plen, p) != 0)
+        return 0;
+    size_t total = PURE_DATA_HEADER + plen + PURE_TAG_LEN;
+    if (eliciting)
+        rec.flags |= PURE_SENT_ELICITING | PURE_SENT_LIVE;
+    else
+        rec = (pure_sent){.time = now}; /* an ACK-only packet: nothing to retransmit */
+    rec.size = (uint16_t)total;
+    if (pure_recovery_on_sent(link, pn, &rec) != 0)
+        return 0; /* no memory to track it: do not send what we could not retransmit */
+    link->next_pn++;
+    link->keys_packets++;
+    link->last_sent = now;
+    link->st.packets_sent++;
+    link->st.bytes_sent += total;
+    return total;
+}
+
+int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segment, uint64_t now)
+{
+    pure_ctx *ctx = link->ctx;
+    if (link->state == PURE_LS_HANDSHAKE) {
+        pure_hs *hs = link->hs;
+        if (!hs || !hs->send_pending || cap < hs->init_len)
+            return 0;
+        hs->send_pending = 0;
+        memcpy(buf, hs->init, hs->init_len);
+        *segment = hs->init_len;
+        link->last_sent = now;
+        return hs->init_len;
+    }
+    if (link->state == PURE_LS_CLOSING) {
+        if (!link->close_pending || cap < 64)
+            return 0;
+        uint8_t *p = buf + PURE_DATA_HEADER;
+        p = pure_frame_put_close(p, link->close_code, link->close_reason,
+                                 strlen(link->close_reason));
+        uint64_t pn = link->next_pn++;
+        put_header(buf, link, pn);
+        uint8_t nonce[PURE_NONCE_LEN];
+        pure_keys_nonce(nonce, link->tx.iv, pn);
+        size_t plen = (size_t)(p - (buf + PURE_DATA_HEADER));
+        if (ctx->crypto->aead_seal(&link->tx.aead, nonce, buf, PURE_DATA_HEADER,
+                                   buf + PURE_DATA_HEADER, plen, p) != 0)
+            return 0;
+        link->close_pending = 0;
+        *segment = PURE_DATA_HEADER + plen + PURE_TAG_LEN;
+        return (int64_t)*segment;
+    }
+    if (link->state != PURE_LS_OPEN)
+        return 0;
+
+    size_t mss = ctx->s.max_udp_payload;
+    size_t n = 0, seg = 0;
+    uint64_t srtt = link->rtt.has_sample ? link->rtt.smoothed : 0;
+    int cwnd_blocked = 0;
+    while (cap - n >= (seg ? seg : mss)) {
+        size_t size = seg ? seg : mss;
+        int data_ok = has_data(link) || link->probe_pending;
+        int allow_data = 0;
+        if (data_ok) {
+            if (link->probe_pending) {
+                allow_data = 1;
+            } else if (pure_cc_available(&link->cc) == 0) {
+                cwnd_blocked = 1;
+            } else if (pure_pacer_allowance(&link->pacer, now, link->cc.cwnd, srtt) < size) {
+                link->pace_at = pure_pacer_next(&link->pacer, now, size, link->cc.cwnd, srtt);
+            } else {
+                allow_data = 1;
+            }
+        }
+        if (!allow_data && !ack_due(link) && !control_due(link))
+            break;
+        size_t built = build_packet(link, buf + n, size, allow_data, now);
+        if (built == 0)
+            break;
+        if (link->probe_pending)
+            link->probe_pending--;
+        pure_pacer_on_sent(&link->pacer, built);
+        if (seg == 0) {
+            seg = built;
+        } else if (built < seg) {
+            n += built;
+            break; /* a short packet ends the burst */
+        }
+        n += built;
+        if (built < size)
+            break;
+    }
+    /* App-limited: the window was not what held us back. */
+    link->app_limited = !cwnd_blocked && !has_data(link);
+    *segment = seg;
+    return (int64_t)n;
+}

@@ -1,0 +1,228 @@
+/* recovery.c: loss recovery in the manner of RFC 9002: every ack-eliciting packet is kept in a
+ * ring indexed by packet number until acknowledged or declared lost (3 packets or 9/8 RTT behind
+ * the largest acknowledged), with a probe timeout when acknowledgements stop. Lost stream bytes
+ * go back into the link's `lost` set and are sent again from the send buffer by offset. */
+#include <string.h>
+
+#include "frame.h"
+#include "link.h"
+
+#define PACKET_THRESHOLD 3
+
+static pure_sent *slot(const pure_link *link, uint64_t pn)
+{
+    return &link->sent[pn & (link->sent_cap - 1)];
+}
+
+int pure_recovery_on_sent(pure_link *link, uint64_t pn, const pure_sent *s)
+{
+    if (link->eliciting_in_flight == 0)
+        link->sent_lo = pn; /* nothing older is live */
+    if (link->sent_cap == 0 || pn - link->sent_lo >= link->sent_cap) {
+        uint32_t cap = link->sent_cap ? link->sent_cap * 2 : 64;
+        while ((uint64_t)cap <= pn - link->sent_lo)
+            cap *= 2;
+        if (cap > (1u << 24))
+            return PURE_ENOMEM;
+        pure_sent *r = pure_mem_alloc(&link->ctx->alloc, cap * sizeof *r);
+        if (!r)
+            return PURE_ENOMEM;
+        memset(r, 0, cap * sizeof *r);
+        for (uint64_t q = link->sent_lo; q < pn && link->sent_cap; q++)
+            r[q & (cap - 1)] = *slot(link, q);
+        pure_mem_free(&link->ctx->alloc, link->sent, link->sent_cap * sizeof *r);
+        link->sent = r;
+        link->sent_cap = cap;
+    }
+    /* Every packet number gets its slot written (ACK-only ones as not live), so a slot never
+     * shows an older lap's entry. */
+    *slot(link, pn) = *s;
+    if (!(s->flags & PURE_SENT_LIVE))
+        return 0;
+    if (link->eliciting_in_flight == 0)
+        link->wait_start = s->time;
+    link->eliciting_in_flight++;
+    link->last_eliciting_sent = s->time;
+    pure_cc_on_sent(&link->cc, s->size);
+    return 0;
+}
+
+void pure_recovery_free(pure_link *link)
+{
+    pure_mem_free(&link->ctx->alloc, link->sent, link->sent_cap * sizeof *link->sent);
+    link->sent = NULL;
+    link->sent_cap = 0;
+}
+
+/* A packet left flight (acknowledged or lost): undo what it held. */
+static void retire(pure_link *link, pure_sent *e)
+{
+    e->flags &= (uint8_t)~PURE_SENT_LIVE;
+    link->eliciting_in_flight--;
+}
+
+static void advance_lo(pure_link *link)
+{
+    while (link->sent_lo < link->next_pn && !(slot(link, link->sent_lo)->flags & PURE_SENT_LIVE))
+        link->sent_lo++;
+}
+
+static void on_lost(pure_link *link, uint64_t pn, pure_sent *e, uint64_t now)
+{
+    retire(link, e);
+    pure_cc_on_lost(&link->cc, e->size, e->time, now);
+    link->st.packets_lost++;
+    if (e->data_len)
+        pure_ranges_add(&link->lost, &link->ctx->alloc, e->data_off, e->data_off + e->data_len);
+    if (e->flags & PURE_SENT_FIN)
+        link->fin_sent_pending = 1;
+    if (e->flags & PURE_SENT_CREDIT)
+        link->credit_pending = 1;
+    (void)pn;
+}
+
+static void detect_lost(pure_link *link, uint64_t now)
+{
+    link->loss_time = UINT64_MAX;
+    if (!link->has_largest_acked)
+        return;
+    uint64_t delay = pure_rtt_loss_delay(&link->rtt);
+    int any = 0;
+    for (uint64_t pn = link->sent_lo; pn < link->largest_acked; pn++) {
+        pure_sent *e = slot(link, pn);
+        if (!(e->flags & PURE_SENT_LIVE))
+            continue;
+        if (link->largest_acked - pn >= PACKET_THRESHOLD || e->time + delay <= now) {
+            on_lost(link, pn, e, now);
+            any = 1;
+        } else if (e->time + delay < link->loss_time) {
+            link->loss_time = e->time + delay;
+        }
+    }
+    advance_lo(link);
+    if (any)
+        pure_ctx_mark_pending(link->ctx, link);
+}
+
+/* Counts whole messages below the acknowledged point (for on_closed's report) before the send
+ * buffer forgets them. */
+static void count_acked_messages(pure_link *link, uint64_t acked_to)
+{
+    while (link->msg_boundary + 4 <= acked_to) {
+        if (!link->msg_len_known) {
+            link->msg_len = pure_sendbuf_get_u32(&link->sb, link->msg_boundary);
+            link->msg_len_known = 1;
+        }
+        uint64_t end = link->msg_boundary + 4 + link->msg_len;
+        if (end > acked_to)
+            break;
+        link->msgs_acked++;
+        link->msg_boundary = end;
+        link->msg_len_known = 0;
+    }
+    if (!link->msg_len_known && link->msg_boundary + 4 <= link->sb.end &&
+        link->msg_boundary + 4 > acked_to && link->msg_boundary < acked_to) {
+        /* the length prefix straddles the release point: read it while it is held */
+        link->msg_len = pure_sendbuf_get_u32(&link->sb, link->msg_boundary);
+        link->msg_len_known = 1;
+    }
+}
+
+void pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t now)
+{
+    if (ack->largest >= link->next_pn)
+        return; /* acknowledges a packet never sent: ignore the frame */
+    uint64_t acked_bytes = 0, largest_time = 0;
+    int largest_new = 0, any = 0;
+    for (uint32_t i = 0; i < ack->n; i++) {
+        uint64_t lo = ack->r[i].lo < link->sent_lo ? link->sent_lo : ack->r[i].lo;
+        for (uint64_t pn = ack->r[i].hi + 1; pn-- > lo;) {
+            if (pn < link->sent_lo)
+                break;
+            pure_sent *e = slot(link, pn);
+            if (!(e->flags & PURE_SENT_LIVE))
+                continue;
+            if (pn == ack->largest)
+                largest_new = 1;
+            if (!any || e->time > largest_time)
+                largest_time = e->time;
+            any = 1;
+            acked_bytes += e->size;
+            retire(link, e);
+            if (e->data_len)
+                pure_ranges_add(&link->acked, &link->ctx->alloc, e->data_off,
+                                e->data_off + e->data_len);
+        }
+    }
+    if (!link->has_largest_acked || ack->largest > link->largest_acked) {
+        link->largest_acked = ack->largest;
+        link->has_largest_acked = 1;
+    }
+    if (!any)
+        return;
+    if (largest_new) {
+        uint64_t sample = now - slot(link, ack->largest)->time;
+        pure_rtt_sample(&link->rtt, sample, ack->delay_us * 1000, link->ctx->s.max_ack_delay);
+    }
+    pure_cc_on_acked(&link->cc, acked_bytes, largest_time, now, &link->rtt, link->app_limited);
+    link->pto_count = 0;
+
+    /* Stream bytes acknowledged as a prefix can be forgotten. */
+    uint64_t base = pure_ranges_contiguous_end(&link->acked, link->sb.base);
+    if (base > link->sb.base) {
+        count_acked_messages(link, base);
+        pure_sendbuf_release(&link->sb, base);
+        pure_ranges_trim_below(&link->acked, base);
+        pure_ranges_trim_below(&link->lost, base);
+    }
+    detect_lost(link, now);
+    advance_lo(link);
+    if (pure_link_wants_send(link, now))
+        pure_ctx_mark_pending(link->ctx, link);
+    if (link->want_writable &&
+        link->sb.end - link->sb.base <= link->ctx->s.send_backlog / 2) {
+        link->want_writable = 0;
+        if (link->ctx->cb.on_writable)
+            link->ctx->cb.on_writable(link, link->user);
+    }
+    if (link->sb.base == link->sb.end && link->eliciting_in_flight == 0)
+        pure_link_maybe_idle(link);
+}
+
+uint64_t pure_recovery_deadline(const pure_link *link)
+{
+    if (link->loss_time != UINT64_MAX)
+        return link->loss_time;
+    if (link->eliciting_in_flight == 0)
+        return UINT64_MAX;
+    uint64_t pto = pure_rtt_pto(&link->rtt, link->ctx->s.max_ack_delay);
+    uint32_t shift = link->pto_count < 16 ? link->pto_count : 16;
+    return link->last_eliciting_sent + (pto << shift);
+}
+
+void pure_recovery_on_timeout(pure_link *link, uint64_t now)
+{
+    if (link->loss_time != UINT64_MAX) {
+        if (now >= link->loss_time)
+            detect_lost(link, now);
+        return;
+    }
+    if (link->eliciting_in_flight == 0)
+        return;
+    /* Probe timeout: send up to two ack-eliciting packets, ignoring the congestion window. If
+     * nothing new or lost waits, resend the oldest outstanding data. */
+    link->pto_count++;
+    link->st.ptos++;
+    link->probe_pending = 2;
+    if (pure_ranges_empty(&link->lost) && link->send_next >= link->sb.end) {
+        for (uint64_t pn = link->sent_lo; pn < link->next_pn; pn++) {
+            pure_sent *e = slot(link, pn);
+            if ((e->flags & PURE_SENT_LIVE) && e->data_len) {
+                pure_ranges_add(&link->lost, &link->ctx->alloc, e->data_off,
+                                e->data_off + e->data_len);
+                break;
+            }
+        }
+    }
+    pure_ctx_mark_pending(link->ctx, link);
+}

@@ -1,0 +1,323 @@
+#include "sim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_EP 8
+#define WRITE_BUF (64 * 1024)
+
+typedef struct dgram {
+    uint64_t at;
+    uint64_t seq; /* tie-break so equal times keep send order */
+    int from, to;
+    pure_addr src;
+    uint32_t len;
+    uint8_t *data;
+} dgram;
+
+typedef struct pathstate {
+    sim_path cfg;
+    uint64_t busy_until;
+    uint32_t burst_left;
+    uint32_t count;
+    sim_stats st;
+} pathstate;
+
+struct sim {
+    uint64_t rng;
+    uint64_t now;
+    uint64_t seq;
+    int n;
+    pure_ctx *ctx[MAX_EP];
+    pure_addr addr[MAX_EP];
+    uint16_t port[MAX_EP];
+    pathstate path[MAX_EP][MAX_EP];
+    uint64_t bytes[MAX_EP][MAX_EP];
+    dgram *heap;
+    size_t heap_len, heap_cap;
+    uint8_t *buf;
+    void (*tap)(void *, int, int, const uint8_t *, size_t);
+    void *tap_arg;
+};
+
+uint64_t sim_rand(sim *s)
+{
+    /* splitmix64 */
+    uint64_t z = (s->rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+double sim_rand01(sim *s) { return (double)(sim_rand(s) >> 11) / 9007199254740992.0; }
+
+static int sim_random(void *user, uint8_t *buf, size_t len)
+{
+    sim *s = user;
+    for (size_t i = 0; i < len; i += 8) {
+        uint64_t r = sim_rand(s);
+        memcpy(buf + i, &r, len - i < 8 ? len - i : 8);
+    }
+    return 0;
+}
+
+sim *sim_new(uint64_t seed)
+{
+    sim *s = calloc(1, sizeof *s);
+    s->rng = seed * 0x2545F4914F6CDD1Dull + 1;
+    s->buf = malloc(WRITE_BUF);
+    for (int a = 0; a < MAX_EP; a++)
+        for (int b = 0; b < MAX_EP; b++)
+            s->path[a][b].cfg.delay = 10 * SIM_MS;
+    return s;
+}
+
+void sim_free(sim *s)
+{
+    for (int i = 0; i < s->n; i++)
+        pure_ctx_free(s->ctx[i]);
+    for (size_t i = 0; i < s->heap_len; i++)
+        free(s->heap[i].data);
+    free(s->heap);
+    free(s->buf);
+    free(s);
+}
+
+static void make_addr(sim *s, int ep)
+{
+    pure_addr *a = &s->addr[ep];
+    memset(a, 0, sizeof *a);
+    a->len = 6;
+    a->bytes[0] = 10;
+    a->bytes[3] = (uint8_t)(ep + 1);
+    a->bytes[4] = (uint8_t)(s->port[ep] >> 8);
+    a->bytes[5] = (uint8_t)s->port[ep];
+}
+
+int sim_add(sim *s, pure_settings *st)
+{
+    int ep = s->n++;
+    sim_random(s, st->private_key, 32);
+    st->random = sim_random;
+    st->random_user = s;
+    if (pure_ctx_new(st, &s->ctx[ep]) != 0) {
+        fprintf(stderr, "sim: pure_ctx_new failed\n");
+        abort();
+    }
+    s->port[ep] = (uint16_t)(1000 + ep);
+    make_addr(s, ep);
+    return ep;
+}
+
+pure_ctx *sim_ctx(sim *s, int ep) { return s->ctx[ep]; }
+pure_addr sim_addr(sim *s, int ep) { return s->addr[ep]; }
+uint64_t sim_now(sim *s) { return s->now; }
+
+void sim_set_path(sim *s, int a, int b, const sim_path *p) { s->path[a][b].cfg = *p; }
+
+void sim_rebind(sim *s, int ep)
+{
+    s->port[ep] = (uint16_t)(s->port[ep] + 1000);
+    make_addr(s, ep);
+}
+
+const sim_stats *sim_path_stats(sim *s, int a, int b) { return &s->path[a][b].st; }
+uint64_t sim_bytes(sim *s, int from, int to) { return s->bytes[from][to]; }
+
+void sim_set_tap(sim *s, void (*tap)(void *, int, int, const uint8_t *, size_t), void *arg)
+{
+    s->tap = tap;
+    s->tap_arg = arg;
+}
+
+static int before(const dgram *a, const dgram *b)
+{
+    return a->at < b->at || (a->at == b->at && a->seq < b->seq);
+}
+
+static void heap_push(sim *s, dgram d)
+{
+    if (s->heap_len == s->heap_cap) {
+        s->heap_cap = s->heap_cap ? s->heap_cap * 2 : 1024;
+        s->heap = realloc(s->heap, s->heap_cap * sizeof *s->heap);
+    }
+    size_t i = s->heap_len++;
+    s->heap[i] = d;
+    while (i > 0 && before(&s->heap[i], &s->heap[(i - 1) / 2])) {
+        dgram t = s->heap[i];
+        s->heap[i] = s->heap[(i - 1) / 2];
+        s->heap[(i - 1) / 2] = t;
+        i = (i - 1) / 2;
+    }
+}
+
+static dgram heap_pop(sim *s)
+{
+    dgram top = s->heap[0];
+    s->heap[0] = s->heap[--s->heap_len];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < s->heap_len && before(&s->heap[l], &s->heap[m]))
+            m = l;
+        if (r < s->heap_len && before(&s->heap[r], &s->heap[m]))
+            m = r;
+        if (m == i)
+            break;
+        dgram t = s->heap[i];
+        s->heap[i] = s->heap[m];
+        s->heap[m] = t;
+        i = m;
+    }
+    return top;
+}
+
+static void enqueue(sim *s, int from, int to, const uint8_t *d, size_t n, uint64_t at)
+{
+    dgram g = {.at = at, .seq = s->seq++, .from = from, .to = to, .src = s->addr[from],
+               .len = (uint32_t)n};
+    g.data = malloc(n ? n : 1);
+    memcpy(g.data, d, n);
+    heap_push(s, g);
+}
+
+void sim_inject(sim *s, int from, int to, const uint8_t *d, size_t n, uint64_t delay)
+{
+    enqueue(s, from, to, d, n, s->now + delay);
+}
+
+static int in_blackhole(const sim_path *c, uint64_t now)
+{
+    if (c->blackhole_end > c->blackhole_start && now >= c->blackhole_start &&
+        now < c->blackhole_end)
+        return 1;
+    return c->blackhole_period && now % c->blackhole_period < c->blackhole_len;
+}
+
+/* One datagram enters the path from->to: decide its fate. */
+static void transmit(sim *s, int from, int to, const uint8_t *d, size_t n)
+{
+    pathstate *ps = &s->path[from][to];
+    const sim_path *c = &ps->cfg;
+    ps->st.sent++;
+    ps->st.bytes_sent += n;
+    s->bytes[from][to] += n;
+    if (s->tap)
+        s->tap(s->tap_arg, from, to, d, n);
+    int handshake = n > 0 && d[0] >= 1 && d[0] <= 4;
+    ps->count++;
+    if (ps->count <= c->lose_first || in_blackhole(c, s->now) ||
+        (handshake && sim_rand01(s) < c->handshake_loss)) {
+        ps->st.lost++;
+        return;
+    }
+    if (ps->burst_left) {
+        ps->burst_left--;
+        ps->st.lost++;
+        return;
+    }
+    if (c->burst_start > 0 && sim_rand01(s) < c->burst_start) {
+        ps->burst_left = c->burst_len ? c->burst_len - 1 : 0;
+        ps->st.lost++;
+        return;
+    }
+    if (c->loss > 0 && sim_rand01(s) < c->loss) {
+        ps->st.lost++;
+        return;
+    }
+    uint64_t depart = s->now;
+    if (c->bandwidth) {
+        if (ps->busy_until < s->now)
+            ps->busy_until = s->now;
+        uint64_t backlog_ns = ps->busy_until - s->now;
+        if (c->queue && backlog_ns * c->bandwidth / 8 / SIM_S > c->queue) {
+            ps->st.lost++; /* tail drop */
+            return;
+        }
+        ps->busy_until += (uint64_t)n * 8 * SIM_S / c->bandwidth;
+        depart = ps->busy_until;
+    }
+    uint64_t at = depart + c->delay;
+    if (c->jitter)
+        at += sim_rand(s) % c->jitter;
+    if (c->reorder > 0 && sim_rand01(s) < c->reorder)
+        at += c->reorder_delay;
+    uint8_t tmp[65536];
+    memcpy(tmp, d, n);
+    if ((c->corrupt > 0 && sim_rand01(s) < c->corrupt) ||
+        (handshake && c->handshake_corrupt > 0 && sim_rand01(s) < c->handshake_corrupt)) {
+        tmp[sim_rand(s) % n] ^= (uint8_t)(1 + sim_rand(s) % 255);
+        ps->st.corrupted++;
+    }
+    enqueue(s, from, to, tmp, n, at);
+    if (c->duplicate > 0 && sim_rand01(s) < c->duplicate) {
+        ps->st.duplicated++;
+        enqueue(s, from, to, tmp, n, at + (c->jitter ? sim_rand(s) % c->jitter : 1000));
+    }
+}
+
+static int find_ep(sim *s, const pure_addr *a)
+{
+    for (int i = 0; i < s->n; i++)
+        if (a->len == s->addr[i].len && memcmp(a->bytes, s->addr[i].bytes, a->len) == 0)
+            return i;
+    /* an old address of an endpoint that rebound: same host byte */
+    for (int i = 0; i < s->n; i++)
+        if (a->len == 6 && a->bytes[3] == s->addr[i].bytes[3])
+            return i;
+    return -1;
+}
+
+static void flush(sim *s, int ep)
+{
+    size_t seg;
+    pure_addr to;
+    int64_t n;
+    while ((n = pure_ctx_write(s->ctx[ep], s->buf, WRITE_BUF, &seg, &to, s->now)) > 0) {
+        int dst = find_ep(s, &to);
+        for (int64_t off = 0; off < n; off += (int64_t)seg) {
+            size_t len = (size_t)(n - off) < seg ? (size_t)(n - off) : seg;
+            if (dst >= 0)
+                transmit(s, ep, dst, s->buf + off, len);
+        }
+    }
+}
+
+int sim_run(sim *s, int (*done)(void *), void *arg, uint64_t until)
+{
+    for (int i = 0; i < s->n; i++)
+        flush(s, i);
+    for (;;) {
+        if (done && done(arg))
+            return 1;
+        uint64_t next = UINT64_MAX;
+        if (s->heap_len)
+            next = s->heap[0].at;
+        for (int i = 0; i < s->n; i++) {
+            uint64_t d = pure_ctx_deadline(s->ctx[i]);
+            if (d < next)
+                next = d;
+        }
+        if (next == UINT64_MAX || next > until) {
+            s->now = until;
+            return done ? done(arg) : 0;
+        }
+        if (next > s->now)
+            s->now = next;
+        /* deliver everything due now, then run timers, then let every endpoint write */
+        while (s->heap_len && s->heap[0].at <= s->now) {
+            dgram g = heap_pop(s);
+            /* the receiver sees the sender's current address (rebinding shows up here) */
+            pure_addr src = s->addr[g.from];
+            pure_ctx_read(s->ctx[g.to], &src, g.data, g.len, s->now);
+            s->path[g.from][g.to].st.delivered++;
+            free(g.data);
+        }
+        for (int i = 0; i < s->n; i++)
+            if (pure_ctx_deadline(s->ctx[i]) <= s->now)
+                pure_ctx_timeout(s->ctx[i], s->now);
+        for (int i = 0; i < s->n; i++)
+            flush(s, i);
+    }
+}
