@@ -8,6 +8,7 @@
 #include "link.h"
 
 #define HS_FIRST_RETRY 300000000ull /* 300 ms, doubling per retry */
+#define HS_MAX_RETRY 1000000000ull  /* up to 1 s apart */
 
 static void put_u32le(uint8_t *p, uint32_t v)
 {
@@ -85,7 +86,11 @@ void pure_hs_timeout(pure_link *link, uint64_t now)
         return;
     }
     hs->retries++;
-    uint64_t backoff = HS_FIRST_RETRY << (hs->retries < 5 ? hs->retries : 5);
+    /* 300 ms, 600 ms, then every second: a handshake is small, and the budget
+     * (handshake_timeout) should buy many tries on a lossy path. */
+    uint64_t backoff = HS_FIRST_RETRY << (hs->retries < 2 ? hs->retries : 2);
+    if (backoff > HS_MAX_RETRY)
+        backoff = HS_MAX_RETRY;
     hs->retry_at = now + backoff;
     hs->send_pending = 1;
     pure_ctx_mark_pending(link->ctx, link);

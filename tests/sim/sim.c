@@ -20,6 +20,7 @@ typedef struct pathstate {
     sim_path cfg;
     uint64_t busy_until;
     uint32_t burst_left;
+    uint64_t burst_until;
     uint32_t count;
     sim_stats st;
 } pathstate;
@@ -212,13 +213,14 @@ static void transmit(sim *s, int from, int to, const uint8_t *d, size_t n)
         ps->st.lost++;
         return;
     }
-    if (ps->burst_left) {
+    if (ps->burst_left && s->now < ps->burst_until) {
         ps->burst_left--;
         ps->st.lost++;
         return;
     }
     if (c->burst_start > 0 && sim_rand01(s) < c->burst_start) {
         ps->burst_left = c->burst_len ? c->burst_len - 1 : 0;
+        ps->burst_until = s->now + 50 * SIM_MS;
         ps->st.lost++;
         return;
     }

@@ -19,7 +19,7 @@ typedef struct sim_path {
     uint64_t queue;          /* bytes the bottleneck queue holds (0 = unlimited) */
     double loss;             /* random loss probability */
     double burst_start;      /* probability that a burst of losses starts at a datagram */
-    uint32_t burst_len;      /* datagrams lost in a burst */
+    uint32_t burst_len;      /* datagrams lost in a burst (a burst also ends after 50 ms) */
     double reorder;          /* probability of an extra reorder_delay */
     uint64_t reorder_delay;
     double duplicate;        /* probability a datagram is delivered twice */

@@ -1,0 +1,420 @@
+/* scenarios_test: whole-protocol scenarios in the deterministic simulator, each over many seeds
+ * (PURE_SIM_SEEDS, default 20): every message delivered exactly once, in order and intact
+ * (compared byte for byte and by a hash of all bodies) through loss, bursts, reordering,
+ * duplication, corruption, handshake loss, blackholes; refusals and failures reported with the
+ * right error; replays and forgeries dropped and counted; the anti-amplification limit held. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_app.h"
+#include "test.h"
+
+static int seeds = 20;
+
+static void both(sim_app *a, const sim_path *p)
+{
+    sim_set_path(a->s, a->cli, a->srv, p);
+    sim_set_path(a->s, a->srv, a->cli, p);
+}
+
+static pure_ctx_stats ctx_stats(sim_app *a, int ep)
+{
+    pure_ctx_stats st;
+    pure_ctx_stats_get(sim_ctx(a->s, ep), &st);
+    return st;
+}
+
+/* Runs one transfer of n messages (sizes lo..hi) over path p for every seed; asserts it is
+ * exact. Returns the median virtual seconds the transfer took. */
+static double transfer(const char *name, uint64_t n, uint32_t lo, uint32_t hi, const sim_path *p,
+                       void (*tweak)(pure_settings *, int), uint64_t until)
+{
+    double times[64];
+    int ok = 0;
+    for (int seed = 1; seed <= seeds; seed++) {
+        sim_app *a = sim_app_new((uint64_t)seed, n, lo, hi, tweak);
+        both(a, p);
+        CHECK_EQ(sim_app_connect(a, NULL, NULL), 0);
+        sim_app_run(a, until);
+        int good = sim_app_ok(a);
+        if (!good)
+            fprintf(stderr, "%s seed %d: received %llu of %llu, bad %llu, closed %d/%d (%s)\n",
+                    name, seed, (unsigned long long)a->received, (unsigned long long)a->n,
+                    (unsigned long long)a->bad, a->client_closed, a->server_closed,
+                    pure_strerror(a->client_error));
+        ok += good;
+        times[seed - 1] = (double)(a->finish_time - a->start_time) / 1e9;
+        sim_app_free(a);
+    }
+    CHECK_EQ(ok, seeds);
+    /* median */
+    for (int i = 0; i < seeds; i++)
+        for (int j = i + 1; j < seeds; j++)
+            if (times[j] < times[i]) {
+                double t = times[i];
+                times[i] = times[j];
+                times[j] = t;
+            }
+    return times[seeds / 2];
+}
+
+static const sim_path base = {.delay = 10 * SIM_MS, .bandwidth = 100000000ull, .queue = 1 << 20};
+
+static void test_lossless_1m_small(void)
+{
+    transfer("lossless-1M", 1000000, 1, 64, &base, NULL, 600 * SIM_S);
+}
+
+static void test_random_loss(void)
+{
+    static const double rates[] = {0.01, 0.05, 0.20};
+    for (int i = 0; i < 3; i++) {
+        sim_path p = base;
+        p.loss = rates[i];
+        char name[32];
+        snprintf(name, sizeof name, "loss-%g", rates[i]);
+        transfer(name, 2000, 1, 4000, &p, NULL, 3600 * SIM_S);
+    }
+}
+
+static void test_burst_loss(void)
+{
+    sim_path p = base;
+    p.burst_start = 0.01;
+    p.burst_len = 12;
+    transfer("burst", 3000, 1, 3000, &p, NULL, 3600 * SIM_S);
+}
+
+static void test_reordering(void)
+{
+    sim_path p = base;
+    p.jitter = 4 * SIM_MS;
+    p.reorder = 0.1;
+    p.reorder_delay = 15 * SIM_MS;
+    transfer("reorder", 3000, 1, 3000, &p, NULL, 3600 * SIM_S);
+}
+
+static void test_duplication(void)
+{
+    sim_path p = base;
+    p.duplicate = 0.2;
+    p.jitter = 1 * SIM_MS;
+    transfer("duplicate", 3000, 1, 3000, &p, NULL, 3600 * SIM_S);
+}
+
+static void test_corruption_dropped_and_counted(void)
+{
+    sim_path p = base;
+    p.corrupt = 0.05;
+    uint64_t auth_drops = 0;
+    for (int seed = 1; seed <= seeds; seed++) {
+        sim_app *a = sim_app_new((uint64_t)seed, 2000, 1, 3000, NULL);
+        both(a, &p);
+        sim_app_connect(a, NULL, NULL);
+        sim_app_run(a, 3600 * SIM_S);
+        CHECK(sim_app_ok(a));
+        pure_ctx_stats s = ctx_stats(a, a->srv), c = ctx_stats(a, a->cli);
+        auth_drops += s.dropped_auth + c.dropped_auth;
+        /* corrupted packets are dropped by the AEAD (or as malformed headers), never delivered */
+        CHECK(s.dropped_auth + s.dropped_malformed + s.dropped_unknown_link > 0);
+        sim_app_free(a);
+    }
+    CHECK(auth_drops > 0);
+}
+
+static void test_handshake_lost(void)
+{
+    sim_path p = base;
+    p.lose_first = 3; /* the first INITs and RESPs vanish */
+    transfer("handshake-lost", 200, 1, 500, &p, NULL, 600 * SIM_S);
+}
+
+static void short_idle(pure_settings *s, int server)
+{
+    s->idle_timeout = 5 * SIM_S;
+    s->handshake_timeout = 3 * SIM_S;
+}
+
+static void test_blackholed_peer_reports_unacked(void)
+{
+    for (int seed = 1; seed <= seeds; seed++) {
+        sim_app *a = sim_app_new((uint64_t)seed, 5000, 100, 2000, short_idle);
+        sim_path p = base;
+        p.blackhole_start = 200 * SIM_MS; /* after the handshake, mid-transfer */
+        p.blackhole_end = UINT64_MAX;
+        both(a, &p);
+        sim_app_connect(a, NULL, NULL);
+        sim_app_run(a, 600 * SIM_S);
+        CHECK(a->established);
+        CHECK(a->client_closed);
+        CHECK_EQ(a->client_error, PURE_ETIMEDOUT);
+        /* it must say which accepted messages the peer never acknowledged */
+        CHECK(a->client_close.first_unacked < a->client_close.next_id);
+        CHECK(a->client_close.first_unacked <= a->received);
+        CHECK_EQ(a->client_close.next_id, a->sent);
+        /* it closed soon after the idle timeout, not later */
+        CHECK(sim_now(a->s) < 200 * SIM_MS + 5 * SIM_S + 2 * SIM_S);
+        sim_app_free(a);
+    }
+}
+
+static void test_wrong_key_refused(void)
+{
+    for (int seed = 1; seed <= seeds; seed++) {
+        sim_app *a = sim_app_new((uint64_t)seed, 10, 1, 10, short_idle);
+        both(a, &base);
+        uint8_t wrong[32];
+        for (int i = 0; i < 32; i++)
+            wrong[i] = (uint8_t)(seed * 7 + i);
+        CHECK_EQ(sim_app_connect(a, wrong, NULL), 0);
+        sim_app_run(a, 60 * SIM_S);
+        CHECK(a->client_closed);
+        CHECK_EQ(a->client_error, PURE_EKEY);
+        CHECK(!a->accepted);
+        CHECK_EQ(ctx_stats(a, a->srv).links, 0);
+        CHECK(ctx_stats(a, a->srv).dropped_auth > 0);
+        sim_app_free(a);
+    }
+}
+
+static void test_unknown_service_refused(void)
+{
+    for (int seed = 1; seed <= seeds; seed++) {
+        sim_app *a = sim_app_new((uint64_t)seed, 10, 1, 10, short_idle);
+        both(a, &base);
+        CHECK_EQ(sim_app_connect(a, NULL, "no-such-service"), 0);
+        sim_app_run(a, 60 * SIM_S);
+        CHECK(a->client_closed);
+        CHECK_EQ(a->client_error, PURE_EREFUSED);
+        CHECK(sim_now(a->s) < 1 * SIM_S); /* refused at once, not by timeout */
+        CHECK_EQ(ctx_stats(a, a->srv).links, 0);
+        CHECK_EQ(ctx_stats(a, a->srv).handshakes_refused, 1);
+        sim_app_free(a);
+    }
+}
+
+static void allow_list_only(pure_settings *s, int server)
+{
+    if (server)
+        s->allow_any = 0;
+}
+
+static void test_key_not_allowed(void)
+{
+    for (int seed = 1; seed <= seeds; seed++) {
+        sim_app *a = sim_app_new((uint64_t)seed, 10, 1, 10, allow_list_only);
+        both(a, &base);
+        sim_app_connect(a, NULL, NULL);
+        sim_app_run(a, 60 * SIM_S);
+        CHECK(a->client_closed);
+        CHECK_EQ(a->client_error, PURE_EACCES);
+        sim_app_free(a);
+        /* and with the client's key on the allow list, it is accepted */
+        a = sim_app_new((uint64_t)seed, 10, 1, 10, allow_list_only);
+        both(a, &base);
+        pure_ctx_allow(sim_ctx(a->s, a->srv), pure_ctx_public_key(sim_ctx(a->s, a->cli)));
+        sim_app_connect(a, NULL, NULL);
+        sim_app_run(a, 60 * SIM_S);
+        CHECK(sim_app_ok(a));
+        sim_app_free(a);
+    }
+}
+
+/* Records client->server transport packets so they can be replayed later. */
+typedef struct recorder {
+    uint8_t pkts[64][1500];
+    size_t lens[64];
+    int n;
+} recorder;
+
+static void record(void *arg, int from, int to, const uint8_t *d, size_t n)
+{
+    recorder *r = arg;
+    if (from == 0 && r->n < 64 && n <= 1500 && (d[0] & 0xfe) == 0x08) {
+        memcpy(r->pkts[r->n], d, n);
+        r->lens[r->n++] = n;
+    }
+}
+
+static void test_replayed_packets_dropped(void)
+{
+    for (int seed = 1; seed <= seeds; seed++) {
+        sim_app *a = sim_app_new((uint64_t)seed, 3000, 1, 1000, NULL);
+        both(a, &base);
+        recorder *r = calloc(1, sizeof *r);
+        sim_set_tap(a->s, record, r);
+        sim_app_connect(a, NULL, NULL);
+        /* replay every recorded packet twice while the transfer runs */
+        for (int round = 0; round < 2; round++) {
+            sim_run(a->s, NULL, NULL, sim_now(a->s) + 100 * SIM_MS);
+            for (int i = 0; i < r->n; i++)
+                sim_inject(a->s, a->cli, a->srv, r->pkts[i], r->lens[i], SIM_MS);
+        }
+        sim_set_tap(a->s, NULL, NULL);
+        sim_app_run(a, 600 * SIM_S);
+        CHECK(sim_app_ok(a)); /* nothing delivered twice */
+        CHECK(ctx_stats(a, a->srv).dropped_replay >= (uint64_t)r->n);
+        free(r);
+        sim_app_free(a);
+    }
+}
+
+/* QUIC interop runner cases, translated. */
+static void test_handshake_loss_30(void)
+{
+    sim_path p = base;
+    p.handshake_loss = 0.3;
+    transfer("handshakeloss", 50, 1, 100, &p, NULL, 600 * SIM_S);
+}
+
+static void test_handshake_corruption_30(void)
+{
+    sim_path p = base;
+    p.handshake_corrupt = 0.3;
+    transfer("handshakecorruption", 50, 1, 100, &p, NULL, 600 * SIM_S);
+}
+
+static void test_transfer_loss_2(void)
+{
+    sim_path p = base;
+    p.loss = 0.02;
+    transfer("transferloss", 3000, 1, 3000, &p, NULL, 3600 * SIM_S);
+}
+
+static void test_transfer_corruption_2(void)
+{
+    sim_path p = base;
+    p.corrupt = 0.02;
+    transfer("transfercorruption", 3000, 1, 3000, &p, NULL, 3600 * SIM_S);
+}
+
+static void test_blackhole_2s_in_7s(void)
+{
+    /* 10 MB through a path that goes dark for 2 s of every 7 s: one handshake, no reset. */
+    sim_path p = base;
+    p.blackhole_period = 7 * SIM_S;
+    p.blackhole_len = 2 * SIM_S;
+    int n = seeds < 5 ? seeds : 5; /* 10 MB each: fewer seeds keep the suite quick */
+    for (int seed = 1; seed <= n; seed++) {
+        sim_app *a = sim_app_new((uint64_t)seed, 10000, 1000, 1000, NULL);
+        both(a, &p);
+        sim_run(a->s, NULL, NULL, 2 * SIM_S + 100 * SIM_MS); /* start in the light */
+        sim_app_connect(a, NULL, NULL);
+        sim_app_run(a, 3600 * SIM_S);
+        CHECK(sim_app_ok(a));
+        CHECK_EQ(ctx_stats(a, a->cli).handshakes_started, 1);
+        sim_app_free(a);
+    }
+}
+
+static void test_long_rtt_window_grows(void)
+{
+    /* 1.5 s RTT at 10 Mbit/s: the bandwidth-delay product (1.9 MB) exceeds the initial 1 MiB
+     * receive window, so the window must grow for the link to fill the path. */
+    sim_path p = {.delay = 750 * SIM_MS, .bandwidth = 10000000ull, .queue = 4 << 20};
+    int n = seeds < 5 ? seeds : 5;
+    for (int seed = 1; seed <= n; seed++) {
+        sim_app *a = sim_app_new((uint64_t)seed, 12000, 1000, 1000, NULL);
+        both(a, &p);
+        sim_app_connect(a, NULL, NULL);
+        sim_app_run(a, 3600 * SIM_S);
+        CHECK(sim_app_ok(a));
+        pure_link_stats st;
+        pure_link_stats_get(a->sl, &st);
+        CHECK(st.recv_window > 1u << 20);
+        double secs = (double)(a->finish_time - a->start_time) / 1e9;
+        double mbit = 12000.0 * 1004 * 8 / secs / 1e6;
+        if (seed == 1)
+            printf("long-rtt: 12 MB in %.1f s virtual, %.2f Mbit/s of 10, window %llu\n", secs,
+                   mbit, (unsigned long long)st.recv_window);
+        CHECK(mbit > 4.0);
+        sim_app_free(a);
+    }
+}
+
+/* The responder must not send more than 3x what it received from an unvalidated address. */
+static void test_amplification_limit(void)
+{
+    for (int seed = 1; seed <= seeds; seed++) {
+        sim_app *a = sim_app_new((uint64_t)seed, 10, 1, 10, short_idle);
+        sim_path to_srv = base, to_cli = base;
+        to_cli.blackhole_start = 0; /* the client never hears back: no validation ever */
+        to_cli.blackhole_end = UINT64_MAX;
+        sim_set_path(a->s, a->cli, a->srv, &to_srv);
+        sim_set_path(a->s, a->srv, a->cli, &to_cli);
+        sim_app_connect(a, NULL, NULL);
+        sim_app_run(a, 30 * SIM_S);
+        uint64_t in = sim_bytes(a->s, a->cli, a->srv), out = sim_bytes(a->s, a->srv, a->cli);
+        CHECK(in > 0);
+        CHECK(out <= 3 * in);
+        CHECK_EQ(a->client_error, PURE_ETIMEDOUT);
+        sim_app_free(a);
+    }
+}
+
+static void always_cookie(pure_settings *s, int server)
+{
+    if (server)
+        s->handshake_load = 0;
+}
+
+static void test_cookie_under_load(void)
+{
+    for (int seed = 1; seed <= seeds; seed++) {
+        sim_app *a = sim_app_new((uint64_t)seed, 100, 1, 100, always_cookie);
+        both(a, &base);
+        sim_app_connect(a, NULL, NULL);
+        sim_app_run(a, 60 * SIM_S);
+        CHECK(sim_app_ok(a));
+        CHECK(ctx_stats(a, a->srv).cookies_sent >= 1);
+        sim_app_free(a);
+    }
+}
+
+static void test_goodput_under_loss(void)
+{
+    /* Goodput at 20 ms RTT over a 100 Mbit/s path: lossless against 5% random loss. */
+    sim_path p = {.delay = 10 * SIM_MS, .bandwidth = 100000000ull, .queue = 1 << 20};
+    int saved = seeds;
+    seeds = seeds < 5 ? seeds : 5;
+    double t0 = transfer("goodput-0", 20000, 1000, 1000, &p, NULL, 3600 * SIM_S);
+    p.loss = 0.05;
+    double t5 = transfer("goodput-5", 20000, 1000, 1000, &p, NULL, 3600 * SIM_S);
+    p.loss = 0.01;
+    double t1 = transfer("goodput-1", 20000, 1000, 1000, &p, NULL, 3600 * SIM_S);
+    seeds = saved;
+    double mb = 20000.0 * 1004 * 8 / 1e6;
+    printf("goodput at 20 ms RTT, 100 Mbit/s (median of seeds): lossless %.1f Mbit/s, "
+           "1%% loss %.1f Mbit/s, 5%% loss %.1f Mbit/s (%.2fx slower)\n",
+           mb / t0, mb / t1, mb / t5, t5 / t0);
+}
+
+int main(void)
+{
+    const char *e = getenv("PURE_SIM_SEEDS");
+    if (e && atoi(e) > 0)
+        seeds = atoi(e) > 64 ? 64 : atoi(e);
+    RUN(test_lossless_1m_small);
+    RUN(test_random_loss);
+    RUN(test_burst_loss);
+    RUN(test_reordering);
+    RUN(test_duplication);
+    RUN(test_corruption_dropped_and_counted);
+    RUN(test_handshake_lost);
+    RUN(test_blackholed_peer_reports_unacked);
+    RUN(test_wrong_key_refused);
+    RUN(test_unknown_service_refused);
+    RUN(test_key_not_allowed);
+    RUN(test_replayed_packets_dropped);
+    RUN(test_handshake_loss_30);
+    RUN(test_handshake_corruption_30);
+    RUN(test_transfer_loss_2);
+    RUN(test_transfer_corruption_2);
+    RUN(test_blackhole_2s_in_7s);
+    RUN(test_long_rtt_window_grows);
+    RUN(test_amplification_limit);
+    RUN(test_cookie_under_load);
+    RUN(test_goodput_under_loss);
+    return pure_test_finish();
+}
