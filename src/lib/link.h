@@ -123,6 +123,7 @@ struct pure_link {
     uint64_t largest_acked;
     uint8_t has_largest_acked;
     uint32_t pto_count;
+    uint32_t loss_rate;    /* EWMA of lost packets, 1/65536ths */
     uint64_t loss_time;    /* earliest time a live packet becomes lost by the time threshold */
     uint64_t last_eliciting_sent;
     uint64_t eliciting_in_flight;

@@ -8,6 +8,7 @@
 #include "link.h"
 
 #define PACKET_THRESHOLD 3
+#define PURE_LOSS_RATE_CONGESTED (65536 / 5) /* 20% */
 
 static pure_sent *slot(const pure_link *link, uint64_t pn)
 {
@@ -67,10 +68,39 @@ static void advance_lo(pure_link *link)
         link->sent_lo++;
 }
 
+/* Is a loss a sign of congestion? A congested queue shows as delay: the latest RTT well above the
+ * path's minimum. Loss with no queueing delay (a radio, a corrupting link, a policer far from
+ * full) is taken as random: the packet is sent again but the window is kept, in the spirit of
+ * TCP Veno. A high loss rate counts as congestion whatever the delay, so a shallow buffer that
+ * drops before it delays still slows us down. */
+static int loss_is_congestion(pure_link *link)
+{
+    const pure_rtt *r = &link->rtt;
+    if (!r->has_sample)
+        return 1;
+    uint64_t queueing = r->latest > r->min ? r->latest - r->min : 0;
+    uint64_t threshold = r->min / 2 > 1000000 ? r->min / 2 : 1000000; /* 1 ms at least */
+    return queueing > threshold || link->loss_rate > PURE_LOSS_RATE_CONGESTED;
+}
+
+/* Loss rate as an exponentially weighted average over packets, in 1/65536ths. */
+static void loss_rate_update(pure_link *link, int lost)
+{
+    uint32_t r = link->loss_rate;
+    r = lost ? r + ((65536 - r) >> 5) : r - (r >> 5);
+    link->loss_rate = r;
+}
+
 static void on_lost(pure_link *link, uint64_t pn, pure_sent *e, uint64_t now)
 {
     retire(link, e);
-    pure_cc_on_lost(&link->cc, e->size, e->time, now);
+    loss_rate_update(link, 1);
+    if (loss_is_congestion(link)) {
+        pure_cc_on_lost(&link->cc, e->size, e->time, now);
+    } else {
+        pure_cc_on_discarded(&link->cc, e->size);
+        link->st.random_losses++;
+    }
     link->st.packets_lost++;
     if (e->data_len)
         pure_ranges_add(&link->lost, &link->ctx->alloc, e->data_off, e->data_off + e->data_len);
@@ -148,6 +178,7 @@ void pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t n
                 largest_time = e->time;
             any = 1;
             acked_bytes += e->size;
+            loss_rate_update(link, 0);
             retire(link, e);
             if (e->data_len)
                 pure_ranges_add(&link->acked, &link->ctx->alloc, e->data_off,

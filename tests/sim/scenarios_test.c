@@ -388,6 +388,8 @@ static void test_goodput_under_loss(void)
     printf("goodput at 20 ms RTT, 100 Mbit/s (median of seeds): lossless %.1f Mbit/s, "
            "1%% loss %.1f Mbit/s, 5%% loss %.1f Mbit/s (%.2fx slower)\n",
            mb / t0, mb / t1, mb / t5, t5 / t0);
+    /* The goal: goodput under 5% random loss within 2x of lossless at the same RTT. */
+    CHECK(t5 <= 2 * t0);
 }
 
 int main(void)
