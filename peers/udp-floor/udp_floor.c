@@ -225,11 +225,26 @@ static void session_reply_count(int fd, struct aead *a, struct session *s) {
 static void server_segment(int fd, struct aead *a, struct session *s, unsigned char *d, size_t len,
                            const struct sockaddr_in *from) {
     if (len < HDR) {
-        fprintf(stderr, "udp-floor serve: ignoring a %zu-byte runt datagram\n", len);
+        static uint64_t runts;
+        if (runts++ < 3)
+            fprintf(stderr, "udp-floor serve: ignoring a %zu-byte runt datagram\n", len);
         return;
     }
     int type = d[0];
     uint64_t seq = get_be64(d) & 0x00ffffffffffffffull;
+    long plen;
+    if (a) {
+        plen = aead_open(a, d, len);
+        if (plen < 0) {
+            static uint64_t bad_auth;
+            if (bad_auth++ < 3 || bad_auth % 10000 == 0)
+                fprintf(stderr, "udp-floor serve: datagram type %d seq %" PRIu64 " failed authentication: "
+                                "dropped (wrong --key?) [%" PRIu64 " so far]\n", type, seq, bad_auth);
+            return;
+        }
+    } else {
+        plen = (long)(len - HDR);
+    }
     int same = s->active && s->peer.sin_addr.s_addr == from->sin_addr.s_addr && s->peer.sin_port == from->sin_port;
     if (!same || s->done) {
         if (type == 'D' && seq == 0) {
@@ -240,17 +255,6 @@ static void server_segment(int fd, struct aead *a, struct session *s, unsigned c
         } else if (!same) {
             return; /* stray datagram from an old or unknown client */
         }
-    }
-    long plen;
-    if (a) {
-        plen = aead_open(a, d, len);
-        if (plen < 0) {
-            fprintf(stderr, "udp-floor serve: datagram type %d seq %" PRIu64 " failed authentication: "
-                            "dropped (wrong --key?)\n", type, seq);
-            return;
-        }
-    } else {
-        plen = (long)(len - HDR);
     }
     unsigned char *p = d + HDR;
     if (type == 'D') {
@@ -421,7 +425,9 @@ static int client_poll(int fd, struct aead *a, int wait_ms, uint64_t *credit, in
         if (a) {
             plen = aead_open(a, buf, (size_t)r);
             if (plen < 0) {
-                fprintf(stderr, "udp-floor drain: server datagram failed authentication (wrong --key?)\n");
+                static int bad_auth;
+                if (bad_auth++ < 3)
+                    fprintf(stderr, "udp-floor drain: server datagram failed authentication (wrong --key?)\n");
                 continue;
             }
         }
@@ -502,12 +508,14 @@ static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, in
         if (nseg > MAX_SEGS)
             nseg = MAX_SEGS;
         if (nseg == 0) {
+            uint64_t before = credit;
             if (client_poll(fd, a, 100, &credit, &got_count, cnt))
                 return 1;
-            if (credit + WINDOW > off) {
+            if (credit > before) {
                 last_progress = now_s();
             } else if (now_s() - last_progress > 5.0) {
-                fprintf(stderr, "udp-floor drain: no credit from the server for 5 s (server gone or stalled) "
+                fprintf(stderr, "udp-floor drain: no credit from the server for 5 s (server gone or stalled, or a --seal/--key "
+                                "mismatch) "
                                 "at stream byte %" PRIu64 "\n", off);
                 return 1;
             }
