@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Smoke test of the comparison runner and every drain peer: builds the peers that are missing
+# (peers/*/build.sh into BUILD_DIR/peers; CI starts from a fresh clone), then runs
+# `bench/run.py --quick` — one small drain per implementation and size (N = 2000 / 1000 / 200) —
+# and fails if any peer fails to build or any server's count differs from what its client sent.
+# Pure's row is included when BUILD_DIR/pure exists (this script never builds Pure itself).
+# Timings are not asserted. Usage: tests/scripts/peers_quick.sh BUILD_DIR   (e.g. build)
+set -euo pipefail
+if [ $# -ne 1 ]; then echo "usage: $0 BUILD_DIR" >&2; exit 2; fi
+root=$(cd "$(dirname "$0")/../.." && pwd)
+mkdir -p "$1"
+build=$(cd "$1" && pwd)
+py=/usr/bin/python3
+[ -x "$py" ] || py=python3
+
+for b in "$root"/peers/*/build.sh; do
+  name=$(basename "$(dirname "$b")")
+  start=$(date +%s)
+  echo "peers_quick: building $name" >&2
+  if ! "$b" "$build/peers"; then
+    echo "peers_quick: FAILED to build peer $name ($b)" >&2
+    exit 1
+  fi
+  took=$(( $(date +%s) - start ))
+  [ "$took" -ge 5 ] && echo "peers_quick: $name built in ${took} s" >&2
+done
+
+skip=()
+if [ ! -x "$build/pure" ]; then
+  echo "peers_quick: $build/pure not built: leaving out Pure's row" >&2
+  skip=(--skip pure)
+fi
+# Rows whose peer directory does not exist in this checkout are left out too.
+for row in ngtcp2 quinn; do
+  [ -x "$root/peers/$row/build.sh" ] || skip+=(--skip "$row")
+done
+# --skip takes one comma list: merge the repeats.
+list=$(printf '%s\n' "${skip[@]}" | grep -v '^--skip$' | paste -sd, - || true)
+args=(--quick --no-build --build-dir "$build" --json)
+[ -n "$list" ] && args+=(--skip "$list")
+exec "$py" "$root/bench/run.py" drain "${args[@]}"
