@@ -62,10 +62,10 @@ int pure_frame_parse(const uint8_t **pp, const uint8_t *end, pure_frame *f, pure
         break;
     }
     case PURE_FRAME_REKEY:
-        if (end - p < 32)
+        if (end - p < 37 || p[0] > 1)
             return PURE_EPROTO;
-        f->u.rekey = p;
-        p += 32;
+        f->u.rekey = p; /* flag (0 request, 1 reply), generation u32, ephemeral public key */
+        p += 37;
         break;
     case PURE_FRAME_DATA:
     case PURE_FRAME_DATA | PURE_FRAME_DATA_FIN: {

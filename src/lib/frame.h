@@ -34,7 +34,8 @@ typedef struct pure_frame {
             const uint8_t *reason;
             size_t reason_len;
         } close;
-        const uint8_t *rekey; /* 32 bytes */
+        const uint8_t *rekey; /* 37 bytes: 0 request / 1 reply, generation (u32 big-endian),
+                                 an X25519 public key */
     } u;
 } pure_frame;
 

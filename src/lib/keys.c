@@ -6,7 +6,7 @@
 
 #include "link.h"
 
-static int derive(pure_ctx *ctx, pure_dir_keys *k, const uint8_t split[32])
+int pure_keys_derive(pure_ctx *ctx, pure_dir_keys *k, const uint8_t split[32])
 {
     uint8_t out1[32], out2[32];
     static const char label[] = "pure transport";
@@ -23,13 +23,13 @@ static int derive(pure_ctx *ctx, pure_dir_keys *k, const uint8_t split[32])
 
 int pure_keys_install(pure_link *link, const uint8_t k_send[32], const uint8_t k_recv[32])
 {
-    int rc = derive(link->ctx, &link->tx, k_send);
+    int rc = pure_keys_derive(link->ctx, &link->tx, k_send);
     if (rc == 0)
-        rc = derive(link->ctx, &link->rx, k_recv);
+        rc = pure_keys_derive(link->ctx, &link->rx[0], k_recv);
     return rc;
 }
 
-static void wipe_dir(pure_ctx *ctx, pure_dir_keys *k)
+void pure_keys_wipe_dir(pure_ctx *ctx, pure_dir_keys *k)
 {
     if (k->ready)
         ctx->crypto->aead_free(&k->aead);
@@ -38,9 +38,10 @@ static void wipe_dir(pure_ctx *ctx, pure_dir_keys *k)
 
 void pure_keys_wipe(pure_link *link)
 {
-    wipe_dir(link->ctx, &link->tx);
-    wipe_dir(link->ctx, &link->rx);
-    wipe_dir(link->ctx, &link->rx_next);
+    pure_rekey_free(link);
+    pure_keys_wipe_dir(link->ctx, &link->tx);
+    pure_keys_wipe_dir(link->ctx, &link->rx[0]);
+    pure_keys_wipe_dir(link->ctx, &link->rx[1]);
     pure_wipe(link->ck, sizeof link->ck);
 }
 

@@ -82,7 +82,6 @@ struct pure_link {
     uint8_t state;
     uint8_t initiator;
     uint8_t key_phase;     /* phase of tx keys (the DATA packet type's low bit) */
-    uint8_t rx_phase;      /* phase of rx keys; rx_next holds the other phase's keys */
     uint8_t in_pending;    /* on the context's send list */
     uint16_t service;      /* responder: index of the service in ctx->services */
 
@@ -96,8 +95,11 @@ struct pure_link {
     pure_hs *hs;
 
     /* keys */
-    pure_dir_keys tx, rx, rx_next;
+    pure_dir_keys tx;
+    pure_dir_keys rx[2];   /* by the phase bit of incoming packets */
+    struct pure_rekey *rk; /* only while a rekey is under way */
     uint8_t ck[PURE_HASH_LEN]; /* chaining key, for rekeying */
+    uint32_t ck_gen;           /* rekeys mixed into ck so far */
     pure_replay replay;
 
     /* amplification limit before validation (responder) */
@@ -242,6 +244,19 @@ void pure_hs_free(pure_link *link);
 
 /* keys.c */
 int pure_keys_install(pure_link *link, const uint8_t k_send[32], const uint8_t k_recv[32]);
+int pure_keys_derive(pure_ctx *ctx, pure_dir_keys *k, const uint8_t split[32]);
+void pure_keys_wipe_dir(pure_ctx *ctx, pure_dir_keys *k);
+
+/* rekey.c */
+int pure_rekey_due(const pure_link *link, uint64_t now);
+int pure_rekey_start(pure_link *link, uint64_t now);
+void pure_rekey_on_frame(pure_link *link, const uint8_t *frame, uint64_t now);
+void pure_rekey_on_phase(pure_link *link, uint8_t phase, uint64_t now);
+void pure_rekey_on_lost(pure_link *link);
+/* Writes a pending REKEY frame at p if room allows; returns the new end (p if nothing). */
+uint8_t *pure_rekey_put_frame(pure_link *link, uint8_t *p, const uint8_t *limit);
+void pure_rekey_free(pure_link *link);
+int pure_rekey_send_pending(const pure_link *link);
 void pure_keys_wipe(pure_link *link);
 void pure_keys_nonce(uint8_t nonce[PURE_NONCE_LEN], const uint8_t iv[PURE_NONCE_LEN], uint64_t pn);
 

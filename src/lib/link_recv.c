@@ -159,7 +159,7 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         return PURE_EINVAL;
     }
     uint8_t phase = d[0] & 1;
-    pure_dir_keys *k = phase == link->rx_phase ? &link->rx : &link->rx_next;
+    pure_dir_keys *k = &link->rx[phase];
     if (!k->ready) {
         ctx->st.dropped_auth++;
         link->st.dropped_auth++;
@@ -176,6 +176,8 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         return PURE_ECRYPTO;
     }
     pure_replay_commit(&link->replay, pn);
+    if (phase != link->key_phase && link->rk)
+        pure_rekey_on_phase(link, phase, now); /* the peer holds the new keys: switch too */
     link->st.packets_received++;
     link->st.bytes_received += n;
     link->last_recv = now;
@@ -243,6 +245,7 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         }
         case PURE_FRAME_REKEY:
             eliciting = 1;
+            pure_rekey_on_frame(link, f.u.rekey, now);
             break;
         case PURE_FRAME_DATA: {
             eliciting = 1;

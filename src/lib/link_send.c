@@ -27,7 +27,8 @@ static int ack_due(const pure_link *link)
 
 static int control_due(const pure_link *link)
 {
-    return link->credit_pending || link->ping_pending || link->probe_pending;
+    return link->credit_pending || link->ping_pending || link->probe_pending ||
+           (link->rk && pure_rekey_send_pending(link));
 }
 
 int pure_link_wants_send(const pure_link *link, uint64_t now)
@@ -114,6 +115,14 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
         link->credit_pending = 0;
         rec.flags |= PURE_SENT_CREDIT;
         eliciting = 1;
+    }
+    if (link->rk) {
+        uint8_t *q = pure_rekey_put_frame(link, p, limit);
+        if (q != p) {
+            p = q;
+            rec.flags |= PURE_SENT_REKEY;
+            eliciting = 1;
+        }
     }
     if (link->ping_pending || link->probe_pending) {
         *p++ = PURE_FRAME_PING;
@@ -210,6 +219,8 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
     if (link->state != PURE_LS_OPEN)
         return 0;
 
+    if (!link->rk && pure_rekey_due(link, now))
+        pure_rekey_start(link, now); /* data keeps flowing under the current keys meanwhile */
     size_t mss = ctx->s.max_udp_payload;
     size_t n = 0, seg = 0;
     uint64_t srtt = link->rtt.has_sample ? link->rtt.smoothed : 0;

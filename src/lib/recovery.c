@@ -108,6 +108,8 @@ static void on_lost(pure_link *link, uint64_t pn, pure_sent *e, uint64_t now)
         link->fin_sent_pending = 1;
     if (e->flags & PURE_SENT_CREDIT)
         link->credit_pending = 1;
+    if (e->flags & PURE_SENT_REKEY)
+        pure_rekey_on_lost(link);
     (void)pn;
 }
 

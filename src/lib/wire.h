@@ -34,7 +34,7 @@ enum pure_frame_type {
     PURE_FRAME_ACK = 0x02,     /* largest, delay (µs), count, first range, (gap, len)* */
     PURE_FRAME_CREDIT = 0x03,  /* max stream offset the peer may send up to */
     PURE_FRAME_CLOSE = 0x04,   /* code, reason length, reason */
-    PURE_FRAME_REKEY = 0x05,   /* new ephemeral key (32 bytes) for the next key phase */
+    PURE_FRAME_REKEY = 0x05,   /* request (0) or reply (1), generation u32, X25519 public key */
     PURE_FRAME_DATA = 0x08,    /* 0x08 | FIN(0x01): offset, length, bytes */
 };
 #define PURE_FRAME_DATA_FIN 0x01

@@ -372,6 +372,34 @@ static void test_cookie_under_load(void)
     }
 }
 
+static void rekey_often(pure_settings *s, int server)
+{
+    s->rekey_after_packets = 40;    /* both sides start rekeys, sometimes at once */
+    s->rekey_after_time = 300 * SIM_MS;
+}
+
+static void test_rekey_under_loss_and_reordering(void)
+{
+    sim_path p = base;
+    p.loss = 0.03;
+    p.jitter = 3 * SIM_MS;
+    p.reorder = 0.05;
+    p.reorder_delay = 20 * SIM_MS;
+    for (int seed = 1; seed <= seeds; seed++) {
+        sim_app *a = sim_app_new((uint64_t)seed, 4000, 1, 3000, rekey_often);
+        both(a, &p);
+        sim_app_connect(a, NULL, NULL);
+        sim_app_run(a, 3600 * SIM_S);
+        CHECK(sim_app_ok(a));
+        pure_link_stats c, s;
+        pure_link_stats_get(a->cl, &c);
+        pure_link_stats_get(a->sl, &s);
+        CHECK(c.rekeys >= 5);
+        CHECK(s.rekeys >= 5);
+        sim_app_free(a);
+    }
+}
+
 static void test_goodput_under_loss(void)
 {
     /* Goodput at 20 ms RTT over a 100 Mbit/s path: lossless against 5% random loss. */
@@ -417,6 +445,7 @@ int main(void)
     RUN(test_long_rtt_window_grows);
     RUN(test_amplification_limit);
     RUN(test_cookie_under_load);
+    RUN(test_rekey_under_loss_and_reordering);
     RUN(test_goodput_under_loss);
     return pure_test_finish();
 }

@@ -1,0 +1,217 @@
+/* rekey.c: new transport keys inside an open link, with forward secrecy: a fresh X25519
+ * exchange in one round trip, mixed into the link's chaining key.
+ *
+ *   A (starts)                                  B
+ *   REKEY request {eA}           -------->      new keys from DH(eB, eA); rx[next] installed;
+ *                                               replies while still sending in the old phase
+ *                                <--------      REKEY reply {eB}
+ *   new keys from DH(eA, eB); sends in the new phase at once
+ *   packets in the new phase      -------->     B switches its own sending to the new phase
+ *
+ * ck' , _ = HKDF(ck, DH), then k1, k2 = HKDF(ck', "pure rekey"): the side that started sends with
+ * k1. Packet numbers keep counting across phases, so nonces never repeat under a key. Both sides
+ * may start at once: the link's initiator keeps its own request and ignores the peer's; the
+ * responder drops its own and answers. Each REKEY frame names the generation it creates (the
+ * count of exchanges mixed into ck, plus one), so a late duplicate of an exchange already done is
+ * recognised and ignored rather than mixed in twice. Ephemeral private keys are wiped as soon as
+ * used. */
+#include <string.h>
+
+#include "link.h"
+#include "varint.h"
+
+enum { RK_REQUESTED = 1, RK_ANSWERED = 2 };
+
+typedef struct pure_rekey {
+    uint8_t state;
+    uint8_t send_pending;
+    uint8_t priv[PURE_DH_LEN]; /* our ephemeral (A, until the reply comes) */
+    uint8_t pub[PURE_DH_LEN];  /* what our REKEY frame carries */
+    pure_dir_keys tx_next;     /* B: the keys it sends with once A has switched */
+} pure_rekey;
+
+int pure_rekey_due(const pure_link *link, uint64_t now)
+{
+    const pure_settings *s = &link->ctx->s;
+    return link->state == PURE_LS_OPEN &&
+           (link->keys_packets >= s->rekey_after_packets ||
+            now - link->keys_time >= s->rekey_after_time);
+}
+
+int pure_rekey_send_pending(const pure_link *link) { return link->rk && link->rk->send_pending; }
+
+static pure_rekey *rk_new(pure_link *link)
+{
+    pure_rekey *rk = pure_mem_alloc(&link->ctx->alloc, sizeof *rk);
+    if (rk)
+        memset(rk, 0, sizeof *rk);
+    link->rk = rk;
+    return rk;
+}
+
+void pure_rekey_free(pure_link *link)
+{
+    pure_rekey *rk = link->rk;
+    if (!rk)
+        return;
+    pure_keys_wipe_dir(link->ctx, &rk->tx_next);
+    pure_wipe(rk, sizeof *rk);
+    pure_mem_free(&link->ctx->alloc, rk, sizeof *rk);
+    link->rk = NULL;
+}
+
+/* Mixes dh into the chaining key and derives the next generation's two keys: out[0] is what the
+ * starting side sends with. */
+static void next_keys(pure_link *link, const uint8_t dh[PURE_DH_LEN], uint8_t k1[32],
+                      uint8_t k2[32])
+{
+    static const char label[] = "pure rekey";
+    uint8_t ck[PURE_HASH_LEN], unused[PURE_HASH_LEN];
+    pure_hkdf2(link->ctx->crypto, ck, unused, link->ck, dh, PURE_DH_LEN);
+    pure_hkdf2(link->ctx->crypto, k1, k2, ck, (const uint8_t *)label, sizeof label - 1);
+    memcpy(link->ck, ck, sizeof ck);
+    link->ck_gen++;
+    pure_wipe(ck, sizeof ck);
+    pure_wipe(unused, sizeof unused);
+}
+
+int pure_rekey_start(pure_link *link, uint64_t now)
+{
+    (void)now;
+    pure_ctx *ctx = link->ctx;
+    if (link->rk)
+        return 0;
+    pure_rekey *rk = rk_new(link);
+    if (!rk)
+        return PURE_ENOMEM;
+    if (pure_ctx_random(ctx, rk->priv, sizeof rk->priv) != 0 ||
+        ctx->crypto->dh_public(rk->pub, rk->priv) != 0) {
+        pure_rekey_free(link);
+        return PURE_ECRYPTO;
+    }
+    rk->state = RK_REQUESTED;
+    rk->send_pending = 1;
+    pure_ctx_mark_pending(ctx, link);
+    return 0;
+}
+
+static void switched(pure_link *link, uint64_t now)
+{
+    link->key_phase ^= 1;
+    link->keys_time = now;
+    link->keys_packets = 0;
+    link->st.rekeys++;
+}
+
+void pure_rekey_on_frame(pure_link *link, const uint8_t *frame, uint64_t now)
+{
+    pure_ctx *ctx = link->ctx;
+    int reply = frame[0] == 1;
+    uint32_t gen = pure_get_u32be(frame + 1);
+    const uint8_t *peer_pub = frame + 5;
+    uint8_t dh[PURE_DH_LEN], k1[32], k2[32];
+    pure_rekey *rk = link->rk;
+    uint8_t next = link->key_phase ^ 1;
+
+    if (reply) {
+        /* A: the answer to our request. Anything else (a duplicate) is ignored. */
+        if (!rk || rk->state != RK_REQUESTED || gen != link->ck_gen + 1)
+            return;
+        if (ctx->crypto->dh(dh, rk->priv, peer_pub) != 0) {
+            pure_link_terminate(link, PURE_ECRYPTO, PURE_CLOSE_PROTOCOL, "bad rekey", 1, now);
+            return;
+        }
+        next_keys(link, dh, k1, k2);
+        int rc = pure_keys_derive(ctx, &link->rx[next], k2);
+        if (rc == 0)
+            rc = pure_keys_derive(ctx, &link->tx, k1);
+        pure_wipe(dh, sizeof dh);
+        pure_wipe(k1, sizeof k1);
+        pure_wipe(k2, sizeof k2);
+        pure_rekey_free(link);
+        if (rc != 0) {
+            pure_link_terminate(link, rc, PURE_CLOSE_PROTOCOL, "rekey failed", 0, now);
+            return;
+        }
+        switched(link, now);
+        return;
+    }
+
+    /* A request. */
+    if (rk && rk->state == RK_ANSWERED) {
+        if (gen == link->ck_gen)
+            rk->send_pending = 1; /* our reply was lost: send it again */
+        return;
+    }
+    if (gen != link->ck_gen + 1)
+        return; /* a stale duplicate of an exchange already done */
+    if (rk && rk->state == RK_REQUESTED) {
+        if (link->initiator)
+            return; /* both started: the initiator's request wins */
+        pure_rekey_free(link);
+    }
+    rk = rk_new(link);
+    if (!rk)
+        return; /* the peer will ask again */
+    uint8_t priv[PURE_DH_LEN];
+    int rc = pure_ctx_random(ctx, priv, sizeof priv);
+    if (rc == 0)
+        rc = ctx->crypto->dh_public(rk->pub, priv);
+    if (rc == 0)
+        rc = ctx->crypto->dh(dh, priv, peer_pub);
+    pure_wipe(priv, sizeof priv);
+    if (rc != 0) {
+        pure_rekey_free(link);
+        pure_link_terminate(link, PURE_ECRYPTO, PURE_CLOSE_PROTOCOL, "bad rekey", 1, now);
+        return;
+    }
+    next_keys(link, dh, k1, k2);
+    rc = pure_keys_derive(ctx, &link->rx[next], k1);
+    if (rc == 0)
+        rc = pure_keys_derive(ctx, &rk->tx_next, k2);
+    pure_wipe(dh, sizeof dh);
+    pure_wipe(k1, sizeof k1);
+    pure_wipe(k2, sizeof k2);
+    if (rc != 0) {
+        pure_rekey_free(link);
+        pure_link_terminate(link, rc, PURE_CLOSE_PROTOCOL, "rekey failed", 0, now);
+        return;
+    }
+    rk->state = RK_ANSWERED;
+    rk->send_pending = 1;
+    pure_ctx_mark_pending(ctx, link);
+}
+
+void pure_rekey_on_phase(pure_link *link, uint8_t phase, uint64_t now)
+{
+    pure_rekey *rk = link->rk;
+    if (!rk || rk->state != RK_ANSWERED || phase != (link->key_phase ^ 1))
+        return;
+    /* B: the starter sends under the new keys, so it has them: move our sending over. */
+    pure_keys_wipe_dir(link->ctx, &link->tx);
+    link->tx = rk->tx_next;
+    memset(&rk->tx_next, 0, sizeof rk->tx_next); /* moved, not copied: do not free it twice */
+    pure_rekey_free(link);
+    switched(link, now);
+}
+
+void pure_rekey_on_lost(pure_link *link)
+{
+    if (link->rk)
+        link->rk->send_pending = 1;
+}
+
+uint8_t *pure_rekey_put_frame(pure_link *link, uint8_t *p, const uint8_t *limit)
+{
+    pure_rekey *rk = link->rk;
+    if (!rk || !rk->send_pending || limit - p < 38)
+        return p;
+    *p++ = PURE_FRAME_REKEY;
+    *p++ = rk->state == RK_ANSWERED ? 1 : 0;
+    /* a request creates generation ck_gen + 1; a reply confirms the one it just made */
+    pure_put_u32be(p, rk->state == RK_ANSWERED ? link->ck_gen : link->ck_gen + 1);
+    p += 4;
+    memcpy(p, rk->pub, PURE_DH_LEN);
+    rk->send_pending = 0;
+    return p + PURE_DH_LEN;
+}
