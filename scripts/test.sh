@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: installs dependencies, builds with warnings as errors,
+# runs every test (unit, simulator, interop, end-to-end, fuzz smoke, peers' quick drain), then
+# rebuilds Pure's own code under AddressSanitizer + UndefinedBehaviorSanitizer and runs its tests
+# again. Exits non-zero if anything fails.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh || { echo "test.sh: installing dependencies failed" >&2; exit 1; }
+jobs=$(nproc 2>/dev/null || echo 2)
+status=0
+
+step() { echo; echo "== $*"; }
+
+step "build (gcc, -Werror)"
+cmake -S . -B build -G Ninja -DPURE_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
+    ninja -C build || { echo "test.sh: build failed" >&2; exit 1; }
+
+step "tests"
+ctest --test-dir build --output-on-failure -j "$jobs" || status=1
+
+step "build under ASan + UBSan"
+cmake -S . -B build-asan -G Ninja -DPURE_WERROR=ON -DPURE_SANITIZE=ON \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && ninja -C build-asan ||
+    { echo "test.sh: sanitizer build failed" >&2; exit 1; }
+
+step "tests under ASan + UBSan"
+# The peers are other projects' code and the fuzz smoke test is sanitized already.
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$jobs" -E 'peers_quick|fuzz_smoke' ||
+    status=1
+
+echo
+if [ "$status" -eq 0 ]; then echo "test.sh: all test runs passed"; else echo "test.sh: FAILURES above"; fi
+exit "$status"
