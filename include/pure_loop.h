@@ -1,0 +1,141 @@
+/* pure_loop.h: Pure's optional I/O loop, which drives one pure_ctx over one Linux UDP socket
+ * (IPv4 or IPv6) with epoll, GSO send bursts (UDP_SEGMENT), GRO receive (UDP_GRO) and
+ * sendmmsg/recvmmsg where those are missing.
+ *
+ * The loop owns the socket and the clock; the application owns the context, its callbacks and
+ * its links. A typical client:
+ *
+ *     pure_ctx_new(&settings, &ctx);                 // callbacks in settings
+ *     pure_loop_new(ctx, "0.0.0.0:0", &loop);
+ *     pure_addr_from_string(&to, "127.0.0.1:4433");
+ *     pure_connect(ctx, &to, server_key, "echo", app, &link, pure_now());
+ *     pure_loop_run(loop, PURE_LOOP_FOREVER);        // returns after pure_loop_stop()
+ *     pure_loop_free(loop);
+ *     pure_ctx_free(ctx);
+ *
+ * Every wakeup the loop reads what the socket holds (a bounded batch), feeds each datagram to
+ * pure_ctx_read, then runs pure_ctx_timeout if due, then sends everything pure_ctx_write
+ * produces, one sendmsg per burst. It sleeps until pure_ctx_deadline or the next datagram.
+ * Many links share the one socket; nothing is allocated per datagram.
+ *
+ * Times are pure_now() nanoseconds: pass pure_now() as `now` to pure_connect and friends.
+ *
+ * Thread safety: a loop and its context belong to one thread at a time (the one in
+ * pure_loop_run). pure_loop_stop is the exception: any thread, and signal handlers, may call it.
+ */
+#ifndef PURE_LOOP_H
+#define PURE_LOOP_H
+
+#include <stdint.h>
+
+#include "pure.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct pure_loop pure_loop;
+
+/* Monotonic time in nanoseconds (CLOCK_MONOTONIC): the time base the loop gives the core. */
+PURE_API uint64_t pure_now(void);
+
+/* ---- Addresses ---------------------------------------------------------------------------- */
+
+/* Bytes pure_addr_to_string needs at most, with the terminating NUL. */
+#define PURE_ADDR_STRLEN 64
+
+/* Parses "A.B.C.D:PORT" or "[IPv6]:PORT" (numeric hosts only, no name lookup; port 0..65535,
+ * decimal digits only) into a struct sockaddr_in or sockaddr_in6 stored in a->bytes, with
+ * a->len its size. Returns 0, or PURE_EINVAL for anything else (a missing port, a host name,
+ * brackets around IPv4, trailing junk). */
+PURE_API int pure_addr_from_string(pure_addr *a, const char *host_port);
+
+/* Writes "A.B.C.D:PORT" or "[IPv6]:PORT" for an address made by pure_addr_from_string or the
+ * loop. out must hold cap bytes (PURE_ADDR_STRLEN is always enough). Returns 0, or PURE_EINVAL
+ * if a does not hold an IPv4/IPv6 socket address or cap is too small (out is then ""). */
+PURE_API int pure_addr_to_string(const pure_addr *a, char *out, size_t cap);
+
+/* ---- The loop ----------------------------------------------------------------------------- */
+
+/* Creates a loop for ctx and binds its UDP socket to `bind` ("127.0.0.1:0", "[::1]:4433",
+ * "0.0.0.0:4433", "[::]:0"; port 0 picks a free port). The socket is non-blocking, has 4 MiB
+ * receive and send buffers where the system allows (SO_RCVBUFFORCE first, then SO_RCVBUF),
+ * and GRO on where the kernel has it. An IPv6 wildcard socket also takes IPv4 (mapped
+ * addresses). The context must outlive the loop. Returns 0 and *out, or:
+ *   PURE_EINVAL  NULL arguments or `bind` is not a numeric address (pure_addr_from_string);
+ *   PURE_ENOMEM  the loop's buffers could not be allocated;
+ *   PURE_EIO     socket, bind or epoll failed (errno says why: EADDRINUSE, EACCES, ...). */
+PURE_API int pure_loop_new(pure_ctx *ctx, const char *bind, pure_loop **out);
+
+/* Closes the socket and frees the loop (not the context). A burst still waiting for the
+ * socket to drain is dropped: the core retransmits whatever mattered if it runs again. */
+PURE_API void pure_loop_free(pure_loop *loop);
+
+/* The local port the socket is bound to (the one the kernel chose for port 0). */
+PURE_API uint16_t pure_loop_port(const pure_loop *loop);
+
+/* The local address the socket is bound to. */
+PURE_API const pure_addr *pure_loop_local_addr(const pure_loop *loop);
+
+/* pure_loop_run's timeout for "until pure_loop_stop". */
+#define PURE_LOOP_FOREVER UINT64_MAX
+
+/* Runs the loop: receives, runs timers, sends, sleeps, until pure_loop_stop is called (from a
+ * callback, an fd handler, another thread or a signal handler) or timeout_ns nanoseconds have
+ * passed (PURE_LOOP_FOREVER: no limit; 0: one pass without sleeping). Callbacks of the context
+ * run inside. Returns 0 (stopped or timed out), or PURE_EIO if epoll or the socket failed in a
+ * way the loop cannot continue from (errno says why). Network errors on single datagrams
+ * (unreachable, refused, too big) are counted in the stats, never returned. A stop request
+ * made while the loop was not running makes the next run return at once. */
+PURE_API int pure_loop_run(pure_loop *loop, uint64_t timeout_ns);
+
+/* Asks pure_loop_run to return at its next wakeup (and wakes it). Async-signal-safe and
+ * thread-safe: only sets a flag and writes to an eventfd. */
+PURE_API void pure_loop_stop(pure_loop *loop);
+
+/* Called by pure_loop_run when a watched descriptor is readable (or at end of file / error). */
+typedef void (*pure_loop_fd_cb)(pure_loop *loop, int fd, void *user);
+
+/* Watches fd for readability (level-triggered: the handler is called again on the next wakeup
+ * while data remains, so read at least once per call or unwatch the fd). After the handler, the
+ * loop flushes what the context wants to send, so a handler may call pure_link_send. Up to 8
+ * descriptors. Returns 0, PURE_ELIMIT (8 already), PURE_EINVAL (fd already watched or negative)
+ * or PURE_EIO with errno (EPERM: epoll cannot watch regular files or /dev/null; read those
+ * directly, they never block). */
+PURE_API int pure_loop_watch_fd(pure_loop *loop, int fd, pure_loop_fd_cb cb, void *user);
+
+/* Stops watching fd. Returns 0, or PURE_EINVAL if it was not watched. */
+PURE_API int pure_loop_unwatch_fd(pure_loop *loop, int fd);
+
+/* Turns GSO sends (on by default where the kernel has it) or GRO receives off or back on: for
+ * tests of the fallbacks (sendmmsg, recvmmsg) and for comparisons. Turning on what the kernel
+ * lacks is harmless: the loop detects it and falls back. Returns 0 or PURE_EINVAL. */
+PURE_API int pure_loop_set_gso(pure_loop *loop, int on);
+PURE_API int pure_loop_set_gro(pure_loop *loop, int on);
+
+/* Counters of a loop. */
+typedef struct pure_loop_stats {
+    uint64_t sendmsg_calls;     /* sendmsg + sendmmsg system calls that sent something */
+    uint64_t packets_sent;      /* datagrams handed to the kernel */
+    uint64_t gso_bursts;        /* sendmsg calls carrying more than one datagram (UDP_SEGMENT) */
+    uint64_t recvmsg_calls;     /* recvmsg + recvmmsg calls that returned data */
+    uint64_t datagrams_received;/* datagrams fed to pure_ctx_read (after splitting GRO buffers) */
+    uint64_t gro_segments;      /* datagrams that arrived coalesced, in GRO buffers of 2 or more */
+    uint64_t gro_buffers;       /* receives that held 2 or more coalesced datagrams */
+    uint64_t send_blocked;      /* sends that met a full socket buffer (EAGAIN: waited) */
+    uint64_t send_errors;       /* bursts the kernel refused (unreachable, too big): dropped */
+    uint64_t recv_errors;       /* receive errors and truncated datagrams: dropped */
+    uint64_t wakeups;           /* returns from epoll */
+    uint64_t timeouts;          /* pure_ctx_timeout calls */
+    int gso;                    /* 1 while GSO sends are in use */
+    int gro;                    /* 1 while GRO receives are in use */
+} pure_loop_stats;
+
+/* Copies the loop's counters. */
+PURE_API void pure_loop_stats_get(const pure_loop *loop, pure_loop_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

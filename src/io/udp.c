@@ -1,0 +1,393 @@
+/* udp.c: the I/O loop's UDP socket on Linux: GSO bursts out, GRO batches in, with
+ * sendmmsg/recvmmsg fallbacks, and IPv4 peers kept as sockaddr_in even on an IPv6 socket. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* sendmmsg, recvmmsg, epoll_pwait2 */
+#endif
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/udp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "udp.h"
+
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+#ifndef SOL_UDP
+#define SOL_UDP 17
+#endif
+
+#define SOCKBUF (4 << 20)
+/* The kernel refuses a GSO send above 64 KiB of IP packet; keep every burst below it. */
+#define GSO_MAX_BYTES 65000
+
+static void set_buffer(int fd, int force_opt, int opt)
+{
+    int v = SOCKBUF;
+    /* SO_*BUFFORCE passes the rmem_max/wmem_max caps but needs CAP_NET_ADMIN; the plain
+     * option is capped by the system's maximum, which is the best an unprivileged user gets. */
+    if (setsockopt(fd, SOL_SOCKET, force_opt, &v, sizeof v) != 0)
+        (void)setsockopt(fd, SOL_SOCKET, opt, &v, sizeof v);
+}
+
+int pure_udp_set_gro(pure_udp *u, int on)
+{
+    int v = on ? 1 : 0;
+    if (setsockopt(u->fd, SOL_UDP, UDP_GRO, &v, sizeof v) == 0)
+        u->gro = v;
+    else
+        u->gro = 0;
+    if (u->st)
+        u->st->gro = u->gro;
+    return u->gro;
+}
+
+int pure_udp_open(pure_udp *u, pure_addr *local, pure_loop_stats *st)
+{
+    memset(u, 0, sizeof *u);
+    u->fd = -1;
+    u->st = st;
+    u->rbuf = malloc(PURE_UDP_BUF);
+    u->mm = calloc(PURE_UDP_BATCH, sizeof *u->mm);
+    u->iov = calloc(PURE_UDP_BATCH, sizeof *u->iov);
+    u->names = calloc(PURE_UDP_BATCH, sizeof *u->names);
+    if (!u->rbuf || !u->mm || !u->iov || !u->names) {
+        pure_udp_close(u);
+        return PURE_ENOMEM;
+    }
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    memcpy(&ss, local->bytes, local->len);
+    u->family = ss.ss_family;
+    u->fd = socket(u->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
+    if (u->fd < 0)
+        goto fail;
+    if (u->family == AF_INET6) {
+        /* A wildcard IPv6 socket also serves IPv4 peers, whatever the system default. */
+        int off = 0;
+        (void)setsockopt(u->fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
+    }
+    set_buffer(u->fd, SO_RCVBUFFORCE, SO_RCVBUF);
+    set_buffer(u->fd, SO_SNDBUFFORCE, SO_SNDBUF);
+    if (bind(u->fd, (struct sockaddr *)&ss, (socklen_t)local->len) != 0)
+        goto fail;
+    socklen_t sl = sizeof ss;
+    if (getsockname(u->fd, (struct sockaddr *)&ss, &sl) != 0 || sl > sizeof local->bytes)
+        goto fail;
+    memset(local, 0, sizeof *local);
+    memcpy(local->bytes, &ss, sl);
+    local->len = sl;
+    u->gso = 1; /* tried on the first burst; the kernel's answer decides */
+    if (st)
+        st->gso = 1;
+    pure_udp_set_gro(u, 1);
+    return 0;
+fail:;
+    int e = errno;
+    pure_udp_close(u);
+    errno = e;
+    return PURE_EIO;
+}
+
+void pure_udp_close(pure_udp *u)
+{
+    if (u->fd >= 0)
+        close(u->fd);
+    u->fd = -1;
+    free(u->rbuf);
+    free(u->mm);
+    free(u->iov);
+    free(u->names);
+    u->rbuf = NULL;
+    u->mm = NULL;
+    u->iov = NULL;
+    u->names = NULL;
+}
+
+/* The destination as this socket needs it: an IPv4 peer becomes ::ffff:a.b.c.d on an IPv6
+ * socket. Returns its length, or 0 if the address cannot be used on this socket. */
+static socklen_t dest(const pure_udp *u, const pure_addr *to, struct sockaddr_storage *ss)
+{
+    memset(ss, 0, sizeof *ss);
+    if (to->len == sizeof(struct sockaddr_in)) {
+        struct sockaddr_in s4;
+        memcpy(&s4, to->bytes, sizeof s4);
+        if (s4.sin_family != AF_INET)
+            return 0;
+        if (u->family == AF_INET) {
+            memcpy(ss, &s4, sizeof s4);
+            return sizeof s4;
+        }
+        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+        s6->sin6_family = AF_INET6;
+        s6->sin6_port = s4.sin_port;
+        s6->sin6_addr.s6_addr[10] = 0xff;
+        s6->sin6_addr.s6_addr[11] = 0xff;
+        memcpy(&s6->sin6_addr.s6_addr[12], &s4.sin_addr, 4);
+        return sizeof *s6;
+    }
+    if (to->len == sizeof(struct sockaddr_in6) && u->family == AF_INET6) {
+        memcpy(ss, to->bytes, to->len);
+        return ss->ss_family == AF_INET6 ? (socklen_t)to->len : 0;
+    }
+    return 0;
+}
+
+/* The source as the core sees it: a v4-mapped IPv6 source becomes a sockaddr_in, so a peer has
+ * one address whichever socket family carried it. */
+static void source(const struct sockaddr_storage *ss, socklen_t len, pure_addr *from)
+{
+    memset(from, 0, sizeof *from);
+    if (ss->ss_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+        if (IN6_IS_ADDR_V4MAPPED(&s6->sin6_addr)) {
+            struct sockaddr_in s4;
+            memset(&s4, 0, sizeof s4);
+            s4.sin_family = AF_INET;
+            s4.sin_port = s6->sin6_port;
+            memcpy(&s4.sin_addr, &s6->sin6_addr.s6_addr[12], 4);
+            memcpy(from->bytes, &s4, sizeof s4);
+            from->len = sizeof s4;
+            return;
+        }
+    }
+    if (len > sizeof from->bytes)
+        len = sizeof from->bytes;
+    memcpy(from->bytes, ss, len);
+    from->len = len;
+}
+
+/* Errors that mean the socket itself is unusable, as opposed to one datagram's fate. */
+static int socket_broken(int e)
+{
+    return e == EBADF || e == ENOTSOCK || e == EFAULT;
+}
+
+static int send_gso(pure_udp *u, const uint8_t *buf, size_t len, size_t seg,
+                    const struct sockaddr_storage *ss, socklen_t sl)
+{
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    union {
+        char buf[CMSG_SPACE(sizeof(uint16_t))];
+        struct cmsghdr align;
+    } ctl;
+    struct msghdr m;
+    memset(&m, 0, sizeof m);
+    m.msg_name = (void *)ss;
+    m.msg_namelen = sl;
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    if (len > seg) {
+        memset(&ctl, 0, sizeof ctl);
+        m.msg_control = ctl.buf;
+        m.msg_controllen = sizeof ctl.buf;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+        c->cmsg_level = SOL_UDP;
+        c->cmsg_type = UDP_SEGMENT;
+        c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+        uint16_t gso = (uint16_t)seg;
+        memcpy(CMSG_DATA(c), &gso, sizeof gso);
+    }
+    ssize_t r;
+    do
+        r = sendmsg(u->fd, &m, 0);
+    while (r < 0 && errno == EINTR);
+    return r < 0 ? -errno : 0;
+}
+
+int pure_udp_send(pure_udp *u, const uint8_t *buf, size_t n, size_t seg, const pure_addr *to,
+                  size_t *off)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = dest(u, to, &ss);
+    if (sl == 0 || seg == 0) {
+        u->st->send_errors++;
+        *off = n;
+        return 0;
+    }
+    while (*off < n) {
+        size_t left = n - *off;
+        if (u->gso || left <= seg) {
+            size_t max = seg * PURE_UDP_BATCH;
+            while (max > seg && max > GSO_MAX_BYTES)
+                max -= seg;
+            size_t len = left < max ? left : max;
+            size_t pkts = (len + seg - 1) / seg;
+            int e = send_gso(u, buf + *off, len, seg, &ss, sl);
+            if (e == -EAGAIN || e == -EWOULDBLOCK || e == -ENOBUFS) {
+                u->st->send_blocked++;
+                return PURE_EAGAIN;
+            }
+            if (e && pkts > 1 && !u->gso_confirmed &&
+                (e == -EIO || e == -EINVAL || e == -ENOPROTOOPT || e == -EOPNOTSUPP)) {
+                /* No GSO here (an old kernel, a device without checksum offload): split from
+                 * now on. */
+                u->gso = 0;
+                u->st->gso = 0;
+                continue;
+            }
+            if (e) {
+                if (socket_broken(-e)) {
+                    errno = -e;
+                    return PURE_EIO;
+                }
+                u->st->send_errors++; /* unreachable, too big, ...: dropped, retransmitted */
+            } else {
+                if (pkts > 1) {
+                    u->gso_confirmed = 1;
+                    u->st->gso_bursts++;
+                }
+                u->st->sendmsg_calls++;
+                u->st->packets_sent += pkts;
+            }
+            *off += len;
+            continue;
+        }
+        /* sendmmsg: one message per datagram, up to a batch per call */
+        unsigned cnt = 0;
+        for (size_t o = *off; o < n && cnt < PURE_UDP_BATCH; o += seg, cnt++) {
+            size_t l = n - o < seg ? n - o : seg;
+            u->iov[cnt].iov_base = (void *)(buf + o);
+            u->iov[cnt].iov_len = l;
+            memset(&u->mm[cnt], 0, sizeof u->mm[cnt]);
+            u->mm[cnt].msg_hdr.msg_name = &ss;
+            u->mm[cnt].msg_hdr.msg_namelen = sl;
+            u->mm[cnt].msg_hdr.msg_iov = &u->iov[cnt];
+            u->mm[cnt].msg_hdr.msg_iovlen = 1;
+        }
+        int r;
+        do
+            r = sendmmsg(u->fd, u->mm, cnt, 0);
+        while (r < 0 && errno == EINTR);
+        if (r < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
+                u->st->send_blocked++;
+                return PURE_EAGAIN;
+            }
+            if (socket_broken(errno))
+                return PURE_EIO;
+            /* the first datagram was refused: drop it, try the rest */
+            u->st->send_errors++;
+            r = 1;
+        } else {
+            u->st->sendmsg_calls++;
+            u->st->packets_sent += (uint64_t)r;
+        }
+        size_t adv = (size_t)r * seg;
+        *off = adv >= n - *off ? n : *off + adv;
+    }
+    return 0;
+}
+
+static void deliver(pure_udp *u, pure_ctx *ctx, uint8_t *d, size_t len, size_t seg,
+                    const pure_addr *from, uint64_t now)
+{
+    if (seg == 0 || seg > len)
+        seg = len;
+    size_t pkts = 0;
+    for (size_t o = 0; o < len; o += seg, pkts++) {
+        size_t l = len - o < seg ? len - o : seg;
+        (void)pure_ctx_read(ctx, from, d + o, l, now); /* junk is counted by the core */
+    }
+    if (len == 0) { /* an empty datagram is still one (the core drops it as malformed) */
+        (void)pure_ctx_read(ctx, from, d, 0, now);
+        pkts = 1;
+    }
+    u->st->datagrams_received += pkts;
+    if (pkts > 1) {
+        u->st->gro_buffers++;
+        u->st->gro_segments += pkts;
+    }
+}
+
+static int recv_gro(pure_udp *u, pure_ctx *ctx)
+{
+    struct sockaddr_storage ss;
+    struct iovec iov = {.iov_base = u->rbuf, .iov_len = PURE_UDP_BUF};
+    union {
+        char buf[CMSG_SPACE(sizeof(int)) + 64];
+        struct cmsghdr align;
+    } ctl;
+    struct msghdr m;
+    memset(&m, 0, sizeof m);
+    m.msg_name = &ss;
+    m.msg_namelen = sizeof ss;
+    m.msg_iov = &iov;
+    m.msg_iovlen = 1;
+    m.msg_control = ctl.buf;
+    m.msg_controllen = sizeof ctl.buf;
+    ssize_t r = recvmsg(u->fd, &m, 0);
+    if (r < 0)
+        return -errno;
+    u->st->recvmsg_calls++;
+    if (m.msg_flags & MSG_TRUNC) {
+        u->st->recv_errors++;
+        return 0;
+    }
+    size_t seg = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+        if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+            int g;
+            memcpy(&g, CMSG_DATA(c), sizeof g);
+            if (g > 0)
+                seg = (size_t)g;
+        }
+    pure_addr from;
+    source(&ss, m.msg_namelen, &from);
+    deliver(u, ctx, u->rbuf, (size_t)r, seg, &from, pure_now());
+    return 0;
+}
+
+static int recv_batch(pure_udp *u, pure_ctx *ctx)
+{
+    const unsigned slots = PURE_UDP_BUF / PURE_UDP_SLOT;
+    for (unsigned i = 0; i < slots; i++) {
+        u->iov[i].iov_base = u->rbuf + (size_t)i * PURE_UDP_SLOT;
+        u->iov[i].iov_len = PURE_UDP_SLOT;
+        memset(&u->mm[i], 0, sizeof u->mm[i]);
+        u->mm[i].msg_hdr.msg_name = &u->names[i];
+        u->mm[i].msg_hdr.msg_namelen = sizeof u->names[i];
+        u->mm[i].msg_hdr.msg_iov = &u->iov[i];
+        u->mm[i].msg_hdr.msg_iovlen = 1;
+    }
+    int r = recvmmsg(u->fd, u->mm, slots, 0, NULL);
+    if (r < 0)
+        return -errno;
+    u->st->recvmsg_calls++;
+    uint64_t now = pure_now();
+    for (int i = 0; i < r; i++) {
+        if (u->mm[i].msg_hdr.msg_flags & MSG_TRUNC) {
+            u->st->recv_errors++;
+            continue;
+        }
+        pure_addr from;
+        source(&u->names[i], u->mm[i].msg_hdr.msg_namelen, &from);
+        deliver(u, ctx, u->iov[i].iov_base, u->mm[i].msg_len, 0, &from, now);
+    }
+    return (unsigned)r == slots ? 0 : -EAGAIN; /* a short batch means the queue is empty */
+}
+
+int pure_udp_recv(pure_udp *u, pure_ctx *ctx, int budget)
+{
+    for (int i = 0; i < budget; i++) {
+        int e = u->gro ? recv_gro(u, ctx) : recv_batch(u, ctx);
+        if (e == 0 || e == -EINTR)
+            continue;
+        if (e == -EAGAIN || e == -EWOULDBLOCK)
+            return 0;
+        if (socket_broken(-e)) {
+            errno = -e;
+            return PURE_EIO;
+        }
+        /* ICMP errors reported on the socket (ECONNREFUSED, ...): the datagram is gone. */
+        u->st->recv_errors++;
+    }
+    return 1;
+}

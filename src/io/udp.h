@@ -1,0 +1,52 @@
+/* udp.h: the I/O loop's UDP socket (Linux): opening and tuning it, sending one burst of
+ * equal-sized datagrams (one UDP_SEGMENT sendmsg, or sendmmsg without GSO) and receiving a
+ * batch of datagrams (recvmsg with UDP_GRO, or recvmmsg without GRO) into pure_ctx_read. */
+#ifndef PURE_IO_UDP_H
+#define PURE_IO_UDP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "pure_loop.h"
+
+#define PURE_UDP_BUF 65536      /* one GRO receive, one GSO burst */
+#define PURE_UDP_BATCH 64       /* datagrams per sendmmsg/recvmmsg (UDP_MAX_SEGMENTS too) */
+#define PURE_UDP_SLOT 4096      /* recvmmsg slot without GRO: larger datagrams are dropped */
+
+typedef struct pure_udp {
+    int fd;
+    int family;                 /* AF_INET or AF_INET6 */
+    int gso;                    /* GSO sends in use (cleared when the kernel refuses) */
+    int gso_confirmed;          /* a GSO send has succeeded: later EINVAL is not "no GSO" */
+    int gro;                    /* UDP_GRO is set on the socket */
+    pure_loop_stats *st;
+    uint8_t *rbuf;              /* PURE_UDP_BUF bytes */
+    struct mmsghdr *mm;         /* PURE_UDP_BATCH entries, for sendmmsg and recvmmsg */
+    struct iovec *iov;
+    struct sockaddr_storage *names;
+} pure_udp;
+
+/* Opens a non-blocking UDP socket bound to `local` (4 MiB buffers, GRO where available) and
+ * fills `local` with the bound address. Returns 0, PURE_ENOMEM, or PURE_EIO (errno set). */
+int pure_udp_open(pure_udp *u, pure_addr *local, pure_loop_stats *st);
+
+void pure_udp_close(pure_udp *u);
+
+/* Turns GRO on or off on the socket; returns 1 if it is now on. */
+int pure_udp_set_gro(pure_udp *u, int on);
+
+/* Sends the datagrams of buf[*off .. n) (seg bytes each, the last possibly shorter) to `to`,
+ * advancing *off past what the kernel took. Returns 0 when nothing is left to send (datagrams
+ * the network refused are counted in send_errors and dropped: the core retransmits),
+ * PURE_EAGAIN when the socket buffer is full (wait for EPOLLOUT, call again), or PURE_EIO when
+ * the socket itself is broken (errno set). */
+int pure_udp_send(pure_udp *u, const uint8_t *buf, size_t n, size_t seg, const pure_addr *to,
+                  size_t *off);
+
+/* Receives up to `budget` system calls' worth of datagrams, feeding each to pure_ctx_read.
+ * Returns 1 if the socket may still hold data (the budget ran out), 0 when it is drained
+ * (EAGAIN), or PURE_EIO when the socket is broken (errno set). */
+int pure_udp_recv(pure_udp *u, pure_ctx *ctx, int budget);
+
+#endif

@@ -1,0 +1,366 @@
+/* loop_test.c: the I/O loop over real loopback sockets: two contexts, each driven by its own
+ * pure_loop (the server's on a thread), exchanging messages over IPv4 and IPv6, with and without
+ * GSO/GRO; address parsing; timeouts; junk datagrams. */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pure.h"
+#include "pure_loop.h"
+#include "test.h"
+
+/* ---- addresses ---- */
+
+static void test_addr_parse(void)
+{
+    pure_addr a;
+    char s[PURE_ADDR_STRLEN];
+    static const char *good[] = {"127.0.0.1:0", "127.0.0.1:4433", "0.0.0.0:65535", "[::1]:4433",
+                                 "[::]:0", "[fe80::1:2]:7", "[::ffff:1.2.3.4]:9"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        CHECK_EQ(pure_addr_from_string(&a, good[i]), 0);
+        CHECK_EQ(pure_addr_to_string(&a, s, sizeof s), 0);
+        CHECK(strcmp(s, good[i]) == 0);
+    }
+    CHECK_EQ(pure_addr_from_string(&a, "[::1]:4433"), 0);
+    CHECK_EQ(a.len, sizeof(struct sockaddr_in6));
+    CHECK_EQ(pure_addr_from_string(&a, "127.0.0.1:4433"), 0);
+    CHECK_EQ(a.len, sizeof(struct sockaddr_in));
+    struct sockaddr_in s4;
+    memcpy(&s4, a.bytes, sizeof s4);
+    CHECK_EQ(s4.sin_family, AF_INET);
+    CHECK_EQ(ntohs(s4.sin_port), 4433);
+    CHECK_EQ(ntohl(s4.sin_addr.s_addr), 0x7f000001);
+
+    static const char *bad[] = {"", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536",
+                                "127.0.0.1:-1", "127.0.0.1:+1", "127.0.0.1: 1", "localhost:80",
+                                "[127.0.0.1]:80", "::1:80", "[::1]80", "[::1]:", "[::1",
+                                "1.2.3.4:80x", " 1.2.3.4:80", "1.2.3.4:0x50", "1.2.3:80",
+                                "256.1.1.1:80", "[::1]:99999999999999999999", ":80",
+                                "[]:80", "1.2.3.4:80:80", "[::1]:80]"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int rc = pure_addr_from_string(&a, bad[i]);
+        if (rc != PURE_EINVAL)
+            fprintf(stderr, "accepted junk address %s\n", bad[i]);
+        CHECK_EQ(rc, PURE_EINVAL);
+    }
+    CHECK_EQ(pure_addr_from_string(&a, NULL), PURE_EINVAL);
+    CHECK_EQ(pure_addr_from_string(NULL, "1.2.3.4:5"), PURE_EINVAL);
+
+    /* printing junk: a wrong length or family gives "" and PURE_EINVAL */
+    memset(&a, 0, sizeof a);
+    a.len = 6;
+    CHECK_EQ(pure_addr_to_string(&a, s, sizeof s), PURE_EINVAL);
+    CHECK(s[0] == 0);
+    a.len = sizeof(struct sockaddr_in); /* family 0 */
+    CHECK_EQ(pure_addr_to_string(&a, s, sizeof s), PURE_EINVAL);
+    CHECK_EQ(pure_addr_from_string(&a, "[::1]:4433"), 0);
+    CHECK_EQ(pure_addr_to_string(&a, s, 5), PURE_EINVAL); /* too small */
+}
+
+/* ---- an echo exchange between two loops ---- */
+
+#define MSGS 400
+#define MAX_MSG 12000
+
+typedef struct side {
+    pure_ctx *ctx;
+    pure_loop *loop;
+    pure_link *link;
+    uint64_t received;          /* messages (client: echoes) received */
+    uint64_t bad;               /* echoes that differ from what was sent */
+    int finished, closed, close_error;
+} side;
+
+static size_t gen(uint64_t i, uint8_t *out)
+{
+    size_t len = (size_t)((i * 7919u) % MAX_MSG);
+    if (i % 50 == 0)
+        len = 0;
+    for (size_t j = 0; j < len; j++)
+        out[j] = (uint8_t)(i * 31 + j * 7 + (j >> 9));
+    return len;
+}
+
+static int srv_accept(pure_link *link, const char *service, const uint8_t *key, void *user)
+{
+    side *s = user;
+    pure_link_set_user(link, s);
+    s->link = link;
+    return strcmp(service, "echo") == 0 ? 0 : PURE_EREFUSED;
+}
+
+static void srv_message(pure_link *link, void *user, const uint8_t *d, size_t n)
+{
+    side *s = user;
+    s->received++;
+    if (pure_link_send(link, d, n) < 0)
+        s->bad++; /* the backlog (8 MiB) holds the whole exchange */
+}
+
+static void srv_finished(pure_link *link, void *user)
+{
+    side *s = user;
+    s->finished = 1;
+    pure_link_finish(link);
+}
+
+static void srv_closed(pure_link *link, void *user, const pure_close_info *info)
+{
+    side *s = user;
+    s->closed = 1;
+    s->close_error = info->error;
+    s->link = NULL;
+}
+
+static const pure_callbacks srv_cb = {.on_accept = srv_accept,
+                                      .on_message = srv_message,
+                                      .on_peer_finished = srv_finished,
+                                      .on_closed = srv_closed};
+
+static uint8_t want[MAX_MSG];
+
+static void cli_message(pure_link *link, void *user, const uint8_t *d, size_t n)
+{
+    side *c = user;
+    size_t wl = gen(c->received, want);
+    if (wl != n || memcmp(want, d, n) != 0)
+        c->bad++;
+    c->received++;
+}
+
+static void cli_finished(pure_link *link, void *user)
+{
+    side *c = user;
+    c->finished = 1;
+    pure_link_close(link, 0, "done");
+}
+
+static void cli_closed(pure_link *link, void *user, const pure_close_info *info)
+{
+    side *c = user;
+    c->closed = 1;
+    c->close_error = info->error;
+    c->link = NULL;
+    pure_loop_stop(c->loop);
+}
+
+static const pure_callbacks cli_cb = {.on_message = cli_message,
+                                      .on_peer_finished = cli_finished,
+                                      .on_closed = cli_closed};
+
+static int make_side(side *s, const pure_callbacks *cb, const char *bind, int server)
+{
+    memset(s, 0, sizeof *s);
+    pure_settings st;
+    pure_settings_default(&st);
+    CHECK_EQ(pure_keygen(st.private_key), 0);
+    st.callbacks = cb;
+    st.user = s;
+    st.allow_any = server;
+    if (pure_ctx_new(&st, &s->ctx) != 0)
+        return -1;
+    if (server)
+        CHECK_EQ(pure_ctx_add_service(s->ctx, "echo"), 0);
+    int rc = pure_loop_new(s->ctx, bind, &s->loop);
+    CHECK_EQ(rc, 0);
+    return rc;
+}
+
+static void free_side(side *s)
+{
+    pure_loop_free(s->loop);
+    pure_ctx_free(s->ctx);
+}
+
+static void *serve_thread(void *arg)
+{
+    side *s = arg;
+    CHECK_EQ(pure_loop_run(s->loop, PURE_LOOP_FOREVER), 0);
+    return NULL;
+}
+
+static void exchange(const char *srv_bind, const char *cli_bind, const char *host, int offload)
+{
+    side srv, cli;
+    if (make_side(&srv, &srv_cb, srv_bind, 1) || make_side(&cli, &cli_cb, cli_bind, 0))
+        return;
+    pure_loop_set_gso(cli.loop, offload);
+    pure_loop_set_gso(srv.loop, offload);
+    pure_loop_set_gro(cli.loop, offload);
+    pure_loop_set_gro(srv.loop, offload);
+    CHECK(pure_loop_port(srv.loop) != 0);
+
+    pthread_t th;
+    CHECK_EQ(pthread_create(&th, NULL, serve_thread, &srv), 0);
+
+    char to_s[PURE_ADDR_STRLEN];
+    snprintf(to_s, sizeof to_s, host, pure_loop_port(srv.loop));
+    pure_addr to;
+    CHECK_EQ(pure_addr_from_string(&to, to_s), 0);
+    /* the server's key is read before its thread touches the context: it never changes */
+    CHECK_EQ(pure_connect(cli.ctx, &to, pure_ctx_public_key(srv.ctx), "echo", &cli, &cli.link,
+                          pure_now()),
+             0);
+    static uint8_t buf[MAX_MSG];
+    uint64_t sent_bytes = 0;
+    for (uint64_t i = 0; i < MSGS; i++) {
+        size_t n = gen(i, buf);
+        CHECK_EQ(pure_link_send(cli.link, buf, n), (int64_t)i);
+        sent_bytes += n;
+    }
+    CHECK_EQ(pure_link_finish(cli.link), 0);
+    uint64_t t0 = pure_now();
+    CHECK_EQ(pure_loop_run(cli.loop, 20ull * 1000000000u), 0);
+    CHECK(pure_now() - t0 < 20ull * 1000000000u); /* stopped by on_closed, not the timeout */
+    pure_loop_stop(srv.loop);
+    pthread_join(th, NULL);
+
+    CHECK_EQ(cli.received, MSGS);
+    CHECK_EQ(cli.bad, 0);
+    CHECK(cli.finished);
+    CHECK(cli.closed);
+    CHECK_EQ(cli.close_error, 0);
+    CHECK_EQ(srv.received, MSGS);
+    CHECK_EQ(srv.bad, 0);
+
+    pure_loop_stats cs, ss;
+    pure_loop_stats_get(cli.loop, &cs);
+    pure_loop_stats_get(srv.loop, &ss);
+    fprintf(stderr,
+            "  %s offload=%d: client sendmsg %llu packets %llu gso %llu | server recvmsg %llu "
+            "datagrams %llu gro %llu/%llu\n",
+            to_s, offload, (unsigned long long)cs.sendmsg_calls,
+            (unsigned long long)cs.packets_sent, (unsigned long long)cs.gso_bursts,
+            (unsigned long long)ss.recvmsg_calls, (unsigned long long)ss.datagrams_received,
+            (unsigned long long)ss.gro_segments, (unsigned long long)ss.gro_buffers);
+    /* ~2.4 MB each way cannot fit in fewer than ~1600 datagrams of 1472 bytes */
+    CHECK(cs.packets_sent > sent_bytes / 1472);
+    CHECK(cs.packets_sent > cs.sendmsg_calls); /* several datagrams per system call */
+    CHECK_EQ(cs.send_errors, 0);
+    CHECK_EQ(ss.recv_errors, 0);
+    CHECK(ss.datagrams_received >= ss.recvmsg_calls);
+    if (offload) {
+        CHECK(cs.gso);
+        CHECK(cs.gso_bursts > 0);
+        CHECK(ss.gso_bursts > 0);
+        CHECK(ss.gro);
+        CHECK(ss.gro_segments > 0); /* loopback hands GSO bursts to a GRO socket whole */
+        CHECK(ss.gro_buffers > 0);
+    } else {
+        CHECK_EQ(cs.gso_bursts, 0);
+        CHECK_EQ(ss.gro_segments, 0);
+        CHECK(!ss.gro);
+    }
+    pure_ctx_stats cx;
+    pure_ctx_stats_get(cli.ctx, &cx);
+    CHECK_EQ(cx.datagrams_out, cs.packets_sent);
+    free_side(&cli);
+    free_side(&srv);
+}
+
+static void test_ipv4(void) { exchange("127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:%u", 1); }
+static void test_ipv6(void) { exchange("[::1]:0", "[::1]:0", "[::1]:%u", 1); }
+static void test_no_offload(void) { exchange("127.0.0.1:0", "0.0.0.0:0", "127.0.0.1:%u", 0); }
+/* an IPv6 wildcard socket talking to an IPv4 server: mapped on send, unmapped on receive */
+static void test_dual_stack(void) { exchange("127.0.0.1:0", "[::]:0", "127.0.0.1:%u", 1); }
+
+/* ---- timeouts, stop, junk ---- */
+
+static void test_run_timeout(void)
+{
+    side s;
+    if (make_side(&s, &srv_cb, "127.0.0.1:0", 1))
+        return;
+    uint64_t t0 = pure_now();
+    CHECK_EQ(pure_loop_run(s.loop, 0), 0);
+    CHECK_EQ(pure_loop_run(s.loop, 20000000), 0);
+    uint64_t dt = pure_now() - t0;
+    CHECK(dt >= 20000000);
+    CHECK(dt < 1000000000);
+    /* a stop requested before the run makes it return at once */
+    pure_loop_stop(s.loop);
+    t0 = pure_now();
+    CHECK_EQ(pure_loop_run(s.loop, PURE_LOOP_FOREVER), 0);
+    CHECK(pure_now() - t0 < 100000000);
+
+    /* junk from the network is counted and dropped */
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(pure_loop_port(s.loop)),
+                             .sin_addr.s_addr = htonl(0x7f000001)};
+    static const uint8_t junk[][8] = {{0}, {0xff, 1, 2}, {2, 1, 2, 3, 4, 5, 6, 7}};
+    for (int i = 0; i < 3; i++)
+        CHECK(sendto(fd, junk[i], (size_t)(i + 1) * 2, 0, (struct sockaddr *)&to, sizeof to) > 0);
+    CHECK(sendto(fd, junk[0], 0, 0, (struct sockaddr *)&to, sizeof to) == 0);
+    close(fd);
+    CHECK_EQ(pure_loop_run(s.loop, 50000000), 0);
+    pure_ctx_stats cx;
+    pure_ctx_stats_get(s.ctx, &cx);
+    CHECK_EQ(cx.datagrams_in, 4);
+    CHECK_EQ(cx.links, 0);
+    pure_loop_stats ls;
+    pure_loop_stats_get(s.loop, &ls);
+    CHECK_EQ(ls.datagrams_received, 4);
+    free_side(&s);
+
+    /* binding junk and an address in use fail cleanly */
+    pure_settings st;
+    pure_settings_default(&st);
+    CHECK_EQ(pure_keygen(st.private_key), 0);
+    pure_ctx *ctx;
+    CHECK_EQ(pure_ctx_new(&st, &ctx), 0);
+    pure_loop *a, *b;
+    CHECK_EQ(pure_loop_new(ctx, "localhost:0", &b), PURE_EINVAL);
+    CHECK_EQ(pure_loop_new(ctx, "127.0.0.1:0", &a), 0);
+    char addr[PURE_ADDR_STRLEN];
+    CHECK_EQ(pure_addr_to_string(pure_loop_local_addr(a), addr, sizeof addr), 0);
+    CHECK_EQ(pure_loop_new(ctx, addr, &b), PURE_EIO);
+    pure_loop_free(a);
+    pure_ctx_free(ctx);
+}
+
+static int fd_calls;
+static void on_fd(pure_loop *loop, int fd, void *user)
+{
+    char c;
+    fd_calls++;
+    CHECK_EQ(read(fd, &c, 1), 1);
+    CHECK_EQ(c, 'x');
+    pure_loop_stop(loop);
+}
+
+static void test_watch_fd(void)
+{
+    side s;
+    if (make_side(&s, &srv_cb, "127.0.0.1:0", 1))
+        return;
+    int p[2];
+    CHECK_EQ(pipe(p), 0);
+    CHECK_EQ(pure_loop_watch_fd(s.loop, p[0], on_fd, NULL), 0);
+    CHECK_EQ(pure_loop_watch_fd(s.loop, p[0], on_fd, NULL), PURE_EINVAL);
+    CHECK_EQ(write(p[1], "x", 1), 1);
+    uint64_t t0 = pure_now();
+    CHECK_EQ(pure_loop_run(s.loop, 5000000000ull), 0);
+    CHECK(pure_now() - t0 < 1000000000);
+    CHECK_EQ(fd_calls, 1);
+    CHECK_EQ(pure_loop_unwatch_fd(s.loop, p[0]), 0);
+    CHECK_EQ(pure_loop_unwatch_fd(s.loop, p[0]), PURE_EINVAL);
+    close(p[0]);
+    close(p[1]);
+    free_side(&s);
+}
+
+int main(void)
+{
+    RUN(test_addr_parse);
+    RUN(test_ipv4);
+    RUN(test_ipv6);
+    RUN(test_no_offload);
+    RUN(test_dual_stack);
+    RUN(test_run_timeout);
+    RUN(test_watch_fd);
+    return pure_test_finish();
+}
