@@ -102,8 +102,10 @@ struct pure_link {
     uint32_t ck_gen;           /* rekeys mixed into ck so far */
     pure_replay replay;
 
-    /* amplification limit before validation (responder) */
+    /* amplification limit on a new, not yet validated peer address */
     uint64_t amp_received, amp_sent;
+    uint64_t path_probe_pn;  /* the first packet sent to the new address */
+    uint8_t path_unvalidated;
 
     /* ---- send side ---- */
     pure_sendbuf sb;

@@ -200,10 +200,18 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         }
     }
     if (!pure_addr_equal(from, &link->peer) && pn + 1 >= link->replay.top) {
-        /* The newest packet came from elsewhere: the peer's address changed (NAT rebinding). */
+        /* The newest packet came from elsewhere: the peer's address changed (NAT rebinding).
+         * Until the peer acknowledges a packet sent there, send at most 3x what came from it. */
         link->peer = *from;
         link->st.path_changes++;
+        link->path_unvalidated = 1;
+        link->path_probe_pn = link->next_pn;
+        link->amp_received = 0;
+        link->amp_sent = 0;
+        link->ping_pending = 1;
     }
+    if (link->path_unvalidated)
+        link->amp_received += n;
 
     const uint8_t *p = payload, *end = payload + plen;
     int eliciting = 0, dropped = 0;

@@ -223,6 +223,16 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
         pure_rekey_start(link, now); /* data keeps flowing under the current keys meanwhile */
     size_t mss = ctx->s.max_udp_payload;
     size_t n = 0, seg = 0;
+    if (link->path_unvalidated) {
+        uint64_t budget = PURE_AMPLIFICATION * link->amp_received;
+        budget = budget > link->amp_sent ? budget - link->amp_sent : 0;
+        if (budget < PURE_DATA_HEADER + PURE_TAG_LEN + 64)
+            return 0;
+        if (cap > budget)
+            cap = (size_t)budget;
+        if (mss > cap)
+            mss = cap;
+    }
     uint64_t srtt = link->rtt.has_sample ? link->rtt.smoothed : 0;
     int cwnd_blocked = 0;
     while (cap - n >= (seg ? seg : mss)) {
@@ -258,6 +268,8 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
         if (built < size)
             break;
     }
+    if (link->path_unvalidated)
+        link->amp_sent += n;
     /* App-limited: the window was not what held us back. */
     link->app_limited = !cwnd_blocked && !has_data(link);
     *segment = seg;

@@ -187,6 +187,8 @@ void pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t n
                                 e->data_off + e->data_len);
         }
     }
+    if (link->path_unvalidated && ack->largest >= link->path_probe_pn)
+        link->path_unvalidated = 0; /* the peer got a packet at its new address */
     if (!link->has_largest_acked || ack->largest > link->largest_acked) {
         link->largest_acked = ack->largest;
         link->has_largest_acked = 1;

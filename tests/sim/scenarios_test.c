@@ -372,6 +372,29 @@ static void test_cookie_under_load(void)
     }
 }
 
+static void test_nat_rebinding(void)
+{
+    /* The client's address changes twice mid-transfer: the link follows it, nothing is lost. */
+    for (int seed = 1; seed <= seeds; seed++) {
+        sim_app *a = sim_app_new((uint64_t)seed, 6000, 1, 2000, NULL);
+        both(a, &base);
+        sim_app_connect(a, NULL, NULL);
+        sim_run(a->s, NULL, NULL, 150 * SIM_MS);
+        sim_rebind(a->s, a->cli);
+        sim_run(a->s, NULL, NULL, 400 * SIM_MS);
+        sim_rebind(a->s, a->cli);
+        sim_app_run(a, 600 * SIM_S);
+        CHECK(sim_app_ok(a));
+        pure_link_stats st;
+        pure_link_stats_get(a->sl, &st);
+        CHECK_EQ(st.path_changes, 2);
+        const pure_addr *now_at = pure_link_peer_addr(a->sl);
+        pure_addr cli = sim_addr(a->s, a->cli);
+        CHECK(now_at->len == cli.len && memcmp(now_at->bytes, cli.bytes, cli.len) == 0);
+        sim_app_free(a);
+    }
+}
+
 static void rekey_often(pure_settings *s, int server)
 {
     s->rekey_after_packets = 40;    /* both sides start rekeys, sometimes at once */
@@ -446,6 +469,7 @@ int main(void)
     RUN(test_amplification_limit);
     RUN(test_cookie_under_load);
     RUN(test_rekey_under_loss_and_reordering);
+    RUN(test_nat_rebinding);
     RUN(test_goodput_under_loss);
     return pure_test_finish();
 }
