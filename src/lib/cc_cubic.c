@@ -57,7 +57,8 @@ uint64_t pure_cc_cubic_window(const pure_cc *cc, uint64_t t)
     int below = t_ms < c->k_ms;
     uint64_t d = below ? c->k_ms - t_ms : t_ms - c->k_ms;
     if (d > CUBIC_MAX_D_MS) d = CUBIC_MAX_D_MS;
-    /* d^3 < 2^63 and the remainder times mss < 2^32 * 2^32: mul_div is exact here. */
+    /* d^3 < 2^63, and mul_div multiplies mss (< 2^16) only by a remainder below CUBE_DIV (< 2^32):
+     * exact here. */
     uint64_t delta = mul_div(d * d * d, cc->mss, CUBE_DIV);
     if (below) return delta > c->origin ? 0 : c->origin - delta;
     if (delta > PURE_CC_MAX_WINDOW || c->origin + delta > PURE_CC_MAX_WINDOW)
