@@ -320,8 +320,9 @@ static void test_long_rtt_window_grows(void)
         sim_app_connect(a, NULL, NULL);
         sim_app_run(a, 3600 * SIM_S);
         CHECK(sim_app_ok(a));
-        pure_link_stats st;
-        pure_link_stats_get(a->sl, &st);
+        pure_link_stats st = {0};
+        if (a->sl)
+            pure_link_stats_get(a->sl, &st);
         CHECK(st.recv_window > 1u << 20);
         double secs = (double)(a->finish_time - a->start_time) / 1e9;
         double mbit = 12000.0 * 1004 * 8 / secs / 1e6;
@@ -385,12 +386,15 @@ static void test_nat_rebinding(void)
         sim_rebind(a->s, a->cli);
         sim_app_run(a, 600 * SIM_S);
         CHECK(sim_app_ok(a));
-        pure_link_stats st;
-        pure_link_stats_get(a->sl, &st);
-        CHECK_EQ(st.path_changes, 2);
-        const pure_addr *now_at = pure_link_peer_addr(a->sl);
-        pure_addr cli = sim_addr(a->s, a->cli);
-        CHECK(now_at->len == cli.len && memcmp(now_at->bytes, cli.bytes, cli.len) == 0);
+        CHECK(a->sl != NULL);
+        if (a->sl) {
+            pure_link_stats st;
+            pure_link_stats_get(a->sl, &st);
+            CHECK_EQ(st.path_changes, 2);
+            const pure_addr *now_at = pure_link_peer_addr(a->sl);
+            pure_addr cli = sim_addr(a->s, a->cli);
+            CHECK(now_at->len == cli.len && memcmp(now_at->bytes, cli.bytes, cli.len) == 0);
+        }
         sim_app_free(a);
     }
 }
@@ -414,11 +418,14 @@ static void test_rekey_under_loss_and_reordering(void)
         sim_app_connect(a, NULL, NULL);
         sim_app_run(a, 3600 * SIM_S);
         CHECK(sim_app_ok(a));
-        pure_link_stats c, s;
-        pure_link_stats_get(a->cl, &c);
-        pure_link_stats_get(a->sl, &s);
-        CHECK(c.rekeys >= 5);
-        CHECK(s.rekeys >= 5);
+        CHECK(a->cl && a->sl);
+        if (a->cl && a->sl) {
+            pure_link_stats c, s;
+            pure_link_stats_get(a->cl, &c);
+            pure_link_stats_get(a->sl, &s);
+            CHECK(c.rekeys >= 5);
+            CHECK(s.rekeys >= 5);
+        }
         sim_app_free(a);
     }
 }
