@@ -163,7 +163,8 @@ class RunError(Exception):
 
 
 def server_cpu_ns(pid):
-    """Sum of every live thread's on-CPU time (schedstat, ns)."""
+    """Sum of every live thread's on-CPU time (schedstat, ns); without
+    schedstat (CONFIG_SCHED_INFO off), the process's utime + stime in ticks."""
     total = 0
     task_dir = f"/proc/{pid}/task"
     try:
@@ -174,9 +175,22 @@ def server_cpu_ns(pid):
         try:
             with open(f"{task_dir}/{tid}/schedstat") as f:
                 total += int(f.read().split()[0])
+        except FileNotFoundError:
+            if not os.path.exists(f"{task_dir}/{tid}"):
+                continue  # a thread exited between listdir and open
+            return stat_cpu_ns(pid)
         except (OSError, ValueError, IndexError):
-            pass  # a thread exited between listdir and open
+            pass
     return total
+
+
+def stat_cpu_ns(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        raise RunError("cannot read the server's CPU time from /proc")
 
 
 def children_cpu_s():
