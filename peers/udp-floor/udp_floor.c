@@ -492,6 +492,7 @@ static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, in
     unsigned char hdrs[MAX_SEGS][HDR];
     struct iovec iov[2 * MAX_SEGS];
     char cbuf[CMSG_SPACE(sizeof(uint16_t))];
+    memset(cbuf, 0, sizeof cbuf);
     uint64_t credit = 0, seq = 0, off = 0, cnt[3] = {0, 0, 0};
     int got_count = 0;
     double t0 = now_s(), last_progress = t0;

@@ -22,7 +22,7 @@ for b in "$root"/peers/*/build.sh; do
     exit 1
   fi
   took=$(( $(date +%s) - start ))
-  [ "$took" -ge 5 ] && echo "peers_quick: $name built in ${took} s" >&2
+  if [ "$took" -ge 5 ]; then echo "peers_quick: $name built in ${took} s" >&2; fi
 done
 
 skip=()
@@ -37,5 +37,5 @@ done
 # --skip takes one comma list: merge the repeats.
 list=$(printf '%s\n' "${skip[@]}" | grep -v '^--skip$' | paste -sd, - || true)
 args=(--quick --no-build --build-dir "$build" --json)
-[ -n "$list" ] && args+=(--skip "$list")
+if [ -n "$list" ]; then args+=(--skip "$list"); fi
 exec "$py" "$root/bench/run.py" drain "${args[@]}"
