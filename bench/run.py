@@ -334,7 +334,8 @@ def drain_one(impl, n, size, timeout):
             sm = rep.get("server_messages")
             res["server_messages"] = sm
             if sm != n or rep.get("messages") != n:
-                raise RunError(f"count mismatch: sent {n}, server counted {sm}; client stderr: "
+                raise RunError(f"count mismatch: sent {n}, client reports messages={rep.get('messages')} "
+                               f"server_messages={sm}; client stderr: "
                                f"{err.strip()[-400:]}; server stderr: {srv.stderr_tail()}")
             if rc != 0:
                 raise RunError(f"client exit {rc}; stderr: {err.strip()[-600:]}")
