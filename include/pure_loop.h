@@ -126,6 +126,7 @@ typedef struct pure_loop_stats {
     uint64_t send_errors;       /* bursts the kernel refused (unreachable, too big): dropped */
     uint64_t recv_errors;       /* receive errors and truncated datagrams: dropped */
     uint64_t wakeups;           /* returns from epoll */
+    uint64_t timer_wakeups;     /* returns from epoll with no event: the core's deadline came */
     uint64_t timeouts;          /* pure_ctx_timeout calls */
     int gso;                    /* 1 while GSO sends are in use */
     int gro;                    /* 1 while GRO receives are in use */

@@ -253,6 +253,8 @@ int pure_loop_run(pure_loop *l, uint64_t timeout_ns)
             n = 0;
         }
         l->st.wakeups++;
+        if (n == 0)
+            l->st.timer_wakeups++;
         for (int i = 0; i < n; i++) {
             int fd = ev[i].data.fd;
             if (fd == l->udp.fd) {

@@ -1,0 +1,84 @@
+/* cli.h: the `pure` command's shared parts: the subcommand table's entry type, exit codes,
+ * option and key parsing with messages a person can act on, and the client side's link
+ * error reporting. */
+#ifndef PURE_CLI_H
+#define PURE_CLI_H
+
+#include <getopt.h>
+#include <stdint.h>
+
+#include "pure.h"
+#include "pure_loop.h"
+
+/* Exit codes (documented in docs/pure.1 and docs/cli.md). */
+enum {
+    CLI_OK = 0,       /* done as asked */
+    CLI_FAIL = 1,     /* runtime failure: count mismatch, link closed with an error, timeout */
+    CLI_USAGE = 2,    /* bad flag, argument, address, key text or file */
+    CLI_REFUSED = 3,  /* the peer refused us: unknown service, key not allowed, wrong peer key */
+};
+
+typedef struct cli_cmd {
+    const char *name;
+    int (*run)(int argc, char **argv); /* argv[0] is the subcommand's name */
+    const char *summary;
+} cli_cmd;
+
+int cli_keygen(int argc, char **argv);
+int cli_pubkey(int argc, char **argv);
+int cli_serve(int argc, char **argv);
+int cli_drain(int argc, char **argv);
+int cli_send(int argc, char **argv);
+int cli_bench(int argc, char **argv);
+
+/* Prints "pure CMD: <message>" and a pointer to --help on stderr; returns CLI_USAGE. */
+int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Reports getopt_long's '?' or ':' result for argv[optind - 1]; returns CLI_USAGE. */
+int cli_bad_option(const char *cmd, int c, char **argv);
+
+/* Parses a decimal count (digits only, no sign) up to max. Returns 0 or -1. */
+int cli_parse_count(const char *s, uint64_t max, uint64_t *out);
+
+/* Parses seconds ("30", "2.5", "0.1") into nanoseconds, at most one day. Returns 0 or -1. */
+int cli_parse_seconds(const char *s, uint64_t *ns);
+
+/* Parses a base64 key given on the command line; on error prints what `what` should be and
+ * returns CLI_USAGE. */
+int cli_parse_key(const char *cmd, const char *what, const char *text, uint8_t key[PURE_KEY_LEN]);
+
+/* Reads a private key file (base64 text as printed by `pure keygen`); on error prints the file
+ * name and the problem and returns CLI_USAGE. */
+int cli_read_key_file(const char *cmd, const char *path, uint8_t key[PURE_KEY_LEN]);
+
+/* Parses a peer address "HOST:PORT" (numeric, or a name looked up once) with a non-zero port;
+ * on error prints an example and returns CLI_USAGE. */
+int cli_peer_addr(const char *cmd, const char *text, pure_addr *a);
+
+/* The wildcard bind address of a's family: "0.0.0.0:0" or "[::]:0". */
+const char *cli_any_bind(const pure_addr *a);
+
+/* Makes SIGINT and SIGTERM call pure_loop_stop(loop) (and ignores SIGPIPE); loop may be NULL
+ * to detach. Returns the number of stop signals received so far. */
+int cli_stop_on_signals(pure_loop *loop);
+int cli_signals_received(void);
+
+/* What a client knows about its link, for error messages. */
+typedef struct cli_client {
+    const char *cmd;            /* "drain", "send" */
+    const char *service;
+    const char *server;         /* as the user typed it */
+    const char *peer_key_text;
+    uint8_t our_pub[PURE_KEY_LEN];
+    int established;
+    uint64_t handshake_timeout; /* ns */
+} cli_client;
+
+/* Prints why a client's link closed with `err` (a message a person can act on) and returns the
+ * exit code: CLI_REFUSED for PURE_EREFUSED/EACCES/EKEY, else CLI_FAIL. */
+int cli_link_failed(const cli_client *c, const pure_close_info *info);
+
+/* Prints a loop's and a link's counters on stderr (--stats). */
+void cli_print_stats(const char *cmd, const pure_link_stats *ls, const pure_loop *loop);
+
+#endif

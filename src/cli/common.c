@@ -1,0 +1,256 @@
+/* common.c: option, key and address parsing for every subcommand, signal handling, and the
+ * client's account of why a link failed. */
+#include <errno.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
+#include "cli.h"
+
+int cli_usage(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "pure %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry 'pure %s --help'.\n", cmd);
+    return CLI_USAGE;
+}
+
+int cli_bad_option(const char *cmd, int c, char **argv)
+{
+    const char *opt = optind > 0 ? argv[optind - 1] : "?";
+    if (c == ':')
+        return cli_usage(cmd, "option %s needs a value", opt);
+    return cli_usage(cmd, "unknown option %s", opt);
+}
+
+int cli_parse_count(const char *s, uint64_t max, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (!s || !*s)
+        return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return -1;
+        unsigned d = (unsigned)(*s - '0');
+        if (v > (max - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *out = v;
+    return 0;
+}
+
+int cli_parse_seconds(const char *s, uint64_t *ns)
+{
+    uint64_t whole = 0, frac = 0, scale = 1000000000u;
+    const char *p = s;
+    if (!p || !*p)
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        whole = whole * 10 + (uint64_t)(*p - '0');
+        if (whole > 86400)
+            return -1;
+    }
+    if (*p == '.') {
+        p++;
+        if (!(*p >= '0' && *p <= '9'))
+            return -1;
+        for (; *p >= '0' && *p <= '9'; p++)
+            if (scale > 1) {
+                scale /= 10;
+                frac += (uint64_t)(*p - '0') * scale;
+            }
+    }
+    if (*p || p == s)
+        return -1;
+    *ns = whole * 1000000000u + frac;
+    return *ns > 86400ull * 1000000000u ? -1 : 0;
+}
+
+int cli_parse_key(const char *cmd, const char *what, const char *text, uint8_t key[PURE_KEY_LEN])
+{
+    if (pure_key_from_base64(key, text) != 0)
+        return cli_usage(cmd, "%s '%.60s' is not a key: expected 44 characters of base64 "
+                              "(as printed by pure keygen / pure pubkey / pure serve)",
+                         what, text);
+    return 0;
+}
+
+int cli_read_key_file(const char *cmd, const char *path, uint8_t key[PURE_KEY_LEN])
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "pure %s: cannot read key file %s: %s\n", cmd, path, strerror(errno));
+        return CLI_USAGE;
+    }
+    char buf[256];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    int big = !feof(f);
+    fclose(f);
+    buf[n] = 0;
+    if (big || pure_key_from_base64(key, buf) != 0) {
+        fprintf(stderr,
+                "pure %s: key file %s does not hold a private key: expected one line of 44 "
+                "base64 characters (make one with: pure keygen > %s)\n",
+                cmd, path, path);
+        return CLI_USAGE;
+    }
+    return 0;
+}
+
+int cli_peer_addr(const char *cmd, const char *text, pure_addr *a)
+{
+    if (pure_addr_from_string(a, text) != 0) {
+        /* not numeric: look the name up once ("localhost:4433") */
+        const char *colon = strrchr(text, ':');
+        char host[256];
+        int ok = 0;
+        if (colon && colon != text && (size_t)(colon - text) < sizeof host && text[0] != '[') {
+            memcpy(host, text, (size_t)(colon - text));
+            host[colon - text] = 0;
+            uint64_t port;
+            struct addrinfo hints, *res = NULL;
+            memset(&hints, 0, sizeof hints);
+            hints.ai_socktype = SOCK_DGRAM;
+            if (cli_parse_count(colon + 1, 65535, &port) == 0 &&
+                getaddrinfo(host, NULL, &hints, &res) == 0 && res) {
+                /* sin_port and sin6_port sit at the same offset */
+                uint16_t p = htons((uint16_t)port);
+                memset(a, 0, sizeof *a);
+                if (res->ai_addrlen <= sizeof a->bytes) {
+                    memcpy(a->bytes, res->ai_addr, res->ai_addrlen);
+                    memcpy(a->bytes + 2, &p, sizeof p);
+                    a->len = (uint32_t)res->ai_addrlen;
+                    ok = 1;
+                }
+            }
+            if (res)
+                freeaddrinfo(res);
+        }
+        if (!ok)
+            return cli_usage(cmd, "'%s' is not an address: expected HOST:PORT such as "
+                                  "127.0.0.1:4433 or [::1]:4433",
+                             text);
+    }
+    char s[PURE_ADDR_STRLEN];
+    pure_addr_to_string(a, s, sizeof s);
+    if (strcmp(strrchr(s, ':'), ":0") == 0)
+        return cli_usage(cmd, "'%s' has port 0: give the port pure serve printed", text);
+    return 0;
+}
+
+const char *cli_any_bind(const pure_addr *a)
+{
+    return a->len == sizeof(struct sockaddr_in) ? "0.0.0.0:0" : "[::]:0";
+}
+
+static pure_loop *volatile stop_loop;
+static volatile sig_atomic_t stop_signals;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_signals++;
+    pure_loop *l = stop_loop;
+    if (l)
+        pure_loop_stop(l);
+}
+
+int cli_stop_on_signals(pure_loop *loop)
+{
+    stop_loop = loop;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN); /* a closed stdout shows up as a write error instead */
+    return stop_signals;
+}
+
+int cli_signals_received(void) { return stop_signals; }
+
+int cli_link_failed(const cli_client *c, const pure_close_info *info)
+{
+    char pub[45];
+    pure_key_to_base64(pub, c->our_pub);
+    switch (info->error) {
+    case PURE_EREFUSED:
+        fprintf(stderr,
+                "pure %s: the server refused service '%s' (is pure serve running with "
+                "--services %s?)\n",
+                c->cmd, c->service, c->service);
+        return CLI_REFUSED;
+    case PURE_EACCES:
+        fprintf(stderr,
+                "pure %s: the server at %s does not allow our key %s (add it to the server's "
+                "--allow file, or run pure serve with --allow-any)\n",
+                c->cmd, c->server, pub);
+        return CLI_REFUSED;
+    case PURE_EKEY:
+        fprintf(stderr,
+                "pure %s: the server at %s rejected the handshake: it does not have the "
+                "private key of --peer-key %s (use the public_key that pure serve printed)\n",
+                c->cmd, c->server, c->peer_key_text);
+        return CLI_REFUSED;
+    case PURE_ETIMEDOUT:
+        if (!c->established)
+            fprintf(stderr,
+                    "pure %s: no answer from %s within %.1f s (is pure serve running there, on "
+                    "that port?)\n",
+                    c->cmd, c->server, (double)c->handshake_timeout / 1e9);
+        else
+            fprintf(stderr, "pure %s: the server at %s went silent (idle timeout)\n", c->cmd,
+                    c->server);
+        return CLI_FAIL;
+    case PURE_ERESET:
+        fprintf(stderr, "pure %s: the server closed the link with error code %llu: %s\n", c->cmd,
+                (unsigned long long)info->peer_code,
+                info->reason && *info->reason ? info->reason : "(no reason given)");
+        return CLI_FAIL;
+    default:
+        fprintf(stderr, "pure %s: the link to %s failed: %s\n", c->cmd, c->server,
+                pure_strerror(info->error));
+        return CLI_FAIL;
+    }
+}
+
+void cli_print_stats(const char *cmd, const pure_link_stats *ls, const pure_loop *loop)
+{
+    pure_loop_stats st;
+    pure_loop_stats_get(loop, &st);
+    if (ls)
+        fprintf(stderr,
+                "pure %s: link: rtt %.1f us (min %.1f, var %.1f), cwnd %llu B, packets sent %llu "
+                "received %llu, lost %llu (random %llu), retransmitted %llu B, PTOs %llu, "
+                "recv window %llu B, rekeys %llu\n",
+                cmd, (double)ls->rtt_ns / 1e3, (double)ls->rtt_min_ns / 1e3,
+                (double)ls->rtt_var_ns / 1e3, (unsigned long long)ls->cwnd,
+                (unsigned long long)ls->packets_sent, (unsigned long long)ls->packets_received,
+                (unsigned long long)ls->packets_lost, (unsigned long long)ls->random_losses,
+                (unsigned long long)ls->bytes_retransmitted, (unsigned long long)ls->ptos,
+                (unsigned long long)ls->recv_window, (unsigned long long)ls->rekeys);
+    fprintf(stderr,
+            "pure %s: loop: sendmsg calls %llu, packets %llu (%.1f per call), GSO bursts %llu%s, "
+            "send blocked %llu, send errors %llu; recvmsg calls %llu, datagrams %llu (%.1f per "
+            "call), GRO segments %llu in %llu buffers%s; wakeups %llu (timer %llu), timeouts %llu\n",
+            cmd, (unsigned long long)st.sendmsg_calls, (unsigned long long)st.packets_sent,
+            st.sendmsg_calls ? (double)st.packets_sent / (double)st.sendmsg_calls : 0.0,
+            (unsigned long long)st.gso_bursts, st.gso ? "" : " (GSO off)",
+            (unsigned long long)st.send_blocked, (unsigned long long)st.send_errors,
+            (unsigned long long)st.recvmsg_calls, (unsigned long long)st.datagrams_received,
+            st.recvmsg_calls ? (double)st.datagrams_received / (double)st.recvmsg_calls : 0.0,
+            (unsigned long long)st.gro_segments, (unsigned long long)st.gro_buffers,
+            st.gro ? "" : " (GRO off)", (unsigned long long)st.wakeups,
+            (unsigned long long)st.timer_wakeups,
+            (unsigned long long)st.timeouts);
+}

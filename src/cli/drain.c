@@ -1,0 +1,280 @@
+/* drain.c: `pure drain`: the benchmark client. One link to the drain service, N messages of
+ * SIZE bytes (byte i of each body is i % 251), then the server's 16-byte count, checked. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "cli.h"
+
+static const char drain_help[] =
+    "usage: pure drain HOST:PORT N SIZE --peer-key PUBKEY [--key FILE]\n"
+    "                  [--timeout SECONDS] [--stats]\n"
+    "\n"
+    "Opens one link to the drain service of pure serve at HOST:PORT, sends N messages of\n"
+    "SIZE body bytes (byte i of each body is i % 251), finishes the stream, waits for the\n"
+    "server's count (16 bytes: u64 messages, u64 bytes, big-endian), closes the link and\n"
+    "prints one JSON line on stdout:\n"
+    "  {\"messages\": N, \"size\": SIZE, \"bytes\": N*SIZE, \"seconds\": WALL,\n"
+    "   \"server_messages\": M, \"server_bytes\": B, \"client_cpu_us_per_message\": CPU}\n"
+    "(seconds and CPU, user + system, cover connect to count).\n"
+    "\n"
+    "  --peer-key PUBKEY   the server's public key (the public_key pure serve printed)\n"
+    "  --key FILE          our private key (default: a new one for this run)\n"
+    "  --timeout SECONDS   give up after this long (default 300; the handshake alone\n"
+    "                      gives up after 10 s, or half the timeout if that is less)\n"
+    "  --stats             print link and loop counters on stderr (RTT, cwnd, losses,\n"
+    "                      retransmissions, datagrams per sendmsg/recvmsg, GRO)\n"
+    "\n"
+    "exit codes: 0 the server counted N messages and N*SIZE bytes; 1 it counted otherwise,\n"
+    "            the link failed or the timeout passed; 2 usage error; 3 refused (unknown\n"
+    "            service, our key not allowed, wrong --peer-key)\n";
+
+typedef struct drain {
+    cli_client cl;
+    pure_loop *loop;
+    pure_link *link;
+    uint64_t n, size, sent;
+    uint8_t *body;
+    int finished, replied, closed, code;
+    uint64_t server_messages, server_bytes;
+    pure_link_stats stats;
+} drain;
+
+static void fail_local(drain *d, int64_t rc)
+{
+    fprintf(stderr, "pure drain: sending failed: %s\n", pure_strerror((int)rc));
+    d->code = CLI_FAIL;
+    pure_link_close(d->link, 1, "client send failed");
+}
+
+/* Fills the backlog; the rest follows from on_writable. */
+static void pump(drain *d)
+{
+    while (d->link && d->sent < d->n) {
+        int64_t rc = pure_link_send(d->link, d->body, d->size);
+        if (rc == PURE_EAGAIN)
+            return;
+        if (rc < 0) {
+            if (!pure_err_is_fatal((int)rc))
+                fail_local(d, rc);
+            return;
+        }
+        d->sent++;
+    }
+    if (d->link && !d->finished) {
+        d->finished = 1;
+        pure_link_finish(d->link);
+    }
+}
+
+static void on_established(pure_link *link, void *user)
+{
+    drain *d = user;
+    d->cl.established = 1;
+}
+
+static void on_writable(pure_link *link, void *user) { pump(user); }
+
+static uint64_t be64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+static void on_message(pure_link *link, void *user, const uint8_t *data, size_t len)
+{
+    drain *d = user;
+    if (d->replied || len != 16) {
+        fprintf(stderr,
+                "pure drain: unexpected %zu-byte message from the server (is that a pure serve "
+                "drain service?)\n",
+                len);
+        d->code = CLI_FAIL;
+        pure_link_close(link, 1, "unexpected reply");
+        return;
+    }
+    d->replied = 1;
+    d->server_messages = be64(data);
+    d->server_bytes = be64(data + 8);
+    pure_link_close(link, 0, "done");
+}
+
+static void on_closed(pure_link *link, void *user, const pure_close_info *info)
+{
+    drain *d = user;
+    pure_link_stats_get(link, &d->stats);
+    d->closed = 1;
+    d->link = NULL;
+    if (info->error && !d->replied && d->code == CLI_OK)
+        d->code = cli_link_failed(&d->cl, info);
+    else if (!d->replied && d->code == CLI_OK) {
+        fprintf(stderr, "pure drain: the server closed the link before confirming the count%s%s\n",
+                *info->reason ? ": " : "", info->reason);
+        d->code = CLI_FAIL;
+    }
+    pure_loop_stop(d->loop);
+}
+
+static const pure_callbacks callbacks = {
+    .on_established = on_established,
+    .on_message = on_message,
+    .on_writable = on_writable,
+    .on_closed = on_closed,
+};
+
+static double cpu_seconds(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+int cli_drain(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"peer-key", required_argument, NULL, 'p'}, {"key", required_argument, NULL, 'k'},
+        {"timeout", required_argument, NULL, 't'},  {"stats", no_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+    const char *peer = NULL, *keyfile = NULL;
+    uint64_t timeout = 300ull * 1000000000u;
+    int stats = 0, c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p': peer = optarg; break;
+        case 'k': keyfile = optarg; break;
+        case 's': stats = 1; break;
+        case 't':
+            if (cli_parse_seconds(optarg, &timeout) || timeout == 0)
+                return cli_usage("drain", "--timeout '%s' is not a positive number of seconds",
+                                 optarg);
+            break;
+        case 'h': fputs(drain_help, stdout); return CLI_OK;
+        default: return cli_bad_option("drain", c, argv);
+        }
+    }
+    if (argc - optind != 3)
+        return cli_usage("drain", "expected HOST:PORT N SIZE (got %d argument%s)", argc - optind,
+                         argc - optind == 1 ? "" : "s");
+    drain d;
+    memset(&d, 0, sizeof d);
+    d.cl.cmd = "drain";
+    d.cl.service = "drain";
+    d.cl.server = argv[optind];
+    pure_addr to;
+    if (cli_peer_addr("drain", argv[optind], &to))
+        return CLI_USAGE;
+    if (cli_parse_count(argv[optind + 1], UINT64_MAX / (16u << 20), &d.n))
+        return cli_usage("drain", "N '%s' is not a count of messages", argv[optind + 1]);
+    if (cli_parse_count(argv[optind + 2], 16u << 20, &d.size))
+        return cli_usage("drain", "SIZE '%s' is not a message size in bytes (0 to 16777216)",
+                         argv[optind + 2]);
+    if (!peer)
+        return cli_usage("drain", "--peer-key PUBKEY is required (the public_key pure serve "
+                                  "printed)");
+    uint8_t peer_key[PURE_KEY_LEN];
+    if (cli_parse_key("drain", "--peer-key", peer, peer_key))
+        return CLI_USAGE;
+    d.cl.peer_key_text = peer;
+
+    pure_settings st;
+    pure_settings_default(&st);
+    if (keyfile) {
+        if (cli_read_key_file("drain", keyfile, st.private_key))
+            return CLI_USAGE;
+    } else if (pure_keygen(st.private_key) != 0) {
+        fprintf(stderr, "pure drain: no randomness available for a key\n");
+        return CLI_FAIL;
+    }
+    pure_public_key(d.cl.our_pub, st.private_key);
+    /* half the overall limit, so that a refusal or a wrong key is reported as such (the core
+     * checks its handshake budget at retries, up to a second apart) before the limit */
+    if (timeout / 2 < st.handshake_timeout)
+        st.handshake_timeout = timeout / 2;
+    d.cl.handshake_timeout = st.handshake_timeout;
+    st.callbacks = &callbacks;
+    pure_ctx *ctx;
+    int rc = pure_ctx_new(&st, &ctx);
+    memset(st.private_key, 0, sizeof st.private_key);
+    if (rc) {
+        fprintf(stderr, "pure drain: cannot create the context: %s\n", pure_strerror(rc));
+        return CLI_FAIL;
+    }
+    rc = pure_loop_new(ctx, cli_any_bind(&to), &d.loop);
+    if (rc) {
+        perror("pure drain: cannot open a UDP socket");
+        pure_ctx_free(ctx);
+        return CLI_FAIL;
+    }
+    /* the body is built once: every message is the same bytes */
+    d.body = malloc(d.size ? d.size : 1);
+    if (!d.body) {
+        fprintf(stderr, "pure drain: out of memory\n");
+        pure_loop_free(d.loop);
+        pure_ctx_free(ctx);
+        return CLI_FAIL;
+    }
+    for (uint64_t i = 0; i < d.size; i++)
+        d.body[i] = (uint8_t)(i % 251);
+    cli_stop_on_signals(d.loop);
+
+    double cpu0 = cpu_seconds();
+    uint64_t t0 = pure_now();
+    rc = pure_connect(ctx, &to, peer_key, "drain", &d, &d.link, t0);
+    if (rc) {
+        fprintf(stderr, "pure drain: cannot start the link: %s\n", pure_strerror(rc));
+        d.code = CLI_FAIL;
+    } else {
+        pump(&d);
+        rc = pure_loop_run(d.loop, timeout);
+    }
+    uint64_t t1 = pure_now();
+    double cpu = cpu_seconds() - cpu0;
+    if (rc) {
+        perror("pure drain: the socket failed");
+        d.code = CLI_FAIL;
+    } else if (!d.closed && d.link) {
+        if (cli_signals_received())
+            fprintf(stderr, "pure drain: interrupted after %llu of %llu messages\n",
+                    (unsigned long long)d.sent, (unsigned long long)d.n);
+        else
+            fprintf(stderr,
+                    "pure drain: timed out after %.1f s: sent %llu of %llu messages, %s\n",
+                    (double)(t1 - t0) / 1e9, (unsigned long long)d.sent,
+                    (unsigned long long)d.n,
+                    d.cl.established ? "no count from the server yet"
+                                     : "the handshake never completed");
+        pure_link_stats_get(d.link, &d.stats);
+        d.code = CLI_FAIL;
+    }
+    if (d.replied) {
+        printf("{\"messages\": %llu, \"size\": %llu, \"bytes\": %llu, \"seconds\": %.6f, "
+               "\"server_messages\": %llu, \"server_bytes\": %llu, "
+               "\"client_cpu_us_per_message\": %.4f}\n",
+               (unsigned long long)d.n, (unsigned long long)d.size,
+               (unsigned long long)(d.n * d.size), (double)(t1 - t0) / 1e9,
+               (unsigned long long)d.server_messages, (unsigned long long)d.server_bytes,
+               d.n ? cpu * 1e6 / (double)d.n : 0.0);
+        fflush(stdout);
+        if (d.code == CLI_OK && (d.server_messages != d.n || d.server_bytes != d.n * d.size)) {
+            fprintf(stderr,
+                    "pure drain: count mismatch: sent %llu messages (%llu bytes), the server "
+                    "counted %llu (%llu bytes)\n",
+                    (unsigned long long)d.n, (unsigned long long)(d.n * d.size),
+                    (unsigned long long)d.server_messages, (unsigned long long)d.server_bytes);
+            d.code = CLI_FAIL;
+        }
+    }
+    if (stats)
+        cli_print_stats("drain", &d.stats, d.loop);
+    cli_stop_on_signals(NULL);
+    pure_loop_free(d.loop);
+    pure_ctx_free(ctx);
+    free(d.body);
+    return d.code;
+}

@@ -1,0 +1,355 @@
+/* send.c: `pure send`: each line of stdin becomes one message (without its newline) on one
+ * link; each message the server sends back is printed on stdout followed by a newline. At end
+ * of input the stream is finished and the replies awaited until the server finishes too. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char send_help[] =
+    "usage: pure send HOST:PORT --peer-key PUBKEY [--service NAME] [--key FILE]\n"
+    "                 [--timeout SECONDS] [--stats]\n"
+    "\n"
+    "Sends each line of stdin (without its newline; an empty line is an empty message; a\n"
+    "last line without a newline is sent too) as one message to the service at HOST:PORT.\n"
+    "Every message the server sends back is written to stdout followed by a newline. At end\n"
+    "of input the stream is finished; pure send waits until the server finishes its own\n"
+    "(the echo service does once every echo is out), closes the link and exits.\n"
+    "\n"
+    "  --peer-key PUBKEY   the server's public key (the public_key pure serve printed)\n"
+    "  --service NAME      the service to use (default echo; also sink, drain)\n"
+    "  --key FILE          our private key (default: a new one for this run)\n"
+    "  --timeout SECONDS   give up after this long (default: no limit; the handshake alone\n"
+    "                      gives up after 10 s, or half the timeout if that is less)\n"
+    "  --stats             print link and loop counters on stderr\n"
+    "\n"
+    "Lines may be up to 16 MiB long.\n"
+    "\n"
+    "exit codes: 0 done (with echo: one reply per line); 1 runtime failure (link error,\n"
+    "            timeout, missing replies, unreadable stdin); 2 usage error; 3 refused\n"
+    "            (unknown service, our key not allowed, wrong --peer-key)\n";
+
+#define LINE_MAX_BYTES (16u << 20)
+
+typedef struct sender {
+    cli_client cl;
+    pure_loop *loop;
+    pure_link *link;
+    uint8_t *buf;
+    size_t start, scan, end, cap;  /* unsent input is buf[start, end); no newline before scan */
+    int eof, watching, can_watch, readable, blocked, finished, peer_finished, closed, code;
+    int echo, tty_out;
+    uint64_t lines, replies;
+    pure_link_stats stats;
+} sender;
+
+static void pump(sender *s);
+
+static void fail(sender *s, const char *fmt, const char *arg)
+{
+    fprintf(stderr, "pure send: ");
+    fprintf(stderr, fmt, arg);
+    fputc('\n', stderr);
+    if (s->code == CLI_OK)
+        s->code = CLI_FAIL;
+    if (s->link)
+        pure_link_close(s->link, 1, "client failed");
+    else
+        pure_loop_stop(s->loop);
+}
+
+static void on_stdin(pure_loop *loop, int fd, void *user)
+{
+    sender *s = user;
+    s->readable = 1;
+    pump(s);
+}
+
+static void set_watch(sender *s, int on)
+{
+    if (!s->can_watch || s->watching == on)
+        return;
+    if (on)
+        s->watching = pure_loop_watch_fd(s->loop, STDIN_FILENO, on_stdin, s) == 0;
+    else {
+        pure_loop_unwatch_fd(s->loop, STDIN_FILENO);
+        s->watching = 0;
+    }
+}
+
+/* Sends buf[start, start + len) and skips `skip` more bytes (the newline). Returns 0 when sent,
+ * 1 when the backlog is full (wait for on_writable), -1 when the link failed. */
+static int send_one(sender *s, size_t len, size_t skip)
+{
+    int64_t rc = pure_link_send(s->link, s->buf + s->start, len);
+    if (rc == PURE_EAGAIN) {
+        s->blocked = 1;
+        set_watch(s, 0); /* stop reading stdin until the backlog drains */
+        return 1;
+    }
+    if (rc < 0) {
+        if (!pure_err_is_fatal((int)rc))
+            fail(s, "sending failed: %s", pure_strerror((int)rc));
+        return -1;
+    }
+    s->lines++;
+    s->start += len + skip;
+    s->scan = s->start;
+    return 0;
+}
+
+static void maybe_close(sender *s)
+{
+    if (s->finished && s->peer_finished && s->link)
+        pure_link_close(s->link, 0, "done");
+}
+
+/* Moves input into messages until stdin would block or the backlog is full. */
+static void pump(sender *s)
+{
+    while (s->link && !s->blocked && !s->finished) {
+        uint8_t *nl = s->scan < s->end ? memchr(s->buf + s->scan, '\n', s->end - s->scan) : NULL;
+        if (nl) {
+            if (send_one(s, (size_t)(nl - s->buf) - s->start, 1))
+                return;
+            continue;
+        }
+        s->scan = s->end;
+        if (s->end - s->start > LINE_MAX_BYTES) {
+            char n[32];
+            snprintf(n, sizeof n, "%llu", (unsigned long long)s->lines + 1);
+            fail(s, "line %s of stdin is longer than 16 MiB", n);
+            return;
+        }
+        if (s->eof) {
+            if (s->end > s->start && send_one(s, s->end - s->start, 0))
+                return;
+            s->finished = 1;
+            set_watch(s, 0);
+            pure_link_finish(s->link);
+            maybe_close(s);
+            return;
+        }
+        if (s->can_watch && !s->readable) {
+            set_watch(s, 1); /* read once per readiness: stdin stays blocking for others */
+            return;
+        }
+        if (s->start > 0) { /* keep the unsent part at the front */
+            memmove(s->buf, s->buf + s->start, s->end - s->start);
+            s->end -= s->start;
+            s->scan -= s->start;
+            s->start = 0;
+        }
+        if (s->end == s->cap) {
+            size_t nc = s->cap * 2;
+            uint8_t *nb = realloc(s->buf, nc);
+            if (!nb) {
+                fail(s, "out of memory reading a %s line", "long");
+                return;
+            }
+            s->buf = nb;
+            s->cap = nc;
+        }
+        ssize_t r = read(STDIN_FILENO, s->buf + s->end, s->cap - s->end);
+        s->readable = 0;
+        if (r < 0) {
+            if (errno == EINTR || errno == EAGAIN)
+                continue;
+            fail(s, "cannot read stdin: %s", strerror(errno));
+            return;
+        }
+        if (r == 0)
+            s->eof = 1;
+        s->end += (size_t)r;
+    }
+}
+
+static void on_established(pure_link *link, void *user)
+{
+    sender *s = user;
+    s->cl.established = 1;
+}
+
+static void on_writable(pure_link *link, void *user)
+{
+    sender *s = user;
+    s->blocked = 0;
+    pump(s);
+}
+
+static void on_message(pure_link *link, void *user, const uint8_t *data, size_t len)
+{
+    sender *s = user;
+    s->replies++;
+    if (fwrite(data, 1, len, stdout) != len || putchar('\n') == EOF ||
+        (s->tty_out && fflush(stdout) != 0))
+        fail(s, "cannot write the reply to stdout: %s", strerror(errno));
+}
+
+static void on_peer_finished(pure_link *link, void *user)
+{
+    sender *s = user;
+    s->peer_finished = 1;
+    maybe_close(s);
+}
+
+static void on_closed(pure_link *link, void *user, const pure_close_info *info)
+{
+    sender *s = user;
+    pure_link_stats_get(link, &s->stats);
+    s->closed = 1;
+    s->link = NULL;
+    if (s->code == CLI_OK) {
+        if (info->error)
+            s->code = cli_link_failed(&s->cl, info);
+        else if (!s->peer_finished) {
+            fprintf(stderr, "pure send: the server closed the link%s%s\n",
+                    *info->reason ? ": " : "", info->reason);
+            s->code = CLI_FAIL;
+        }
+    }
+    pure_loop_stop(s->loop);
+}
+
+static const pure_callbacks callbacks = {
+    .on_established = on_established,
+    .on_message = on_message,
+    .on_writable = on_writable,
+    .on_peer_finished = on_peer_finished,
+    .on_closed = on_closed,
+};
+
+int cli_send(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"peer-key", required_argument, NULL, 'p'}, {"key", required_argument, NULL, 'k'},
+        {"service", required_argument, NULL, 'S'},  {"timeout", required_argument, NULL, 't'},
+        {"stats", no_argument, NULL, 's'},          {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *peer = NULL, *keyfile = NULL, *service = "echo";
+    uint64_t timeout = PURE_LOOP_FOREVER;
+    int stats = 0, c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p': peer = optarg; break;
+        case 'k': keyfile = optarg; break;
+        case 'S': service = optarg; break;
+        case 's': stats = 1; break;
+        case 't':
+            if (cli_parse_seconds(optarg, &timeout) || timeout == 0)
+                return cli_usage("send", "--timeout '%s' is not a positive number of seconds",
+                                 optarg);
+            break;
+        case 'h': fputs(send_help, stdout); return CLI_OK;
+        default: return cli_bad_option("send", c, argv);
+        }
+    }
+    if (argc - optind != 1)
+        return cli_usage("send", "expected one HOST:PORT (got %d arguments)", argc - optind);
+    size_t sl = strlen(service);
+    if (sl == 0 || sl > 63)
+        return cli_usage("send", "--service name must be 1 to 63 bytes");
+    sender s;
+    memset(&s, 0, sizeof s);
+    s.cl.cmd = "send";
+    s.cl.service = service;
+    s.cl.server = argv[optind];
+    s.echo = strcmp(service, "echo") == 0;
+    s.tty_out = isatty(STDOUT_FILENO);
+    pure_addr to;
+    if (cli_peer_addr("send", argv[optind], &to))
+        return CLI_USAGE;
+    if (!peer)
+        return cli_usage("send", "--peer-key PUBKEY is required (the public_key pure serve "
+                                 "printed)");
+    uint8_t peer_key[PURE_KEY_LEN];
+    if (cli_parse_key("send", "--peer-key", peer, peer_key))
+        return CLI_USAGE;
+    s.cl.peer_key_text = peer;
+
+    pure_settings st;
+    pure_settings_default(&st);
+    if (keyfile) {
+        if (cli_read_key_file("send", keyfile, st.private_key))
+            return CLI_USAGE;
+    } else if (pure_keygen(st.private_key) != 0) {
+        fprintf(stderr, "pure send: no randomness available for a key\n");
+        return CLI_FAIL;
+    }
+    pure_public_key(s.cl.our_pub, st.private_key);
+    /* half the overall limit, so that a refusal or a wrong key is reported as such (the core
+     * checks its handshake budget at retries, up to a second apart) before the limit */
+    if (timeout / 2 < st.handshake_timeout)
+        st.handshake_timeout = timeout / 2;
+    s.cl.handshake_timeout = st.handshake_timeout;
+    st.callbacks = &callbacks;
+    pure_ctx *ctx;
+    int rc = pure_ctx_new(&st, &ctx);
+    memset(st.private_key, 0, sizeof st.private_key);
+    if (rc) {
+        fprintf(stderr, "pure send: cannot create the context: %s\n", pure_strerror(rc));
+        return CLI_FAIL;
+    }
+    rc = pure_loop_new(ctx, cli_any_bind(&to), &s.loop);
+    s.cap = 65536;
+    s.buf = malloc(s.cap);
+    if (rc || !s.buf) {
+        perror("pure send: cannot open a UDP socket");
+        free(s.buf);
+        pure_loop_free(s.loop);
+        pure_ctx_free(ctx);
+        return CLI_FAIL;
+    }
+    /* epoll cannot watch regular files or /dev/null; those never block, so read them as the
+     * backlog allows instead */
+    s.can_watch = pure_loop_watch_fd(s.loop, STDIN_FILENO, on_stdin, &s) == 0;
+    if (s.can_watch)
+        pure_loop_unwatch_fd(s.loop, STDIN_FILENO);
+    cli_stop_on_signals(s.loop);
+
+    uint64_t t0 = pure_now();
+    rc = pure_connect(ctx, &to, peer_key, service, &s, &s.link, t0);
+    if (rc) {
+        fprintf(stderr, "pure send: cannot start the link: %s\n", pure_strerror(rc));
+        s.code = CLI_FAIL;
+    } else {
+        pump(&s);
+        rc = pure_loop_run(s.loop, timeout);
+        if (rc) {
+            perror("pure send: the socket failed");
+            s.code = CLI_FAIL;
+        } else if (!s.closed) {
+            if (cli_signals_received())
+                fprintf(stderr, "pure send: interrupted\n");
+            else
+                fprintf(stderr, "pure send: timed out after %.1f s (%s)\n",
+                        (double)(pure_now() - t0) / 1e9,
+                        !s.cl.established ? "the handshake never completed"
+                        : !s.finished     ? "stdin still open"
+                                          : "the server has not finished");
+            pure_link_stats_get(s.link, &s.stats);
+            s.code = CLI_FAIL;
+        }
+    }
+    if (fflush(stdout) != 0 && s.code == CLI_OK) {
+        perror("pure send: cannot write stdout");
+        s.code = CLI_FAIL;
+    }
+    if (s.code == CLI_OK && s.echo && s.replies != s.lines) {
+        fprintf(stderr, "pure send: the echo service replied to %llu of %llu messages\n",
+                (unsigned long long)s.replies, (unsigned long long)s.lines);
+        s.code = CLI_FAIL;
+    }
+    if (stats)
+        cli_print_stats("send", &s.stats, s.loop);
+    cli_stop_on_signals(NULL);
+    pure_loop_free(s.loop);
+    pure_ctx_free(ctx);
+    free(s.buf);
+    return s.code;
+}

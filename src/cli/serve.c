@@ -1,0 +1,439 @@
+/* serve.c: `pure serve`: a listener offering the built-in services — drain (count messages and
+ * bytes, confirm the count when the peer finishes), echo (send every message back) and sink
+ * (discard) — until SIGINT or SIGTERM, then a graceful close of every link. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char serve_help[] =
+    "usage: pure serve --listen ADDR:PORT (--key FILE | --ephemeral)\n"
+    "                  [--allow FILE | --allow-any] [--services LIST]\n"
+    "                  [--keepalive SECONDS] [--verbose]\n"
+    "\n"
+    "Accepts links on a UDP socket and serves them until SIGINT or SIGTERM, then closes\n"
+    "every link gracefully and exits 0. First prints one JSON line on stdout:\n"
+    "  {\"port\": N, \"public_key\": \"...\"}\n"
+    "(clients pass public_key as --peer-key).\n"
+    "\n"
+    "  --listen ADDR:PORT  address to bind: 127.0.0.1:4433, [::1]:4433, 0.0.0.0:0 (port 0:\n"
+    "                      any free port, printed in the JSON line); [::]:PORT takes IPv4 too\n"
+    "  --key FILE          this server's private key (made by pure keygen)\n"
+    "  --ephemeral         a new random key for this run instead of --key\n"
+    "  --allow FILE        accept only clients whose public key is listed in FILE (one\n"
+    "                      base64 key per line; # starts a comment)\n"
+    "  --allow-any         accept any client key (the default with --ephemeral; with --key,\n"
+    "                      one of --allow/--allow-any is required)\n"
+    "  --services LIST     comma-separated services to offer (default drain,echo,sink):\n"
+    "                        drain  counts messages and body bytes; when the client finishes\n"
+    "                               its stream, replies with one 16-byte message (u64 count,\n"
+    "                               u64 bytes, big-endian) and finishes\n"
+    "                        echo   sends every message back, in order; finishes after the\n"
+    "                               client finishes and every echo is out\n"
+    "                        sink   discards messages; finishes when the client finishes\n"
+    "  --keepalive SECONDS keepalive interval for links this side initiates (the core sends\n"
+    "                      keepalives from the connecting side; default 0: none)\n"
+    "  --verbose           on stderr: a line per link opened, and per link closed with its\n"
+    "                      counters and the loop's (RTT, cwnd, losses, datagrams per call)\n"
+    "\n"
+    "exit codes: 0 stopped by a signal; 1 runtime failure (socket error);\n"
+    "            2 usage error (bad flag, address, key or allow file, address in use)\n";
+
+enum svc_kind { SVC_DRAIN = 1, SVC_ECHO = 2, SVC_SINK = 4 };
+
+static const struct {
+    const char *name;
+    enum svc_kind kind;
+} services[] = {{"drain", SVC_DRAIN}, {"echo", SVC_ECHO}, {"sink", SVC_SINK}};
+
+/* An echo held back by a full backlog, resent on on_writable (the core cannot pause reading). */
+typedef struct qmsg {
+    struct qmsg *next;
+    size_t len;
+    uint8_t data[];
+} qmsg;
+
+/* Echo queues beyond this close the link: the client is not reading its replies. */
+#define QUEUE_MAX (64u << 20)
+
+typedef struct srv_link {
+    struct srv_link *prev, *next;
+    struct server *srv;
+    pure_link *link;
+    enum svc_kind kind;
+    uint64_t messages, bytes;
+    qmsg *qhead, *qtail;
+    size_t qbytes;
+    int finish_when_empty;
+} srv_link;
+
+typedef struct server {
+    pure_ctx *ctx;
+    pure_loop *loop;
+    srv_link *links;
+    int verbose;
+    uint64_t accepted, closed;
+} server;
+
+static void sl_free_queue(srv_link *sl)
+{
+    while (sl->qhead) {
+        qmsg *q = sl->qhead;
+        sl->qhead = q->next;
+        free(q);
+    }
+    sl->qtail = NULL;
+    sl->qbytes = 0;
+}
+
+/* Sends the queue's head messages until the backlog is full again, then finishes if asked. */
+static void sl_flush(srv_link *sl)
+{
+    while (sl->qhead) {
+        qmsg *q = sl->qhead;
+        int64_t rc = pure_link_send(sl->link, q->data, q->len);
+        if (rc == PURE_EAGAIN)
+            return;
+        if (rc < 0 && pure_err_is_fatal((int)rc))
+            return; /* on_closed follows or has run */
+        sl->qhead = q->next;
+        sl->qbytes -= q->len;
+        free(q);
+    }
+    sl->qtail = NULL;
+    if (sl->finish_when_empty) {
+        sl->finish_when_empty = 0;
+        pure_link_finish(sl->link);
+    }
+}
+
+/* Sends a reply now, or queues it behind earlier ones: nothing is ever dropped. */
+static void sl_send(srv_link *sl, const uint8_t *d, size_t n)
+{
+    if (!sl->qhead) {
+        int64_t rc = pure_link_send(sl->link, d, n);
+        if (rc >= 0 || rc != PURE_EAGAIN)
+            return; /* sent, or the link is closing: on_closed tells */
+    }
+    if (sl->qbytes + n > QUEUE_MAX) {
+        pure_link_close(sl->link, 1, "echo backlog over 64 MiB: the client is not reading replies");
+        return;
+    }
+    qmsg *q = malloc(sizeof *q + n);
+    if (!q) {
+        pure_link_close(sl->link, 1, "server out of memory");
+        return;
+    }
+    q->next = NULL;
+    q->len = n;
+    memcpy(q->data, d, n);
+    if (sl->qtail)
+        sl->qtail->next = q;
+    else
+        sl->qhead = q;
+    sl->qtail = q;
+    sl->qbytes += n;
+}
+
+static void log_link(const srv_link *sl, const char *what, const char *detail)
+{
+    if (!sl->srv->verbose)
+        return;
+    char addr[PURE_ADDR_STRLEN], key[45];
+    pure_addr_to_string(pure_link_peer_addr(sl->link), addr, sizeof addr);
+    pure_key_to_base64(key, pure_link_peer_key(sl->link));
+    fprintf(stderr, "pure serve: %s %s from %s key %s: %llu messages, %llu bytes%s%s\n", what,
+            sl->kind == SVC_DRAIN ? "drain" : sl->kind == SVC_ECHO ? "echo" : "sink", addr, key,
+            (unsigned long long)sl->messages, (unsigned long long)sl->bytes,
+            detail ? ": " : "", detail ? detail : "");
+}
+
+static int on_accept(pure_link *link, const char *service, const uint8_t *key, void *user)
+{
+    server *srv = user;
+    enum svc_kind kind = 0;
+    for (size_t i = 0; i < sizeof services / sizeof *services; i++)
+        if (strcmp(service, services[i].name) == 0)
+            kind = services[i].kind;
+    if (!kind)
+        return PURE_EREFUSED; /* the core only offers registered names; be sure anyway */
+    srv_link *sl = calloc(1, sizeof *sl);
+    if (!sl)
+        return PURE_ENOMEM;
+    sl->srv = srv;
+    sl->link = link;
+    sl->kind = kind;
+    sl->next = srv->links;
+    if (srv->links)
+        srv->links->prev = sl;
+    srv->links = sl;
+    srv->accepted++;
+    pure_link_set_user(link, sl);
+    log_link(sl, "accepted", NULL);
+    return 0;
+}
+
+static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
+{
+    srv_link *sl = user;
+    sl->messages++;
+    sl->bytes += n;
+    if (sl->kind == SVC_ECHO)
+        sl_send(sl, d, n);
+}
+
+static void on_writable(pure_link *link, void *user) { sl_flush(user); }
+
+static void on_peer_finished(pure_link *link, void *user)
+{
+    srv_link *sl = user;
+    if (sl->kind == SVC_DRAIN) {
+        uint8_t reply[16];
+        for (int i = 0; i < 8; i++) {
+            reply[i] = (uint8_t)(sl->messages >> (56 - 8 * i));
+            reply[8 + i] = (uint8_t)(sl->bytes >> (56 - 8 * i));
+        }
+        sl_send(sl, reply, sizeof reply);
+    }
+    if (sl->qhead)
+        sl->finish_when_empty = 1;
+    else
+        pure_link_finish(link);
+}
+
+static void on_closed(pure_link *link, void *user, const pure_close_info *info)
+{
+    srv_link *sl = user;
+    if (!sl)
+        return;
+    char why[320];
+    if (info->error == 0)
+        snprintf(why, sizeof why, "closed%s%s", *info->reason ? " by the peer: " : "",
+                 info->reason);
+    else
+        snprintf(why, sizeof why, "%s%s%s", pure_strerror(info->error),
+                 *info->reason ? ": " : "", info->reason);
+    log_link(sl, "closed", why);
+    server *srv = sl->srv;
+    if (srv->verbose) {
+        pure_link_stats ls;
+        pure_link_stats_get(link, &ls);
+        cli_print_stats("serve", &ls, srv->loop);
+    }
+    srv->closed++;
+    if (sl->prev)
+        sl->prev->next = sl->next;
+    else
+        srv->links = sl->next;
+    if (sl->next)
+        sl->next->prev = sl->prev;
+    sl_free_queue(sl);
+    free(sl);
+    pure_link_set_user(link, NULL);
+}
+
+static const pure_callbacks callbacks = {
+    .on_accept = on_accept,
+    .on_message = on_message,
+    .on_writable = on_writable,
+    .on_peer_finished = on_peer_finished,
+    .on_closed = on_closed,
+};
+
+/* Reads an allow file into the context. Returns 0 or CLI_USAGE (message printed). */
+static int load_allow(pure_ctx *ctx, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "pure serve: cannot read the --allow file %s: %s\n", path,
+                strerror(errno));
+        return CLI_USAGE;
+    }
+    char line[512];
+    int lineno = 0, keys = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = 0;
+        char *p = line;
+        while (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')
+            p++;
+        if (!*p)
+            continue;
+        uint8_t key[PURE_KEY_LEN];
+        if (pure_key_from_base64(key, p) != 0) {
+            fprintf(stderr,
+                    "pure serve: %s line %d is not a public key: expected 44 base64 characters "
+                    "(as printed by pure pubkey), one per line\n",
+                    path, lineno);
+            fclose(f);
+            return CLI_USAGE;
+        }
+        if (pure_ctx_allow(ctx, key) != 0) {
+            fclose(f);
+            fprintf(stderr, "pure serve: out of memory reading %s\n", path);
+            return CLI_FAIL;
+        }
+        keys++;
+    }
+    fclose(f);
+    if (keys == 0)
+        fprintf(stderr, "pure serve: warning: %s lists no keys: every client will be refused\n",
+                path);
+    return 0;
+}
+
+/* Parses "drain,echo" into a mask. Returns 0 or CLI_USAGE. */
+static int parse_services(const char *list, unsigned *mask)
+{
+    *mask = 0;
+    const char *p = list;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        unsigned k = 0;
+        for (size_t i = 0; i < sizeof services / sizeof *services; i++)
+            if (strlen(services[i].name) == n && memcmp(p, services[i].name, n) == 0)
+                k = services[i].kind;
+        if (!k)
+            return cli_usage("serve", "unknown service '%.*s' in --services (known: drain, "
+                                      "echo, sink)",
+                             (int)n, p);
+        *mask |= k;
+        p += n;
+        if (*p == ',')
+            p++;
+    }
+    if (!*mask)
+        return cli_usage("serve", "--services lists no service");
+    return 0;
+}
+
+int cli_serve(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"listen", required_argument, NULL, 'l'}, {"key", required_argument, NULL, 'k'},
+        {"ephemeral", no_argument, NULL, 'e'},    {"allow", required_argument, NULL, 'a'},
+        {"allow-any", no_argument, NULL, 'A'},    {"services", required_argument, NULL, 's'},
+        {"keepalive", required_argument, NULL, 'K'}, {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    const char *listen = NULL, *keyfile = NULL, *allow = NULL, *svc = "drain,echo,sink";
+    int ephemeral = 0, allow_any = 0, verbose = 0, c;
+    uint64_t keepalive = 0;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":hv", opts, NULL)) != -1) {
+        switch (c) {
+        case 'l': listen = optarg; break;
+        case 'k': keyfile = optarg; break;
+        case 'e': ephemeral = 1; break;
+        case 'a': allow = optarg; break;
+        case 'A': allow_any = 1; break;
+        case 's': svc = optarg; break;
+        case 'v': verbose = 1; break;
+        case 'K':
+            if (cli_parse_seconds(optarg, &keepalive))
+                return cli_usage("serve", "--keepalive '%s' is not a number of seconds", optarg);
+            break;
+        case 'h': fputs(serve_help, stdout); return CLI_OK;
+        default: return cli_bad_option("serve", c, argv);
+        }
+    }
+    if (optind < argc)
+        return cli_usage("serve", "unexpected argument '%s'", argv[optind]);
+    if (!listen)
+        return cli_usage("serve", "--listen ADDR:PORT is required (e.g. --listen 127.0.0.1:4433)");
+    if (!!keyfile + ephemeral != 1)
+        return cli_usage("serve", "give exactly one of --key FILE (a key from pure keygen) or "
+                                  "--ephemeral (a new key for this run)");
+    if (allow && allow_any)
+        return cli_usage("serve", "--allow and --allow-any contradict each other");
+    if (keyfile && !allow && !allow_any)
+        return cli_usage("serve", "with --key, say who may connect: --allow FILE (client public "
+                                  "keys) or --allow-any");
+    unsigned mask;
+    if (parse_services(svc, &mask))
+        return CLI_USAGE;
+    pure_addr bind_addr;
+    if (pure_addr_from_string(&bind_addr, listen) != 0)
+        return cli_usage("serve", "--listen '%s' is not an address: expected ADDR:PORT such as "
+                                  "127.0.0.1:4433, [::1]:4433 or 0.0.0.0:0",
+                         listen);
+
+    server srv;
+    memset(&srv, 0, sizeof srv);
+    srv.verbose = verbose;
+    pure_settings st;
+    pure_settings_default(&st);
+    if (keyfile) {
+        if (cli_read_key_file("serve", keyfile, st.private_key))
+            return CLI_USAGE;
+    } else if (pure_keygen(st.private_key) != 0) {
+        fprintf(stderr, "pure serve: no randomness available for --ephemeral\n");
+        return CLI_FAIL;
+    }
+    st.allow_any = allow_any || (ephemeral && !allow);
+    st.keepalive = keepalive;
+    st.callbacks = &callbacks;
+    st.user = &srv;
+    int rc = pure_ctx_new(&st, &srv.ctx);
+    memset(st.private_key, 0, sizeof st.private_key);
+    if (rc) {
+        fprintf(stderr, "pure serve: cannot create the context: %s\n", pure_strerror(rc));
+        return CLI_FAIL;
+    }
+    for (size_t i = 0; i < sizeof services / sizeof *services; i++)
+        if ((mask & services[i].kind) && pure_ctx_add_service(srv.ctx, services[i].name)) {
+            pure_ctx_free(srv.ctx);
+            return CLI_FAIL;
+        }
+    if (allow && (rc = load_allow(srv.ctx, allow)) != 0) {
+        pure_ctx_free(srv.ctx);
+        return rc;
+    }
+    rc = pure_loop_new(srv.ctx, listen, &srv.loop);
+    if (rc) {
+        fprintf(stderr, "pure serve: cannot listen on %s: %s\n", listen,
+                rc == PURE_EIO ? strerror(errno) : pure_strerror(rc));
+        pure_ctx_free(srv.ctx);
+        return rc == PURE_EIO ? CLI_USAGE : CLI_FAIL;
+    }
+    cli_stop_on_signals(srv.loop);
+    char pub[45];
+    pure_key_to_base64(pub, pure_ctx_public_key(srv.ctx));
+    printf("{\"port\": %u, \"public_key\": \"%s\"}\n", pure_loop_port(srv.loop), pub);
+    fflush(stdout);
+
+    rc = pure_loop_run(srv.loop, PURE_LOOP_FOREVER);
+    int code = CLI_OK;
+    if (rc) {
+        perror("pure serve: the socket failed");
+        code = CLI_FAIL;
+    } else {
+        /* Graceful shutdown: tell every peer, then give the CLOSE packets up to a second to go
+         * out (a closing link lingers a few RTTs to repeat them). */
+        for (srv_link *sl = srv.links, *next; sl; sl = next) {
+            next = sl->next;
+            pure_link_close(sl->link, 0, "server shutting down");
+        }
+        uint64_t until = pure_now() + 1000000000u;
+        pure_ctx_stats cs;
+        for (;;) {
+            pure_ctx_stats_get(srv.ctx, &cs);
+            uint64_t now = pure_now();
+            if (cs.links == 0 || now >= until)
+                break;
+            if (pure_loop_run(srv.loop, until - now < 10000000u ? until - now : 10000000u))
+                break;
+        }
+    }
+    cli_stop_on_signals(NULL);
+    if (verbose)
+        fprintf(stderr, "pure serve: stopped after %llu links\n",
+                (unsigned long long)srv.accepted);
+    pure_loop_free(srv.loop);
+    pure_ctx_free(srv.ctx);
+    return code;
+}
