@@ -68,16 +68,15 @@ struct Source {
 impl Source {
     fn new(n: u64, size: u32) -> Source {
         let period = 4 + size as u64;
-        let pat: Vec<u8> = (0..period + CHUNK as u64)
-            .map(|j| {
-                let k = j % period;
-                if k < 4 {
-                    (size >> (8 * (3 - k))) as u8
-                } else {
-                    ((k - 4) % 251) as u8
-                }
-            })
-            .collect();
+        // One period (length prefix + body), then copies of it up to period + CHUNK bytes.
+        let want = (period + CHUNK as u64) as usize;
+        let mut pat = Vec::with_capacity(want);
+        pat.extend_from_slice(&size.to_be_bytes());
+        pat.extend((0..size as usize).map(|i| (i % 251) as u8));
+        while pat.len() < want {
+            let take = (want - pat.len()).min(pat.len());
+            pat.extend_from_within(..take);
+        }
         let mut head = Vec::with_capacity(4 + CHUNK);
         head.extend_from_slice(PREAMBLE);
         head.extend_from_slice(&pat[..CHUNK]);
