@@ -1,0 +1,977 @@
+/* udpfwd: a fault-injecting UDP forwarder for end-to-end tests (in the spirit of quicly's
+ * t/udpfw.c). Datagrams from a client (whoever last sent to --listen) go to the server at --to
+ * ("up"), and the server's replies go back to the latest client ("down"), one datagram at a time
+ * as received, with seeded loss, bursts, reordering, duplication, delay, jitter, corruption,
+ * scheduled or commanded blackholes and NAT rebinding. See docs/udpfwd.md for usage.
+ *
+ * Shape: one socket towards the client, one (replaceable: rebinding) towards the server, a
+ * signalfd and one timerfd, all under epoll. Every datagram is received straight into a slot of a
+ * preallocated pool and queued on a binary heap ordered by (due time, sequence), so that delays,
+ * jitter and reordering share one path and nothing is allocated per datagram.
+ *
+ * Exit status: 0 after SIGTERM/SIGINT, 1 on a runtime error (socket setup), 2 on usage errors. */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SLOT_BYTES 65536u     /* a UDP payload is at most 65535 bytes */
+#define BURST_MAX_NS 50000000 /* a burst ends after N datagrams or 50 ms */
+#define MAX_MS 600000.0       /* delays are capped at 10 minutes */
+#define READ_BATCH 64         /* datagrams read per socket per wakeup, for fairness */
+#define SOCK_BUF (4 << 20)
+
+enum { UP = 0, DOWN = 1 };
+static const char *const dir_name[2] = {"up", "down"};
+
+/* The faults applied to one direction. Times in nanoseconds, probabilities in [0, 1]. */
+struct faults {
+    double loss;
+    double burst_p;
+    uint64_t burst_n;
+    double reorder_p;
+    uint64_t reorder_ns;
+    double dup;
+    uint64_t delay_ns;
+    uint64_t jitter_ns;
+    double corrupt;
+    uint64_t bh_every_ns, bh_len_ns; /* scheduled blackhole; 0 = none */
+};
+
+struct dir_stats {
+    uint64_t in, out, bytes_in, bytes_out;
+    uint64_t lost, burst, blackholed, no_client, queue_full, oversize, send_errors;
+    uint64_t duplicated, corrupted, reordered;
+};
+
+struct dir_state {
+    struct faults f;
+    struct dir_stats st;
+    uint64_t rng[4];      /* xoshiro256**, one stream per direction */
+    uint64_t burst_left;  /* datagrams still to drop in the current burst */
+    uint64_t burst_until; /* ... unless this time has passed */
+    uint64_t last_due;    /* FIFO clamp: delay + jitter never reorders */
+};
+
+struct slot {
+    uint32_t len;
+    uint8_t dir;
+    uint8_t refs; /* heap entries pointing here: 1, or 2 when duplicated */
+    uint8_t *buf;
+};
+
+struct entry {
+    uint64_t due, seq;
+    uint32_t slot;
+};
+
+struct fwd {
+    struct dir_state d[2];
+    struct slot *slots;
+    uint32_t *free_list, nfree, nslots;
+    struct entry *heap;
+    uint32_t nheap;
+    uint64_t seq;
+    uint8_t *scratch; /* receives datagrams dropped because the pool is empty */
+
+    int epfd, client_fd, server_fd, sig_fd, timer_fd;
+    struct sockaddr_storage server_addr, client_addr;
+    socklen_t server_len, client_len; /* client_len 0: no client yet */
+    int server_family;
+
+    uint64_t start, seed;
+    uint64_t rebind_at; /* 0: none pending */
+    uint64_t stats_every, next_stats;
+    uint64_t armed; /* the timerfd's current deadline, UINT64_MAX when disarmed */
+    bool blackhole; /* SIGUSR1 toggle */
+    uint64_t rebinds, client_changes;
+    const char *stats_path;
+};
+
+/* ---- small helpers ---- */
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void logmsg(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("udpfwd: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15u);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t r = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return r;
+}
+
+/* A uniform double in [0, 1): so "u < 1.0" always holds and "u < 0.0" never does. */
+static double rng_unit(uint64_t *s)
+{
+    return (double)(rng_next(s) >> 11) * 0x1p-53;
+}
+
+static bool chance(struct dir_state *d, double p)
+{
+    return p > 0 && rng_unit(d->rng) < p;
+}
+
+/* ---- usage and option parsing ---- */
+
+static void usage(FILE *out)
+{
+    fputs("usage: udpfwd --listen ADDR:PORT --to ADDR:PORT [options]\n"
+          "Forwards UDP datagrams between a client (whoever last sent to --listen) and the server\n"
+          "at --to, injecting faults. IPv6 addresses go in brackets: [::1]:4433.\n"
+          "Fault options apply to both directions, or with -up (client->server) or -down\n"
+          "(server->client) appended to one only (e.g. --loss-up 0.1):\n"
+          "  --loss P               drop each datagram with probability P\n"
+          "  --burst P:N            with probability P drop the next N datagrams (a burst, <= 50 "
+          "ms)\n"
+          "  --reorder P:MS         with probability P delay a datagram by MS extra milliseconds\n"
+          "  --dup P                send a datagram twice with probability P\n"
+          "  --delay MS             delay every datagram by MS milliseconds\n"
+          "  --jitter MS            add a uniform random 0..MS ms delay (order is kept)\n"
+          "  --corrupt P            flip one random byte with probability P\n"
+          "  --blackhole-every S:LEN  drop everything for LEN seconds every S seconds\n"
+          "Other options:\n"
+          "  --rebind-after S       after S seconds switch to a new socket (new source port)\n"
+          "                         towards the server, as a NAT rebinding would\n"
+          "  --seed N               seed for the random decisions (default: from the clock)\n"
+          "  --stats FILE           write stats (one JSON line) to FILE instead of stderr\n"
+          "  --stats-interval S     also write stats every S seconds\n"
+          "  --queue N              datagrams held at once (default 4096; more are dropped)\n"
+          "  --help                 this text\n"
+          "Prints {\"port\": N} on stdout once listening. Signals: SIGUSR1 toggles a blackhole,\n"
+          "SIGUSR2 rebinds now, SIGTERM/SIGINT write stats and exit.\n",
+          out);
+}
+
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("udpfwd: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("\n(udpfwd --help for usage)\n", stderr);
+    va_end(ap);
+    return -1;
+}
+
+/* Parses a finite decimal number that fills all of s. */
+static bool parse_double(const char *s, double *out)
+{
+    char *end;
+    if (*s == '\0') return false;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno != 0 || *end != '\0' || !isfinite(v)) return false;
+    *out = v;
+    return true;
+}
+
+static bool parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    if (*s < '0' || *s > '9') return false;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno != 0 || *end != '\0') return false;
+    *out = v;
+    return true;
+}
+
+static int parse_prob(const char *opt, const char *s, double *out)
+{
+    if (!parse_double(s, out) || *out < 0 || *out > 1)
+        return usage_error("%s: '%s' is not a probability between 0 and 1", opt, s);
+    return 0;
+}
+
+static int parse_ms(const char *opt, const char *s, uint64_t *out_ns)
+{
+    double v;
+    if (!parse_double(s, &v) || v < 0 || v > MAX_MS)
+        return usage_error("%s: '%s' is not a number of milliseconds between 0 and %.0f", opt, s,
+                           MAX_MS);
+    *out_ns = (uint64_t)llround(v * 1e6);
+    return 0;
+}
+
+static int parse_secs(const char *opt, const char *s, uint64_t *out_ns)
+{
+    double v;
+    if (!parse_double(s, &v) || v <= 0 || v > 1e6)
+        return usage_error("%s: '%s' is not a number of seconds above 0 (at most 1000000)", opt, s);
+    *out_ns = (uint64_t)llround(v * 1e9);
+    if (*out_ns == 0) return usage_error("%s: '%s' is below a nanosecond", opt, s);
+    return 0;
+}
+
+/* Splits "A:B" at the last colon into two strings in buf. */
+static int split_pair(const char *opt, const char *s, const char *form, char *buf, size_t cap,
+                      const char **a, const char **b)
+{
+    size_t n = strlen(s);
+    const char *colon = strrchr(s, ':');
+    if (n >= cap) return usage_error("%s: value too long", opt);
+    if (colon == NULL) return usage_error("%s: '%s' is not of the form %s", opt, s, form);
+    memcpy(buf, s, n + 1);
+    buf[colon - s] = '\0';
+    *a = buf;
+    *b = buf + (colon - s) + 1;
+    return 0;
+}
+
+static int parse_fault(const char *base, const char *opt, const char *val, struct faults *f)
+{
+    char buf[128];
+    const char *a, *b;
+    if (strcmp(base, "loss") == 0) return parse_prob(opt, val, &f->loss);
+    if (strcmp(base, "dup") == 0) return parse_prob(opt, val, &f->dup);
+    if (strcmp(base, "corrupt") == 0) return parse_prob(opt, val, &f->corrupt);
+    if (strcmp(base, "delay") == 0) return parse_ms(opt, val, &f->delay_ns);
+    if (strcmp(base, "jitter") == 0) return parse_ms(opt, val, &f->jitter_ns);
+    if (strcmp(base, "burst") == 0) {
+        if (split_pair(opt, val, "P:N", buf, sizeof buf, &a, &b) < 0 ||
+            parse_prob(opt, a, &f->burst_p) < 0)
+            return -1;
+        if (!parse_u64(b, &f->burst_n) || f->burst_n < 1 || f->burst_n > 1000000)
+            return usage_error("%s: burst length '%s' is not a whole number from 1 to 1000000", opt,
+                               b);
+        return 0;
+    }
+    if (strcmp(base, "reorder") == 0) {
+        if (split_pair(opt, val, "P:MS", buf, sizeof buf, &a, &b) < 0 ||
+            parse_prob(opt, a, &f->reorder_p) < 0 || parse_ms(opt, b, &f->reorder_ns) < 0)
+            return -1;
+        return 0;
+    }
+    if (strcmp(base, "blackhole-every") == 0) {
+        if (split_pair(opt, val, "S:LEN", buf, sizeof buf, &a, &b) < 0 ||
+            parse_secs(opt, a, &f->bh_every_ns) < 0 || parse_secs(opt, b, &f->bh_len_ns) < 0)
+            return -1;
+        if (f->bh_len_ns >= f->bh_every_ns)
+            return usage_error("%s: LEN (%s s) must be shorter than the period S (%s s)", opt, b,
+                               a);
+        return 0;
+    }
+    return 1; /* not a fault option */
+}
+
+/* Resolves "ADDR:PORT" or "[ADDR6]:PORT". */
+static int parse_addr(const char *opt, const char *s, bool port_zero_ok,
+                      struct sockaddr_storage *out, socklen_t *len)
+{
+    char host[256];
+    const char *port;
+    size_t n = strlen(s);
+    if (n >= sizeof host) return usage_error("%s: '%s' is too long", opt, s);
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (close == NULL || close[1] != ':')
+            return usage_error("%s: '%s' is not of the form [IPV6]:PORT", opt, s);
+        memcpy(host, s + 1, (size_t)(close - s - 1));
+        host[close - s - 1] = '\0';
+        port = close + 2;
+    } else {
+        const char *colon = strrchr(s, ':');
+        if (colon == NULL) return usage_error("%s: '%s' is not of the form ADDR:PORT", opt, s);
+        if (memchr(s, ':', (size_t)(colon - s)) != NULL)
+            return usage_error("%s: '%s': put an IPv6 address in brackets, e.g. [::1]:4433", opt,
+                               s);
+        memcpy(host, s, (size_t)(colon - s));
+        host[colon - s] = '\0';
+        port = colon + 1;
+    }
+    uint64_t p;
+    if (host[0] == '\0') return usage_error("%s: '%s' has no address", opt, s);
+    if (!parse_u64(port, &p) || p > 65535 || (p == 0 && !port_zero_ok))
+        return usage_error("%s: '%s' is not a valid port in '%s'", opt, port, s);
+    /* Numeric addresses only (and "localhost"): a test tool should never wait on a resolver. */
+    if (strcmp(host, "localhost") == 0) strcpy(host, "127.0.0.1");
+    struct addrinfo hints = {.ai_socktype = SOCK_DGRAM,
+                             .ai_flags = AI_NUMERICSERV | AI_NUMERICHOST};
+    struct addrinfo *res;
+    int rc = getaddrinfo(host, port, &hints, &res);
+    if (rc != 0)
+        return usage_error("%s: '%s' is not an IPv4 or IPv6 address (%s)", opt, host,
+                           gai_strerror(rc));
+    memcpy(out, res->ai_addr, res->ai_addrlen);
+    *len = res->ai_addrlen;
+    freeaddrinfo(res);
+    return 0;
+}
+
+struct config {
+    struct sockaddr_storage listen, to;
+    socklen_t listen_len, to_len;
+    bool have_listen, have_to, have_seed;
+    uint64_t seed, rebind_after, stats_every, queue;
+    const char *stats_path;
+    struct faults f[2];
+};
+
+static int parse_args(int argc, char **argv, struct config *c)
+{
+    memset(c, 0, sizeof *c);
+    c->queue = 4096;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i], *val;
+        char name[64];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            usage(stdout);
+            exit(0);
+        }
+        if (strncmp(arg, "--", 2) != 0) return usage_error("unexpected argument '%s'", arg);
+        const char *eq = strchr(arg, '=');
+        size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
+        if (nlen >= sizeof name) return usage_error("unknown option '%s'", arg);
+        memcpy(name, arg, nlen);
+        name[nlen] = '\0';
+        if (eq) {
+            val = eq + 1;
+        } else {
+            if (i + 1 >= argc) return usage_error("%s needs a value", name);
+            val = argv[++i];
+        }
+        const char *base = name + 2;
+        if (strcmp(base, "listen") == 0) {
+            if (parse_addr(name, val, true, &c->listen, &c->listen_len) < 0) return -1;
+            c->have_listen = true;
+        } else if (strcmp(base, "to") == 0) {
+            if (parse_addr(name, val, false, &c->to, &c->to_len) < 0) return -1;
+            c->have_to = true;
+        } else if (strcmp(base, "seed") == 0) {
+            if (!parse_u64(val, &c->seed))
+                return usage_error("--seed: '%s' is not a whole number", val);
+            c->have_seed = true;
+        } else if (strcmp(base, "rebind-after") == 0) {
+            if (parse_secs(name, val, &c->rebind_after) < 0) return -1;
+        } else if (strcmp(base, "stats-interval") == 0) {
+            if (parse_secs(name, val, &c->stats_every) < 0) return -1;
+        } else if (strcmp(base, "stats") == 0) {
+            if (val[0] == '\0') return usage_error("--stats: empty file name");
+            c->stats_path = val;
+        } else if (strcmp(base, "queue") == 0) {
+            if (!parse_u64(val, &c->queue) || c->queue < 1 || c->queue > 65536)
+                return usage_error("--queue: '%s' is not a whole number from 1 to 65536", val);
+        } else {
+            /* A fault option, for both directions or with -up / -down. */
+            char fb[64];
+            int which = 2; /* both */
+            size_t bl = strlen(base);
+            memcpy(fb, base, bl + 1);
+            if (bl > 3 && strcmp(fb + bl - 3, "-up") == 0) {
+                fb[bl - 3] = '\0';
+                which = UP;
+            } else if (bl > 5 && strcmp(fb + bl - 5, "-down") == 0) {
+                fb[bl - 5] = '\0';
+                which = DOWN;
+            }
+            for (int d = 0; d < 2; d++) {
+                if (which != 2 && which != d) continue;
+                int rc = parse_fault(fb, name, val, &c->f[d]);
+                if (rc < 0) return -1;
+                if (rc > 0) return usage_error("unknown option '%s'", name);
+            }
+        }
+    }
+    if (!c->have_listen) return usage_error("--listen ADDR:PORT is required");
+    if (!c->have_to) return usage_error("--to ADDR:PORT is required");
+    return 0;
+}
+
+/* ---- sockets ---- */
+
+static const char *addr_str(const struct sockaddr_storage *a, char *buf, size_t cap)
+{
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    if (a->ss_family == AF_INET) {
+        const struct sockaddr_in *s = (const struct sockaddr_in *)a;
+        inet_ntop(AF_INET, &s->sin_addr, host, sizeof host);
+        port = ntohs(s->sin_port);
+        snprintf(buf, cap, "%s:%u", host, port);
+    } else if (a->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *s = (const struct sockaddr_in6 *)a;
+        inet_ntop(AF_INET6, &s->sin6_addr, host, sizeof host);
+        port = ntohs(s->sin6_port);
+        snprintf(buf, cap, "[%s]:%u", host, port);
+    } else {
+        snprintf(buf, cap, "?");
+    }
+    return buf;
+}
+
+static unsigned local_port(int fd)
+{
+    struct sockaddr_storage a;
+    socklen_t len = sizeof a;
+    if (getsockname(fd, (struct sockaddr *)&a, &len) < 0) return 0;
+    if (a.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&a)->sin_port);
+    return ntohs(((struct sockaddr_in6 *)&a)->sin6_port);
+}
+
+/* A non-blocking UDP socket with large buffers. GRO stays off (the default), so every datagram
+ * is read, and forwarded, exactly as it was sent. */
+static int udp_socket(int family)
+{
+    int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    int sz = SOCK_BUF;
+    /* FORCE works for root beyond net.core.[rw]mem_max; otherwise take what the limit allows. */
+    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof sz) < 0)
+        (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz);
+    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof sz) < 0)
+        (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
+    return fd;
+}
+
+static int epoll_add(int epfd, int fd, uint32_t tag)
+{
+    struct epoll_event ev = {.events = EPOLLIN, .data.u32 = tag};
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+enum { TAG_CLIENT, TAG_SERVER, TAG_SIGNAL, TAG_TIMER };
+
+/* Opens a new socket towards the server; the old one (if any) is closed only once the new one
+ * holds its port, so the source port always changes. */
+static int server_connect(struct fwd *w)
+{
+    int fd = udp_socket(w->server_family);
+    if (fd < 0) {
+        logmsg("socket towards the server: %s", strerror(errno));
+        return -1;
+    }
+    if (connect(fd, (struct sockaddr *)&w->server_addr, w->server_len) < 0) {
+        char a[80];
+        logmsg("connect to %s: %s", addr_str(&w->server_addr, a, sizeof a), strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (epoll_add(w->epfd, fd, TAG_SERVER) < 0) {
+        logmsg("epoll_ctl: %s", strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (w->server_fd >= 0) close(w->server_fd); /* also leaves the epoll set */
+    w->server_fd = fd;
+    return 0;
+}
+
+static void rebind(struct fwd *w)
+{
+    unsigned old = local_port(w->server_fd);
+    if (server_connect(w) < 0) {
+        logmsg("rebind failed; keeping source port %u", old);
+        return;
+    }
+    w->rebinds++;
+    logmsg("rebind: source port towards the server %u -> %u", old, local_port(w->server_fd));
+}
+
+/* ---- stats ---- */
+
+static void dir_json(FILE *f, const char *name, const struct dir_stats *s)
+{
+    uint64_t dropped = s->lost + s->burst + s->blackholed + s->no_client + s->queue_full +
+                       s->oversize + s->send_errors;
+    const struct {
+        const char *key;
+        uint64_t v;
+    } field[] = {
+        {"in", s->in},
+        {"out", s->out},
+        {"bytes_in", s->bytes_in},
+        {"bytes_out", s->bytes_out},
+        {"dropped", dropped}, /* the sum of the seven reasons that follow */
+        {"lost", s->lost},
+        {"burst", s->burst},
+        {"blackholed", s->blackholed},
+        {"no_client", s->no_client},
+        {"queue_full", s->queue_full},
+        {"oversize", s->oversize},
+        {"send_errors", s->send_errors},
+        {"duplicated", s->duplicated},
+        {"corrupted", s->corrupted},
+        {"reordered", s->reordered},
+    };
+    fprintf(f, "\"%s\": {", name);
+    for (size_t i = 0; i < sizeof field / sizeof field[0]; i++)
+        fprintf(f, "%s\"%s\": %" PRIu64, i ? ", " : "", field[i].key, field[i].v);
+    fputc('}', f);
+}
+
+static void stats_write_to(struct fwd *w, FILE *f)
+{
+    uint32_t pending[2] = {0, 0};
+    for (uint32_t i = 0; i < w->nheap; i++)
+        pending[w->slots[w->heap[i].slot].dir]++;
+    fprintf(f, "{\"elapsed\": %.3f, \"seed\": %" PRIu64 ", ", (double)(now_ns() - w->start) / 1e9,
+            w->seed);
+    dir_json(f, "up", &w->d[UP].st);
+    fputs(", ", f);
+    dir_json(f, "down", &w->d[DOWN].st);
+    fprintf(f,
+            ", \"pending_up\": %u, \"pending_down\": %u, \"rebinds\": %" PRIu64
+            ", \"client_changes\": %" PRIu64 ", \"blackhole\": %s}\n",
+            pending[UP], pending[DOWN], w->rebinds, w->client_changes,
+            w->blackhole ? "true" : "false");
+}
+
+/* Writes one JSON line: to stderr, or replaces --stats FILE whole (via a rename, so a reader
+ * never sees half a line). */
+static void stats_write(struct fwd *w)
+{
+    if (w->stats_path == NULL) {
+        stats_write_to(w, stderr);
+        return;
+    }
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", w->stats_path) >= sizeof tmp) {
+        logmsg("--stats: path too long");
+        return;
+    }
+    FILE *f = fopen(tmp, "w");
+    if (f == NULL) {
+        logmsg("cannot write stats to %s: %s", tmp, strerror(errno));
+        return;
+    }
+    stats_write_to(w, f);
+    if (fclose(f) != 0 || rename(tmp, w->stats_path) != 0) {
+        logmsg("cannot write stats to %s: %s", w->stats_path, strerror(errno));
+        (void)unlink(tmp);
+    }
+}
+
+/* ---- the delay heap: entries ordered by (due, seq) ---- */
+
+static bool entry_before(const struct entry *a, const struct entry *b)
+{
+    return a->due < b->due || (a->due == b->due && a->seq < b->seq);
+}
+
+static void heap_push(struct fwd *w, uint64_t due, uint32_t slot)
+{
+    uint32_t i = w->nheap++;
+    struct entry e = {.due = due, .seq = w->seq++, .slot = slot};
+    while (i > 0) {
+        uint32_t p = (i - 1) / 2;
+        if (!entry_before(&e, &w->heap[p])) break;
+        w->heap[i] = w->heap[p];
+        i = p;
+    }
+    w->heap[i] = e;
+}
+
+static struct entry heap_pop(struct fwd *w)
+{
+    struct entry top = w->heap[0], last = w->heap[--w->nheap];
+    uint32_t i = 0, n = w->nheap;
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && entry_before(&w->heap[c + 1], &w->heap[c])) c++;
+        if (!entry_before(&w->heap[c], &last)) break;
+        w->heap[i] = w->heap[c];
+        i = c;
+    }
+    if (n > 0) w->heap[i] = last;
+    return top;
+}
+
+static void slot_release(struct fwd *w, uint32_t idx)
+{
+    if (--w->slots[idx].refs == 0) w->free_list[w->nfree++] = idx;
+}
+
+/* ---- the data path ---- */
+
+static bool blackholed(struct fwd *w, const struct faults *f, uint64_t now)
+{
+    if (w->blackhole) return true;
+    if (f->bh_every_ns == 0) return false;
+    uint64_t e = now - w->start;
+    return e >= f->bh_every_ns && e % f->bh_every_ns < f->bh_len_ns;
+}
+
+static void transmit(struct fwd *w, uint32_t idx)
+{
+    struct slot *s = &w->slots[idx];
+    struct dir_stats *st = &w->d[s->dir].st;
+    ssize_t n;
+    if (s->dir == UP) {
+        n = send(w->server_fd, s->buf, s->len, 0);
+    } else {
+        if (w->client_len == 0) {
+            st->no_client++;
+            return;
+        }
+        n = sendto(w->client_fd, s->buf, s->len, 0, (struct sockaddr *)&w->client_addr,
+                   w->client_len);
+    }
+    if (n < 0) {
+        /* A full buffer (EAGAIN, ENOBUFS) or an ICMP error from an earlier datagram
+         * (ECONNREFUSED): a router drops the datagram and carries on, and so do we. */
+        st->send_errors++;
+        return;
+    }
+    st->out++;
+    st->bytes_out += (uint64_t)n;
+}
+
+static void flush_due(struct fwd *w, uint64_t now)
+{
+    while (w->nheap > 0 && w->heap[0].due <= now) {
+        struct entry e = heap_pop(w);
+        transmit(w, e.slot);
+        slot_release(w, e.slot);
+    }
+}
+
+/* Queues one received datagram (in slot idx) through the faults of its direction. */
+static void admit(struct fwd *w, uint32_t idx, uint64_t now)
+{
+    struct slot *s = &w->slots[idx];
+    struct dir_state *d = &w->d[s->dir];
+    const struct faults *f = &d->f;
+
+    if (s->dir == DOWN && w->client_len == 0) {
+        d->st.no_client++;
+        goto drop;
+    }
+    if (blackholed(w, f, now)) {
+        d->st.blackholed++;
+        goto drop;
+    }
+    if (d->burst_left > 0 && now < d->burst_until) {
+        d->burst_left--;
+        d->st.burst++;
+        goto drop;
+    }
+    d->burst_left = 0;
+    if (chance(d, f->burst_p)) {
+        /* This datagram is the first of the burst's N. */
+        d->burst_left = f->burst_n - 1;
+        d->burst_until = now + BURST_MAX_NS;
+        d->st.burst++;
+        goto drop;
+    }
+    if (chance(d, f->loss)) {
+        d->st.lost++;
+        goto drop;
+    }
+    if (s->len > 0 && chance(d, f->corrupt)) {
+        uint32_t at = (uint32_t)(rng_next(d->rng) % s->len);
+        s->buf[at] ^= (uint8_t)(1 + rng_next(d->rng) % 255); /* never 0: the byte changes */
+        d->st.corrupted++;
+    }
+    int copies = 1;
+    if (chance(d, f->dup)) {
+        copies = 2;
+        d->st.duplicated++;
+    }
+    s->refs = (uint8_t)copies;
+    for (int c = 0; c < copies; c++) {
+        uint64_t due = now + f->delay_ns;
+        if (f->jitter_ns > 0) due += (uint64_t)(rng_unit(d->rng) * (double)f->jitter_ns);
+        if (due < d->last_due) due = d->last_due; /* jitter alone never reorders */
+        d->last_due = due;
+        if (chance(d, f->reorder_p)) {
+            due += f->reorder_ns; /* not recorded in last_due: later datagrams overtake it */
+            d->st.reordered++;
+        }
+        heap_push(w, due, idx);
+    }
+    return;
+drop:
+    w->free_list[w->nfree++] = idx;
+}
+
+static bool same_addr(const struct sockaddr_storage *a, socklen_t alen,
+                      const struct sockaddr_storage *b, socklen_t blen)
+{
+    return alen == blen && memcmp(a, b, alen) == 0;
+}
+
+static void read_socket(struct fwd *w, int dir)
+{
+    for (int i = 0; i < READ_BATCH; i++) {
+        int fd = dir == UP ? w->client_fd : w->server_fd;
+        bool have_slot = w->nfree > 0;
+        uint32_t idx = have_slot ? w->free_list[w->nfree - 1] : 0;
+        uint8_t *buf = have_slot ? w->slots[idx].buf : w->scratch;
+        struct sockaddr_storage from;
+        socklen_t flen = sizeof from;
+        ssize_t n = recvfrom(fd, buf, SLOT_BYTES, MSG_TRUNC, (struct sockaddr *)&from, &flen);
+        if (n < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+            /* ICMP errors (ECONNREFUSED while the server is not listening) and the like. */
+            if (errno == EINTR || errno == ECONNREFUSED || errno == EHOSTUNREACH ||
+                errno == ENETUNREACH)
+                continue;
+            logmsg("receive (%s): %s", dir_name[dir], strerror(errno));
+            return;
+        }
+        uint64_t now = now_ns();
+        struct dir_state *d = &w->d[dir];
+        d->st.in++;
+        d->st.bytes_in += (uint64_t)n;
+        if (dir == UP && !same_addr(&from, flen, &w->client_addr, w->client_len)) {
+            char a[80];
+            if (w->client_len != 0) w->client_changes++;
+            memcpy(&w->client_addr, &from, flen);
+            w->client_len = flen;
+            logmsg("client is %s", addr_str(&from, a, sizeof a));
+        }
+        if (!have_slot) {
+            d->st.queue_full++;
+            continue;
+        }
+        if (n > (ssize_t)SLOT_BYTES) { /* only an IPv6 jumbogram could be */
+            d->st.oversize++;
+            continue;
+        }
+        w->nfree--;
+        w->slots[idx].len = (uint32_t)n;
+        w->slots[idx].dir = (uint8_t)dir;
+        w->slots[idx].refs = 1;
+        admit(w, idx, now);
+        flush_due(w, now); /* keeps undelayed datagrams prompt and in order */
+    }
+}
+
+/* Arms the timerfd for the earliest of: the heap's top, the pending rebind, the next stats. */
+static void arm_timer(struct fwd *w)
+{
+    uint64_t next = UINT64_MAX;
+    if (w->nheap > 0) next = w->heap[0].due;
+    if (w->rebind_at != 0 && w->rebind_at < next) next = w->rebind_at;
+    if (w->stats_every != 0 && w->next_stats < next) next = w->next_stats;
+    if (next == w->armed) return;
+    struct itimerspec its = {{0, 0}, {0, 0}};
+    if (next != UINT64_MAX) {
+        if (next == 0) next = 1; /* 0 would disarm */
+        its.it_value.tv_sec = (time_t)(next / 1000000000u);
+        its.it_value.tv_nsec = (long)(next % 1000000000u);
+    }
+    if (timerfd_settime(w->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) == 0) w->armed = next;
+}
+
+static void on_timer(struct fwd *w)
+{
+    uint64_t expirations;
+    if (read(w->timer_fd, &expirations, sizeof expirations) < 0 && errno != EAGAIN)
+        logmsg("timerfd: %s", strerror(errno));
+    w->armed = UINT64_MAX;
+    uint64_t now = now_ns();
+    flush_due(w, now);
+    if (w->rebind_at != 0 && now >= w->rebind_at) {
+        w->rebind_at = 0;
+        rebind(w);
+    }
+    if (w->stats_every != 0 && now >= w->next_stats) {
+        stats_write(w);
+        while (w->next_stats <= now)
+            w->next_stats += w->stats_every;
+    }
+}
+
+/* Returns true when the forwarder should exit. */
+static bool on_signal(struct fwd *w)
+{
+    struct signalfd_siginfo si;
+    while (read(w->sig_fd, &si, sizeof si) == (ssize_t)sizeof si) {
+        switch (si.ssi_signo) {
+        case SIGUSR1:
+            w->blackhole = !w->blackhole;
+            logmsg("blackhole %s", w->blackhole ? "on" : "off");
+            break;
+        case SIGUSR2:
+            rebind(w);
+            break;
+        case SIGTERM:
+        case SIGINT:
+            return true;
+        default:
+            break;
+        }
+    }
+    return false;
+}
+
+/* ---- setup ---- */
+
+static int fwd_init(struct fwd *w, const struct config *c)
+{
+    memset(w, 0, sizeof *w);
+    w->epfd = w->client_fd = w->server_fd = w->sig_fd = w->timer_fd = -1;
+    w->armed = UINT64_MAX;
+    w->start = now_ns();
+    w->seed = c->have_seed ? c->seed : (w->start ^ ((uint64_t)getpid() << 32));
+    w->stats_path = c->stats_path;
+    for (int d = 0; d < 2; d++) {
+        uint64_t sm = w->seed ^ (d == UP ? 0x7570u : 0x646f776eu);
+        w->d[d].f = c->f[d];
+        for (int k = 0; k < 4; k++)
+            w->d[d].rng[k] = splitmix64(&sm);
+    }
+
+    /* The pool: buffers are reserved, not touched, and reused last-in first-out, so resident
+     * memory follows the datagrams actually held rather than --queue. */
+    w->nslots = (uint32_t)c->queue;
+    size_t bytes = (size_t)(w->nslots + 1) * SLOT_BYTES;
+    uint8_t *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    w->slots = calloc(w->nslots, sizeof *w->slots);
+    w->free_list = calloc(w->nslots, sizeof *w->free_list);
+    w->heap = calloc(2 * (size_t)w->nslots, sizeof *w->heap);
+    if (mem == MAP_FAILED || !w->slots || !w->free_list || !w->heap) {
+        logmsg("cannot allocate a pool of %u datagrams", w->nslots);
+        return -1;
+    }
+    for (uint32_t i = 0; i < w->nslots; i++) {
+        w->slots[i].buf = mem + (size_t)i * SLOT_BYTES;
+        w->free_list[i] = w->nslots - 1 - i; /* slot 0 on top */
+    }
+    w->nfree = w->nslots;
+    w->scratch = mem + (size_t)w->nslots * SLOT_BYTES;
+
+    w->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (w->epfd < 0) {
+        logmsg("epoll_create1: %s", strerror(errno));
+        return -1;
+    }
+    char a[80];
+    w->client_fd = udp_socket(c->listen.ss_family);
+    if (w->client_fd < 0 ||
+        bind(w->client_fd, (const struct sockaddr *)&c->listen, c->listen_len) < 0) {
+        logmsg("cannot listen on %s: %s", addr_str(&c->listen, a, sizeof a), strerror(errno));
+        return -1;
+    }
+    if (epoll_add(w->epfd, w->client_fd, TAG_CLIENT) < 0) {
+        logmsg("epoll_ctl: %s", strerror(errno));
+        return -1;
+    }
+    memcpy(&w->server_addr, &c->to, c->to_len);
+    w->server_len = c->to_len;
+    w->server_family = c->to.ss_family;
+    if (server_connect(w) < 0) return -1;
+
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGUSR1);
+    sigaddset(&mask, SIGUSR2);
+    /* main blocked these before calling us, so none is lost at startup. */
+    w->sig_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    w->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (w->sig_fd < 0 || w->timer_fd < 0 || epoll_add(w->epfd, w->sig_fd, TAG_SIGNAL) < 0 ||
+        epoll_add(w->epfd, w->timer_fd, TAG_TIMER) < 0) {
+        logmsg("signalfd/timerfd: %s", strerror(errno));
+        return -1;
+    }
+    if (c->rebind_after != 0) w->rebind_at = w->start + c->rebind_after;
+    if (c->stats_every != 0) {
+        w->stats_every = c->stats_every;
+        w->next_stats = w->start + c->stats_every;
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct config c;
+    if (parse_args(argc, argv, &c) < 0) return 2;
+
+    /* Block the control signals before anything else, so they queue for the signalfd. */
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGUSR1);
+    sigaddset(&mask, SIGUSR2);
+    sigprocmask(SIG_BLOCK, &mask, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    static struct fwd w;
+    if (fwd_init(&w, &c) < 0) return 1;
+    printf("{\"port\": %u}\n", local_port(w.client_fd));
+    if (fflush(stdout) != 0) logmsg("stdout: %s", strerror(errno));
+
+    bool done = false;
+    while (!done) {
+        arm_timer(&w);
+        struct epoll_event ev[8];
+        int n = epoll_wait(w.epfd, ev, 8, -1);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            logmsg("epoll_wait: %s", strerror(errno));
+            return 1;
+        }
+        for (int i = 0; i < n && !done; i++) {
+            switch (ev[i].data.u32) {
+            case TAG_CLIENT:
+                read_socket(&w, UP);
+                break;
+            case TAG_SERVER:
+                read_socket(&w, DOWN);
+                break;
+            case TAG_TIMER:
+                on_timer(&w);
+                break;
+            case TAG_SIGNAL:
+                done = on_signal(&w);
+                break;
+            }
+        }
+    }
+    stats_write(&w);
+    return 0;
+}
