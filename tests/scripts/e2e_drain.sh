@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# End-to-end drain over loopback: `pure serve` and `pure drain` as separate processes over real
+# UDP sockets, IPv4 and IPv6, at 61 B, 1 KiB and 16 KiB. Fails unless every drain exits 0 and
+# its JSON line shows the server counted exactly N messages and N*SIZE bytes.
+# Usage: tests/scripts/e2e_drain.sh BUILD_DIR
+set -euo pipefail
+if [ $# -ne 1 ]; then echo "usage: $0 BUILD_DIR" >&2; exit 2; fi
+pure="$(cd "$1" && pwd)/pure"
+[ -x "$pure" ] || { echo "e2e_drain: $pure not built" >&2; exit 1; }
+tmp=$(mktemp -d)
+srv=""
+cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+# start_server LISTEN: runs pure serve in the background, sets $srv, $port, $key
+start_server() {
+    "$pure" serve --ephemeral --listen "$1" --services drain >"$tmp/srv.out" 2>"$tmp/srv.err" &
+    srv=$!
+    for _ in $(seq 100); do
+        [ -s "$tmp/srv.out" ] && break
+        kill -0 "$srv" 2>/dev/null || { echo "e2e_drain: server died: $(cat "$tmp/srv.err")" >&2; exit 1; }
+        sleep 0.05
+    done
+    port=$(sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$tmp/srv.out")
+    key=$(sed -n 's/.*"public_key": *"\([^"]*\)".*/\1/p' "$tmp/srv.out")
+    [ -n "$port" ] && [ -n "$key" ] || { echo "e2e_drain: bad server line: $(cat "$tmp/srv.out")" >&2; exit 1; }
+}
+
+stop_server() {
+    kill -TERM "$srv"
+    local rc=0
+    wait "$srv" || rc=$?
+    srv=""
+    [ "$rc" -eq 0 ] || { echo "e2e_drain: server exited $rc on SIGTERM" >&2; exit 1; }
+}
+
+# json FIELD FILE: a numeric field of the drain's JSON line
+json() { sed -n "s/.*\"$1\": *\([0-9.]*\).*/\1/p" "$2"; }
+
+fail=0
+for fam in 4 6; do
+    if [ $fam = 4 ]; then start_server 127.0.0.1:0; host=127.0.0.1; else start_server '[::1]:0'; host='[::1]'; fi
+    for run in "61 50000" "1024 10000" "16384 1000"; do
+        set -- $run
+        size=$1 n=$2
+        rc=0
+        timeout 60 "$pure" drain "$host:$port" "$n" "$size" --peer-key "$key" --timeout 50 \
+            >"$tmp/out" 2>"$tmp/err" || rc=$?
+        sm=$(json server_messages "$tmp/out")
+        sb=$(json server_bytes "$tmp/out")
+        if [ "$rc" -ne 0 ] || [ "$(json messages "$tmp/out")" != "$n" ] || [ "$sm" != "$n" ] ||
+           [ "$sb" != "$((n * size))" ] || [ "$(json bytes "$tmp/out")" != "$((n * size))" ]; then
+            echo "e2e_drain: FAIL IPv$fam size $size n $n: exit $rc, server counted '$sm' messages '$sb' bytes" >&2
+            cat "$tmp/out" "$tmp/err" >&2
+            fail=1
+        else
+            echo "e2e_drain: ok IPv$fam size $size n $n: $(json seconds "$tmp/out") s"
+        fi
+    done
+    stop_server
+done
+exit $fail

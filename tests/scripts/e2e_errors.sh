@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# End-to-end refusals and usage errors: a wrong --peer-key, a key not on the allow list and an
+# unknown service give exit code 3 and a message naming the problem; bad flags, bad key text,
+# bad addresses and a --key server without an allow policy give exit code 2 and a message;
+# `pure keygen | pure pubkey` agrees with the public key `pure serve --key` announces.
+# Usage: tests/scripts/e2e_errors.sh BUILD_DIR
+set -euo pipefail
+if [ $# -ne 1 ]; then echo "usage: $0 BUILD_DIR" >&2; exit 2; fi
+pure="$(cd "$1" && pwd)/pure"
+[ -x "$pure" ] || { echo "e2e_errors: $pure not built" >&2; exit 1; }
+tmp=$(mktemp -d)
+srv=""
+cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail=0
+
+# expect NAME CODE PATTERN CMD...: runs CMD (stdin from $tmp/in), checks its exit code and that
+# stderr contains PATTERN (a fixed string; EMPTY: stderr must be empty)
+expect() {
+    local name=$1 code=$2 pat=$3 rc=0
+    shift 3
+    timeout 30 "$@" <"$tmp/in" >"$tmp/out" 2>"$tmp/err" || rc=$?
+    local ok=1
+    if [ "$pat" = EMPTY ]; then [ -s "$tmp/err" ] && ok=0; else grep -qF -- "$pat" "$tmp/err" || ok=0; fi
+    if [ "$rc" -ne "$code" ] || [ $ok -eq 0 ]; then
+        echo "e2e_errors: FAIL $name: exit $rc (want $code), stderr: $(cat "$tmp/err")" >&2
+        fail=1
+    else
+        echo "e2e_errors: ok $name: $(head -1 "$tmp/err")"
+    fi
+}
+echo hello >"$tmp/in"
+
+# keys: keygen | pubkey round trip, and serve --key announces the same public key
+"$pure" keygen >"$tmp/server.key"
+"$pure" keygen >"$tmp/client.key"
+"$pure" keygen >"$tmp/other.key"
+[ "$(wc -c <"$tmp/server.key")" -eq 45 ] || { echo "e2e_errors: FAIL keygen output is not 44 chars + newline" >&2; fail=1; }
+cmp -s "$tmp/server.key" "$tmp/client.key" && { echo "e2e_errors: FAIL keygen repeated a key" >&2; fail=1; }
+"$pure" pubkey <"$tmp/server.key" >"$tmp/server.pub"
+"$pure" pubkey <"$tmp/client.key" >"$tmp/allow"
+printf '# a comment line\n\n' >>"$tmp/allow"
+cmp -s "$tmp/server.pub" "$tmp/allow" && { echo "e2e_errors: FAIL two keys share a public key" >&2; fail=1; }
+
+"$pure" serve --listen 127.0.0.1:0 --key "$tmp/server.key" --allow "$tmp/allow" --services echo \
+    >"$tmp/srv.out" 2>"$tmp/srv.err" &
+srv=$!
+for _ in $(seq 100); do [ -s "$tmp/srv.out" ] && break; sleep 0.05; done
+port=$(sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$tmp/srv.out")
+key=$(sed -n 's/.*"public_key": *"\([^"]*\)".*/\1/p' "$tmp/srv.out")
+[ -n "$port" ] || { echo "e2e_errors: no server line: $(cat "$tmp/srv.err")" >&2; exit 1; }
+if [ "$key" != "$(cat "$tmp/server.pub")" ]; then
+    echo "e2e_errors: FAIL pubkey says $(cat "$tmp/server.pub"), serve announces $key" >&2; fail=1
+else
+    echo "e2e_errors: ok keygen | pubkey matches serve's public_key"
+fi
+addr=127.0.0.1:$port
+
+# the allowed client gets its echo: the refusals below are about the key, not the setup
+expect "allowed key" 0 EMPTY "$pure" send "$addr" --peer-key "$key" --key "$tmp/client.key" --timeout 10
+grep -qx hello "$tmp/out" || { echo "e2e_errors: FAIL allowed client got no echo" >&2; fail=1; }
+
+wrong=$("$pure" pubkey <"$tmp/other.key")
+expect "wrong peer key" 3 "peer-key $wrong" "$pure" send "$addr" --peer-key "$wrong" --key "$tmp/client.key" --timeout 4
+expect "wrong peer key (drain)" 3 "peer-key $wrong" "$pure" drain "$addr" 10 10 --peer-key "$wrong" --timeout 4
+ourpub=$("$pure" pubkey <"$tmp/other.key")
+expect "key not allowed" 3 "does not allow our key $ourpub" "$pure" send "$addr" --peer-key "$key" --key "$tmp/other.key" --timeout 10
+expect "unknown service" 3 "refused service 'nosuch'" "$pure" send "$addr" --peer-key "$key" --key "$tmp/client.key" --service nosuch --timeout 10
+expect "service not offered" 3 "refused service 'drain' (is pure serve running with --services drain?)" "$pure" drain "$addr" 10 10 --peer-key "$key" --key "$tmp/client.key" --timeout 10
+
+kill -TERM "$srv"; rc=0; wait "$srv" || rc=$?; srv=""
+[ $rc -eq 0 ] || { echo "e2e_errors: FAIL server exited $rc on SIGTERM" >&2; fail=1; }
+
+# usage errors: exit 2 with a message naming the problem
+printf 'not a key\n' >"$tmp/bad.key"
+expect "bad --peer-key text" 2 "--peer-key 'abc' is not a key" "$pure" drain 127.0.0.1:9 1 1 --peer-key abc
+expect "unknown flag" 2 "unknown option --frobnicate" "$pure" drain 127.0.0.1:9 1 1 --peer-key "$key" --frobnicate
+expect "flag without value" 2 "option --peer-key needs a value" "$pure" send 127.0.0.1:9 --peer-key
+expect "missing --peer-key" 2 "--peer-key PUBKEY is required" "$pure" drain 127.0.0.1:9 1 1
+expect "bad count" 2 "N '1e6' is not a count" "$pure" drain 127.0.0.1:9 1e6 1 --peer-key "$key"
+expect "negative count" 2 "unknown option -5" "$pure" drain 127.0.0.1:9 -5 1 --peer-key "$key"
+expect "size too big" 2 "SIZE '99999999' is not a message size" "$pure" drain 127.0.0.1:9 1 99999999 --peer-key "$key"
+expect "bad address" 2 "'nowhere' is not an address" "$pure" drain nowhere 1 1 --peer-key "$key"
+expect "port 0" 2 "has port 0" "$pure" send 127.0.0.1:0 --peer-key "$key"
+expect "bad timeout" 2 "--timeout 'soon' is not" "$pure" send 127.0.0.1:9 --peer-key "$key" --timeout soon
+expect "bad key file" 2 "bad.key does not hold a private key" "$pure" drain 127.0.0.1:9 1 1 --peer-key "$key" --key "$tmp/bad.key"
+expect "missing key file" 2 "cannot read key file $tmp/none" "$pure" serve --listen 127.0.0.1:0 --key "$tmp/none" --allow-any
+expect "bad pubkey stdin" 2 "stdin is not a private key" "$pure" pubkey
+expect "serve --key without allow policy" 2 "--allow FILE (client public keys) or --allow-any" "$pure" serve --listen 127.0.0.1:0 --key "$tmp/server.key"
+expect "serve without a key" 2 "exactly one of --key FILE" "$pure" serve --listen 127.0.0.1:0
+expect "serve bad listen" 2 "--listen 'localhost' is not an address" "$pure" serve --listen localhost --ephemeral
+expect "serve unknown service" 2 "unknown service 'ftp'" "$pure" serve --listen 127.0.0.1:0 --ephemeral --services echo,ftp
+printf 'garbage\n' >"$tmp/bad.allow"
+expect "serve bad allow file" 2 "bad.allow line 1 is not a public key" "$pure" serve --listen 127.0.0.1:0 --key "$tmp/server.key" --allow "$tmp/bad.allow"
+expect "unknown command" 2 "unknown command 'frob'" "$pure" frob
+expect "bench with an argument" 2 "no benchmark 'x'" "$pure" bench x
+for cmd in keygen pubkey serve drain send bench; do
+    expect "$cmd --help" 0 EMPTY "$pure" "$cmd" --help
+    grep -q "^usage: pure $cmd" "$tmp/out" || { echo "e2e_errors: FAIL $cmd --help prints no usage line" >&2; fail=1; }
+    grep -q "exit codes" "$tmp/out" || { echo "e2e_errors: FAIL $cmd --help lists no exit codes" >&2; fail=1; }
+done
+exit $fail
