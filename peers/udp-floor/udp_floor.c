@@ -59,7 +59,9 @@
 #define TAG 16
 #define MAX_SEGS 44
 #define WINDOW (3u << 20)       /* client may run this far past the last credit */
-#define CREDIT_EVERY (1u << 20) /* server credits every MiB consumed */
+/* the server credits every WINDOW / 3 (1 MiB) consumed */
+/* Both shrink when the socket buffers could not be made 4 MiB (not root and a
+ * small net.core.rmem_max): window <= rcvbuf / 2, credit interval = window / 3. */
 #define SOCKBUF (4 << 20)
 #define RX_BATCH 8
 #define RX_BUF 65536
@@ -91,6 +93,22 @@ static void set_bufs(int fd) {
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
     if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof v))
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+}
+
+/* Effective receive buffer (the kernel reports twice what was asked). */
+static uint64_t rcvbuf_bytes(int fd) {
+    int v = 0;
+    socklen_t l = sizeof v;
+    if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &l) || v <= 0)
+        return 0;
+    return (uint64_t)v;
+}
+
+static uint64_t window_for(int fd) {
+    uint64_t w = rcvbuf_bytes(fd) / 2;
+    if (w == 0 || w > WINDOW)
+        w = WINDOW;
+    return w;
 }
 
 static void put_hdr(unsigned char *h, int type, uint64_t seq) {
@@ -206,11 +224,13 @@ struct session {
     uint64_t credited;
     uint64_t tx_seq;
     uint64_t dgrams;
+    uint64_t credit_every;
     struct stream_sink sink;
 };
 
-static void session_start(struct session *s, const struct sockaddr_in *from) {
+static void session_start(struct session *s, const struct sockaddr_in *from, uint64_t credit_every) {
     memset(s, 0, sizeof *s);
+    s->credit_every = credit_every;
     s->active = 1;
     s->peer = *from;
     stream_sink_init(&s->sink);
@@ -251,7 +271,7 @@ static void server_segment(int fd, struct aead *a, struct session *s, unsigned c
             if (s->active && !s->done)
                 fprintf(stderr, "udp-floor serve: a new client arrived; abandoning the unfinished stream "
                                 "(%" PRIu64 " datagrams received)\n", s->dgrams);
-            session_start(s, from);
+            session_start(s, from, window_for(fd) / 3);
         } else if (!same) {
             return; /* stray datagram from an old or unknown client */
         }
@@ -271,7 +291,7 @@ static void server_segment(int fd, struct aead *a, struct session *s, unsigned c
         if (!s->failed && stream_sink_feed(&s->sink, p, (size_t)plen))
             fprintf(stderr, "udp-floor serve: bad stream: %s\n", s->sink.err);
         s->consumed += (uint64_t)plen;
-        if (s->consumed - s->credited >= CREDIT_EVERY) {
+        if (s->consumed - s->credited >= s->credit_every) {
             s->credited = s->consumed;
             uint64_t v = s->consumed;
             if (send_ctl(fd, a, 'C', s->tx_seq++, &v, 1, &s->peer))
@@ -487,6 +507,10 @@ static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, in
         return 1;
     }
     set_bufs(fd);
+    const uint64_t window = window_for(fd);
+    if (window < WINDOW)
+        fprintf(stderr, "udp-floor drain: socket buffers below 4 MiB (not root?): window %" PRIu64 " bytes\n",
+                window);
 
     static unsigned char sbuf[MAX_SEGS * MAX_DGRAM];
     unsigned char hdrs[MAX_SEGS][HDR];
@@ -497,7 +521,7 @@ static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, in
     int got_count = 0;
     double t0 = now_s(), last_progress = t0;
     while (off < src.total) {
-        uint64_t limit = credit + WINDOW;
+        uint64_t limit = credit + window;
         uint64_t rem = src.total - off;
         uint64_t room = limit > off ? limit - off : 0;
         size_t nseg;
