@@ -392,9 +392,12 @@ def summarize(runs, impl_names, sizes, aead, startup=None):
             if "net_us" in udp:
                 fl["net_us"] = udp["net_us"] + add
             group.append(fl)
+        pure_net = next((r.get("net_us") for r in group if r["impl"] == "pure"), None)
         for row in group:
             if pure_med and "both_us" in row:
                 row["vs_pure"] = row["both_us"] / pure_med
+            if pure_net and row.get("net_us") is not None and pure_net > 0:
+                row["vs_pure_net"] = row["net_us"] / pure_net
         rows += group
     return rows
 
@@ -545,7 +548,7 @@ def drain_main(args):
     impls = select_impls(args)
     runnable, skipped, broken = prepare(impls, args.no_build)
     names = [i.name for i in runnable]
-    aead = aead_rate() if any(i.name == "udp" for i in runnable) else None
+    aead = aead_rate()  # for the floor row (needs the udp row) and the record
     if aead:
         log(f"AES-128-GCM bulk rate: {aead:.4f} ns/byte (udp-floor aead-rate)")
     t_start = time.monotonic()
@@ -603,7 +606,8 @@ def drain_main(args):
                           "skipped": sorted(skipped), "aead_ns_per_byte": aead, "files": files,
                           "summary": [{k: v for k, v in r.items() if k in ("impl", "size", "both_us", "net_us", "client_us",
                                                                            "server_us", "seconds", "mb_s",
-                                                                           "vs_pure", "ok_runs", "runs")}
+                                                                           "vs_pure", "vs_pure_net", "ok_runs",
+                                                                           "runs")}
                                       for r in rows]}), flush=True)
     return 0 if ok else 1
 
