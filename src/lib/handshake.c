@@ -68,6 +68,12 @@ int pure_hs_start(pure_link *link, const uint8_t peer_key[PURE_KEY_LEN], const c
 
 void pure_hs_free(pure_link *link)
 {
+    if (link->resp) {
+        pure_mem_free(&link->ctx->alloc, link->resp,
+                      PURE_RESP_FIXED + PURE_NOISE_MSG2_OVERHEAD + 1);
+        link->resp = NULL;
+        link->resp_len = 0;
+    }
     if (!link->hs)
         return;
     pure_noise_wipe(&link->hs->noise);
@@ -197,17 +203,18 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
     memcpy(link->peer_key, noise.rs, PURE_KEY_LEN);
     link->service = (uint16_t)pure_ctx_service_index(ctx, (const char *)payload + 1, payload[0]);
 
-    pure_ctl *c = pure_ctx_ctl_push(ctx, from);
+    /* The RESP goes out from the link itself (not the shared reply queue, which a burst of
+     * INITs can overflow), so a link never exists without its answer on the way. */
+    const size_t resp_cap = PURE_RESP_FIXED + PURE_NOISE_MSG2_OVERHEAD + 1;
+    link->resp = pure_mem_alloc(&ctx->alloc, resp_cap);
     uint8_t k_send[32], k_recv[32], h[32];
     size_t mlen = 0;
     status = PURE_RESP_OK;
-    if (!c ||
-        pure_noise_write_msg2(&noise, &status, 1, c->data + PURE_RESP_FIXED,
-                              sizeof c->data - PURE_RESP_FIXED, &mlen) != 0 ||
+    if (!link->resp ||
+        pure_noise_write_msg2(&noise, &status, 1, link->resp + PURE_RESP_FIXED,
+                              resp_cap - PURE_RESP_FIXED, &mlen) != 0 ||
         pure_noise_split(&noise, k_send, k_recv, link->ck, h) != 0 ||
         pure_keys_install(link, k_send, k_recv) != 0) {
-        if (c)
-            ctx->ctl_len--;
         pure_noise_wipe(&noise);
         pure_wipe(k_send, 32);
         pure_wipe(k_recv, 32);
@@ -217,13 +224,13 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
     pure_noise_wipe(&noise);
     pure_wipe(k_send, 32);
     pure_wipe(k_recv, 32);
-    c->data[0] = PURE_PKT_RESP;
-    put_u32le(c->data + 1, link->local_index);
-    put_u32le(c->data + 5, sender);
-    c->len = (uint16_t)(PURE_RESP_FIXED + mlen);
+    link->resp[0] = PURE_PKT_RESP;
+    put_u32le(link->resp + 1, link->local_index);
+    put_u32le(link->resp + 5, sender);
+    link->resp_len = (uint16_t)(PURE_RESP_FIXED + mlen);
     link->amp_received = n;
-    link->amp_sent = c->len;
     ctx->half_open++;
+    pure_ctx_mark_pending(ctx, link);
     pure_link_update_timer(link, now);
 }
 

@@ -11,14 +11,35 @@ int pure_keys_derive(pure_ctx *ctx, pure_dir_keys *k, const uint8_t split[32])
     uint8_t out1[32], out2[32];
     static const char label[] = "pure transport";
     pure_hkdf2(ctx->crypto, out1, out2, split, (const uint8_t *)label, sizeof label - 1);
-    if (k->ready)
+    if (k->live)
         ctx->crypto->aead_free(&k->aead);
-    int rc = ctx->crypto->aead_init(&k->aead, PURE_AEAD_AES128_GCM, out1);
+    k->live = 0;
+    memcpy(k->key, out1, sizeof k->key);
     memcpy(k->iv, out2, PURE_NONCE_LEN);
     pure_wipe(out1, sizeof out1);
     pure_wipe(out2, sizeof out2);
-    k->ready = rc == 0;
-    return rc;
+    k->ready = 1;
+    return pure_keys_aead(ctx, k) ? 0 : PURE_ECRYPTO;
+}
+
+pure_aead *pure_keys_aead(pure_ctx *ctx, pure_dir_keys *k)
+{
+    if (k->live)
+        return &k->aead;
+    if (!k->ready || ctx->crypto->aead_init(&k->aead, PURE_AEAD_AES128_GCM, k->key) != 0)
+        return NULL;
+    k->live = 1;
+    return &k->aead;
+}
+
+void pure_keys_park(pure_link *link)
+{
+    pure_dir_keys *all[3] = {&link->tx, &link->rx[0], &link->rx[1]};
+    for (int i = 0; i < 3; i++)
+        if (all[i]->live) {
+            link->ctx->crypto->aead_free(&all[i]->aead);
+            all[i]->live = 0;
+        }
 }
 
 int pure_keys_install(pure_link *link, const uint8_t k_send[32], const uint8_t k_recv[32])
@@ -31,7 +52,7 @@ int pure_keys_install(pure_link *link, const uint8_t k_send[32], const uint8_t k
 
 void pure_keys_wipe_dir(pure_ctx *ctx, pure_dir_keys *k)
 {
-    if (k->ready)
+    if (k->live)
         ctx->crypto->aead_free(&k->aead);
     pure_wipe(k, sizeof *k);
 }

@@ -379,4 +379,5 @@ void pure_link_maybe_idle(pure_link *link)
         link->ring_cap = 0;
     }
     pure_msgparse_shrink(&link->parse, a);
+    pure_keys_park(link);
 }

@@ -67,11 +67,14 @@ typedef struct pure_hs {
     char service[PURE_SERVICE_MAX + 1];
 } pure_hs;
 
-/* Transport keys of one direction and phase. */
+/* Transport keys of one direction and phase. The AEAD context (about 1 KB inside OpenSSL) is
+ * scheduled from `key` on first use and released while the link is idle. */
 typedef struct pure_dir_keys {
     pure_aead aead;
+    uint8_t key[16];
     uint8_t iv[PURE_NONCE_LEN];
-    uint8_t ready;
+    uint8_t ready; /* key and iv hold keys */
+    uint8_t live;  /* aead is scheduled */
 } pure_dir_keys;
 
 struct pure_link {
@@ -93,6 +96,8 @@ struct pure_link {
     pure_addr peer;
     uint8_t peer_key[PURE_KEY_LEN];
     pure_hs *hs;
+    uint8_t *resp;         /* responder: the RESP datagram until it is written */
+    uint16_t resp_len;
 
     /* keys */
     pure_dir_keys tx;
@@ -247,6 +252,10 @@ void pure_hs_free(pure_link *link);
 /* keys.c */
 int pure_keys_install(pure_link *link, const uint8_t k_send[32], const uint8_t k_recv[32]);
 int pure_keys_derive(pure_ctx *ctx, pure_dir_keys *k, const uint8_t split[32]);
+/* The direction's AEAD, scheduled on demand; NULL if it has no keys or scheduling failed. */
+pure_aead *pure_keys_aead(pure_ctx *ctx, pure_dir_keys *k);
+/* Releases the scheduled AEAD contexts of an idle link (keys are kept). */
+void pure_keys_park(pure_link *link);
 void pure_keys_wipe_dir(pure_ctx *ctx, pure_dir_keys *k);
 
 /* rekey.c */

@@ -160,7 +160,8 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
     }
     uint8_t phase = d[0] & 1;
     pure_dir_keys *k = &link->rx[phase];
-    if (!k->ready) {
+    pure_aead *aead = pure_keys_aead(ctx, k);
+    if (!aead) {
         ctx->st.dropped_auth++;
         link->st.dropped_auth++;
         return PURE_ECRYPTO;
@@ -169,7 +170,7 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
     pure_keys_nonce(nonce, k->iv, pn);
     size_t plen = n - PURE_DATA_HEADER - PURE_TAG_LEN;
     uint8_t *payload = d + PURE_DATA_HEADER;
-    if (ctx->crypto->aead_open(&k->aead, nonce, d, PURE_DATA_HEADER, payload, plen,
+    if (ctx->crypto->aead_open(aead, nonce, d, PURE_DATA_HEADER, payload, plen,
                                payload + plen) != 0) {
         ctx->st.dropped_auth++;
         link->st.dropped_auth++;
@@ -186,6 +187,7 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         /* The initiator holds the keys: the handshake is complete and its address proven. */
         if (ctx->half_open)
             ctx->half_open--;
+        pure_hs_free(link); /* the RESP buffer */
         pure_link_open(link, now);
         ctx->st.handshakes_accepted++;
         int rc = 0;

@@ -37,6 +37,8 @@ int pure_link_wants_send(const pure_link *link, uint64_t now)
     switch (link->state) {
     case PURE_LS_HANDSHAKE:
         return link->hs && link->hs->send_pending;
+    case PURE_LS_UNVALIDATED:
+        return link->resp_len > 0;
     case PURE_LS_OPEN:
         return ack_due(link) || control_due(link) ||
                (has_data(link) && pure_cc_available(&link->cc) > 0 && link->pace_at == UINT64_MAX);
@@ -166,8 +168,9 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
     uint8_t nonce[PURE_NONCE_LEN];
     pure_keys_nonce(nonce, link->tx.iv, pn);
     size_t plen = (size_t)(p - (out + PURE_DATA_HEADER));
-    if (ctx->crypto->aead_seal(&link->tx.aead, nonce, out, PURE_DATA_HEADER, out + PURE_DATA_HEADER,
-                               plen, p) != 0)
+    pure_aead *aead = pure_keys_aead(ctx, &link->tx);
+    if (!aead || ctx->crypto->aead_seal(aead, nonce, out, PURE_DATA_HEADER, out + PURE_DATA_HEADER,
+                                        plen, p) != 0)
         return 0;
     size_t total = PURE_DATA_HEADER + plen + PURE_TAG_LEN;
     if (eliciting)
@@ -198,6 +201,17 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
         link->last_sent = now;
         return hs->init_len;
     }
+    if (link->state == PURE_LS_UNVALIDATED) {
+        /* Our RESP, once: at most 3x what the INIT brought (it is far smaller). */
+        if (!link->resp_len || cap < link->resp_len ||
+            link->amp_sent + link->resp_len > PURE_AMPLIFICATION * link->amp_received)
+            return 0;
+        memcpy(buf, link->resp, link->resp_len);
+        *segment = link->resp_len;
+        link->amp_sent += link->resp_len;
+        link->resp_len = 0;
+        return (int64_t)*segment;
+    }
     if (link->state == PURE_LS_CLOSING) {
         if (!link->close_pending || cap < 64)
             return 0;
@@ -209,8 +223,9 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
         uint8_t nonce[PURE_NONCE_LEN];
         pure_keys_nonce(nonce, link->tx.iv, pn);
         size_t plen = (size_t)(p - (buf + PURE_DATA_HEADER));
-        if (ctx->crypto->aead_seal(&link->tx.aead, nonce, buf, PURE_DATA_HEADER,
-                                   buf + PURE_DATA_HEADER, plen, p) != 0)
+        pure_aead *aead = pure_keys_aead(ctx, &link->tx);
+        if (!aead || ctx->crypto->aead_seal(aead, nonce, buf, PURE_DATA_HEADER,
+                                            buf + PURE_DATA_HEADER, plen, p) != 0)
             return 0;
         link->close_pending = 0;
         *segment = PURE_DATA_HEADER + plen + PURE_TAG_LEN;

@@ -17,8 +17,13 @@ static pure_sent *slot(const pure_link *link, uint64_t pn)
 
 int pure_recovery_on_sent(pure_link *link, uint64_t pn, const pure_sent *s)
 {
-    if (link->eliciting_in_flight == 0)
+    if (link->eliciting_in_flight == 0) {
         link->sent_lo = pn; /* nothing older is live */
+        if (!(s->flags & PURE_SENT_LIVE)) {
+            link->sent_lo = pn + 1; /* an ACK-only packet of an idle link: nothing to track */
+            return 0;
+        }
+    }
     if (link->sent_cap == 0 || pn - link->sent_lo >= link->sent_cap) {
         uint32_t cap = link->sent_cap ? link->sent_cap * 2 : 64;
         while ((uint64_t)cap <= pn - link->sent_lo)

@@ -32,8 +32,10 @@ typedef struct pure_rekey {
 
 int pure_rekey_due(const pure_link *link, uint64_t now)
 {
+    /* Keys protect data: a link that only sends keepalives or ACKs keeps its keys, so an idle
+     * link costs exactly one packet per keepalive interval. */
     const pure_settings *s = &link->ctx->s;
-    return link->state == PURE_LS_OPEN &&
+    return link->state == PURE_LS_OPEN && link->send_next < link->sb.end &&
            (link->keys_packets >= s->rekey_after_packets ||
             now - link->keys_time >= s->rekey_after_time);
 }

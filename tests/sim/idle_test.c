@@ -1,0 +1,189 @@
+/* idle_test: many links open and idle in the simulator. Without keepalive an idle link sends
+ * nothing and fires no timer for a virtual hour; with keepalive it sends exactly one PING per
+ * interval; after the idle hour every link still delivers a message at once (no new handshake);
+ * and an idle link's memory, counted by the allocator, stays small. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "crypto.h"
+#include "sim.h"
+#include "test.h"
+
+#define LINKS 10000
+
+typedef struct counter {
+    int64_t bytes;
+} counter;
+
+static void *count_alloc(void *user, size_t n)
+{
+    counter *c = user;
+    c->bytes += (int64_t)n;
+    return malloc(n);
+}
+
+static void count_free(void *user, void *p, size_t n)
+{
+    counter *c = user;
+    c->bytes -= (int64_t)n;
+    free(p);
+}
+
+typedef struct world {
+    pure_link *cl[LINKS];
+    pure_link *sl[LINKS];
+    int accepted, established, delivered;
+} world;
+
+static int on_accept(pure_link *l, const char *svc, const uint8_t *k, void *user)
+{
+    world *w = user;
+    pure_link_set_user(l, (void *)(intptr_t)w->accepted);
+    w->sl[w->accepted++] = l;
+    return 0;
+}
+
+static void on_established(pure_link *l, void *user) { ((world *)user)->established++; }
+
+static world *the_world;
+static void on_message(pure_link *l, void *user, const uint8_t *d, size_t n)
+{
+    if (n == 5 && memcmp(d, "wake!", 5) == 0)
+        the_world->delivered++;
+}
+
+static int closed;
+static void on_closed(pure_link *l, void *user, const pure_close_info *info)
+{
+    closed++;
+    fprintf(stderr, "idle_test: a link closed: %s\n", pure_strerror(info->error));
+}
+
+static const pure_callbacks cbs = {.on_accept = on_accept,
+                                   .on_established = on_established,
+                                   .on_message = on_message,
+                                   .on_closed = on_closed};
+
+static int all_established(void *arg)
+{
+    world *w = arg;
+    return w->established == LINKS && w->accepted == LINKS;
+}
+
+static int all_delivered(void *arg) { return ((world *)arg)->delivered == LINKS; }
+
+static void run(uint64_t keepalive, int64_t *bytes_per_link_cli, int64_t *bytes_per_link_srv)
+{
+    world *w = calloc(1, sizeof *w);
+    the_world = w;
+    counter cc = {0}, sc = {0};
+    sim *s = sim_new(42);
+    pure_settings st;
+    pure_settings_default(&st);
+    st.callbacks = &cbs;
+    st.user = w;
+    st.allow_any = 1;
+    st.keepalive = keepalive;
+    st.crypto = &pure_crypto_null; /* 10,000 handshakes and an hour of keepalives stay quick */
+    st.alloc = count_alloc;
+    st.free = count_free;
+    st.alloc_user = &cc;
+    int cli = sim_add(s, &st);
+    st.alloc_user = &sc;
+    int srv = sim_add(s, &st);
+    pure_ctx_add_service(sim_ctx(s, srv), "idle");
+    sim_path p = {.delay = 1 * SIM_MS};
+    sim_set_path(s, cli, srv, &p);
+    sim_set_path(s, srv, cli, &p);
+    int64_t cli_base = cc.bytes, srv_base = sc.bytes;
+    pure_addr to = sim_addr(s, srv);
+    for (int i = 0; i < LINKS; i++)
+        CHECK_EQ(pure_connect(sim_ctx(s, cli), &to, pure_ctx_public_key(sim_ctx(s, srv)), "idle",
+                              w, &w->cl[i], sim_now(s)),
+                 0);
+    CHECK(sim_run(s, all_established, w, 120 * SIM_S));
+    if (closed || !all_established(w)) { /* the rest would touch closed links */
+        CHECK_EQ(closed, 0);
+        sim_free(s);
+        free(w);
+        return;
+    }
+    /* let every first packet be acknowledged, then measure the idle state */
+    sim_run(s, NULL, NULL, sim_now(s) + 2 * SIM_S);
+    *bytes_per_link_cli = (cc.bytes - cli_base) / LINKS;
+    *bytes_per_link_srv = (sc.bytes - srv_base) / LINKS;
+
+    pure_ctx_stats c0, s0, c1, s1;
+    pure_ctx_stats_get(sim_ctx(s, cli), &c0);
+    pure_ctx_stats_get(sim_ctx(s, srv), &s0);
+    uint64_t idle = 3600 * SIM_S;
+    sim_run(s, NULL, NULL, sim_now(s) + idle);
+    pure_ctx_stats_get(sim_ctx(s, cli), &c1);
+    pure_ctx_stats_get(sim_ctx(s, srv), &s1);
+    uint64_t sent = (c1.datagrams_out - c0.datagrams_out) + (s1.datagrams_out - s0.datagrams_out);
+    uint64_t fired = (c1.timers_fired - c0.timers_fired) + (s1.timers_fired - s0.timers_fired);
+    CHECK_EQ(c1.links, LINKS);
+    CHECK_EQ(s1.links, LINKS);
+    if (keepalive == 0) {
+        CHECK_EQ(sent, 0);
+        CHECK_EQ(fired, 0);
+    } else {
+        /* one PING per link per interval from the initiator (its ACK comes back from the peer) */
+        uint64_t intervals = idle / keepalive;
+        uint64_t pings = c1.datagrams_out - c0.datagrams_out;
+        CHECK(pings >= (intervals - 1) * LINKS && pings <= (intervals + 1) * LINKS);
+        uint64_t keepalives = 0;
+        for (int i = 0; i < LINKS; i++) {
+            pure_link_stats ls;
+            pure_link_stats_get(w->cl[i], &ls);
+            keepalives += ls.keepalives;
+        }
+        CHECK(keepalives >= (intervals - 1) * LINKS && keepalives <= (intervals + 1) * LINKS);
+        printf("keepalive %llus: %llu packets from the initiators over %llu intervals and %d "
+               "links\n",
+               (unsigned long long)(keepalive / SIM_S), (unsigned long long)pings,
+               (unsigned long long)intervals, LINKS);
+    }
+    /* wake up: one message on every link, delivered without a new handshake */
+    uint64_t hs_before = c1.handshakes_started;
+    uint64_t t0 = sim_now(s);
+    for (int i = 0; i < LINKS; i++)
+        CHECK(pure_link_send(w->cl[i], "wake!", 5) >= 0);
+    CHECK(sim_run(s, all_delivered, w, t0 + 10 * SIM_S));
+    CHECK_EQ(w->delivered, LINKS);
+    pure_ctx_stats_get(sim_ctx(s, cli), &c1);
+    CHECK_EQ(c1.handshakes_started, hs_before);
+    printf("idle links (keepalive %llu s): %lld bytes per idle link (initiator), %lld "
+           "(responder); %llu packets and %llu timers while idle; all %d woke in %.1f ms "
+           "virtual\n",
+           (unsigned long long)(keepalive / SIM_S), (long long)*bytes_per_link_cli,
+           (long long)*bytes_per_link_srv, (unsigned long long)sent, (unsigned long long)fired,
+           LINKS, (double)(sim_now(s) - t0) / 1e6);
+    sim_free(s);
+    free(w);
+}
+
+static void test_idle_without_keepalive(void)
+{
+    int64_t c, s;
+    run(0, &c, &s);
+    /* What the core allocates for an idle link, including its share of the link table. The goal
+     * is 1 KiB (issue: idle links); today the link struct alone is about 1.45 KiB, so this guards
+     * against regressions until the idle/active split lands. */
+    CHECK(c <= 1600);
+    CHECK(s <= 1600);
+}
+
+static void test_idle_with_keepalive(void)
+{
+    int64_t c, s;
+    run(25 * SIM_S, &c, &s);
+}
+
+int main(void)
+{
+    RUN(test_idle_without_keepalive);
+    RUN(test_idle_with_keepalive);
+    return pure_test_finish();
+}
