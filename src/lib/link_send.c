@@ -138,14 +138,21 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
         size_t hdr = pure_frame_data_header_len(off, len);
         int fin_here = link->fin_sent_pending && off + len == link->fin_offset && !retx;
         if ((len > 0 || fin_here) && (size_t)(limit - p) > hdr) {
+            int full = 0;
             if (len > (uint64_t)(limit - p) - hdr) {
                 len = (uint64_t)(limit - p) - hdr;
                 fin_here = 0;
-                hdr = pure_frame_data_header_len(off, len); /* can only shrink */
+                full = 1;
             }
             p = pure_frame_put_data_header(p, off, len, fin_here);
             pure_sendbuf_copy(&link->sb, off, p, (size_t)len);
             p += len;
+            /* A shorter length may have needed a shorter varint: pad so a full packet is
+             * exactly full and the GSO burst goes on. */
+            if (full && p < limit) {
+                memset(p, PURE_FRAME_PADDING, (size_t)(limit - p));
+                p = (uint8_t *)limit;
+            }
             rec.data_off = off;
             rec.data_len = (uint32_t)len;
             if (fin_here) {
