@@ -221,7 +221,7 @@ int pure_udp_send(pure_udp *u, const uint8_t *buf, size_t n, size_t seg, const p
             size_t len = left < max ? left : max;
             size_t pkts = (len + seg - 1) / seg;
             int e = send_gso(u, buf + *off, len, seg, &ss, sl);
-            if (e == -EAGAIN || e == -EWOULDBLOCK || e == -ENOBUFS) {
+            if (e == -EAGAIN || e == -EWOULDBLOCK) {
                 u->st->send_blocked++;
                 return PURE_EAGAIN;
             }
@@ -238,7 +238,9 @@ int pure_udp_send(pure_udp *u, const uint8_t *buf, size_t n, size_t seg, const p
                     errno = -e;
                     return PURE_EIO;
                 }
-                u->st->send_errors++; /* unreachable, too big, ...: dropped, retransmitted */
+                /* unreachable, too big, a full device queue (ENOBUFS, which EPOLLOUT would not
+                 * wait out): dropped like a lost packet, and retransmitted by the core */
+                u->st->send_errors++;
             } else {
                 if (pkts > 1) {
                     u->gso_confirmed = 1;
@@ -267,7 +269,7 @@ int pure_udp_send(pure_udp *u, const uint8_t *buf, size_t n, size_t seg, const p
             r = sendmmsg(u->fd, u->mm, cnt, 0);
         while (r < 0 && errno == EINTR);
         if (r < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 u->st->send_blocked++;
                 return PURE_EAGAIN;
             }
