@@ -7,8 +7,10 @@
  *   - ack delay: max_ack_delay after the first unacknowledged ack-eliciting packet;
  *   - idle: idle_timeout after we started waiting for the peer (only while something waits);
  *   - keepalive: only when configured, keepalive ns after the last packet either way;
- *   - pacing: when the pacer held packets back.
- * An idle link (nothing in flight, no keepalive) has no timer at all. */
+ *   - pacing: when the pacer held packets back;
+ *   - release: once, PURE_IDLE_RELEASE after the link fell idle, to give its buffers back (doing
+ *     it at once would free and refault megabytes on a busy link whose backlog empties often).
+ * After that an idle link (nothing in flight, no keepalive) has no timer at all. */
 #include <string.h>
 
 #include "link.h"
@@ -42,6 +44,7 @@ pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, 
     l->ack_deadline = UINT64_MAX;
     l->loss_time = UINT64_MAX;
     l->pace_at = UINT64_MAX;
+    l->release_at = UINT64_MAX;
     l->recv_window = s->recv_window;
     l->credit_sent = s->recv_window;
     l->peer_credit = s->recv_window; /* both sides start from the same configured window */
@@ -121,6 +124,7 @@ void pure_link_update_timer(pure_link *link, uint64_t now)
         d = min64(d, idle_deadline(link));
         d = min64(d, keepalive_deadline(link));
         d = min64(d, link->pace_at);
+        d = min64(d, link->release_at);
         break;
     case PURE_LS_CLOSING:
         d = link->close_deadline;
@@ -161,6 +165,10 @@ void pure_link_on_timer(pure_link *link, uint64_t now)
         if (now >= link->pace_at) {
             link->pace_at = UINT64_MAX;
             pure_ctx_mark_pending(link->ctx, link);
+        }
+        if (now >= link->release_at) {
+            link->release_at = UINT64_MAX;
+            pure_link_release_buffers(link);
         }
         break;
     case PURE_LS_CLOSING:
@@ -360,7 +368,13 @@ void pure_link_stats_get(const pure_link *link, pure_link_stats *st)
     st->recv_window = link->recv_window;
 }
 
-void pure_link_maybe_idle(pure_link *link)
+void pure_link_maybe_idle(pure_link *link, uint64_t now)
+{
+    if (link->release_at == UINT64_MAX)
+        link->release_at = now + PURE_IDLE_RELEASE;
+}
+
+void pure_link_release_buffers(pure_link *link)
 {
     /* Nothing in flight and nothing queued: give back the buffers (rebuilt on demand), keeping
      * only keys, counters and offsets. */

@@ -161,6 +161,7 @@ struct pure_link {
     uint64_t last_sent;
     uint64_t wait_start;   /* when ack-eliciting packets last started to fly from none */
     uint64_t pace_at;      /* the pacer released the next packet at this time (UINT64_MAX: none) */
+    uint64_t release_at;   /* idle since a moment: give buffers back then (UINT64_MAX: no) */
     uint64_t keepalive_at;
     uint64_t close_deadline;
     uint64_t deadline;     /* the earliest of all timers, as stored in the heap */
@@ -281,7 +282,10 @@ void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *
                          int send_close, uint64_t now);
 void pure_link_release(pure_link *link); /* free memory (from the dead list) */
 void pure_link_open(pure_link *link, uint64_t now); /* keys ready: start data phase */
-void pure_link_maybe_idle(pure_link *link);
+/* The link has nothing in flight or queued: release its buffers a moment later. */
+void pure_link_maybe_idle(pure_link *link, uint64_t now);
+void pure_link_release_buffers(pure_link *link);
+#define PURE_IDLE_RELEASE 500000000ull /* 500 ms */
 
 /* link_recv.c */
 int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n, uint64_t now);

@@ -226,7 +226,7 @@ void pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t n
             link->ctx->cb.on_writable(link, link->user);
     }
     if (link->sb.base == link->sb.end && link->eliciting_in_flight == 0)
-        pure_link_maybe_idle(link);
+        pure_link_maybe_idle(link, now);
 }
 
 uint64_t pure_recovery_deadline(const pure_link *link)
