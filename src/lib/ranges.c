@@ -137,6 +137,8 @@ void pure_ranges_drop_first(pure_ranges *s)
 
 int pure_ranges_contains(const pure_ranges *s, uint64_t x)
 {
+    if (x == UINT64_MAX) /* never inside a half-open range, and x + 1 would wrap to 0 */
+        return 0;
     uint32_t i = lower(s, x + 1);
     return i < s->n && s->r[i].start <= x;
 }
@@ -151,6 +153,8 @@ uint64_t pure_ranges_contiguous_end(const pure_ranges *s, uint64_t x)
 
 uint64_t pure_ranges_next_start(const pure_ranges *s, uint64_t x)
 {
+    if (x == UINT64_MAX) /* nothing starts after it (and x + 1 would wrap to 0) */
+        return UINT64_MAX;
     uint32_t i = lower(s, x + 1);
     if (i < s->n && s->r[i].start <= x)
         i++;
