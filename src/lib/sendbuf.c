@@ -47,6 +47,16 @@ int pure_sendbuf_write(pure_sendbuf *s, const pure_alloc *a, const void *x, size
                        const void *y, size_t ylen, uint64_t limit)
 {
     uint64_t need = s->end - s->base + xlen + ylen;
+    /* Fast path: room, no wrap (nearly every small message). */
+    if (need <= s->cap && need <= limit) {
+        uint64_t i = s->end & (s->cap - 1);
+        if (i + xlen + ylen <= s->cap) {
+            memcpy(s->buf + i, x, xlen);
+            memcpy(s->buf + i + xlen, y, ylen);
+            s->end += xlen + ylen;
+            return 0;
+        }
+    }
     if (need > limit && s->end > s->base)
         return PURE_EAGAIN;
     if (need > s->cap) {
@@ -76,6 +86,10 @@ void pure_sendbuf_copy(const pure_sendbuf *s, uint64_t off, uint8_t *dst, size_t
 
 uint32_t pure_sendbuf_get_u32(const pure_sendbuf *s, uint64_t off)
 {
+    uint64_t i = off & (s->cap - 1);
+    const uint8_t *p = s->buf + i;
+    if (i + 4 <= s->cap)
+        return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
     uint8_t b[4];
     pure_sendbuf_copy(s, off, b, 4);
     return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
