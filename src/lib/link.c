@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "link.h"
+#include "varint.h"
 
 pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, uint64_t now)
 {
@@ -306,16 +307,24 @@ int64_t pure_link_send(pure_link *link, const void *msg, size_t len)
         return PURE_ECLOSED;
     if (len > link->ctx->s.max_message_size)
         return PURE_EMSGSIZE;
-    uint8_t hdr[4] = {(uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8),
-                      (uint8_t)len};
-    int rc = pure_sendbuf_write(&link->sb, &link->ctx->alloc, hdr, 4, msg, len,
-                                link->ctx->s.send_backlog);
-    if (rc) {
-        if (rc == PURE_EAGAIN)
-            link->want_writable = 1;
-        return rc;
+    pure_sendbuf *sb = &link->sb;
+    uint64_t need = sb->end - sb->base + 4 + len, at = sb->end & (sb->cap - 1);
+    if (need <= sb->cap && need <= link->ctx->s.send_backlog && at + 4 + len <= sb->cap) {
+        /* the common case, inline: room before the ring wraps */
+        pure_put_u32be(sb->buf + at, (uint32_t)len);
+        memcpy(sb->buf + at + 4, msg, len);
+        sb->end += 4 + len;
+    } else {
+        uint8_t hdr[4];
+        pure_put_u32be(hdr, (uint32_t)len);
+        int rc = pure_sendbuf_write(sb, &link->ctx->alloc, hdr, 4, msg, len,
+                                    link->ctx->s.send_backlog);
+        if (rc) {
+            if (rc == PURE_EAGAIN)
+                link->want_writable = 1;
+            return rc;
+        }
     }
-    link->st.messages_sent++;
     if (!link->in_pending)
         pure_ctx_mark_pending(link->ctx, link);
     return (int64_t)link->next_msg_id++;
@@ -365,6 +374,7 @@ void pure_link_stats_get(const pure_link *link, pure_link_stats *st)
     st->cwnd = link->cc.cwnd;
     st->bytes_in_flight = link->cc.bytes_in_flight;
     st->messages_acked = link->msgs_acked;
+    st->messages_sent = link->next_msg_id;
     st->recv_window = link->recv_window;
 }
 
