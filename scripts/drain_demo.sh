@@ -13,9 +13,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build="$root/build"
 
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
-if [ ! -f "$build/CMakeCache.txt" ]; then
-    cmake -S "$root" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
-fi
+# build/ may have been configured before (by CI with another build type): keep its generator,
+# make it a Release build
+[ -f "$build/CMakeCache.txt" ] && gen=()
+cmake -S "$root" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$build" --target pure >/dev/null
 pure="$build/pure"
 
