@@ -16,6 +16,8 @@
 #include "link.h"
 #include "varint.h"
 
+static void unbusy(pure_link *link);
+
 pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, uint64_t now)
 {
     pure_link *l = pure_mem_alloc(&ctx->alloc, sizeof *l);
@@ -33,15 +35,8 @@ pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, 
         return NULL;
     }
     const pure_settings *s = &ctx->s;
-    pure_replay_init(&l->replay);
-    pure_ranges_init(&l->acked, 1u << 16);
-    pure_ranges_init(&l->lost, 1u << 16);
     pure_ranges_init(&l->rx_pns, PURE_ACK_MAX_RANGES + 1);
-    pure_ranges_init(&l->oo, 1u << 14);
-    pure_msgparse_init(&l->parse, s->max_message_size);
     pure_rtt_init(&l->rtt, 333000000ull); /* RFC 9002's initial RTT */
-    pure_cc_init(&l->cc, (enum pure_cc_algo)s->congestion, s->max_udp_payload, now);
-    pure_pacer_init(&l->pacer, 64u * s->max_udp_payload);
     l->ack_deadline = UINT64_MAX;
     l->loss_time = UINT64_MAX;
     l->pace_at = UINT64_MAX;
@@ -54,7 +49,8 @@ pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, 
     l->last_recv = now;
     l->keys_time = now;
     /* The stream opens with the preamble. */
-    if (pure_sendbuf_write(&l->sb, &ctx->alloc, PURE_STREAM_PREAMBLE, 4, NULL, 0,
+    if (pure_link_busy(l, now) != 0 ||
+        pure_sendbuf_write(&l->sb, &ctx->alloc, PURE_STREAM_PREAMBLE, 4, NULL, 0,
                            s->send_backlog) != 0) {
         l->state = PURE_LS_CLOSED;
         pure_link_release(l);
@@ -213,11 +209,13 @@ void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *
         link->close_error = error;
         link->close_pending = 1;
         link->close_code = code;
-        size_t rl = reason ? strlen(reason) : 0;
-        if (rl > sizeof link->close_reason - 1)
-            rl = sizeof link->close_reason - 1;
-        memcpy(link->close_reason, reason ? reason : "", rl);
-        link->close_reason[rl] = 0;
+        if (pure_link_busy(link, now) == 0) {
+            size_t rl = reason ? strlen(reason) : 0;
+            if (rl > sizeof link->b->close_reason - 1)
+                rl = sizeof link->b->close_reason - 1;
+            memcpy(link->b->close_reason, reason ? reason : "", rl);
+            link->b->close_reason[rl] = 0;
+        }
         /* Stay a little while so the CLOSE goes out (and again if the peer keeps sending). */
         link->close_deadline = now + 3 * pure_rtt_pto(&link->rtt, ctx->s.max_ack_delay);
         pure_ctx_mark_pending(ctx, link);
@@ -261,12 +259,8 @@ void pure_link_release(pure_link *link)
     pure_hs_free(link);
     pure_keys_wipe(link);
     pure_sendbuf_free(&link->sb, a);
-    pure_ranges_free(&link->acked, a);
-    pure_ranges_free(&link->lost, a);
     pure_ranges_free(&link->rx_pns, a);
-    pure_ranges_free(&link->oo, a);
-    pure_msgparse_free(&link->parse, a);
-    pure_mem_free(a, link->ring, (size_t)link->ring_cap);
+    unbusy(link);
     pure_recovery_free(link);
     pure_wipe(link, sizeof *link);
     pure_mem_free(a, link, sizeof *link);
@@ -367,12 +361,27 @@ uint64_t pure_link_backlog(const pure_link *link) { return link->sb.end - link->
 
 void pure_link_stats_get(const pure_link *link, pure_link_stats *st)
 {
-    *st = link->st;
+    memset(st, 0, sizeof *st);
+    const pure_link_counters *c = &link->st;
+    st->packets_sent = c->packets_sent;
+    st->packets_received = c->packets_received;
+    st->bytes_sent = c->bytes_sent;
+    st->bytes_received = c->bytes_received;
+    st->packets_lost = c->packets_lost;
+    st->bytes_retransmitted = c->bytes_retransmitted;
+    st->ptos = c->ptos;
+    st->random_losses = c->random_losses;
+    st->messages_received = c->messages_received;
+    st->rekeys = c->rekeys;
+    st->keepalives = c->keepalives;
+    st->path_changes = c->path_changes;
+    st->dropped_auth = c->dropped_auth;
+    st->dropped_replay = c->dropped_replay;
     st->rtt_ns = link->rtt.smoothed;
     st->rtt_min_ns = link->rtt.min;
     st->rtt_var_ns = link->rtt.var;
-    st->cwnd = link->cc.cwnd;
-    st->bytes_in_flight = link->cc.bytes_in_flight;
+    st->cwnd = link->b ? link->b->cc.cwnd : 0;
+    st->bytes_in_flight = link->b ? link->b->cc.bytes_in_flight : 0;
     st->messages_acked = link->msgs_acked;
     st->messages_sent = link->next_msg_id;
     st->recv_window = link->recv_window;
@@ -389,19 +398,55 @@ void pure_link_release_buffers(pure_link *link)
     /* Nothing in flight and nothing queued: give back the buffers (rebuilt on demand), keeping
      * only keys, counters and offsets. */
     const pure_alloc *a = &link->ctx->alloc;
-    if (link->sb.base != link->sb.end || link->eliciting_in_flight)
+    if (link->sb.base != link->sb.end || link->eliciting_in_flight || link->state != PURE_LS_OPEN)
         return;
     pure_sendbuf_shrink(&link->sb, a);
-    pure_ranges_free(&link->acked, a);
-    pure_ranges_free(&link->lost, a);
     pure_recovery_free(link);
     link->sent_lo = link->next_pn;
-    if (pure_ranges_empty(&link->oo)) {
-        pure_ranges_free(&link->oo, a);
-        pure_mem_free(a, link->ring, (size_t)link->ring_cap);
-        link->ring = NULL;
-        link->ring_cap = 0;
-    }
-    pure_msgparse_shrink(&link->parse, a);
+    pure_ranges_free(&link->rx_pns, a);
+    if (link->b && pure_ranges_empty(&link->b->oo) && pure_msgparse_at_boundary(&link->b->parse) &&
+        !link->b->lost.n)
+        unbusy(link);
     pure_keys_park(link);
+}
+
+int pure_link_busy(pure_link *link, uint64_t now)
+{
+    if (link->b)
+        return 0;
+    const pure_settings *s = &link->ctx->s;
+    pure_busy *b = pure_mem_alloc(&link->ctx->alloc, sizeof *b);
+    if (!b)
+        return PURE_ENOMEM;
+    memset(b, 0, sizeof *b);
+    /* Every packet number below the old top counts as seen: a replay of anything older than the
+     * idle period is refused (a genuine straggler is simply sent again). */
+    pure_replay_init_seen(&b->replay, link->replay_top);
+    pure_ranges_init(&b->acked, 1u << 16);
+    pure_ranges_init(&b->lost, 1u << 16);
+    pure_ranges_init(&b->oo, 1u << 14);
+    pure_msgparse_init(&b->parse, s->max_message_size);
+    b->parse.preamble_done = link->preamble_seen;
+    pure_cc_init(&b->cc, (enum pure_cc_algo)s->congestion, s->max_udp_payload, now);
+    pure_pacer_init(&b->pacer, 64u * s->max_udp_payload);
+    link->b = b;
+    return 0;
+}
+
+static void unbusy(pure_link *link)
+{
+    pure_busy *b = link->b;
+    if (!b)
+        return;
+    const pure_alloc *a = &link->ctx->alloc;
+    link->replay_top = b->replay.top;
+    link->preamble_seen = b->parse.preamble_done;
+    pure_ranges_free(&b->acked, a);
+    pure_ranges_free(&b->lost, a);
+    pure_ranges_free(&b->oo, a);
+    pure_msgparse_free(&b->parse, a);
+    pure_mem_free(a, b->ring, (size_t)b->ring_cap);
+    pure_wipe(b, sizeof *b);
+    pure_mem_free(a, b, sizeof *b);
+    link->b = NULL;
 }

@@ -52,6 +52,32 @@ typedef struct pure_sent {
     uint8_t unused;
 } pure_sent;
 
+/* Counters kept per link (pure_link_stats adds the fields derived when it is read). */
+typedef struct pure_link_counters {
+    uint64_t packets_sent, packets_received, bytes_sent, bytes_received;
+    uint64_t packets_lost, bytes_retransmitted, ptos, random_losses;
+    uint64_t messages_received;
+    uint64_t rekeys, keepalives, path_changes;
+    uint64_t dropped_auth, dropped_replay;
+} pure_link_counters;
+
+/* What a link needs only while it carries traffic: allocated on demand (pure_link_busy) and
+ * released a moment after the link falls idle, so an idle link keeps keys, counters and offsets
+ * only. The congestion controller restarts from its initial window after idleness, as RFC 9002
+ * section 7.8 recommends. */
+typedef struct pure_busy {
+    pure_cc cc;
+    pure_pacer pacer;
+    pure_replay replay;
+    pure_ranges acked;     /* acknowledged stream bytes above sb.base */
+    pure_ranges lost;      /* stream bytes to send again */
+    uint8_t *ring;         /* out-of-order stream bytes, offsets [recv_next, recv_next + ring_cap) */
+    uint64_t ring_cap;
+    pure_ranges oo;        /* out-of-order byte ranges held in ring */
+    pure_msgparse parse;
+    char close_reason[48];
+} pure_busy;
+
 /* What only the initiator's handshake needs: freed once the link is open. */
 typedef struct pure_hs {
     pure_noise noise;
@@ -105,7 +131,6 @@ struct pure_link {
     struct pure_rekey *rk; /* only while a rekey is under way */
     uint8_t ck[PURE_HASH_LEN]; /* chaining key, for rekeying */
     uint32_t ck_gen;           /* rekeys mixed into ck so far */
-    pure_replay replay;
 
     /* amplification limit on a new, not yet validated peer address */
     uint64_t amp_received, amp_sent;
@@ -117,8 +142,6 @@ struct pure_link {
     uint64_t send_next;    /* next new stream offset to send */
     uint64_t peer_credit;  /* peer allows stream offsets below this */
     uint64_t fin_offset;   /* stream length once finish was requested */
-    pure_ranges acked;     /* acknowledged stream bytes above sb.base */
-    pure_ranges lost;      /* stream bytes to send again */
     uint64_t msg_boundary; /* offset of the next message whose acknowledgement is not counted */
     uint64_t msgs_acked, next_msg_id;
     uint32_t msg_len;      /* length of the message at msg_boundary, once read */
@@ -137,8 +160,6 @@ struct pure_link {
     uint64_t last_eliciting_sent;
     uint64_t eliciting_in_flight;
     pure_rtt rtt;
-    pure_cc cc;
-    pure_pacer pacer;
 
     /* ---- receive side ---- */
     pure_ranges rx_pns;    /* packet numbers received (bounded) */
@@ -150,10 +171,6 @@ struct pure_link {
     uint64_t recv_window;
     uint64_t credit_time;  /* when the last credit update was sent (window auto-tuning) */
     uint64_t peer_fin;     /* peer's stream length once known */
-    uint8_t *ring;         /* out-of-order stream bytes, offsets [recv_next, recv_next + ring_cap) */
-    uint64_t ring_cap;
-    pure_ranges oo;        /* out-of-order byte ranges held in ring */
-    pure_msgparse parse;
 
     /* liveness */
     uint64_t created;
@@ -171,12 +188,14 @@ struct pure_link {
     int close_error;
     uint8_t peer_closed;
     uint8_t accepted;      /* responder: the application accepted the link (on_accept) */
-    char close_reason[48];
 
     /* rekey */
     uint64_t keys_time, keys_packets;
 
-    pure_link_stats st;
+    pure_link_counters st;
+    pure_busy *b;          /* state a link needs only while it carries traffic (NULL when idle) */
+    uint64_t replay_top;   /* the replay window's top while b is released: all below were seen */
+    uint8_t preamble_seen; /* the peer's stream preamble was checked (kept while b is released) */
     pure_link *pending_next; /* the context's send list */
     pure_link *dead_next;
     pure_link *timer_next; /* the list of links whose timers are being run */
@@ -285,6 +304,8 @@ void pure_link_open(pure_link *link, uint64_t now); /* keys ready: start data ph
 /* The link has nothing in flight or queued: release its buffers a moment later. */
 void pure_link_maybe_idle(pure_link *link, uint64_t now);
 void pure_link_release_buffers(pure_link *link);
+/* Makes sure link->b exists. Returns 0 or PURE_ENOMEM. */
+int pure_link_busy(pure_link *link, uint64_t now);
 #define PURE_IDLE_RELEASE 500000000ull /* 500 ms */
 
 /* link_recv.c */

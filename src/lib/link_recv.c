@@ -20,51 +20,51 @@ static int deliver(void *arg, const uint8_t *data, size_t len)
 
 static int feed(pure_link *link, const uint8_t *p, size_t n)
 {
-    int rc = pure_msgparse_feed(&link->parse, &link->ctx->alloc, p, n, deliver, link);
+    int rc = pure_msgparse_feed(&link->b->parse, &link->ctx->alloc, p, n, deliver, link);
     return rc == 1 ? 0 : rc; /* 1: stopped because the link closed */
 }
 
 /* Makes the ring hold at least `need` bytes past recv_next, keeping what it holds. */
 static int ring_reserve(pure_link *link, uint64_t need)
 {
-    if (need <= link->ring_cap)
+    if (need <= link->b->ring_cap)
         return 0;
-    uint64_t cap = link->ring_cap ? link->ring_cap : 65536;
+    uint64_t cap = link->b->ring_cap ? link->b->ring_cap : 65536;
     while (cap < need)
         cap *= 2;
     uint8_t *r = pure_mem_alloc(&link->ctx->alloc, (size_t)cap);
     if (!r)
         return PURE_ENOMEM;
-    for (uint32_t i = 0; i < link->oo.n; i++)
-        for (uint64_t o = link->oo.r[i].start; o < link->oo.r[i].end; o++)
-            r[o & (cap - 1)] = link->ring[o & (link->ring_cap - 1)];
-    pure_mem_free(&link->ctx->alloc, link->ring, (size_t)link->ring_cap);
-    link->ring = r;
-    link->ring_cap = cap;
+    for (uint32_t i = 0; i < link->b->oo.n; i++)
+        for (uint64_t o = link->b->oo.r[i].start; o < link->b->oo.r[i].end; o++)
+            r[o & (cap - 1)] = link->b->ring[o & (link->b->ring_cap - 1)];
+    pure_mem_free(&link->ctx->alloc, link->b->ring, (size_t)link->b->ring_cap);
+    link->b->ring = r;
+    link->b->ring_cap = cap;
     return 0;
 }
 
 static void ring_put(pure_link *link, uint64_t off, const uint8_t *src, size_t len)
 {
-    uint64_t i = off & (link->ring_cap - 1);
-    size_t first = (size_t)(link->ring_cap - i) < len ? (size_t)(link->ring_cap - i) : len;
-    memcpy(link->ring + i, src, first);
+    uint64_t i = off & (link->b->ring_cap - 1);
+    size_t first = (size_t)(link->b->ring_cap - i) < len ? (size_t)(link->b->ring_cap - i) : len;
+    memcpy(link->b->ring + i, src, first);
     if (first < len)
-        memcpy(link->ring, src + first, len - first);
+        memcpy(link->b->ring, src + first, len - first);
 }
 
 /* Consumes held out-of-order bytes that the in-order point has reached. */
 static int drain_ring(pure_link *link)
 {
-    while (!pure_ranges_empty(&link->oo) && link->oo.r[0].start <= link->recv_next) {
-        uint64_t end = link->oo.r[0].end;
-        pure_ranges_drop_first(&link->oo);
+    while (!pure_ranges_empty(&link->b->oo) && link->b->oo.r[0].start <= link->recv_next) {
+        uint64_t end = link->b->oo.r[0].end;
+        pure_ranges_drop_first(&link->b->oo);
         while (link->recv_next < end) {
-            uint64_t i = link->recv_next & (link->ring_cap - 1);
-            uint64_t chunk = link->ring_cap - i;
+            uint64_t i = link->recv_next & (link->b->ring_cap - 1);
+            uint64_t chunk = link->b->ring_cap - i;
             if (chunk > end - link->recv_next)
                 chunk = end - link->recv_next;
-            int rc = feed(link, link->ring + i, (size_t)chunk);
+            int rc = feed(link, link->b->ring + i, (size_t)chunk);
             link->recv_next += chunk;
             if (rc || link->state != PURE_LS_OPEN)
                 return rc;
@@ -101,8 +101,8 @@ static int on_data(pure_link *link, const pure_frame *f, uint64_t now)
                              : 0)
         return PURE_EPROTO;
     if (f->u.data.fin && !link->peer_fin_known) {
-        if (end < link->recv_next || (!pure_ranges_empty(&link->oo) &&
-                                      link->oo.r[link->oo.n - 1].end > end))
+        if (end < link->recv_next || (!pure_ranges_empty(&link->b->oo) &&
+                                      link->b->oo.r[link->b->oo.n - 1].end > end))
             return PURE_EPROTO;
         link->peer_fin_known = 1;
         link->peer_fin = end;
@@ -123,14 +123,14 @@ static int on_data(pure_link *link, const pure_frame *f, uint64_t now)
         } else {
             if (ring_reserve(link, link->credit_sent - link->recv_next) != 0)
                 return DATA_DROPPED;
-            if (pure_ranges_add(&link->oo, &link->ctx->alloc, off, end) != 0)
+            if (pure_ranges_add(&link->b->oo, &link->ctx->alloc, off, end) != 0)
                 return DATA_DROPPED;
             ring_put(link, off, f->u.data.bytes, (size_t)len);
         }
     }
     if (link->peer_fin_known && link->recv_next == link->peer_fin && !link->peer_finished) {
         link->peer_finished = 1;
-        if (!pure_msgparse_at_boundary(&link->parse))
+        if (!pure_msgparse_at_boundary(&link->b->parse))
             return PURE_EPROTO; /* the stream ended inside a message */
         if (link->ctx->cb.on_peer_finished)
             link->ctx->cb.on_peer_finished(link, link->user);
@@ -153,7 +153,9 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
     uint64_t pn = 0;
     for (int i = 0; i < 7; i++)
         pn = pn << 8 | d[5 + i];
-    if (pure_replay_check(&link->replay, pn) != 0) {
+    /* An idle link keeps only the top of its replay window: everything below it counts as seen.
+     * Its state is rebuilt only after a packet authenticates, so forgeries cost it nothing. */
+    if (link->b ? pure_replay_check(&link->b->replay, pn) != 0 : pn + 1 <= link->replay_top) {
         link->st.dropped_replay++;
         ctx->st.dropped_replay++;
         return PURE_EINVAL;
@@ -176,7 +178,9 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         link->st.dropped_auth++;
         return PURE_ECRYPTO;
     }
-    pure_replay_commit(&link->replay, pn);
+    if (pure_link_busy(link, now) != 0)
+        return PURE_ENOMEM;
+    pure_replay_commit(&link->b->replay, pn);
     if (phase != link->key_phase && link->rk)
         pure_rekey_on_phase(link, phase, now); /* the peer holds the new keys: switch too */
     link->st.packets_received++;
@@ -201,7 +205,7 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
             return 0;
         }
     }
-    if (!pure_addr_equal(from, &link->peer) && pn + 1 >= link->replay.top) {
+    if (!pure_addr_equal(from, &link->peer) && pn + 1 >= link->b->replay.top) {
         /* The newest packet came from elsewhere: the peer's address changed (NAT rebinding).
          * Until the peer acknowledges a packet sent there, send at most 3x what came from it. */
         link->peer = *from;
@@ -296,5 +300,9 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
     }
     if (link->credit_pending)
         pure_ctx_mark_pending(ctx, link);
+    /* A side that only receives (or only answers keepalives) never processes an ACK of its own:
+     * arm the release here too once it has nothing queued or in flight. */
+    if (link->sb.base == link->sb.end && link->eliciting_in_flight == 0)
+        pure_link_maybe_idle(link, now);
     return 0;
 }

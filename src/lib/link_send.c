@@ -15,7 +15,8 @@ static uint64_t new_data_limit(const pure_link *link)
 
 static int has_data(const pure_link *link)
 {
-    return !pure_ranges_empty(&link->lost) || link->send_next < new_data_limit(link) ||
+    return (link->b && !pure_ranges_empty(&link->b->lost)) ||
+           link->send_next < new_data_limit(link) ||
            (link->fin_sent_pending && link->send_next == link->fin_offset);
 }
 
@@ -41,7 +42,8 @@ int pure_link_wants_send(const pure_link *link, uint64_t now)
         return link->resp_len > 0;
     case PURE_LS_OPEN:
         return ack_due(link) || control_due(link) ||
-               (has_data(link) && pure_cc_available(&link->cc) > 0 && link->pace_at == UINT64_MAX);
+               (has_data(link) && (!link->b || pure_cc_available(&link->b->cc) > 0) &&
+                link->pace_at == UINT64_MAX);
     case PURE_LS_CLOSING:
         return link->close_pending;
     default:
@@ -65,20 +67,20 @@ static void put_header(uint8_t *p, const pure_link *link, uint64_t pn)
  * acknowledged meanwhile), then new bytes. Returns the length (0 if none) and *off. */
 static uint64_t next_run(pure_link *link, uint64_t *off, int *is_retx)
 {
-    while (!pure_ranges_empty(&link->lost)) {
-        pure_range r = link->lost.r[0];
+    while (!pure_ranges_empty(&link->b->lost)) {
+        pure_range r = link->b->lost.r[0];
         uint64_t start = r.start < link->sb.base ? link->sb.base : r.start;
         if (start >= r.end) {
-            pure_ranges_drop_first(&link->lost);
+            pure_ranges_drop_first(&link->b->lost);
             continue;
         }
-        uint64_t acked_to = pure_ranges_contiguous_end(&link->acked, start);
+        uint64_t acked_to = pure_ranges_contiguous_end(&link->b->acked, start);
         if (acked_to > start) { /* this part arrived after all */
-            pure_ranges_remove(&link->lost, &link->ctx->alloc, r.start, acked_to);
+            pure_ranges_remove(&link->b->lost, &link->ctx->alloc, r.start, acked_to);
             continue;
         }
         uint64_t end = r.end;
-        uint64_t next_acked = pure_ranges_next_start(&link->acked, start);
+        uint64_t next_acked = pure_ranges_next_start(&link->b->acked, start);
         if (next_acked < end)
             end = next_acked;
         *off = start;
@@ -160,7 +162,7 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
                 link->fin_sent_pending = 0;
             }
             if (retx) {
-                pure_ranges_remove(&link->lost, &ctx->alloc, off, off + len);
+                pure_ranges_remove(&link->b->lost, &ctx->alloc, off, off + len);
                 link->st.bytes_retransmitted += len;
             } else {
                 link->send_next = off + len;
@@ -223,8 +225,8 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
         if (!link->close_pending || cap < 64)
             return 0;
         uint8_t *p = buf + PURE_DATA_HEADER;
-        p = pure_frame_put_close(p, link->close_code, link->close_reason,
-                                 strlen(link->close_reason));
+        const char *reason = link->b ? link->b->close_reason : "";
+        p = pure_frame_put_close(p, link->close_code, reason, strlen(reason));
         uint64_t pn = link->next_pn++;
         put_header(buf, link, pn);
         uint8_t nonce[PURE_NONCE_LEN];
@@ -238,7 +240,7 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
         *segment = PURE_DATA_HEADER + plen + PURE_TAG_LEN;
         return (int64_t)*segment;
     }
-    if (link->state != PURE_LS_OPEN)
+    if (link->state != PURE_LS_OPEN || pure_link_busy(link, now) != 0)
         return 0;
 
     if (!link->rk && pure_rekey_due(link, now))
@@ -264,10 +266,10 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
         if (data_ok) {
             if (link->probe_pending) {
                 allow_data = 1;
-            } else if (pure_cc_available(&link->cc) == 0) {
+            } else if (pure_cc_available(&link->b->cc) == 0) {
                 cwnd_blocked = 1;
-            } else if (pure_pacer_allowance(&link->pacer, now, link->cc.cwnd, srtt) < size) {
-                link->pace_at = pure_pacer_next(&link->pacer, now, size, link->cc.cwnd, srtt);
+            } else if (pure_pacer_allowance(&link->b->pacer, now, link->b->cc.cwnd, srtt) < size) {
+                link->pace_at = pure_pacer_next(&link->b->pacer, now, size, link->b->cc.cwnd, srtt);
             } else {
                 allow_data = 1;
             }
@@ -279,7 +281,7 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
             break;
         if (link->probe_pending)
             link->probe_pending--;
-        pure_pacer_on_sent(&link->pacer, built);
+        pure_pacer_on_sent(&link->b->pacer, built);
         if (seg == 0) {
             seg = built;
         } else if (built < seg) {

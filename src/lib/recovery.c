@@ -49,7 +49,7 @@ int pure_recovery_on_sent(pure_link *link, uint64_t pn, const pure_sent *s)
         link->wait_start = s->time;
     link->eliciting_in_flight++;
     link->last_eliciting_sent = s->time;
-    pure_cc_on_sent(&link->cc, s->size);
+    pure_cc_on_sent(&link->b->cc, s->size);
     return 0;
 }
 
@@ -101,14 +101,14 @@ static void on_lost(pure_link *link, uint64_t pn, pure_sent *e, uint64_t now)
     retire(link, e);
     loss_rate_update(link, 1);
     if (loss_is_congestion(link)) {
-        pure_cc_on_lost(&link->cc, e->size, e->time, now);
+        pure_cc_on_lost(&link->b->cc, e->size, e->time, now);
     } else {
-        pure_cc_on_discarded(&link->cc, e->size);
+        pure_cc_on_discarded(&link->b->cc, e->size);
         link->st.random_losses++;
     }
     link->st.packets_lost++;
     if (e->data_len)
-        pure_ranges_add(&link->lost, &link->ctx->alloc, e->data_off, e->data_off + e->data_len);
+        pure_ranges_add(&link->b->lost, &link->ctx->alloc, e->data_off, e->data_off + e->data_len);
     if (e->flags & PURE_SENT_FIN)
         link->fin_sent_pending = 1;
     if (e->flags & PURE_SENT_CREDIT)
@@ -188,7 +188,7 @@ void pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t n
             loss_rate_update(link, 0);
             retire(link, e);
             if (e->data_len)
-                pure_ranges_add(&link->acked, &link->ctx->alloc, e->data_off,
+                pure_ranges_add(&link->b->acked, &link->ctx->alloc, e->data_off,
                                 e->data_off + e->data_len);
         }
     }
@@ -204,16 +204,16 @@ void pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t n
         uint64_t sample = now - slot(link, ack->largest)->time;
         pure_rtt_sample(&link->rtt, sample, ack->delay_us * 1000, link->ctx->s.max_ack_delay);
     }
-    pure_cc_on_acked(&link->cc, acked_bytes, largest_time, now, &link->rtt, link->app_limited);
+    pure_cc_on_acked(&link->b->cc, acked_bytes, largest_time, now, &link->rtt, link->app_limited);
     link->pto_count = 0;
 
     /* Stream bytes acknowledged as a prefix can be forgotten. */
-    uint64_t base = pure_ranges_contiguous_end(&link->acked, link->sb.base);
+    uint64_t base = pure_ranges_contiguous_end(&link->b->acked, link->sb.base);
     if (base > link->sb.base) {
         count_acked_messages(link, base);
         pure_sendbuf_release(&link->sb, base);
-        pure_ranges_trim_below(&link->acked, base);
-        pure_ranges_trim_below(&link->lost, base);
+        pure_ranges_trim_below(&link->b->acked, base);
+        pure_ranges_trim_below(&link->b->lost, base);
     }
     detect_lost(link, now);
     advance_lo(link);
@@ -242,6 +242,8 @@ uint64_t pure_recovery_deadline(const pure_link *link)
 
 void pure_recovery_on_timeout(pure_link *link, uint64_t now)
 {
+    if (!link->b)
+        return; /* nothing was sent since the link fell idle */
     if (link->loss_time != UINT64_MAX) {
         if (now >= link->loss_time)
             detect_lost(link, now);
@@ -254,11 +256,11 @@ void pure_recovery_on_timeout(pure_link *link, uint64_t now)
     link->pto_count++;
     link->st.ptos++;
     link->probe_pending = 2;
-    if (pure_ranges_empty(&link->lost) && link->send_next >= link->sb.end) {
+    if (pure_ranges_empty(&link->b->lost) && link->send_next >= link->sb.end) {
         for (uint64_t pn = link->sent_lo; pn < link->next_pn; pn++) {
             pure_sent *e = slot(link, pn);
             if ((e->flags & PURE_SENT_LIVE) && e->data_len) {
-                pure_ranges_add(&link->lost, &link->ctx->alloc, e->data_off,
+                pure_ranges_add(&link->b->lost, &link->ctx->alloc, e->data_off,
                                 e->data_off + e->data_len);
                 break;
             }

@@ -21,6 +21,17 @@ void pure_replay_init(pure_replay *r)
     memset(r, 0, sizeof(*r));
 }
 
+void pure_replay_init_seen(pure_replay *r, uint64_t top)
+{
+    /* Every number up to top counts as seen; the numbers above top that share its word must
+     * stay free, or a reordered packet just above top would be taken for a replay. */
+    memset(r->bitmap, 0xff, sizeof r->bitmap);
+    r->top = top;
+    uint64_t bit = top & 63;
+    if (bit < 63)
+        r->bitmap[(top >> 6) & WORD_MASK] &= (2ull << bit) - 1;
+}
+
 int pure_replay_check(const pure_replay *r, uint64_t pn)
 {
     uint64_t x;

@@ -26,6 +26,10 @@ void pure_replay_init(pure_replay *r);
  * Does not change the window: only a packet that then authenticates is committed. */
 int pure_replay_check(const pure_replay *r, uint64_t pn);
 
+/* Starts a window whose top is `top` (a value of pure_replay.top saved earlier) with every number
+ * at or below it counted as seen: how an idle link that dropped its bitmap restores it. */
+void pure_replay_init_seen(pure_replay *r, uint64_t top);
+
 /* Records pn as received, after its packet authenticated. pn must have passed
  * pure_replay_check (a number that did not is ignored). */
 void pure_replay_commit(pure_replay *r, uint64_t pn);
