@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of the fuzz targets into fuzz/corpus/<target>/ (small valid inputs).
+
+Run from anywhere: python3 fuzz/gen_corpus.py. The files are committed; rerun after changing the
+input layout of a target (each layout is described at the top of its fuzz/*_fuzz.c)."""
+import os
+import struct
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+
+
+def varint(v):
+    if v < 64:
+        return bytes([v])
+    if v < 16384:
+        return struct.pack(">H", 0x4000 | v)
+    if v < 1 << 30:
+        return struct.pack(">I", 0x80000000 | v)
+    return struct.pack(">Q", 0xC000000000000000 | v)
+
+
+# ---- frames (wire.h) ----
+def padding(n):
+    return b"\x00" * n
+
+
+def ping():
+    return b"\x01"
+
+
+def ack(largest, delay, first, pairs=()):
+    out = b"\x02" + varint(largest) + varint(delay) + varint(len(pairs)) + varint(first)
+    for gap, length in pairs:
+        out += varint(gap) + varint(length)
+    return out
+
+
+def credit(v):
+    return b"\x03" + varint(v)
+
+
+def close(code, reason=b""):
+    return b"\x04" + varint(code) + varint(len(reason)) + reason
+
+
+def rekey(reply=0, gen=1):
+    return b"\x05" + bytes([reply]) + struct.pack(">I", gen) + bytes(range(32))
+
+
+def data(off, payload, fin=False):
+    return bytes([0x08 | (1 if fin else 0)]) + varint(off) + varint(len(payload)) + payload
+
+
+def stream(sizes):
+    """The framed stream: preamble, then u32 length + body (byte i = i % 251) per message."""
+    out = b"pure"
+    for n in sizes:
+        out += struct.pack(">I", n) + bytes(i % 251 for i in range(n))
+    return out
+
+
+def write(target, name, blob):
+    d = os.path.join(ROOT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(blob)
+
+
+def frame_seeds():
+    write("frame", "padding_ping", padding(5) + ping() + padding(2))
+    write("frame", "ack_one_range", ack(10, 25, 10))
+    write("frame", "ack_three_ranges", ack(100, 3, 4, [(0, 5), (10, 0), (3, 20)]))
+    write("frame", "credit_close", credit(1 << 20) + close(0x104, b"bye"))
+    write("frame", "rekey", rekey())
+    write("frame", "rekey_bad_flag", b"\x05\x02" + bytes(36))
+    write("frame", "data_fin", data(4, b"hello") + data(1 << 40, b"", fin=True))
+    write("frame", "mixed_packet",
+          ack(7, 0, 7) + credit(65536) + ping() + data(0, stream([3, 0])) + padding(8))
+
+
+def msgparse_seeds():
+    # byte 0: max_len / 37, byte 1: stop after, byte 2: number of cuts, cuts (u16 each), stream
+    s = stream([5, 0, 61, 300])
+    write("msgparse", "four_messages", bytes([20, 0, 3]) + struct.pack(">HHH", 2, 9, 77) + s)
+    write("msgparse", "stop_after_two", bytes([20, 2, 1]) + struct.pack(">H", 40) + s)
+    write("msgparse", "too_large", bytes([1, 0, 0]) + stream([38]))
+    write("msgparse", "bad_preamble", bytes([5, 0, 1]) + struct.pack(">H", 2) + b"purX" + s[4:])
+    write("msgparse", "partial_tail", bytes([9, 0, 2]) + struct.pack(">HH", 1, 6) + s[:30])
+
+
+def handshake_seeds():
+    write("handshake", "read_msg1_short", bytes([0, 4]) + bytes(range(79)))
+    write("handshake", "read_msg1_junk", bytes([0, 8]) + bytes((7 * i) & 255 for i in range(85)))
+    write("handshake", "read_msg2_junk", bytes([1, 1]) + bytes((3 * i) & 255 for i in range(49)))
+    # mode 2: tamper1 (pos u16, xor, cut), tamper2, p1len byte, cap slack byte, payloads
+    write("handshake", "whole_clean", bytes([2, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0]) + b"\x04pure\x00")
+    write("handshake", "whole_flip", bytes([2, 0, 40, 1, 0, 0, 3, 0x80, 0, 5, 1]) + b"\x04pure\x00")
+    write("handshake", "whole_cut", bytes([2, 0, 0, 0, 17, 0, 0, 0, 1, 5, 2]) + b"\x04pure\x00abc")
+
+
+def rec(ctl, body, back=None):
+    out = bytes([ctl]) + struct.pack(">H", len(body))
+    if back is not None:
+        out += struct.pack(">H", back)
+    return out + body
+
+
+def packet_seeds():
+    # raw mode (byte 0 bit 0 clear): records of raw datagrams
+    junk_init = b"\x01" + bytes(4) + bytes(range(120))
+    write("packet", "raw_junk_each_type",
+          bytes([0x04, 0]) + rec(0, junk_init) + rec(2, b"\x02" + bytes(57)) +
+          rec(3, b"\x03" + bytes(20)) + rec(3, b"\x04" + bytes(4)) + rec(2, b"\x08" + bytes(40)) +
+          rec(0, b"\x09" + bytes(30)) + rec(0, b"\x7f"))
+    write("packet", "raw_cookie_exchange", bytes([0x02, 0]) + rec(8, b"") + rec(12, b"") +
+          rec(9, b"\x03" + bytes(20)))
+    write("packet", "raw_refused_handshake", bytes([0x44, 0]) + rec(8, b"") + rec(8, b""))
+    # open mode (bit 0 set): records of plaintext frames sealed by the harness
+    s = stream([10, 20, 0])
+    write("packet", "open_in_order", bytes([0x01, 0]) +
+          rec(0, data(0, s[:20])) + rec(0, data(20, s[20:], fin=True)))
+    write("packet", "open_out_of_order", bytes([0x01, 0]) +
+          rec(0, data(15, s[15:])) + rec(0x10, data(0, s[:15]) + ping()) + rec(0, ping()))
+    write("packet", "open_acks_in_flight", bytes([0x31, 0]) +
+          rec(0, ack(2, 10, 2)) + rec(0x20, ack(5, 0, 0, [(0, 1)])) + rec(0x88, credit(1 << 20)))
+    write("packet", "open_pattern", bytes([0x05, 61]) +
+          rec(0, data(0, bytes(200))) + rec(0, data(400, bytes(300))) +
+          rec(0, data(200, bytes(200))) + rec(2, data(0, bytes(10)), back=2))
+    write("packet", "open_close_frames", bytes([0x09, 0]) +
+          rec(4, ping()) + rec(1, ping()) + rec(0, data(0, stream([1]))) + rec(0, close(0x200, b"x")))
+    write("packet", "open_rekey", bytes([0x01, 0]) + rec(0, data(0, s[:12])) + rec(0x80, ping()) +
+          rec(0, data(12, s[12:])) + rec(1, ping()) + rec(0x80, ping()) + rec(8, ping()))
+    write("packet", "open_flow_violation", bytes([0x01, 0]) + rec(0, data(1 << 20, b"z")))
+
+
+if __name__ == "__main__":
+    frame_seeds()
+    msgparse_seeds()
+    handshake_seeds()
+    packet_seeds()
