@@ -458,6 +458,8 @@ int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment,
         if (l->state == PURE_LS_CLOSED)
             continue;
         n = pure_link_write(l, buf, cap, segment, now);
+        if (n > 0)
+            pure_link_check_writable(l); /* what was queued is on its way: maybe more fits */
         if (n > 0) {
             *to = l->peer;
             /* round robin: a link with more to send goes to the back of the list */

@@ -302,6 +302,10 @@ int64_t pure_link_send(pure_link *link, const void *msg, size_t len)
     if (len > link->ctx->s.max_message_size)
         return PURE_EMSGSIZE;
     pure_sendbuf *sb = &link->sb;
+    if (sb->end - link->send_next >= PURE_UNSENT_MAX) {
+        link->want_writable = 1; /* enough queued: wait until it is on its way */
+        return PURE_EAGAIN;
+    }
     uint64_t need = sb->end - sb->base + 4 + len, at = sb->end & (sb->cap - 1);
     if (need <= sb->cap && need <= link->ctx->s.send_backlog && at + 4 + len <= sb->cap) {
         /* the common case, inline: room before the ring wraps */
@@ -351,6 +355,17 @@ int pure_link_close(pure_link *link, uint64_t code, const char *reason)
         }
     }
     return 0;
+}
+
+void pure_link_check_writable(pure_link *link)
+{
+    if (link->want_writable && link->state == PURE_LS_OPEN &&
+        link->sb.end - link->sb.base <= link->ctx->s.send_backlog / 2 &&
+        link->sb.end - link->send_next <= PURE_UNSENT_MAX / 2) {
+        link->want_writable = 0;
+        if (link->ctx->cb.on_writable)
+            link->ctx->cb.on_writable(link, link->user);
+    }
 }
 
 void pure_link_set_user(pure_link *link, void *user) { link->user = user; }

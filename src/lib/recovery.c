@@ -219,12 +219,7 @@ void pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t n
     advance_lo(link);
     if (pure_link_wants_send(link, now))
         pure_ctx_mark_pending(link->ctx, link);
-    if (link->want_writable &&
-        link->sb.end - link->sb.base <= link->ctx->s.send_backlog / 2) {
-        link->want_writable = 0;
-        if (link->ctx->cb.on_writable)
-            link->ctx->cb.on_writable(link, link->user);
-    }
+    pure_link_check_writable(link);
     if (link->sb.base == link->sb.end && link->eliciting_in_flight == 0)
         pure_link_maybe_idle(link, now);
 }
