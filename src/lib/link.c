@@ -164,8 +164,15 @@ void pure_link_on_timer(pure_link *link, uint64_t now)
             pure_ctx_mark_pending(link->ctx, link);
         }
         if (now >= link->release_at) {
-            link->release_at = UINT64_MAX;
-            pure_link_release_buffers(link);
+            /* Only a link quiet for the whole period gives its state back; one still receiving
+             * (or sending) is looked at again a period after its last packet. */
+            uint64_t last = link->last_recv > link->last_sent ? link->last_recv : link->last_sent;
+            if (now < last + PURE_IDLE_RELEASE) {
+                link->release_at = last + PURE_IDLE_RELEASE;
+            } else {
+                link->release_at = UINT64_MAX;
+                pure_link_release_buffers(link);
+            }
         }
         break;
     case PURE_LS_CLOSING:
