@@ -154,7 +154,8 @@ typedef struct pure_settings {
     uint64_t recv_window;             /* initial receive credit per link (default 1 MiB) */
     uint64_t recv_window_max;         /* receive credit may grow to this (default 16 MiB) */
     uint64_t idle_timeout;            /* ns of silence before a link is dead (default 30 s) */
-    uint64_t keepalive;               /* ns between keepalives on an idle link (default 0: none) */
+    uint64_t keepalive;               /* ns of quiet after which this side sends a PING on an idle
+                                         link (default 0: none; set it on one side only) */
     uint64_t handshake_timeout;       /* ns before an unanswered handshake fails (default 10 s) */
     uint64_t max_ack_delay;           /* ns a receiver may hold an ACK (default 5 ms) */
     uint32_t ack_every;               /* ACK after this many ack-eliciting packets (default 24) */

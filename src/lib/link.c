@@ -97,8 +97,10 @@ static uint64_t idle_deadline(const pure_link *link)
 
 static uint64_t keepalive_deadline(const pure_link *link)
 {
+    /* Whichever side configured a keepalive sends it (configure one side only, or both sides'
+     * PINGs cross every interval). */
     uint64_t ka = link->ctx->s.keepalive;
-    if (!ka || link->eliciting_in_flight || !link->initiator || link->ping_pending)
+    if (!ka || link->eliciting_in_flight || link->ping_pending)
         return UINT64_MAX;
     uint64_t last = link->last_recv > link->last_sent ? link->last_recv : link->last_sent;
     return last + ka;

@@ -73,6 +73,7 @@ static int all_established(void *arg)
 
 static int all_delivered(void *arg) { return ((world *)arg)->delivered == LINKS; }
 
+/* keepalive: configured on the initiators only (the responders just answer). */
 static void run(uint64_t keepalive, int64_t *bytes_per_link_cli, int64_t *bytes_per_link_srv,
                 int64_t *after_cli, int64_t *after_srv)
 {
@@ -92,6 +93,7 @@ static void run(uint64_t keepalive, int64_t *bytes_per_link_cli, int64_t *bytes_
     st.alloc_user = &cc;
     int cli = sim_add(s, &st);
     st.alloc_user = &sc;
+    st.keepalive = 0;
     int srv = sim_add(s, &st);
     pure_ctx_add_service(sim_ctx(s, srv), "idle");
     sim_path p = {.delay = 1 * SIM_MS};
