@@ -1,12 +1,17 @@
-/* bench.c: `pure bench`: the entry for Pure's benchmarks. The comparison runner is
- * bench/run.py; in-process benchmarks (transport, idle) are to be added here. */
+/* bench.c: `pure bench`: the entry for Pure's own benchmarks (a table of them: `idle` today).
+ * The comparison with other stacks is bench/run.py. */
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 
 static const char bench_help[] =
-    "usage: pure bench [--help]\n"
+    "usage: pure bench idle --links K --idle SECONDS [--keepalive SECONDS] [--json]\n"
+    "       pure bench [--help]\n"
+    "\n"
+    "  idle   K links between two processes on loopback left idle, then woken: memory per\n"
+    "         link, CPU, packets and timers while idle, handshake and wake-up times\n"
+    "         (pure bench idle --help)\n"
     "\n"
     "Pure's benchmarks are run by bench/run.py, which builds Pure and its peers\n"
     "(ngtcp2, quinn, TCP+TLS, raw UDP) and runs the same drain through each:\n"
@@ -14,11 +19,14 @@ static const char bench_help[] =
     "It drives this program as `pure serve --ephemeral --listen 127.0.0.1:0 --services drain`\n"
     "and `pure drain 127.0.0.1:PORT N SIZE --peer-key KEY`. For one quick measurement,\n"
     "run scripts/drain_demo.sh.\n"
+    "Pure's own cost without sockets or a second process is measured by\n"
+    "build/transport_bench N SIZE (both link ends in one process).\n"
     "\n"
-    "No benchmark runs inside pure itself yet: `pure bench transport` and `pure bench idle`\n"
-    "are planned.\n"
-    "\n"
-    "exit codes: 0 this help; 2 any argument (no benchmark of that name)\n";
+    "exit codes: 0 done; 1 the benchmark failed; 2 usage error or no benchmark of that name\n";
+
+static const cli_cmd benches[] = {
+    {"idle", cli_bench_idle, "links left idle, then woken"},
+};
 
 int cli_bench(int argc, char **argv)
 {
@@ -26,5 +34,8 @@ int cli_bench(int argc, char **argv)
         fputs(bench_help, stdout);
         return CLI_OK;
     }
-    return cli_usage("bench", "no benchmark '%s' in this build: use bench/run.py", argv[1]);
+    for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
+        if (strcmp(argv[1], benches[i].name) == 0)
+            return benches[i].run(argc - 1, argv + 1);
+    return cli_usage("bench", "no benchmark '%s': try `pure bench idle` or bench/run.py", argv[1]);
 }

@@ -109,6 +109,10 @@ void pure_ctx_free(pure_ctx *ctx)
     free_dead(ctx);
     pure_mem_free(&ctx->alloc, ctx->table, ctx->table_cap * sizeof *ctx->table);
     pure_mem_free(&ctx->alloc, ctx->heap, ctx->heap_cap * sizeof *ctx->heap);
+    pure_mem_free(&ctx->alloc, ctx->hs_table, ctx->hs_cap * sizeof *ctx->hs_table);
+    for (uint32_t i = 0; i < ctx->n_slabs; i++)
+        pure_mem_free(&ctx->alloc, ctx->slabs[i], PURE_LINK_SLAB * sizeof(pure_link));
+    pure_mem_free(&ctx->alloc, ctx->slabs, ctx->cap_slabs * sizeof *ctx->slabs);
     pure_mem_free(&ctx->alloc, ctx->services, ctx->cap_services * sizeof *ctx->services);
     pure_mem_free(&ctx->alloc, ctx->allow, ctx->cap_allow * sizeof *ctx->allow);
     pure_cookie_wipe(&ctx->cookies);
@@ -275,6 +279,105 @@ void pure_ctx_table_remove(pure_ctx *ctx, pure_link *link)
         while (ctx->table[s])
             s = (s + 1) & mask;
         ctx->table[s] = l;
+    }
+}
+
+/* ---- link structs from slabs ---- */
+
+pure_link *pure_ctx_link_new(pure_ctx *ctx)
+{
+    if (!ctx->free_links) {
+        if (grow_array(ctx, (void **)&ctx->slabs, &ctx->cap_slabs, ctx->n_slabs,
+                       sizeof *ctx->slabs))
+            return NULL;
+        pure_link *slab = pure_mem_alloc(&ctx->alloc, PURE_LINK_SLAB * sizeof *slab);
+        if (!slab)
+            return NULL;
+        ctx->slabs[ctx->n_slabs++] = slab;
+        for (int i = PURE_LINK_SLAB - 1; i >= 0; i--) {
+            slab[i].dead_next = ctx->free_links;
+            ctx->free_links = &slab[i];
+        }
+    }
+    pure_link *l = ctx->free_links;
+    ctx->free_links = l->dead_next;
+    memset(l, 0, sizeof *l);
+    return l;
+}
+
+void pure_ctx_link_free(pure_ctx *ctx, pure_link *link)
+{
+    link->dead_next = ctx->free_links;
+    ctx->free_links = link;
+}
+
+/* ---- unvalidated responder links by INIT tag (a second small open-addressing table) ---- */
+
+static uint32_t tag_slot(uint64_t tag, uint32_t cap)
+{
+    return (uint32_t)((tag * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
+}
+
+int pure_ctx_hs_add(pure_ctx *ctx, pure_link *link)
+{
+    if ((ctx->hs_used + 1) * 2 > ctx->hs_cap) {
+        uint32_t cap = ctx->hs_cap ? ctx->hs_cap * 2 : 64;
+        pure_link **t = pure_mem_alloc(&ctx->alloc, cap * sizeof *t);
+        if (!t)
+            return PURE_ENOMEM;
+        memset(t, 0, cap * sizeof *t);
+        for (uint32_t i = 0; i < ctx->hs_cap; i++) {
+            pure_link *l = ctx->hs_table[i];
+            if (!l)
+                continue;
+            uint32_t j = tag_slot(l->init_tag, cap);
+            while (t[j])
+                j = (j + 1) & (cap - 1);
+            t[j] = l;
+        }
+        pure_mem_free(&ctx->alloc, ctx->hs_table, ctx->hs_cap * sizeof *t);
+        ctx->hs_table = t;
+        ctx->hs_cap = cap;
+    }
+    uint32_t j = tag_slot(link->init_tag, ctx->hs_cap);
+    while (ctx->hs_table[j])
+        j = (j + 1) & (ctx->hs_cap - 1);
+    ctx->hs_table[j] = link;
+    ctx->hs_used++;
+    link->in_hs_table = 1;
+    return 0;
+}
+
+pure_link *pure_ctx_hs_find(pure_ctx *ctx, uint64_t tag)
+{
+    if (!ctx->hs_cap)
+        return NULL;
+    uint32_t j = tag_slot(tag, ctx->hs_cap);
+    for (pure_link *l; (l = ctx->hs_table[j]) != NULL; j = (j + 1) & (ctx->hs_cap - 1))
+        if (l->init_tag == tag)
+            return l;
+    return NULL;
+}
+
+void pure_ctx_hs_remove(pure_ctx *ctx, pure_link *link)
+{
+    if (!link->in_hs_table)
+        return;
+    link->in_hs_table = 0;
+    uint32_t mask = ctx->hs_cap - 1, j = tag_slot(link->init_tag, ctx->hs_cap);
+    while (ctx->hs_table[j] && ctx->hs_table[j] != link)
+        j = (j + 1) & mask;
+    if (!ctx->hs_table[j])
+        return;
+    ctx->hs_table[j] = NULL;
+    ctx->hs_used--;
+    for (uint32_t k = (j + 1) & mask; ctx->hs_table[k]; k = (k + 1) & mask) {
+        pure_link *l = ctx->hs_table[k];
+        ctx->hs_table[k] = NULL;
+        uint32_t s = tag_slot(l->init_tag, ctx->hs_cap);
+        while (ctx->hs_table[s])
+            s = (s + 1) & mask;
+        ctx->hs_table[s] = l;
     }
 }
 

@@ -68,6 +68,7 @@ int pure_hs_start(pure_link *link, const uint8_t peer_key[PURE_KEY_LEN], const c
 
 void pure_hs_free(pure_link *link)
 {
+    pure_ctx_hs_remove(link->ctx, link);
     if (link->resp) {
         pure_mem_free(&link->ctx->alloc, link->resp,
                       PURE_RESP_FIXED + PURE_NOISE_MSG2_OVERHEAD + 1);
@@ -131,6 +132,21 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
     }
     uint32_t sender = get_u32le(d + 1);
     const uint8_t *cookie = d + n - PURE_COOKIE_LEN;
+
+    /* A resent INIT (its RESP was lost or slow) is the same bytes: answer from the link it
+     * already made instead of making another. The tag is the sender index and the first bytes
+     * of the initiator's ephemeral key; the address must match too. */
+    uint64_t tag = (uint64_t)sender << 32;
+    for (int i = 0; i < 8; i++)
+        tag ^= (uint64_t)d[PURE_INIT_FIXED + i] << (8 * i);
+    pure_link *dup = pure_ctx_hs_find(ctx, tag);
+    if (dup && dup->state == PURE_LS_UNVALIDATED && dup->remote_index == sender &&
+        pure_addr_equal(&dup->peer, from)) {
+        dup->amp_received += n;
+        dup->resp_pending = 1;
+        pure_ctx_mark_pending(ctx, dup);
+        return;
+    }
 
     /* Under load, demand proof that the source address is real before any DH or state. */
     if (ctx->half_open >= ctx->s.handshake_load &&
@@ -200,6 +216,7 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
         return;
     }
     link->remote_index = sender;
+    link->init_tag = tag;
     memcpy(link->peer_key, noise.rs, PURE_KEY_LEN);
     link->service = (uint16_t)pure_ctx_service_index(ctx, (const char *)payload + 1, payload[0]);
 
@@ -228,7 +245,9 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
     put_u32le(link->resp + 1, link->local_index);
     put_u32le(link->resp + 5, sender);
     link->resp_len = (uint16_t)(PURE_RESP_FIXED + mlen);
+    link->resp_pending = 1;
     link->amp_received = n;
+    pure_ctx_hs_add(ctx, link); /* if it fails, a resent INIT just makes a new link */
     ctx->half_open++;
     pure_ctx_mark_pending(ctx, link);
     pure_link_update_timer(link, now);

@@ -20,10 +20,9 @@ static void unbusy(pure_link *link);
 
 pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, uint64_t now)
 {
-    pure_link *l = pure_mem_alloc(&ctx->alloc, sizeof *l);
+    pure_link *l = pure_ctx_link_new(ctx);
     if (!l)
         return NULL;
-    memset(l, 0, sizeof *l);
     l->ctx = ctx;
     l->peer = *peer;
     l->initiator = (uint8_t)initiator;
@@ -31,7 +30,7 @@ pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, 
     l->deadline = UINT64_MAX;
     l->state = initiator ? PURE_LS_HANDSHAKE : PURE_LS_UNVALIDATED;
     if (pure_ctx_table_add(ctx, l) != 0) {
-        pure_mem_free(&ctx->alloc, l, sizeof *l);
+        pure_ctx_link_free(ctx, l);
         return NULL;
     }
     const pure_settings *s = &ctx->s;
@@ -271,8 +270,9 @@ void pure_link_release(pure_link *link)
     pure_ranges_free(&link->rx_pns, a);
     unbusy(link);
     pure_recovery_free(link);
+    pure_ctx *owner = link->ctx;
     pure_wipe(link, sizeof *link);
-    pure_mem_free(a, link, sizeof *link);
+    pure_ctx_link_free(owner, link);
 }
 
 /* ---- public API ---- */

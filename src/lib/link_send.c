@@ -39,7 +39,7 @@ int pure_link_wants_send(const pure_link *link, uint64_t now)
     case PURE_LS_HANDSHAKE:
         return link->hs && link->hs->send_pending;
     case PURE_LS_UNVALIDATED:
-        return link->resp_len > 0;
+        return link->resp_pending;
     case PURE_LS_OPEN:
         return ack_due(link) || control_due(link) ||
                (has_data(link) && (!link->b || pure_cc_available(&link->b->cc) > 0) &&
@@ -212,13 +212,13 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
     }
     if (link->state == PURE_LS_UNVALIDATED) {
         /* Our RESP, once: at most 3x what the INIT brought (it is far smaller). */
-        if (!link->resp_len || cap < link->resp_len ||
+        if (!link->resp_pending || cap < link->resp_len ||
             link->amp_sent + link->resp_len > PURE_AMPLIFICATION * link->amp_received)
             return 0;
         memcpy(buf, link->resp, link->resp_len);
         *segment = link->resp_len;
         link->amp_sent += link->resp_len;
-        link->resp_len = 0;
+        link->resp_pending = 0;
         return (int64_t)*segment;
     }
     if (link->state == PURE_LS_CLOSING) {
