@@ -630,9 +630,109 @@ def select_impls(args):
     return impls
 
 
+# --------------------------------------------------------------------------
+# Transport alone: Pure's own cost with both link ends in one process, no sockets
+# --------------------------------------------------------------------------
+def transport_args(p):
+    p.add_argument("--sizes", default=None, help="comma-separated body sizes (default 61,1024,16384)")
+    p.add_argument("--rounds", type=int, default=None, help="rounds per size (default 5)")
+
+
+def transport_main(args):
+    sizes = [int(x) for x in args.sizes.split(",")] if args.sizes else [61, 1024, 16384]
+    rounds = args.rounds or (1 if args.quick else 5)
+    if not args.no_build:
+        err = build_pure()
+        if err:
+            sys.exit("run.py: building Pure failed: " + err)
+    binary = os.path.join(BUILD, "transport_bench")
+    if not os.path.exists(binary):
+        sys.exit(f"run.py: {binary} is missing (build Pure first)")
+    rows, failed = [], 0
+    for size in sizes:
+        n = drain_n(size, args.quick)
+        cpu = []
+        for rnd in range(1, rounds + 1):
+            r = subprocess.run([binary, str(n), str(size)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, timeout=600)
+            j = last_json(r.stdout, "cpu_us_per_message")
+            if r.returncode or not j or j.get("messages") != n:
+                failed += 1
+                log(f"[transport {size} B × {n} round {rnd}/{rounds}] FAILED: {r.stderr.strip()[-300:]}")
+                continue
+            cpu.append(j["cpu_us_per_message"])
+            log(f"[transport {size} B × {n} round {rnd}/{rounds}] {j['cpu_us_per_message']:.4f} µs/msg "
+                f"(both ends, one process)")
+        if cpu:
+            rows.append({"size": size, "n": n, "cpu_us": med(cpu), "min": min(cpu), "max": max(cpu), "runs": len(cpu)})
+    log("\ntransport alone (Pure, both link ends in one process, datagrams handed over in memory):")
+    log(f"{'size':>8} {'µs/msg median':>14} {'min–max':>18}")
+    for r in rows:
+        log(f"{r['size']:>8} {r['cpu_us']:>14.4f} {r['min']:>8.4f}–{r['max']:<8.4f}")
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    outdir = args.out or (os.path.join(RESULTS, "tmp") if args.quick else RESULTS)
+    os.makedirs(outdir, exist_ok=True)
+    path = os.path.join(outdir, f"transport-{stamp}.json")
+    with open(path, "w") as f:
+        json.dump({"experiment": "transport", "rows": rows, "environment": environment()}, f, indent=1)
+    log("wrote " + os.path.relpath(path, ROOT))
+    if args.json:
+        print(json.dumps({"experiment": "transport", "ok": not failed, "rows": rows}), flush=True)
+    return 1 if failed else 0
+
+
+# --------------------------------------------------------------------------
+# Idle links: `pure bench idle` (Pure only: the ngtcp2 and quinn peers have no idle mode yet)
+# --------------------------------------------------------------------------
+def idle_args(p):
+    p.add_argument("--links", default=None, help="comma-separated link counts (default 10000,100000)")
+    p.add_argument("--idle", type=float, default=None, help="idle seconds (default 60)")
+    p.add_argument("--keepalive", type=float, default=25.0, help="keepalive seconds for the second run of each")
+
+
+def idle_main(args):
+    links = [int(x) for x in args.links.split(",")] if args.links else ([200] if args.quick else [10000, 100000])
+    idle = args.idle if args.idle is not None else (2.0 if args.quick else 60.0)
+    if not args.no_build:
+        err = build_pure()
+        if err:
+            sys.exit("run.py: building Pure failed: " + err)
+    binary = os.path.join(BUILD, "pure")
+    rows, failed = [], 0
+    for k in links:
+        for ka in (None, args.keepalive):
+            argv = [binary, "bench", "idle", "--links", str(k), "--idle", str(idle), "--json"]
+            if ka:
+                argv += ["--keepalive", str(ka)]
+            log(f"[idle] pure: {k} links, {idle:.0f} s idle, keepalive {ka or 'off'} ...")
+            r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               timeout=idle + 1800)
+            j = last_json(r.stdout, "client_bytes_per_link")
+            if r.returncode or not j:
+                failed += 1
+                log(f"[idle] FAILED: {r.stderr.strip()[-500:]}")
+                continue
+            j["impl"] = "pure"
+            rows.append(j)
+            log(r.stdout.strip())
+    log("\nidle links: ngtcp2 and quinn peers have no idle mode yet (one connection per process).")
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    outdir = args.out or (os.path.join(RESULTS, "tmp") if args.quick else RESULTS)
+    os.makedirs(outdir, exist_ok=True)
+    path = os.path.join(outdir, f"idle-{stamp}.json")
+    with open(path, "w") as f:
+        json.dump({"experiment": "idle", "rows": rows, "environment": environment()}, f, indent=1)
+    log("wrote " + os.path.relpath(path, ROOT))
+    if args.json:
+        print(json.dumps({"experiment": "idle", "ok": not failed, "rows": rows}), flush=True)
+    return 1 if failed else 0
+
+
 # name -> (help, add experiment-specific arguments, main)
 EXPERIMENTS = {
     "drain": ("one stream of N messages; CPU per message on both sides", drain_args, drain_main),
+    "transport": ("Pure alone: both link ends in one process, no sockets", transport_args, transport_main),
+    "idle": ("K idle links between two processes: memory, CPU, packets, wake-up", idle_args, idle_main),
 }
 
 
