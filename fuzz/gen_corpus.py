@@ -115,6 +115,10 @@ def packet_seeds():
     write("packet", "raw_cookie_exchange", bytes([0x02, 0]) + rec(8, b"") + rec(12, b"") +
           rec(9, b"\x03" + bytes(20)))
     write("packet", "raw_refused_handshake", bytes([0x44, 0]) + rec(8, b"") + rec(8, b""))
+    write("packet", "raw_no_service", bytes([0x10, 0]) + rec(8, b"") + rec(8, b""))
+    write("packet", "raw_not_allowed", bytes([0x20, 0]) + rec(8, b"") + rec(8, b""))
+    write("packet", "raw_handshake_timeout", bytes([0x00, 0]) + rec(0xf4, b"\x00") +
+          rec(0xf4, b"\x00") + rec(0xf4, b"\x00") + rec(0xfd, b"\x04" + bytes(4)) + rec(0xf4, b""))
     # open mode (bit 0 set): records of plaintext frames sealed by the harness
     s = stream([10, 20, 0])
     write("packet", "open_in_order", bytes([0x01, 0]) +
@@ -130,6 +134,14 @@ def packet_seeds():
           rec(4, ping()) + rec(1, ping()) + rec(0, data(0, stream([1]))) + rec(0, close(0x200, b"x")))
     write("packet", "open_rekey", bytes([0x01, 0]) + rec(0, data(0, s[:12])) + rec(0x80, ping()) +
           rec(0, data(12, s[12:])) + rec(1, ping()) + rec(0x80, ping()) + rec(8, ping()))
+    # bulk records (length with the top bit set): 40 KiB, then out-of-order data past a hole
+    def bulk(ctl, kib):
+        return bytes([ctl]) + struct.pack(">H", 0x8000 | (kib - 1))
+    # 40 KiB in order; data across the 64 KiB ring's wrap and further ahead; 20 KiB more (the
+    # window has grown); data far ahead makes the ring grow with bytes held; then fill it all
+    write("packet", "open_bulk_pattern", bytes([0x05, 200]) + bulk(8, 40) +
+          rec(0, data(65200, bytes(600))) + rec(0, data(40 * 1024 + 30000, bytes(600))) +
+          bulk(8, 20) + rec(0, data(40 * 1024 + 20480 + 90000, bytes(300))) + bulk(8, 96))
     write("packet", "open_flow_violation", bytes([0x01, 0]) + rec(0, data(1 << 20, b"z")))
 
 

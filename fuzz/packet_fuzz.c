@@ -10,20 +10,24 @@
  * INIT and holds a half-open link). Each record is a raw datagram fed to B (ctl bit 0 clear) or to
  * A (set). With ctl bit 1 the receiver-index field of a RESP, COOKIE, REJECT or DATA datagram is
  * overwritten with the index of the target's real link, so the fuzzer gets past the table
- * lookup. ctl bit 2 advances time 100 ms and runs timers; ctl bit 3 lets A and B exchange what
- * they have queued. Bit 1 of byte 0 makes B demand a cookie for every INIT; bit 6 makes B's
- * application refuse links.
+ * lookup. ctl bit 2 advances time 100 ms plus (ctl >> 4) seconds and runs timers; ctl bit 3
+ * lets A and B exchange what they have queued. Bit 1 of byte 0 makes B demand a cookie for every
+ * INIT, bit 4 makes A ask for a service B does not offer, bit 5 leaves A's key off B's allow
+ * list, bit 6 makes B's application refuse links.
  *
  * Open mode (byte 0 bit 0 set): the handshake is completed first, B's application queues
  * (byte 0 bits 4-5) messages whose packets are sent into the void (so B has packets in flight
  * that fuzzed ACKs can acknowledge), then each record's bytes are the plaintext frames of a DATA
  * packet from A to B: the harness adds the header (B's index, a packet number) and seals it with
  * A's transmit keys, so B authenticates it and runs frame dispatch, ACK processing, flow control
- * and stream reassembly on it. ctl bits: 0 the wrong key phase, 1 the next two bytes set how
- * far below the newest packet number this one goes (reordering, replays), 2 spoil the tag,
- * 3 exchange queued datagrams between A and B, 4-6 advance time by that many 25 ms steps and run
- * timers (all three set: the packet also comes from a new address of A), 7 A starts a rekey and
- * the two exchange datagrams, so later packets are sealed under the new keys and key phase.
+ * and stream reassembly on it. A record whose length has its top bit set carries no bytes: the
+ * harness instead sends ((length & 0x7fff) % 160 + 1) KiB of the pattern stream in order from
+ * B's receive point, within B's credit (large offsets, window growth, ring wrap).
+ * ctl bits: 0 the wrong key phase; 1 the next two bytes set how far below the newest packet
+ * number this one goes (reordering, replays); 2 spoil the tag; 3 exchange queued datagrams
+ * between A and B; 4-6 advance time by that many 25 ms steps and run timers (all three set: the
+ * packet also comes from a new address of A); 7 A starts a rekey and the two exchange
+ * datagrams, so later packets are sealed under the new keys and key phase.
  * With bit 2 of byte 0 the harness rewrites every DATA frame's bytes with a fixed pattern
  * stream (preamble, then messages of byte-1 bytes whose body byte i is i % 251); B must then
  * deliver only whole messages of exactly that content, never more than the bytes sent allow.
@@ -109,6 +113,8 @@ typedef struct world {
     uint32_t msg_size;
     uint64_t max_end; /* highest stream offset of pattern data sent to B */
     uint64_t delivered;
+    uint64_t bulk_budget; /* bytes bulk records may still send in this input */
+    int b_close_error;
 } world;
 
 static world W;
@@ -153,8 +159,14 @@ static void b_on_closed(pure_link *link, void *user, const pure_close_info *info
         FAIL("on_closed without info");
     if (info->first_unacked > info->next_id)
         FAIL("on_closed reports more acknowledged messages than were sent");
-    if (w && w->lb == link)
+    if (w && w->lb == link) {
         w->lb = NULL;
+        w->b_close_error = info->error;
+    }
+    if (getenv("PACKET_FUZZ_VERBOSE"))
+        fprintf(stderr, "packet_fuzz: B link closed: %s (recv_next %llu credit %llu window %llu)\n",
+                pure_strerror(info->error), (unsigned long long)link->recv_next,
+                (unsigned long long)link->credit_sent, (unsigned long long)link->recv_window);
 }
 
 static void a_on_closed(pure_link *link, void *user, const pure_close_info *info)
@@ -181,7 +193,7 @@ static void set_addr(pure_addr *a, uint8_t host, uint16_t port)
 }
 
 static pure_ctx *make_ctx(uint8_t key_byte, uint64_t *rng, const pure_callbacks *cb,
-                          int cookie_always, int newreno)
+                          int cookie_always, int newreno, int allow_any)
 {
     pure_settings s;
     pure_settings_default(&s);
@@ -192,7 +204,7 @@ static pure_ctx *make_ctx(uint8_t key_byte, uint64_t *rng, const pure_callbacks 
     s.random_user = rng;
     s.alloc = sized_alloc;
     s.free = sized_free;
-    s.allow_any = 1;
+    s.allow_any = allow_any;
     s.callbacks = cb;
     s.user = &W;
     s.max_message_size = 1u << 16;
@@ -344,7 +356,7 @@ static void raw_mode(const uint8_t *d, size_t n, int init_first)
         }
         read_checked(target, to_a ? &W.addr_b : &W.addr_a, dgram, len);
         if (ctl & 4)
-            advance(100 * MS);
+            advance(100 * MS + (uint64_t)(ctl >> 4) * 1000 * MS);
         if (ctl & 8)
             exchange(4, 1);
     }
@@ -382,6 +394,75 @@ static void apply_pattern(uint8_t *p, uint8_t *end)
     }
 }
 
+static uint8_t pkt[PURE_DATA_HEADER + 65536 + PURE_TAG_LEN];
+static uint64_t next_pn;
+
+/* The next packet number of ours, kept clear of the ones A itself uses when it talks to B
+ * (ctl bits 3 and 7), so that neither side's packets look like replays of the other's. */
+static uint64_t take_pn(void)
+{
+    if (next_pn < W.la->next_pn + 64)
+        next_pn = W.la->next_pn + 64;
+    return next_pn++;
+}
+
+/* Seals the len payload bytes at pkt + PURE_DATA_HEADER as packet pn from A (in the wrong key
+ * phase if ctl bit 0, with a spoilt tag if bit 2) and feeds it to B; then B (and, with bit 3,
+ * A) send what they have queued. */
+static void send_packet(uint8_t ctl, size_t len, uint64_t pn)
+{
+    uint8_t *payload = pkt + PURE_DATA_HEADER;
+    pkt[0] = (uint8_t)(PURE_PKT_DATA0 | (W.la->key_phase ^ (ctl & 1)));
+    put_u32le(pkt + 1, W.la->remote_index);
+    for (int i = 0; i < 7; i++)
+        pkt[5 + i] = (uint8_t)(pn >> (8 * (6 - i)));
+    uint8_t nonce[PURE_NONCE_LEN];
+    pure_keys_nonce(nonce, W.la->tx.iv, pn);
+    pure_aead *aead = pure_keys_aead(W.a, &W.la->tx);
+    if (!aead || pure_crypto_null.aead_seal(aead, nonce, pkt, PURE_DATA_HEADER, payload, len,
+                                            payload + len) != 0)
+        FAIL("seal");
+    if (ctl & 4)
+        payload[len] ^= 0x80;
+    uint64_t before_recv = W.lb->st.packets_received;
+    pure_link *lb = W.lb;
+    int rc = read_checked(W.b, (ctl & 0x70) == 0x70 ? &W.addr_a2 : &W.addr_a, pkt,
+                          PURE_DATA_HEADER + len + PURE_TAG_LEN);
+    if ((ctl & 4) && rc != PURE_ECRYPTO && rc != PURE_EINVAL)
+        FAIL("packet with a spoilt tag was not refused");
+    if (rc == 0 && W.lb == lb && !(ctl & 1) && W.lb->st.packets_received != before_recv + 1)
+        FAIL("accepted packet not counted on the link");
+    flush(W.b, &W.addr_b, (ctl & 8) ? W.a : NULL);
+    if ((ctl & 8) && W.la)
+        flush(W.a, &W.addr_a, W.b);
+}
+
+/* Bulk: up to kib KiB of the pattern stream in order from where B stands, within B's credit, in
+ * 1200-byte DATA frames (so the fuzzer reaches large offsets, window growth and ring wrap). */
+static void send_bulk(uint8_t ctl, size_t kib)
+{
+    uint64_t remaining = (uint64_t)kib * 1024;
+    if (remaining > W.bulk_budget)
+        remaining = W.bulk_budget; /* keeps every input fast */
+    W.bulk_budget -= remaining;
+    while (remaining && W.la && W.lb && W.lb->state == PURE_LS_OPEN) {
+        uint64_t off = W.lb->recv_next, lim = W.lb->credit_sent;
+        if (off >= lim)
+            break;
+        uint64_t chunk = remaining < 1200 ? remaining : 1200;
+        if (chunk > lim - off)
+            chunk = lim - off;
+        uint8_t *payload = pkt + PURE_DATA_HEADER;
+        uint8_t *e = pure_frame_put_data_header(payload, off, chunk, 0);
+        for (uint64_t i = 0; i < chunk; i++)
+            e[i] = pattern_at(off + i);
+        if (off + chunk > W.max_end)
+            W.max_end = off + chunk;
+        send_packet(ctl & 8, (size_t)(e + chunk - payload), take_pn());
+        remaining -= chunk;
+    }
+}
+
 static void open_mode(const uint8_t *d, size_t n, unsigned presend)
 {
     /* Complete the handshake: A's INIT, B's RESP, A's first packet (which B accepts). */
@@ -397,59 +478,36 @@ static void open_mode(const uint8_t *d, size_t n, unsigned presend)
     }
     flush(W.b, &W.addr_b, NULL);
 
-    static uint8_t pkt[PURE_DATA_HEADER + 65536 + PURE_TAG_LEN];
-    uint64_t next_pn = 0;
+    next_pn = 0;
     while (n >= 3 && W.la && W.lb) {
         uint8_t ctl = d[0];
         size_t len = (size_t)(d[1] << 8 | d[2]);
         d += 3;
         n -= 3;
-        /* Keep clear of the packet numbers A itself uses when it talks to B (bit 3 and 7), so
-         * that neither side's packets look like replays of the other's. */
-        if (next_pn < W.la->next_pn + 64)
-            next_pn = W.la->next_pn + 64;
-        uint64_t pn = next_pn;
-        if ((ctl & 2) && n >= 2) {
-            uint64_t back = (uint64_t)(d[0] << 8 | d[1]);
-            d += 2;
-            n -= 2;
-            pn = back < next_pn ? next_pn - back : 0;
+        if (len & 0x8000) { /* a bulk record: no body, the length says how many KiB */
+            send_bulk(ctl, (len & 0x7fff) % 160 + 1);
         } else {
-            next_pn++;
+            uint64_t pn;
+            if ((ctl & 2) && n >= 2) {
+                uint64_t back = (uint64_t)(d[0] << 8 | d[1]), top = take_pn();
+                d += 2;
+                n -= 2;
+                pn = back < top ? top - back : 0;
+            } else {
+                pn = take_pn();
+            }
+            if (len > n)
+                len = n;
+            if (len > 1400)
+                len = 1400;
+            uint8_t *payload = pkt + PURE_DATA_HEADER;
+            memcpy(payload, d, len);
+            d += len;
+            n -= len;
+            if (W.pattern)
+                apply_pattern(payload, payload + len);
+            send_packet(ctl, len, pn);
         }
-        if (len > n)
-            len = n;
-        if (len > 1400)
-            len = 1400;
-        uint8_t *payload = pkt + PURE_DATA_HEADER;
-        memcpy(payload, d, len);
-        d += len;
-        n -= len;
-        if (W.pattern)
-            apply_pattern(payload, payload + len);
-        pkt[0] = (uint8_t)(PURE_PKT_DATA0 | (W.la->key_phase ^ (ctl & 1)));
-        put_u32le(pkt + 1, W.la->remote_index);
-        for (int i = 0; i < 7; i++)
-            pkt[5 + i] = (uint8_t)(pn >> (8 * (6 - i)));
-        uint8_t nonce[PURE_NONCE_LEN];
-        pure_keys_nonce(nonce, W.la->tx.iv, pn);
-        pure_aead *aead = pure_keys_aead(W.a, &W.la->tx);
-        if (!aead || pure_crypto_null.aead_seal(aead, nonce, pkt, PURE_DATA_HEADER, payload, len,
-                                                payload + len) != 0)
-            FAIL("seal");
-        if (ctl & 4)
-            payload[len] ^= 0x80;
-        uint64_t before_recv = W.lb->st.packets_received;
-        pure_link *lb = W.lb;
-        int rc = read_checked(W.b, (ctl & 0x70) == 0x70 ? &W.addr_a2 : &W.addr_a, pkt,
-                              PURE_DATA_HEADER + len + PURE_TAG_LEN);
-        if ((ctl & 4) && rc != PURE_ECRYPTO && rc != PURE_EINVAL)
-            FAIL("packet with a spoilt tag was not refused");
-        if (rc == 0 && W.lb == lb && !(ctl & 1) && W.lb->st.packets_received != before_recv + 1)
-            FAIL("accepted packet not counted on the link");
-        flush(W.b, &W.addr_b, (ctl & 8) ? W.a : NULL);
-        if (ctl & 8)
-            flush(W.a, &W.addr_a, W.b);
         if (ctl & 0x70)
             advance((uint64_t)((ctl >> 4) & 7) * 25 * MS);
         if ((ctl & 0x80) && W.la && W.lb && W.la->state == PURE_LS_OPEN) {
@@ -475,16 +533,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     W.close_on_message = (mode & 8) != 0;
     W.pattern = (mode & 1) && (mode & 4);
     W.msg_size = data[1];
+    W.bulk_budget = 192 * 1024;
     pure_crypto_null_seed(0x5eed);
     set_addr(&W.addr_a, 1, 1000);
     set_addr(&W.addr_a2, 1, 2000);
     set_addr(&W.addr_b, 2, 1001);
 
-    W.a = make_ctx(0x11, &W.rng_a, &a_cb, 0, (mode & 0x80) != 0);
-    W.b = make_ctx(0x22, &W.rng_b, &b_cb, (mode & 2) != 0, (mode & 0x80) != 0);
+    /* raw mode only: bit 4 makes A ask for a service B lacks, bit 5 keeps A off B's allow list */
+    int raw = !(mode & 1);
+    W.a = make_ctx(0x11, &W.rng_a, &a_cb, 0, (mode & 0x80) != 0, 1);
+    W.b = make_ctx(0x22, &W.rng_b, &b_cb, (mode & 2) != 0, (mode & 0x80) != 0,
+                   !(raw && (mode & 0x20)));
     if (pure_ctx_add_service(W.b, "pure") != 0)
         FAIL("add_service");
-    if (pure_connect(W.a, &W.addr_b, pure_ctx_public_key(W.b), "pure", &W, &W.la, W.now) != 0)
+    const char *service = raw && (mode & 0x10) ? "nope" : "pure";
+    if (pure_connect(W.a, &W.addr_b, pure_ctx_public_key(W.b), service, &W, &W.la, W.now) != 0)
         FAIL("pure_connect");
 
     if (mode & 1)
