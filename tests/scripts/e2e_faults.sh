@@ -176,15 +176,15 @@ check_recovered
 say "ok burst loss 0.5% x 16: 20000 x 1024 B in $wall s; forwarder burst-dropped $(fstat up burst) up, $(fstat down burst) down"
 
 # NAT rebinding, twice, while the drain is in full flow: SIGUSR2 once the forwarder has passed
-# 15,000 and then 40,000 datagrams upstream (of ~71,000 for 100,000 x 1 KiB). Each rebind must be
-# seen in the stats while the drain still runs, and both directions must carry traffic after the
-# last one (the server must answer the new source port for the drain to finish at all).
+# 20,000 and then 50,000 datagrams upstream (of ~107,000 for 150,000 x 1 KiB). Each rebind must
+# be seen in the stats while the drain still runs, and both directions must carry traffic after
+# the last one (the server must answer the new source port for the drain to finish at all).
 CASE="NAT rebinding"
-n=100000 size=1024
+n=150000 size=1024
 start_fwd $((seed0 + 6))
 start_drain $n $size
 k=0
-for at in 15000 40000; do
+for at in 20000 50000; do
     k=$((k + 1))
     for _ in $(seq 2400); do
         v=$(jget "$tmp/fwd.json" up in)
