@@ -269,7 +269,7 @@ static int split_pair(const char *opt, const char *s, const char *form, char *bu
 static int parse_fault(const char *base, const char *opt, const char *val, struct faults *f)
 {
     char buf[128];
-    const char *a, *b;
+    const char *a = NULL, *b = NULL;
     if (strcmp(base, "loss") == 0) return parse_prob(opt, val, &f->loss);
     if (strcmp(base, "dup") == 0) return parse_prob(opt, val, &f->dup);
     if (strcmp(base, "corrupt") == 0) return parse_prob(opt, val, &f->corrupt);

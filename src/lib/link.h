@@ -118,14 +118,27 @@ struct pure_link {
     uint8_t finish_requested, fin_sent_pending, peer_finished, peer_fin_known;
     uint8_t want_writable, ack_now, credit_pending, close_pending;
     uint8_t probe_pending, ping_pending, closed_notified, app_limited;
+    /* small fields together, so the struct has no padding holes (an idle link is ~950 B) */
+    uint8_t resp_pending;  /* RESP to be (re)sent */
+    uint8_t in_hs_table;   /* findable by init_tag (an unvalidated responder link) */
+    uint8_t path_unvalidated;
+    uint8_t msg_len_known;
+    uint8_t has_largest_acked;
+    uint8_t peer_closed;
+    uint8_t accepted;      /* responder: the application accepted the link (on_accept) */
+    uint8_t preamble_seen; /* the peer's stream preamble was checked (kept while b is released) */
+    uint32_t ck_gen;           /* rekeys mixed into ck so far */
+    uint32_t msg_len;      /* length of the message at msg_boundary, once read */
+    uint32_t sent_cap;
+    uint32_t pto_count;
+    uint32_t loss_rate;    /* EWMA of lost packets, 1/65536ths */
+    uint32_t rx_unacked;   /* ack-eliciting packets since our last ACK */
 
     pure_addr peer;
     uint8_t peer_key[PURE_KEY_LEN];
     pure_hs *hs;
     uint8_t *resp;         /* responder: the RESP datagram, kept until the link is validated */
     uint16_t resp_len;
-    uint8_t resp_pending;  /* RESP to be (re)sent */
-    uint8_t in_hs_table;   /* findable by init_tag (an unvalidated responder link) */
     uint64_t init_tag;     /* the INIT's sender index and ephemeral key, to spot its resends */
 
     /* keys */
@@ -133,12 +146,10 @@ struct pure_link {
     pure_dir_keys rx[2];   /* by the phase bit of incoming packets */
     struct pure_rekey *rk; /* only while a rekey is under way */
     uint8_t ck[PURE_HASH_LEN]; /* chaining key, for rekeying */
-    uint32_t ck_gen;           /* rekeys mixed into ck so far */
 
     /* amplification limit on a new, not yet validated peer address */
     uint64_t amp_received, amp_sent;
     uint64_t path_probe_pn;  /* the first packet sent to the new address */
-    uint8_t path_unvalidated;
 
     /* ---- send side ---- */
     pure_sendbuf sb;
@@ -147,18 +158,12 @@ struct pure_link {
     uint64_t fin_offset;   /* stream length once finish was requested */
     uint64_t msg_boundary; /* offset of the next message whose acknowledgement is not counted */
     uint64_t msgs_acked, next_msg_id;
-    uint32_t msg_len;      /* length of the message at msg_boundary, once read */
-    uint8_t msg_len_known;
 
     /* recovery */
     pure_sent *sent;       /* ring of cap entries, pn -> sent[pn & (cap-1)] */
-    uint32_t sent_cap;
     uint64_t sent_lo;      /* oldest packet number still live (or next_pn) */
     uint64_t next_pn;
     uint64_t largest_acked;
-    uint8_t has_largest_acked;
-    uint32_t pto_count;
-    uint32_t loss_rate;    /* EWMA of lost packets, 1/65536ths */
     uint64_t loss_time;    /* earliest time a live packet becomes lost by the time threshold */
     uint64_t last_eliciting_sent;
     uint64_t eliciting_in_flight;
@@ -166,7 +171,6 @@ struct pure_link {
 
     /* ---- receive side ---- */
     pure_ranges rx_pns;    /* packet numbers received (bounded) */
-    uint32_t rx_unacked;   /* ack-eliciting packets since our last ACK */
     uint64_t rx_largest_time;
     uint64_t ack_deadline; /* UINT64_MAX if no ACK is owed */
     uint64_t recv_next;    /* in-order stream bytes consumed */
@@ -189,8 +193,6 @@ struct pure_link {
     /* close */
     uint64_t close_code;
     int close_error;
-    uint8_t peer_closed;
-    uint8_t accepted;      /* responder: the application accepted the link (on_accept) */
 
     /* rekey */
     uint64_t keys_time, keys_packets;
@@ -198,7 +200,6 @@ struct pure_link {
     pure_link_counters st;
     pure_busy *b;          /* state a link needs only while it carries traffic (NULL when idle) */
     uint64_t replay_top;   /* the replay window's top while b is released: all below were seen */
-    uint8_t preamble_seen; /* the peer's stream preamble was checked (kept while b is released) */
     pure_link *pending_next; /* the context's send list */
     pure_link *dead_next;
     pure_link *timer_next; /* the list of links whose timers are being run */

@@ -298,7 +298,7 @@ static void test_ack_malformed(void)
 
 static void test_data_close_malformed(void)
 {
-    uint8_t buf[600];
+    uint8_t buf[600] = {0};
     pure_frame f;
     pure_ack_frame a;
     uint8_t *p;
