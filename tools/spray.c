@@ -2,7 +2,7 @@
  * robustness test (tests/scripts/e2e_spray.sh). Only to the one address given with --to.
  *
  *   spray --to ADDR:PORT [--listen ADDR:PORT] [--rate N] [--seconds S] [--seed N]
- *         [--init-replays N]
+ *         [--init-replays N] [--race N]
  *
  * With --listen it is also a plain relay (no faults): a client that sends to --listen reaches
  * --to and gets the replies, one datagram at a time. The relay captures the client's INIT and
@@ -26,6 +26,8 @@
  *                relayed: outside the replay window
  *   data_recent  (relay) a DATA packet relayed a moment ago, sent again from the relay's own
  *                socket (the link's real peer address): a duplicate
+ * --race N (not junk; off by default): N times, a copy of a fresh DATA packet goes out from the
+ * spray socket just ahead of the original, as an on-path attacker could race it.
  * Everything but data_recent goes out from a separate socket (another source port), so none of
  * it may move the link's path. Replies from the server to that socket (REJECT, RESP, COOKIE)
  * are read and counted by type.
@@ -170,6 +172,7 @@ static struct {
     uint64_t ring_seq;                    /* DATA packets captured so far */
     uint64_t sent[K_COUNT], send_errors, replies[256], relayed_up, relayed_down;
     uint64_t init_replays_max, valid_inits; /* INITs that still authenticate: capped */
+    uint64_t race_left, races;              /* --race */
 } g;
 
 static void send_junk(int kind, const uint8_t *d, size_t n)
@@ -318,6 +321,13 @@ static void relay(int up)
                 c->len = (uint16_t)n;
                 memcpy(c->d, b, n);
             }
+            /* --race: a copy of a fresh DATA packet from the spray socket, ahead of the
+             * original (an on-path attacker's race; not part of the junk mix) */
+            if (g.race_left && g.ring_seq % 5000 == 4999 && (b[0] == 0x08 || b[0] == 0x09) &&
+                sendto(g.spray, b, n, 0, (struct sockaddr *)&g.to, g.to_len) >= 0) {
+                g.race_left--;
+                g.races++;
+            }
             if (send(g.srv, b, n, 0) >= 0)
                 g.relayed_up++;
         } else if (g.client_len) {
@@ -338,7 +348,8 @@ int main(int argc, char **argv)
         char *end = NULL;
         if (strcmp(o, "--help") == 0) {
             printf("usage: spray --to ADDR:PORT [--listen ADDR:PORT] [--rate N] [--seconds S] "
-                   "[--seed N] [--init-replays N]\n(see the comment at the top of tools/spray.c)\n");
+                   "[--seed N] [--init-replays N] [--race N]\n"
+                   "(see the comment at the top of tools/spray.c)\n");
             return 0;
         }
         if (!v)
@@ -359,6 +370,10 @@ int main(int argc, char **argv)
             seed = strtoull(v, &end, 10);
             if (*end)
                 return usage("bad --seed '%s'", v);
+        } else if (strcmp(o, "--race") == 0) {
+            g.race_left = strtoull(v, &end, 10);
+            if (*end)
+                return usage("bad --race '%s'", v);
         } else if (strcmp(o, "--init-replays") == 0) {
             g.init_replays_max = strtoull(v, &end, 10);
             if (*end)
@@ -448,13 +463,15 @@ int main(int argc, char **argv)
     printf("{\"seconds\": %.3f, \"junk\": %" PRIu64, (double)(now_ns() - t0) / 1e9, sum);
     for (int k = 0; k < K_COUNT; k++)
         printf(", \"%s\": %" PRIu64, kind_name[k], g.sent[k]);
-    printf(", \"send_errors\": %" PRIu64 ", \"relayed_up\": %" PRIu64 ", \"relayed_down\": %" PRIu64
-           ", \"live_index\": %" PRIu32 ", \"init_len\": %zu, \"data_captured\": %" PRIu64
-           ", \"replies\": {\"resp\": %" PRIu64 ", \"cookie\": %" PRIu64 ", \"reject\": %" PRIu64
-           ", \"other\": %" PRIu64 "}}\n",
+    printf(", \"send_errors\": %" PRIu64 ", \"relayed_up\": %" PRIu64
+           ", \"relayed_down\": %" PRIu64 ", \"link_index\": %" PRIu32 ", \"init_len\": %zu"
+           ", \"data_captured\": %" PRIu64 ", \"races\": %" PRIu64,
            g.send_errors, g.relayed_up, g.relayed_down, g.live_index, g.init_len, g.ring_seq,
-           g.replies[0x02], g.replies[0x03], g.replies[0x04],
-           (uint64_t)0 + g.replies[0x01] + g.replies[0x08] + g.replies[0x09]);
+           g.races);
+    printf(", \"replies\": {\"resp\": %" PRIu64 ", \"cookie\": %" PRIu64 ", \"reject\": %" PRIu64
+           ", \"data\": %" PRIu64 ", \"other\": %" PRIu64 "}}\n",
+           g.replies[0x02], g.replies[0x03], g.replies[0x04], g.replies[0x08] + g.replies[0x09],
+           g.replies[0x01]);
     fflush(stdout);
     free(g.ring);
     return 0;

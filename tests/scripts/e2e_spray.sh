@@ -3,9 +3,10 @@
 # tools/spray.c sprays the listener's port (127.0.0.1 only) with random datagrams, truncated
 # ones, datagrams with valid type bytes (0x01-0x04, 0x08, 0x09) and random link indices, forged
 # packets carrying the live link's real index, mutated and replayed copies of the real INIT it
-# captured, and mutated, old and duplicate copies of real DATA packets. One drain goes through
-# spray's relay (which is how it captures the real INIT and DATA packets), the other goes
-# straight to the listener.
+# captured, and mutated, old and duplicate copies of real DATA packets; and three times a copy of
+# a fresh DATA packet races ahead of the original from another port (as an on-path attacker
+# could). One drain goes through spray's relay (which is how it captures the real INIT and DATA
+# packets), the other goes straight to the listener.
 # Fails unless: both drains exit 0 with the server's count equal to N and N*SIZE; every kind of
 # junk was sent; the listener answered the mutated INITs with REJECTs and the authentic copies
 # with RESP or COOKIE; the listener is still alive and serves a further drain afterwards; the
@@ -91,7 +92,7 @@ sport=$(jget "$tmp/srv" port)
 key=$(jget "$tmp/srv" public_key)
 [ -n "$sport" ] && [ -n "$key" ] || die "bad server line: $(cat "$tmp/srv")"
 
-"$spray" --to "127.0.0.1:$sport" --listen 127.0.0.1:0 --rate "${PURE_SPRAY_RATE:-10000}" --seed "$seed" \
+"$spray" --to "127.0.0.1:$sport" --listen 127.0.0.1:0 --rate "${PURE_SPRAY_RATE:-10000}" --seed "$seed" --race 3 \
     >"$tmp/spray" 2>"$tmp/spray.err" &
 spr=$!
 wait_port "$tmp/spray" "$spr" "spray"
@@ -132,6 +133,10 @@ need "REJECTs for mutated INITs" "$(jget "$tmp/spray" replies reject)" -gt 0
 need "RESP or COOKIE for authentic INIT copies" \
     $(($(jget "$tmp/spray" replies resp) + $(jget "$tmp/spray" replies cookie))) -gt 0
 need "datagrams relayed up" "$(jget "$tmp/spray" relayed_up)" -gt 4096
+# Three fresh DATA packets were raced ahead of their originals from another port: each may move
+# the link's path to the sprayer until the client's next packet moves it back (the relayed
+# drain's count above shows the link survived; pure serve does not print path_changes).
+need "raced copies" "$(jget "$tmp/spray" races)" -eq 3
 
 # The listener is alive and still serves (a drain that starts after the junk).
 kill -0 "$srv" 2>/dev/null || die "pure serve died: $(cat "$tmp/srv.err")"
