@@ -256,7 +256,10 @@ PURE_API int pure_connect(pure_ctx *ctx, const pure_addr *to, const uint8_t peer
 
 /* Accepts one message for delivery: copies it into the link's send buffer (the only copy).
  * Returns the message's id (0, 1, 2, ... per link) or:
- *   PURE_EAGAIN   the backlog (send_backlog bytes) is full: wait for on_writable and retry;
+ *   PURE_EAGAIN   the backlog is full: send_backlog bytes not yet acknowledged, or (on an open
+ *                 link) 256 KiB accepted but not yet sent, so that messages are sealed while
+ *                 still in cache; wait for on_writable and retry. Before the handshake
+ *                 completes only send_backlog applies;
  *   PURE_EMSGSIZE len > max_message_size;
  *   PURE_ECLOSED  the link is finishing or closing (after pure_link_finish/close);
  *   PURE_ENOMEM   the send buffer could not be allocated. */

@@ -311,7 +311,7 @@ int64_t pure_link_send(pure_link *link, const void *msg, size_t len)
     if (len > link->ctx->s.max_message_size)
         return PURE_EMSGSIZE;
     pure_sendbuf *sb = &link->sb;
-    if (sb->end - link->send_next >= PURE_UNSENT_MAX) {
+    if (link->state == PURE_LS_OPEN && sb->end - link->send_next >= PURE_UNSENT_MAX) {
         link->want_writable = 1; /* enough queued: wait until it is on its way */
         return PURE_EAGAIN;
     }
