@@ -151,6 +151,10 @@ typedef struct pure_settings {
     uint32_t max_udp_payload;         /* largest datagram sent, bytes (default 1472, min 1200) */
     uint32_t max_message_size;        /* largest message, bytes (default 16 MiB) */
     uint64_t send_backlog;            /* bytes of unacknowledged messages per link (default 8 MiB) */
+    uint64_t send_queue;              /* bytes accepted but not yet sent on an open link before
+                                         pure_link_send says PURE_EAGAIN (default 256 KiB, so
+                                         messages are sealed while still in cache; 0: only
+                                         send_backlog limits) */
     uint64_t recv_window;             /* initial receive credit per link (default 1 MiB) */
     uint64_t recv_window_max;         /* receive credit may grow to this (default 16 MiB) */
     uint64_t idle_timeout;            /* ns of silence before a link is dead (default 30 s) */
@@ -257,8 +261,9 @@ PURE_API int pure_connect(pure_ctx *ctx, const pure_addr *to, const uint8_t peer
 /* Accepts one message for delivery: copies it into the link's send buffer (the only copy).
  * Returns the message's id (0, 1, 2, ... per link) or:
  *   PURE_EAGAIN   the backlog is full: send_backlog bytes not yet acknowledged, or (on an open
- *                 link) 256 KiB accepted but not yet sent, so that messages are sealed while
- *                 still in cache; wait for on_writable and retry. Before the handshake
+ *                 link) send_queue bytes accepted but not yet sent; wait for on_writable and
+ *                 retry (an application that cannot wait, e.g. one replying from on_message,
+ *                 queues the message itself or sets send_queue to 0). Before the handshake
  *                 completes only send_backlog applies;
  *   PURE_EMSGSIZE len > max_message_size;
  *   PURE_ECLOSED  the link is finishing or closing (after pure_link_finish/close);

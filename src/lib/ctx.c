@@ -26,6 +26,7 @@ void pure_settings_default(pure_settings *s)
     s->max_udp_payload = 1472;
     s->max_message_size = 16u << 20;
     s->send_backlog = 8u << 20;
+    s->send_queue = 256u << 10;
     s->recv_window = 1u << 20;
     s->recv_window_max = 16u << 20;
     s->idle_timeout = 30ull * 1000000000;

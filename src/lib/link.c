@@ -311,7 +311,11 @@ int64_t pure_link_send(pure_link *link, const void *msg, size_t len)
     if (len > link->ctx->s.max_message_size)
         return PURE_EMSGSIZE;
     pure_sendbuf *sb = &link->sb;
-    if (link->state == PURE_LS_OPEN && sb->end - link->send_next >= PURE_UNSENT_MAX) {
+    /* send_queue keeps what waits to be sent small enough that a message is still in cache when
+     * it is sealed (an 8 MiB queue made every copy into the ring miss the cache); bytes in
+     * flight are bounded separately by send_backlog. */
+    uint64_t queue = link->ctx->s.send_queue;
+    if (queue && link->state == PURE_LS_OPEN && sb->end - link->send_next >= queue) {
         link->want_writable = 1; /* enough queued: wait until it is on its way */
         return PURE_EAGAIN;
     }
@@ -370,7 +374,7 @@ void pure_link_check_writable(pure_link *link)
 {
     if (link->want_writable && link->state == PURE_LS_OPEN &&
         link->sb.end - link->sb.base <= link->ctx->s.send_backlog / 2 &&
-        link->sb.end - link->send_next <= PURE_UNSENT_MAX / 2) {
+        (!link->ctx->s.send_queue || link->sb.end - link->send_next <= link->ctx->s.send_queue / 2)) {
         link->want_writable = 0;
         if (link->ctx->cb.on_writable)
             link->ctx->cb.on_writable(link, link->user);

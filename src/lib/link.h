@@ -328,10 +328,6 @@ void pure_link_release_buffers(pure_link *link);
 /* Makes sure link->b exists. Returns 0 or PURE_ENOMEM. */
 int pure_link_busy(pure_link *link, uint64_t now);
 #define PURE_IDLE_RELEASE 500000000ull /* 500 ms */
-/* Bytes accepted but not yet sent that pure_link_send lets queue up. Small enough that a message
- * is still in cache when it is sealed (an 8 MiB queue made the copy into the ring miss the cache
- * on every line); bytes in flight are bounded separately by send_backlog. */
-#define PURE_UNSENT_MAX (256u * 1024)
 /* If the application waits for on_writable and the queues are half empty, tell it. */
 void pure_link_check_writable(pure_link *link);
 

@@ -161,6 +161,7 @@ static int make_side(side *s, const pure_callbacks *cb, const char *bind, int se
     st.callbacks = cb;
     st.user = s;
     st.allow_any = server;
+    st.send_queue = 0; /* the echo server replies from on_message: the backlog holds it all */
     if (pure_ctx_new(&st, &s->ctx) != 0)
         return -1;
     if (server)
