@@ -94,7 +94,7 @@ static int usage(const char *fmt, const char *arg)
     fprintf(stderr, "spray: ");
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\nusage: spray --to ADDR:PORT [--listen ADDR:PORT] [--rate N] [--seconds S] "
-                    "[--seed N] [--init-replays N]\n");
+                    "[--seed N] [--init-replays N] [--race N]\n");
     return 2;
 }
 
@@ -343,7 +343,7 @@ int main(int argc, char **argv)
     double rate = 20000, seconds = 0;
     uint64_t seed = 1;
     g.init_replays_max = 100;
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* every option takes a value, but --help */
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
         if (strcmp(o, "--help") == 0) {
@@ -380,7 +380,6 @@ int main(int argc, char **argv)
                 return usage("bad --init-replays '%s'", v);
         } else
             return usage("unknown option '%s'", o);
-        i++;
     }
     if (!to)
         return usage("%s", "--to ADDR:PORT is required");
