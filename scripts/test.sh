@@ -24,7 +24,9 @@ cmake -S . -B build-asan -G Ninja -DPURE_WERROR=ON -DPURE_SANITIZE=ON \
     { echo "test.sh: sanitizer build failed" >&2; exit 1; }
 
 step "tests under ASan + UBSan"
-# The peers are other projects' code and the fuzz smoke test is sanitized already.
+# The peers are other projects' code and the fuzz smoke test is sanitized already. The
+# simulator runs fewer seeds and links here: the full 20 seeds and 10,000 links ran above.
+PURE_SIM_SEEDS=5 PURE_IDLE_LINKS=2000 \
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs" -E 'peers_quick|fuzz_smoke' ||
     status=1
