@@ -61,9 +61,9 @@ typedef struct pure_crypto {
                      size_t adlen, uint8_t *data, size_t len, const uint8_t tag[PURE_TAG_LEN]);
 } pure_crypto;
 
-/* The OpenSSL libcrypto backend (crypto_openssl.c). */
+/* The OpenSSL libcrypto backend (src/crypto/crypto_openssl.c). */
 extern const pure_crypto pure_crypto_openssl;
-/* The null backend (crypto_null.c): deterministic, insecure, for tests and fuzzing. Its DH is
+/* The null backend (src/crypto/crypto_null.c): deterministic, insecure, for tests and fuzzing. Its DH is
  * commutative but trivial, its AEAD does not encrypt but its tag still detects any change to the
  * data, ad or nonce, and its random is a seeded PRNG (pure_crypto_null_seed). */
 extern const pure_crypto pure_crypto_null;
