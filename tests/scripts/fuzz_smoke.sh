@@ -61,7 +61,7 @@ done
 # only the harness; CMakeLists adds -fsanitize=fuzzer to the fuzz executables alone.
 if ! CC=clang cmake -S "$root" -B "$build" "${generator[@]}" -DPURE_FUZZ=ON \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    "-DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer" \
+    "-DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
     >"$build/fuzz_smoke_configure.log" 2>&1; then
     cat "$build/fuzz_smoke_configure.log" >&2
     fail "cmake configure failed"
@@ -72,6 +72,8 @@ if ! cmake --build "$build" --target "${targets[@]}" >"$build/fuzz_smoke_build.l
 fi
 
 # ---- run ----
+# UBSan must stop the run, not just print (belt and braces with -fno-sanitize-recover).
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 status=0
 for t in "${targets[@]}"; do
     bin="$build/$t"
