@@ -432,3 +432,34 @@ const pure_crypto pure_crypto_openssl = {
     .aead_seal = ossl_aead_seal,
     .aead_open = ossl_aead_open,
 };
+
+/* The default backend: OpenSSL for X25519, SHA-256, HMAC and randomness; AES-GCM through GnuTLS
+ * where the build has it (aead_gnutls.c says why), else OpenSSL's. */
+#ifdef PURE_HAVE_GNUTLS
+#include "aead_gnutls.h"
+const pure_crypto pure_crypto_default = {
+    .name = "openssl+gnutls-aead",
+    .random = ossl_random,
+    .dh_public = ossl_dh_public,
+    .dh = ossl_dh,
+    .hash = ossl_hash,
+    .hmac = ossl_hmac,
+    .aead_init = pure_gnutls_aead_init,
+    .aead_free = pure_gnutls_aead_free,
+    .aead_seal = pure_gnutls_aead_seal,
+    .aead_open = pure_gnutls_aead_open,
+};
+#else
+const pure_crypto pure_crypto_default = {
+    .name = "openssl",
+    .random = ossl_random,
+    .dh_public = ossl_dh_public,
+    .dh = ossl_dh,
+    .hash = ossl_hash,
+    .hmac = ossl_hmac,
+    .aead_init = ossl_aead_init,
+    .aead_free = ossl_aead_free,
+    .aead_seal = ossl_aead_seal,
+    .aead_open = ossl_aead_open,
+};
+#endif

@@ -61,6 +61,10 @@ typedef struct pure_crypto {
                      size_t adlen, uint8_t *data, size_t len, const uint8_t tag[PURE_TAG_LEN]);
 } pure_crypto;
 
+/* The default backend, what a context uses unless told otherwise: OpenSSL for X25519, SHA-256,
+ * HMAC and randomness, and AES-GCM through GnuTLS when the build has it (per packet it costs
+ * ~1,550 fewer instructions than OpenSSL 3.0's provider path; see src/crypto/aead_gnutls.c). */
+extern const pure_crypto pure_crypto_default;
 /* The OpenSSL libcrypto backend (src/crypto/crypto_openssl.c). */
 extern const pure_crypto pure_crypto_openssl;
 /* The null backend (src/crypto/crypto_null.c): deterministic, insecure, for tests and fuzzing. Its DH is

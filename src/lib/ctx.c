@@ -70,7 +70,7 @@ int pure_ctx_new(const pure_settings *s, pure_ctx **out)
     memset(ctx, 0, sizeof *ctx);
     ctx->s = *s;
     ctx->alloc = a;
-    ctx->crypto = s->crypto ? (const pure_crypto *)s->crypto : &pure_crypto_openssl;
+    ctx->crypto = s->crypto ? (const pure_crypto *)s->crypto : &pure_crypto_default;
     if (s->callbacks)
         ctx->cb = *s->callbacks;
     if (ctx->crypto->dh_public(ctx->public_key, s->private_key) != 0) {

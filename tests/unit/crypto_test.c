@@ -25,7 +25,8 @@ static int eq_hex(const uint8_t *p, size_t n, const char *hex)
     return wn == n && memcmp(p, want, n) == 0;
 }
 
-static const pure_crypto *const backends[] = {&pure_crypto_openssl, &pure_crypto_null};
+static const pure_crypto *const backends[] = {&pure_crypto_openssl, &pure_crypto_null,
+                                              &pure_crypto_default};
 
 /* Test hook in crypto_openssl.c: 1 = new AEAD contexts use the EVP fallback path instead of
  * calling the provider directly. The AEAD tests run on both paths. */
@@ -34,7 +35,7 @@ void pure_crypto_openssl_force_evp(int on);
 static void test_sha256(void)
 {
     /* FIPS 180-2 appendix B examples. Both backends are real SHA-256. */
-    for (size_t b = 0; b < 2; b++) {
+    for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
         const pure_crypto *c = backends[b];
         uint8_t out[32];
         const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
@@ -66,7 +67,7 @@ static void test_sha256_backends_agree(void)
 
 static void test_hmac_rfc4231(void)
 {
-    for (size_t b = 0; b < 2; b++) {
+    for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
         const pure_crypto *c = backends[b];
         uint8_t key[131], out[32];
         const char *d6 = "Test Using Larger Than Block-Size Key - Hash Key First";
@@ -91,7 +92,7 @@ static void test_hkdf(void)
      * key; info empty): Noise's HKDF is RFC 5869 with L = 64 and no info. */
     uint8_t ck[32] = {0}, ikm[22], o1[32], o2[32];
     memset(ikm, 0x0b, sizeof(ikm));
-    for (size_t b = 0; b < 2; b++) {
+    for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
         pure_hkdf2(backends[b], o1, o2, ck, ikm, sizeof(ikm));
         CHECK(eq_hex(o1, 32, "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d"));
         CHECK(eq_hex(o2, 10, "9d201395faa4b61a96c8"));
@@ -159,10 +160,10 @@ static void test_null_random_seeded(void)
 }
 
 /* Seal with one context, open with another, for a NIST/McGrew-Viega GCM vector. */
-static void gcm_vector(enum pure_aead_alg alg, const char *key, const char *iv, const char *pt,
-                       const char *aad, const char *ct, const char *tag)
+static void gcm_vector_with(const pure_crypto *c, enum pure_aead_alg alg, const char *key,
+                            const char *iv, const char *pt, const char *aad, const char *ct,
+                            const char *tag)
 {
-    const pure_crypto *c = &pure_crypto_openssl;
     uint8_t k[32], n[12], p[64], ad[32], t[16], buf[64];
     size_t plen = unhex(p, sizeof(p), pt), adlen = unhex(ad, sizeof(ad), aad);
     pure_aead s, o;
@@ -178,6 +179,26 @@ static void gcm_vector(enum pure_aead_alg alg, const char *key, const char *iv, 
     CHECK(memcmp(buf, p, plen) == 0);
     c->aead_free(&s);
     c->aead_free(&o);
+    /* the same with the tag right after the data, as a packet lays it out (the in-place path) */
+    uint8_t pkt[80];
+    memcpy(pkt, p, plen);
+    CHECK_EQ(c->aead_init(&s, alg, k), 0);
+    CHECK_EQ(c->aead_seal(&s, n, ad, adlen, pkt, plen, pkt + plen), 0);
+    CHECK(eq_hex(pkt, plen, ct));
+    CHECK(eq_hex(pkt + plen, 16, tag));
+    CHECK_EQ(c->aead_open(&s, n, ad, adlen, pkt, plen, pkt + plen), 0);
+    CHECK(memcmp(pkt, p, plen) == 0);
+    pkt[0] ^= 1;
+    CHECK_EQ(c->aead_open(&s, n, ad, adlen, pkt, plen, pkt + plen), PURE_ECRYPTO);
+    c->aead_free(&s);
+}
+
+/* Every real AES-GCM backend must give the specification's answers. */
+static void gcm_vector(enum pure_aead_alg alg, const char *key, const char *iv, const char *pt,
+                       const char *aad, const char *ct, const char *tag)
+{
+    gcm_vector_with(&pure_crypto_openssl, alg, key, iv, pt, aad, ct, tag);
+    gcm_vector_with(&pure_crypto_default, alg, key, iv, pt, aad, ct, tag);
 }
 
 static void test_aes_gcm_vectors(void)
@@ -219,7 +240,7 @@ static void tamper(const pure_crypto *c, enum pure_aead_alg alg)
     CHECK_EQ(c->aead_init(&a, alg, key), 0);
     memcpy(buf, msg, sizeof(msg));
     CHECK_EQ(c->aead_seal(&a, nonce, ad, sizeof(ad), buf, sizeof(buf), tag), 0);
-    if (c == &pure_crypto_openssl)
+    if (c != &pure_crypto_null)
         CHECK(memcmp(buf, msg, sizeof(msg)) != 0); /* really encrypted */
     {
         uint8_t *parts[4] = {buf, ad, nonce, tag};
@@ -253,13 +274,15 @@ static void test_tamper_both_backends(void)
     tamper(&pure_crypto_openssl, PURE_AEAD_AES256_GCM);
     tamper(&pure_crypto_null, PURE_AEAD_AES128_GCM);
     tamper(&pure_crypto_null, PURE_AEAD_AES256_GCM);
+    tamper(&pure_crypto_default, PURE_AEAD_AES128_GCM);
+    tamper(&pure_crypto_default, PURE_AEAD_AES256_GCM);
 }
 
 /* One context is reused for every packet and both directions: interleave seals and opens with
  * changing nonces and sizes, and check each against a fresh context's result. */
 static void test_context_reuse(void)
 {
-    for (size_t b = 0; b < 2; b++) {
+    for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
         const pure_crypto *c = backends[b];
         uint8_t key[16] = {9, 8, 7}, nonce[12] = {0}, ad[8] = {1, 2};
         uint8_t buf[1500], ref[1500], t1[16], t2[16];
@@ -294,7 +317,7 @@ static void test_context_reuse(void)
 
 static void test_bad_arguments(void)
 {
-    for (size_t b = 0; b < 2; b++) {
+    for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
         const pure_crypto *c = backends[b];
         uint8_t key[32] = {0};
         pure_aead a;
