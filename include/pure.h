@@ -222,6 +222,14 @@ PURE_API int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *data, 
 PURE_API int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment,
                                 pure_addr *to, uint64_t now);
 
+/* Tells the core that the burst pure_ctx_write returned last could not be sent because its
+ * datagrams are larger than the path allows (sendmsg failed with EMSGSIZE). The link behind it
+ * sends smaller datagrams from then on (1452, 1400, 1280, then 1200 bytes) and sends that burst's
+ * data again at once; the loss is not taken as congestion. Returns 0; PURE_EINVAL if no open
+ * link sent the last burst; PURE_EMSGSIZE if the link already used 1200-byte datagrams (it is
+ * then closed with that error: the path cannot carry Pure). */
+PURE_API int pure_ctx_burst_too_big(pure_ctx *ctx, uint64_t now);
+
 /* The time at which pure_ctx_timeout should next be called (UINT64_MAX: no timer armed). */
 PURE_API uint64_t pure_ctx_deadline(const pure_ctx *ctx);
 

@@ -187,8 +187,11 @@ static int flush(pure_loop *l, uint64_t now)
             l->held_len = (size_t)n;
             l->held_off = 0;
         }
+        l->udp.too_big = 0;
         int rc = pure_udp_send(&l->udp, l->sbuf, l->held_len, l->held_seg, &l->held_to,
                                &l->held_off);
+        if (l->udp.too_big) /* the path's MTU is smaller than our datagrams: shrink and resend */
+            pure_ctx_burst_too_big(l->ctx, now);
         if (rc == PURE_EAGAIN) {
             if (!l->blocked) {
                 l->blocked = 1;

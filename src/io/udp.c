@@ -239,8 +239,11 @@ int pure_udp_send(pure_udp *u, const uint8_t *buf, size_t n, size_t seg, const p
                     return PURE_EIO;
                 }
                 /* unreachable, too big, a full device queue (ENOBUFS, which EPOLLOUT would not
-                 * wait out): dropped like a lost packet, and retransmitted by the core */
+                 * wait out): dropped like a lost packet, and retransmitted by the core; "too big"
+                 * is reported so the core can shrink its datagrams */
                 u->st->send_errors++;
+                if (e == -EMSGSIZE)
+                    u->too_big = 1;
             } else {
                 if (pkts > 1) {
                     u->gso_confirmed = 1;
@@ -277,6 +280,8 @@ int pure_udp_send(pure_udp *u, const uint8_t *buf, size_t n, size_t seg, const p
                 return PURE_EIO;
             /* the first datagram was refused: drop it, try the rest */
             u->st->send_errors++;
+            if (errno == EMSGSIZE)
+                u->too_big = 1;
             r = 1;
         } else {
             u->st->sendmsg_calls++;

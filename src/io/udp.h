@@ -20,6 +20,7 @@ typedef struct pure_udp {
     int gso;                    /* GSO sends in use (cleared when the kernel refuses) */
     int gso_confirmed;          /* a GSO send has succeeded: later EINVAL is not "no GSO" */
     int gro;                    /* UDP_GRO is set on the socket */
+    int too_big;                /* the last send met EMSGSIZE: datagrams larger than the path */
     pure_loop_stats *st;
     uint8_t *rbuf;              /* PURE_UDP_BUF bytes */
     struct mmsghdr *mm;         /* PURE_UDP_BATCH entries, for sendmmsg and recvmmsg */

@@ -561,9 +561,13 @@ int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment,
             break;
         if (l->state == PURE_LS_CLOSED)
             continue;
+        uint64_t first_pn = l->next_pn;
         n = pure_link_write(l, buf, cap, segment, now);
-        if (n > 0)
+        if (n > 0) {
+            ctx->last_burst_link = l->local_index;
+            ctx->last_burst_pn = first_pn;
             pure_link_check_writable(l); /* what was queued is on its way: maybe more fits */
+        }
         if (n > 0) {
             *to = l->peer;
             /* round robin: a link with more to send goes to the back of the list */
@@ -628,6 +632,37 @@ int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, ui
     }
     if (rc == PURE_EPROTO)
         ctx->st.dropped_malformed++;
+    end_call(ctx);
+    return rc;
+}
+
+int pure_ctx_burst_too_big(pure_ctx *ctx, uint64_t now)
+{
+    if (!ctx)
+        return PURE_EINVAL;
+    pure_link *l = ctx->last_burst_link ? pure_ctx_table_find(ctx, ctx->last_burst_link) : NULL;
+    if (!l || l->state != PURE_LS_OPEN || ctx->last_burst_pn >= l->next_pn)
+        return PURE_EINVAL;
+    ctx->last_burst_link = 0;
+    static const uint16_t steps[] = {1452, 1400, 1280, PURE_MIN_UDP_PAYLOAD};
+    uint16_t next = 0;
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+        if (steps[i] < l->mss) {
+            next = steps[i];
+            break;
+        }
+    ctx->depth++;
+    ctx->now = now;
+    int rc = 0;
+    if (!next) {
+        pure_link_terminate(l, PURE_EMSGSIZE, 0, NULL, 0, now);
+        rc = PURE_EMSGSIZE;
+    } else {
+        l->mss = next;
+        pure_recovery_discard_from(l, ctx->last_burst_pn);
+        pure_ctx_mark_pending(ctx, l);
+        pure_link_update_timer(l, now);
+    }
     end_call(ctx);
     return rc;
 }

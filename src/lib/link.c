@@ -40,6 +40,7 @@ pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, 
     l->loss_time = UINT64_MAX;
     l->pace_at = UINT64_MAX;
     l->release_at = UINT64_MAX;
+    l->mss = (uint16_t)(s->max_udp_payload > 65535 ? 65535 : s->max_udp_payload);
     l->recv_window = s->recv_window;
     l->credit_sent = s->recv_window;
     l->peer_credit = s->recv_window; /* both sides start from the same configured window */

@@ -133,6 +133,7 @@ struct pure_link {
     uint32_t pto_count;
     uint32_t loss_rate;    /* EWMA of lost packets, 1/65536ths */
     uint32_t rx_unacked;   /* ack-eliciting packets since our last ACK */
+    uint16_t mss;          /* largest datagram this link sends (shrinks if the path says so) */
 
     pure_addr peer;
     uint8_t peer_key[PURE_KEY_LEN];
@@ -247,6 +248,10 @@ struct pure_ctx {
     pure_link *dead;
     int depth; /* nesting of public calls (callbacks may re-enter) */
 
+    /* the burst pure_ctx_write returned last, in case the I/O layer cannot send it */
+    uint32_t last_burst_link;
+    uint64_t last_burst_pn;
+
     pure_ctl ctl[PURE_CTL_QUEUE];
     uint32_t ctl_head, ctl_len;
 
@@ -343,6 +348,9 @@ int pure_recovery_on_sent(pure_link *link, uint64_t pn, const pure_sent *s);
 void pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t now);
 void pure_recovery_on_timeout(pure_link *link, uint64_t now);
 uint64_t pure_recovery_deadline(const pure_link *link);
+/* Packets from first_pn on never left (the I/O layer refused them): send their contents again
+ * now, without a congestion signal. */
+void pure_recovery_discard_from(pure_link *link, uint64_t first_pn);
 void pure_recovery_free(pure_link *link);
 
 #endif

@@ -245,7 +245,7 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
 
     if (!link->rk && pure_rekey_due(link, now))
         pure_rekey_start(link, now); /* data keeps flowing under the current keys meanwhile */
-    size_t mss = ctx->s.max_udp_payload;
+    size_t mss = link->mss;
     size_t n = 0, seg = 0;
     if (link->path_unvalidated) {
         uint64_t budget = PURE_AMPLIFICATION * link->amp_received;

@@ -224,6 +224,31 @@ void pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t n
         pure_link_maybe_idle(link, now);
 }
 
+void pure_recovery_discard_from(pure_link *link, uint64_t first_pn)
+{
+    if (!link->b)
+        return;
+    if (first_pn < link->sent_lo)
+        first_pn = link->sent_lo;
+    for (uint64_t pn = first_pn; pn < link->next_pn; pn++) {
+        pure_sent *e = slot(link, pn);
+        if (!(e->flags & PURE_SENT_LIVE))
+            continue;
+        retire(link, e);
+        pure_cc_on_discarded(&link->b->cc, e->size);
+        if (e->data_len)
+            pure_ranges_add(&link->b->lost, &link->ctx->alloc, e->data_off,
+                            e->data_off + e->data_len);
+        if (e->flags & PURE_SENT_FIN)
+            link->fin_sent_pending = 1;
+        if (e->flags & PURE_SENT_CREDIT)
+            link->credit_pending = 1;
+        if (e->flags & PURE_SENT_REKEY)
+            pure_rekey_on_lost(link);
+    }
+    advance_lo(link);
+}
+
 uint64_t pure_recovery_deadline(const pure_link *link)
 {
     if (link->loss_time != UINT64_MAX)

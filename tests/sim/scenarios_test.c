@@ -399,6 +399,17 @@ static void test_nat_rebinding(void)
     }
 }
 
+static void test_small_path_mtu(void)
+{
+    /* A path that refuses datagrams over 1300 bytes (a tunnel): the link shrinks its packets
+     * and every message still arrives; over 1200 bytes only it still works. */
+    sim_path p = base;
+    p.mtu = 1300;
+    transfer("mtu-1300", 3000, 1, 4000, &p, NULL, 600 * SIM_S);
+    p.mtu = 1200;
+    transfer("mtu-1200", 1000, 1, 4000, &p, NULL, 600 * SIM_S);
+}
+
 static void rekey_often(pure_settings *s, int server)
 {
     s->rekey_after_packets = 40;    /* both sides start rekeys, sometimes at once */
@@ -477,6 +488,7 @@ int main(void)
     RUN(test_cookie_under_load);
     RUN(test_rekey_under_loss_and_reordering);
     RUN(test_nat_rebinding);
+    RUN(test_small_path_mtu);
     RUN(test_goodput_under_loss);
     return pure_test_finish();
 }

@@ -278,6 +278,10 @@ static void flush(sim *s, int ep)
     int64_t n;
     while ((n = pure_ctx_write(s->ctx[ep], s->buf, WRITE_BUF, &seg, &to, s->now)) > 0) {
         int dst = find_ep(s, &to);
+        if (dst >= 0 && s->path[ep][dst].cfg.mtu && seg > s->path[ep][dst].cfg.mtu) {
+            pure_ctx_burst_too_big(s->ctx[ep], s->now); /* as the I/O loop does on EMSGSIZE */
+            continue;
+        }
         for (int64_t off = 0; off < n; off += (int64_t)seg) {
             size_t len = (size_t)(n - off) < seg ? (size_t)(n - off) : seg;
             if (dst >= 0)

@@ -29,6 +29,8 @@ typedef struct sim_path {
     uint32_t lose_first;     /* drop the first N datagrams (handshake loss) */
     double handshake_loss;   /* loss applied only to handshake datagrams (type 1..4) */
     double handshake_corrupt;
+    uint32_t mtu;            /* largest datagram the sender's kernel accepts (0: any); larger
+                                bursts are refused as sendmsg would (EMSGSIZE) */
 } sim_path;
 
 typedef struct sim_stats {
