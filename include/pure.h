@@ -165,8 +165,9 @@ typedef struct pure_settings {
     uint32_t ack_every;               /* ACK after this many ack-eliciting packets (default 24) */
     int congestion;                   /* PURE_CC_CUBIC (default) or PURE_CC_NEWRENO */
     uint32_t max_links;               /* links per context (default 1,000,000) */
-    uint32_t handshake_load;          /* half-open handshakes above which a cookie is demanded
-                                         (default 1024; 0 = always demand one) */
+    uint32_t handshake_load;          /* a cookie is demanded while more handshakes than this are
+                                         half-open, or more INITs than this arrived in the last
+                                         second (default 1024; 0 = always demand one) */
     uint64_t rekey_after_packets;     /* new keys after this many packets sent (default 2^32) */
     uint64_t rekey_after_time;        /* new keys after this many ns (default 120 s) */
     const pure_callbacks *callbacks;  /* may be NULL */

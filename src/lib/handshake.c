@@ -134,11 +134,12 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
     const uint8_t *cookie = d + n - PURE_COOKIE_LEN;
 
     /* A resent INIT (its RESP was lost or slow) is the same bytes: answer from the link it
-     * already made instead of making another. The tag is the sender index and the first bytes
-     * of the initiator's ephemeral key; the address must match too. */
-    uint64_t tag = (uint64_t)sender << 32;
-    for (int i = 0; i < 8; i++)
-        tag ^= (uint64_t)d[PURE_INIT_FIXED + i] << (8 * i);
+     * already made instead of making another. The tag hashes the whole INIT but its cookie
+     * field (which a resend after a COOKIE reply fills in), so any other INIT, even one sharing
+     * the sender index and ephemeral key, does not match; the address must match too. */
+    uint64_t tag = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (size_t i = 0; i < n - PURE_COOKIE_LEN; i++)
+        tag = (tag ^ d[i]) * 0x100000001b3ull;
     pure_link *dup = pure_ctx_hs_find(ctx, tag);
     if (dup && dup->state == PURE_LS_UNVALIDATED && dup->remote_index == sender &&
         pure_addr_equal(&dup->peer, from)) {
@@ -148,8 +149,16 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
         return;
     }
 
-    /* Under load, demand proof that the source address is real before any DH or state. */
-    if (ctx->half_open >= ctx->s.handshake_load &&
+    /* Under load, demand proof that the source address is real before any DH or state. Load is
+     * many half-open links, or many INITs in the last second whether they authenticate or not
+     * (each costs a key exchange, so a flood of junk INITs must not be answered freely). */
+    if (now - ctx->init_window >= 1000000000ull) {
+        ctx->init_window = now;
+        ctx->inits_in_window = 0;
+    }
+    ctx->inits_in_window++;
+    if ((ctx->half_open >= ctx->s.handshake_load ||
+         ctx->inits_in_window > ctx->s.handshake_load) &&
         pure_cookie_verify(&ctx->cookies, ctx->crypto, now, from->bytes, from->len, cookie) != 0) {
         pure_ctl *c = pure_ctx_ctl_push(ctx, from);
         if (!c)

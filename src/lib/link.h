@@ -237,6 +237,8 @@ struct pure_ctx {
     pure_link **table;
     uint32_t table_cap, table_used;
     uint32_t half_open;
+    uint64_t init_window;     /* start of the current second of INIT counting */
+    uint32_t inits_in_window; /* INITs seen in it (authentic or not) */
 
     /* timers: a binary min-heap of links by deadline */
     pure_link **heap;
