@@ -169,6 +169,7 @@ struct pure_link {
     uint64_t last_eliciting_sent;
     uint64_t eliciting_in_flight;
     pure_rtt rtt;
+    uint64_t latest_adjusted; /* the latest RTT sample less the peer's reported ACK delay */
 
     /* ---- receive side ---- */
     pure_ranges rx_pns;    /* packet numbers received (bounded) */

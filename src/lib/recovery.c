@@ -83,7 +83,10 @@ static int loss_is_congestion(pure_link *link)
     const pure_rtt *r = &link->rtt;
     if (!r->has_sample)
         return 1;
-    uint64_t queueing = r->latest > r->min ? r->latest - r->min : 0;
+    /* the latest sample less the ACK delay the peer reported: a receiver holding its ACK for a
+     * few milliseconds is not a queue */
+    uint64_t latest = link->latest_adjusted;
+    uint64_t queueing = latest > r->min ? latest - r->min : 0;
     uint64_t threshold = r->min / 2 > 1000000 ? r->min / 2 : 1000000; /* 1 ms at least */
     return queueing > threshold || link->loss_rate > PURE_LOSS_RATE_CONGESTED;
 }
@@ -203,6 +206,11 @@ void pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t n
     if (largest_new) {
         uint64_t sample = now - slot(link, ack->largest)->time;
         pure_rtt_sample(&link->rtt, sample, ack->delay_us * 1000, link->ctx->s.max_ack_delay);
+        uint64_t delay = ack->delay_us * 1000;
+        if (delay > link->ctx->s.max_ack_delay)
+            delay = link->ctx->s.max_ack_delay;
+        link->latest_adjusted =
+            sample > link->rtt.min + delay ? sample - delay : (sample < link->rtt.min ? sample : link->rtt.min);
     }
     pure_cc_on_acked(&link->b->cc, acked_bytes, largest_time, now, &link->rtt, link->app_limited);
     link->pto_count = 0;
