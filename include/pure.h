@@ -210,8 +210,10 @@ PURE_API const uint8_t *pure_ctx_public_key(const pure_ctx *ctx);
 /* Feeds one received datagram. The data is decrypted in place (the buffer is modified).
  * Returns 0 when the datagram was used, or a negative code when it was dropped (it is then also
  * counted in pure_ctx_stats: PURE_EPROTO malformed, PURE_ECRYPTO failed authentication,
- * PURE_EINVAL unknown link or stale). Dropping is normal for junk from the network; the caller
- * need not act on these codes. */
+ * PURE_EINVAL unknown link or stale). An authenticated packet that breaks the protocol closes
+ * its link (on_closed says why) and its code comes back too: PURE_EPROTO, PURE_EFLOW (data past
+ * the credit given), PURE_EMSGSIZE (a message over max_message_size) or PURE_ENOMEM. Dropping
+ * is normal for junk from the network; the caller need not act on any of these codes. */
 PURE_API int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *data, size_t len,
                            uint64_t now);
 
