@@ -79,6 +79,14 @@ typedef struct cli_client {
  * exit code: CLI_REFUSED for PURE_EREFUSED/EACCES/EKEY, else CLI_FAIL. */
 int cli_link_failed(const cli_client *c, const pure_close_info *info);
 
+/* A client's context and I/O loop: the private key from keyfile (or a new one), the handshake
+ * limited to half of `timeout` so a refusal or a wrong key is reported as such before the overall
+ * limit, the callbacks, a socket of to's family. Fills c->our_pub and c->handshake_timeout.
+ * Returns CLI_OK, or an exit code after printing why. */
+int cli_client_open(cli_client *c, const char *keyfile, uint64_t timeout,
+                    const pure_callbacks *cb, const pure_addr *to, pure_ctx **ctx,
+                    pure_loop **loop);
+
 /* Prints a loop's and a link's counters on stderr (--stats). */
 void cli_print_stats(const char *cmd, const pure_link_stats *ls, const pure_loop *loop);
 

@@ -254,3 +254,37 @@ void cli_print_stats(const char *cmd, const pure_link_stats *ls, const pure_loop
             (unsigned long long)st.timer_wakeups,
             (unsigned long long)st.timeouts);
 }
+
+int cli_client_open(cli_client *c, const char *keyfile, uint64_t timeout,
+                    const pure_callbacks *cb, const pure_addr *to, pure_ctx **ctx,
+                    pure_loop **loop)
+{
+    pure_settings st;
+    pure_settings_default(&st);
+    if (keyfile) {
+        if (cli_read_key_file(c->cmd, keyfile, st.private_key))
+            return CLI_USAGE;
+    } else if (pure_keygen(st.private_key) != 0) {
+        fprintf(stderr, "pure %s: no randomness available for a key\n", c->cmd);
+        return CLI_FAIL;
+    }
+    pure_public_key(c->our_pub, st.private_key);
+    /* the core checks its handshake budget at retries, up to a second apart */
+    if (timeout / 2 < st.handshake_timeout)
+        st.handshake_timeout = timeout / 2;
+    c->handshake_timeout = st.handshake_timeout;
+    st.callbacks = cb;
+    int rc = pure_ctx_new(&st, ctx);
+    memset(st.private_key, 0, sizeof st.private_key);
+    if (rc) {
+        fprintf(stderr, "pure %s: cannot create the context: %s\n", c->cmd, pure_strerror(rc));
+        return CLI_FAIL;
+    }
+    if (pure_loop_new(*ctx, cli_any_bind(to), loop) != 0) {
+        fprintf(stderr, "pure %s: cannot open a UDP socket: %s\n", c->cmd, strerror(errno));
+        pure_ctx_free(*ctx);
+        *ctx = NULL;
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}

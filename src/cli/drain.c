@@ -182,35 +182,10 @@ int cli_drain(int argc, char **argv)
         return CLI_USAGE;
     d.cl.peer_key_text = peer;
 
-    pure_settings st;
-    pure_settings_default(&st);
-    if (keyfile) {
-        if (cli_read_key_file("drain", keyfile, st.private_key))
-            return CLI_USAGE;
-    } else if (pure_keygen(st.private_key) != 0) {
-        fprintf(stderr, "pure drain: no randomness available for a key\n");
-        return CLI_FAIL;
-    }
-    pure_public_key(d.cl.our_pub, st.private_key);
-    /* half the overall limit, so that a refusal or a wrong key is reported as such (the core
-     * checks its handshake budget at retries, up to a second apart) before the limit */
-    if (timeout / 2 < st.handshake_timeout)
-        st.handshake_timeout = timeout / 2;
-    d.cl.handshake_timeout = st.handshake_timeout;
-    st.callbacks = &callbacks;
     pure_ctx *ctx;
-    int rc = pure_ctx_new(&st, &ctx);
-    memset(st.private_key, 0, sizeof st.private_key);
-    if (rc) {
-        fprintf(stderr, "pure drain: cannot create the context: %s\n", pure_strerror(rc));
-        return CLI_FAIL;
-    }
-    rc = pure_loop_new(ctx, cli_any_bind(&to), &d.loop);
-    if (rc) {
-        perror("pure drain: cannot open a UDP socket");
-        pure_ctx_free(ctx);
-        return CLI_FAIL;
-    }
+    int rc = cli_client_open(&d.cl, keyfile, timeout, &callbacks, &to, &ctx, &d.loop);
+    if (rc != CLI_OK)
+        return rc;
     /* the body is built once: every message is the same bytes */
     d.body = malloc(d.size ? d.size : 1);
     if (!d.body) {

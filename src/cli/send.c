@@ -272,35 +272,14 @@ int cli_send(int argc, char **argv)
         return CLI_USAGE;
     s.cl.peer_key_text = peer;
 
-    pure_settings st;
-    pure_settings_default(&st);
-    if (keyfile) {
-        if (cli_read_key_file("send", keyfile, st.private_key))
-            return CLI_USAGE;
-    } else if (pure_keygen(st.private_key) != 0) {
-        fprintf(stderr, "pure send: no randomness available for a key\n");
-        return CLI_FAIL;
-    }
-    pure_public_key(s.cl.our_pub, st.private_key);
-    /* half the overall limit, so that a refusal or a wrong key is reported as such (the core
-     * checks its handshake budget at retries, up to a second apart) before the limit */
-    if (timeout / 2 < st.handshake_timeout)
-        st.handshake_timeout = timeout / 2;
-    s.cl.handshake_timeout = st.handshake_timeout;
-    st.callbacks = &callbacks;
     pure_ctx *ctx;
-    int rc = pure_ctx_new(&st, &ctx);
-    memset(st.private_key, 0, sizeof st.private_key);
-    if (rc) {
-        fprintf(stderr, "pure send: cannot create the context: %s\n", pure_strerror(rc));
-        return CLI_FAIL;
-    }
-    rc = pure_loop_new(ctx, cli_any_bind(&to), &s.loop);
+    int rc = cli_client_open(&s.cl, keyfile, timeout, &callbacks, &to, &ctx, &s.loop);
+    if (rc != CLI_OK)
+        return rc;
     s.cap = 65536;
     s.buf = malloc(s.cap);
-    if (rc || !s.buf) {
-        perror("pure send: cannot open a UDP socket");
-        free(s.buf);
+    if (!s.buf) {
+        fprintf(stderr, "pure send: out of memory\n");
         pure_loop_free(s.loop);
         pure_ctx_free(ctx);
         return CLI_FAIL;

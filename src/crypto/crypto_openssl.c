@@ -437,29 +437,21 @@ const pure_crypto pure_crypto_openssl = {
  * where the build has it (aead_gnutls.c says why), else OpenSSL's. */
 #ifdef PURE_HAVE_GNUTLS
 #include "aead_gnutls.h"
-const pure_crypto pure_crypto_default = {
-    .name = "openssl+gnutls-aead",
-    .random = ossl_random,
-    .dh_public = ossl_dh_public,
-    .dh = ossl_dh,
-    .hash = ossl_hash,
-    .hmac = ossl_hmac,
-    .aead_init = pure_gnutls_aead_init,
-    .aead_free = pure_gnutls_aead_free,
-    .aead_seal = pure_gnutls_aead_seal,
-    .aead_open = pure_gnutls_aead_open,
-};
+#define DEFAULT_AEAD(op) pure_gnutls_aead_##op
+#define DEFAULT_NAME "openssl+gnutls-aead"
 #else
+#define DEFAULT_AEAD(op) ossl_aead_##op
+#define DEFAULT_NAME "openssl"
+#endif
 const pure_crypto pure_crypto_default = {
-    .name = "openssl",
+    .name = DEFAULT_NAME,
     .random = ossl_random,
     .dh_public = ossl_dh_public,
     .dh = ossl_dh,
     .hash = ossl_hash,
     .hmac = ossl_hmac,
-    .aead_init = ossl_aead_init,
-    .aead_free = ossl_aead_free,
-    .aead_seal = ossl_aead_seal,
-    .aead_open = ossl_aead_open,
+    .aead_init = DEFAULT_AEAD(init),
+    .aead_free = DEFAULT_AEAD(free),
+    .aead_seal = DEFAULT_AEAD(seal),
+    .aead_open = DEFAULT_AEAD(open),
 };
-#endif

@@ -7,35 +7,9 @@
 
 #include "msgparse.h"
 #include "pure.h"
+#include "support/talloc.h"
 #include "test.h"
 #include "varint.h"
-
-static long g_live;
-static int g_size_mismatch;
-static int g_fail;
-
-static void *t_alloc(void *user, size_t n)
-{
-    (void)user;
-    if (g_fail)
-        return NULL;
-    size_t *p = malloc(n + sizeof(size_t));
-    if (!p)
-        return NULL;
-    *p = n;
-    g_live++;
-    return p + 1;
-}
-
-static void t_free(void *user, void *q, size_t n)
-{
-    (void)user;
-    size_t *p = (size_t *)q - 1;
-    if (*p != n)
-        g_size_mismatch++;
-    g_live--;
-    free(p);
-}
 
 static const pure_alloc A = {t_alloc, t_free, NULL};
 
@@ -122,7 +96,7 @@ static void test_preamble(void)
     CHECK_EQ(pure_msgparse_feed(&m, &A, (const uint8_t *)"E", 1, on_msg, &s), PURE_EPROTO);
     pure_msgparse_free(&m, &A);
     CHECK_EQ(s.count, 0);
-    CHECK_EQ(g_live, 0);
+    CHECK_EQ(t_live, 0);
 }
 
 static const size_t SIZES[] = {0, 5, 1, 0, 37, 300, 0, 4};
@@ -171,8 +145,8 @@ static void test_every_split(void)
     CHECK(matches(&s, SIZES, NSIZES));
     CHECK_EQ(pure_msgparse_at_boundary(&m), 1);
     pure_msgparse_free(&m, &A);
-    CHECK_EQ(g_live, 0);
-    CHECK_EQ(g_size_mismatch, 0);
+    CHECK_EQ(t_live, 0);
+    CHECK_EQ(t_size_mismatch, 0);
 }
 
 static void test_in_place_and_boundary(void)
@@ -188,7 +162,7 @@ static void test_in_place_and_boundary(void)
     CHECK_EQ(pure_msgparse_feed(&m, &A, b, n, on_msg, &s), 0);
     CHECK(matches(&s, SIZES, NSIZES));
     CHECK_EQ(s.in_place, NSIZES); /* all whole in one piece: no copy */
-    CHECK_EQ(g_live, 0);          /* and no assembly buffer */
+    CHECK_EQ(t_live, 0);          /* and no assembly buffer */
     pure_msgparse_free(&m, &A);
 
     /* a message cut in two is assembled in the buffer, then the buffer can be shrunk */
@@ -204,16 +178,16 @@ static void test_in_place_and_boundary(void)
     CHECK_EQ(s.count, 2);
     CHECK_EQ(s.lens[1], 5);
     CHECK_EQ(pure_msgparse_at_boundary(&m), 1);
-    CHECK_EQ(g_live, 1);
+    CHECK_EQ(t_live, 1);
     pure_msgparse_shrink(&m, &A);
-    CHECK_EQ(g_live, 0);
+    CHECK_EQ(t_live, 0);
     CHECK(m.body == NULL);
     /* and is rebuilt on demand */
     s.lo = NULL;
     CHECK_EQ(pure_msgparse_feed(&m, &A, b + cut + 2, n - cut - 2, on_msg, &s), 0);
     CHECK(matches(&s, SIZES, NSIZES));
     pure_msgparse_free(&m, &A);
-    CHECK_EQ(g_live, 0);
+    CHECK_EQ(t_live, 0);
     /* a length prefix split across pieces leaves the parser off a boundary */
     pure_msgparse_init(&m, 1000);
     CHECK_EQ(pure_msgparse_feed(&m, &A, b, 6, on_msg, &s), 0);
@@ -237,7 +211,7 @@ static void test_zero_length(void)
         CHECK(s.lens[0] == 0 && s.lens[1] == 0 && s.lens[2] == 0);
         pure_msgparse_free(&m, &A);
     }
-    CHECK_EQ(g_live, 0);
+    CHECK_EQ(t_live, 0);
 }
 
 static void test_max_size(void)
@@ -273,7 +247,7 @@ static void test_max_size(void)
         CHECK_EQ(rc2, PURE_EMSGSIZE);
         CHECK_EQ(s.count, 1);
         pure_msgparse_free(&m, &A);
-        CHECK_EQ(g_live, 0);
+        CHECK_EQ(t_live, 0);
     }
     /* a huge declared length against a huge maximum is refused too */
     uint8_t h[8] = {'p', 'u', 'r', 'e', 0xff, 0xff, 0xff, 0xff};
@@ -308,7 +282,7 @@ static void test_stop(void)
             pure_msgparse_free(&m, &A);
         }
     }
-    CHECK_EQ(g_live, 0);
+    CHECK_EQ(t_live, 0);
 }
 
 static void test_alloc_failure(void)
@@ -318,7 +292,7 @@ static void test_alloc_failure(void)
     seen s = {0};
     pure_msgparse m;
     pure_msgparse_init(&m, 1000);
-    g_fail = 1;
+    t_fail = 1;
     /* whole messages need no memory */
     CHECK_EQ(pure_msgparse_feed(&m, &A, b, n, on_msg, &s), 0);
     CHECK(matches(&s, SIZES, NSIZES));
@@ -327,10 +301,10 @@ static void test_alloc_failure(void)
     pure_msgparse_init(&m, 1000);
     memset(&s, 0, sizeof s);
     CHECK_EQ(pure_msgparse_feed(&m, &A, b, 4 + 4 + 4 + 2, on_msg, &s), PURE_ENOMEM);
-    g_fail = 0;
+    t_fail = 0;
     pure_msgparse_free(&m, &A);
-    CHECK_EQ(g_live, 0);
-    CHECK_EQ(g_size_mismatch, 0);
+    CHECK_EQ(t_live, 0);
+    CHECK_EQ(t_size_mismatch, 0);
 }
 
 int main(void)

@@ -4,36 +4,10 @@
 #include <string.h>
 
 #include "ranges.h"
+#include "support/talloc.h"
 #include "test.h"
 
 /* ---- allocators: counting (with size check), and one that fails on demand ---- */
-
-static long g_live;
-static int g_size_mismatch;
-static int g_fail_allocs;
-
-static void *t_alloc(void *user, size_t n)
-{
-    (void)user;
-    if (g_fail_allocs)
-        return NULL;
-    size_t *p = malloc(n + sizeof(size_t));
-    if (!p)
-        return NULL;
-    *p = n;
-    g_live++;
-    return p + 1;
-}
-
-static void t_free(void *user, void *q, size_t n)
-{
-    (void)user;
-    size_t *p = (size_t *)q - 1;
-    if (*p != n)
-        g_size_mismatch++;
-    g_live--;
-    free(p);
-}
 
 static const pure_alloc A = {t_alloc, t_free, NULL};
 
@@ -231,13 +205,13 @@ static void test_cap(void)
     CHECK_EQ(s.n, 100);
     CHECK_EQ(s.cap, 100);
     CHECK_EQ(caps_seen, 6); /* 4, 8, 16, 32, 64, 100 */
-    CHECK_EQ(g_live, 1);   /* old storage is freed on growth */
+    CHECK_EQ(t_live, 1);   /* old storage is freed on growth */
     CHECK_EQ(pure_ranges_add(&s, &A, 1000, 1001), -1);
     for (uint64_t i = 0; i < 100; i++)
         CHECK(pure_ranges_contains(&s, 3 * i) && !pure_ranges_contains(&s, 3 * i + 1));
     pure_ranges_free(&s, &A);
-    CHECK_EQ(g_live, 0);
-    CHECK_EQ(g_size_mismatch, 0);
+    CHECK_EQ(t_live, 0);
+    CHECK_EQ(t_size_mismatch, 0);
 }
 
 static void test_alloc_failure(void)
@@ -247,16 +221,16 @@ static void test_alloc_failure(void)
     for (uint64_t i = 0; i < 4; i++)
         pure_ranges_add(&s, &A, 10 * i, 10 * i + 5);
     CHECK_EQ(s.cap, 4);
-    g_fail_allocs = 1;
+    t_fail = 1;
     CHECK_EQ(pure_ranges_add(&s, &A, 100, 101), -1);
     CHECK_EQ(pure_ranges_remove(&s, &A, 1, 2), -1);
     CHECK_EQ(s.n, 4);
     CHECK(pure_ranges_contains(&s, 1) && pure_ranges_contains(&s, 30));
     CHECK_EQ(pure_ranges_add(&s, &A, 5, 10), 0); /* a merge needs no memory */
-    g_fail_allocs = 0;
+    t_fail = 0;
     CHECK_EQ(pure_ranges_add(&s, &A, 100, 101), 0);
     pure_ranges_free(&s, &A);
-    CHECK_EQ(g_live, 0);
+    CHECK_EQ(t_live, 0);
 }
 
 /* ---- randomized against a bitmap ---- */
@@ -347,8 +321,8 @@ static void random_against_model(uint32_t max)
     }
     CHECK_EQ(mismatches, 0);
     pure_ranges_free(&s, &A);
-    CHECK_EQ(g_live, 0);
-    CHECK_EQ(g_size_mismatch, 0);
+    CHECK_EQ(t_live, 0);
+    CHECK_EQ(t_size_mismatch, 0);
 }
 
 static void test_random_uncapped(void) { random_against_model(1u << 16); }

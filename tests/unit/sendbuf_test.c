@@ -7,34 +7,8 @@
 
 #include "pure.h"
 #include "sendbuf.h"
+#include "support/talloc.h"
 #include "test.h"
-
-static long g_live;
-static int g_size_mismatch;
-static int g_fail;
-
-static void *t_alloc(void *user, size_t n)
-{
-    (void)user;
-    if (g_fail)
-        return NULL;
-    size_t *p = malloc(n + sizeof(size_t));
-    if (!p)
-        return NULL;
-    *p = n;
-    g_live++;
-    return p + 1;
-}
-
-static void t_free(void *user, void *q, size_t n)
-{
-    (void)user;
-    size_t *p = (size_t *)q - 1;
-    if (*p != n)
-        g_size_mismatch++;
-    g_live--;
-    free(p);
-}
 
 static const pure_alloc A = {t_alloc, t_free, NULL};
 
@@ -90,7 +64,7 @@ static void test_wraparound(void)
     pure_sendbuf_copy(&s, 9000, &none, 0); /* zero length copies nothing */
     CHECK_EQ(none, 0x5a);
     pure_sendbuf_free(&s, &A);
-    CHECK_EQ(g_live, 0);
+    CHECK_EQ(t_live, 0);
 }
 
 static void test_growth_keeps_data(void)
@@ -103,13 +77,13 @@ static void test_growth_keeps_data(void)
     CHECK_EQ(append(&s, 10000, 1 << 20), 0); /* live 21000: grows to 32768 */
     CHECK_EQ(s.cap, 32768);
     CHECK(holds(&s, 11000, 32000));
-    CHECK_EQ(g_live, 1); /* the old ring was freed */
+    CHECK_EQ(t_live, 1); /* the old ring was freed */
     CHECK_EQ(append(&s, 50000, 1 << 20), 0); /* grows by more than one doubling at once */
     CHECK_EQ(s.cap, 131072);
     CHECK(holds(&s, 11000, 82000));
     pure_sendbuf_free(&s, &A);
-    CHECK_EQ(g_live, 0);
-    CHECK_EQ(g_size_mismatch, 0);
+    CHECK_EQ(t_live, 0);
+    CHECK_EQ(t_size_mismatch, 0);
 }
 
 static void test_backlog_limit(void)
@@ -135,7 +109,7 @@ static void test_backlog_limit(void)
     CHECK(holds(&s, 20001, 70001));
     CHECK_EQ(append(&s, 1, limit), PURE_EAGAIN);
     pure_sendbuf_free(&s, &A);
-    CHECK_EQ(g_live, 0);
+    CHECK_EQ(t_live, 0);
 }
 
 static void test_release_shrink(void)
@@ -154,30 +128,30 @@ static void test_release_shrink(void)
     pure_sendbuf_shrink(&s, &A);
     CHECK(s.buf == NULL);
     CHECK_EQ(s.cap, 0);
-    CHECK_EQ(g_live, 0);
+    CHECK_EQ(t_live, 0);
     CHECK_EQ(s.base, 100); /* offsets survive */
     CHECK_EQ(append(&s, 30, 1 << 20), 0); /* and the ring comes back on the next write */
     CHECK_EQ(s.end, 130);
     CHECK(holds(&s, 100, 130));
     pure_sendbuf_free(&s, &A);
-    CHECK_EQ(g_live, 0);
+    CHECK_EQ(t_live, 0);
 }
 
 static void test_alloc_failure(void)
 {
     pure_sendbuf s = {0};
-    g_fail = 1;
+    t_fail = 1;
     CHECK_EQ(append(&s, 10, 1 << 20), PURE_ENOMEM);
     CHECK_EQ(s.end, 0);
-    g_fail = 0;
+    t_fail = 0;
     CHECK_EQ(append(&s, 16000, 1 << 20), 0);
-    g_fail = 1;
+    t_fail = 1;
     CHECK_EQ(append(&s, 1000, 1 << 20), PURE_ENOMEM); /* growth fails: old data intact */
     CHECK_EQ(s.end, 16000);
     CHECK(holds(&s, 0, 16000));
-    g_fail = 0;
+    t_fail = 0;
     pure_sendbuf_free(&s, &A);
-    CHECK_EQ(g_live, 0);
+    CHECK_EQ(t_live, 0);
 }
 
 static void test_random(void)
@@ -207,8 +181,8 @@ static void test_random(void)
     }
     CHECK_EQ(bad, 0);
     pure_sendbuf_free(&s, &A);
-    CHECK_EQ(g_live, 0);
-    CHECK_EQ(g_size_mismatch, 0);
+    CHECK_EQ(t_live, 0);
+    CHECK_EQ(t_size_mismatch, 0);
 }
 
 int main(void)
