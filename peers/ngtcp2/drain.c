@@ -1248,12 +1248,17 @@ static void usage(FILE *f) {
   fprintf(f,
           "usage: %s serve\n"
           "       %s drain PORT N SIZE\n"
+          "       %s idle --links K --idle SECONDS [--keepalive SECONDS] [--json]\n"
           "QUIC (ngtcp2 %s + GnuTLS %s) drain peer for the Pure benchmark.\n",
-          prog, prog, ngtcp2_version(0)->version_str, gnutls_check_version(NULL));
+          prog, prog, prog, ngtcp2_version(0)->version_str, gnutls_check_version(NULL));
 }
+
+int idle_main(int argc, char **argv); /* idle.c: the idle-links experiment */
 
 int main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
+  if (argc >= 2 && strcmp(argv[1], "idle") == 0)
+    return idle_main(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "serve") == 0 && argc == 2)
     return serve();
   if (argc >= 2 && strcmp(argv[1], "drain") == 0) {
