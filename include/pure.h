@@ -253,6 +253,7 @@ typedef struct pure_ctx_stats {
     uint64_t dropped_unknown_link;  /* no link with that index */
     uint64_t timers_fired;          /* timer callbacks run (idle links should fire none) */
     uint64_t datagrams_in, datagrams_out;
+    uint64_t bursts_out;            /* pure_ctx_write results (a burst holds one or more) */
 } pure_ctx_stats;
 
 /* Copies the context's counters. */

@@ -369,6 +369,24 @@ int cli_bench_idle(int argc, char **argv)
             pure_link_send(c.links[i], "wake", 4);
     int woke = run_until(&c, &c.replies, k, 60ull * 1000000000) == 0;
     double wake_seconds = (double)(pure_now() - t1) / 1e9;
+    if (getenv("PURE_BENCH_VERBOSE")) {
+        uint64_t lost = 0, ptos = 0, retx = 0;
+        for (uint64_t i = 0; i < k; i++)
+            if (c.links[i]) {
+                pure_link_stats ls;
+                pure_link_stats_get(c.links[i], &ls);
+                lost += ls.packets_lost;
+                ptos += ls.ptos;
+                retx += ls.bytes_retransmitted;
+            }
+        pure_loop_stats lst;
+        pure_loop_stats_get(c.loop, &lst);
+        fprintf(stderr, "client after wake: %llu lost, %llu PTOs, %llu B resent; loop: %llu sendmsg, "
+                "%llu datagrams in, %llu send errors, %llu recv errors\n",
+                (unsigned long long)lost, (unsigned long long)ptos, (unsigned long long)retx,
+                (unsigned long long)lst.sendmsg_calls, (unsigned long long)lst.datagrams_received,
+                (unsigned long long)lst.send_errors, (unsigned long long)lst.recv_errors);
+    }
     if (woke)
         printf("wake-up: %.3f s until every link answered\n", wake_seconds);
     else

@@ -562,7 +562,7 @@ int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment,
         if (l->state == PURE_LS_CLOSED)
             continue;
         uint64_t first_pn = l->next_pn;
-        n = pure_link_write(l, buf, cap, segment, now);
+        n = pure_link_write(l, buf, cap, segment, now, 0);
         if (n > 0) {
             ctx->last_burst_link = l->local_index;
             ctx->last_burst_pn = first_pn;
@@ -576,8 +576,32 @@ int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment,
         }
         pure_link_update_timer(l, now);
     }
-    if (n > 0)
+    /* More links sending to the same address join a burst of small packets, each padded to its
+     * segment size: a listener answering many links of one peer, or many links waking at once,
+     * then costs one sendmsg per burst instead of one per link, and reaches the peer as a few
+     * GRO buffers instead of a flood of datagrams that overflows its socket. Only small
+     * segments: nobody's ACK is padded to a full-size packet. */
+    size_t seg = *segment;
+    while (n > 0 && seg <= PURE_COALESCE_MAX && (size_t)n % seg == 0 && cap - (size_t)n >= seg &&
+           ctx->pending_head && pure_addr_equal(&ctx->pending_head->peer, to)) {
+        pure_link *l = pending_pop(ctx);
+        if (l->state == PURE_LS_CLOSED)
+            continue;
+        size_t seg2 = 0;
+        int64_t m = pure_link_write(l, buf + n, seg, &seg2, now, 1);
+        if (m > 0)
+            pure_link_check_writable(l);
+        if (pure_link_wants_send(l, now))
+            pure_ctx_mark_pending(ctx, l);
+        pure_link_update_timer(l, now);
+        if (m <= 0)
+            break; /* this one cannot join (not open, or nothing fits): it goes next time */
+        n += m;
+    }
+    if (n > 0) {
         ctx->st.datagrams_out += (uint64_t)((n + (int64_t)*segment - 1) / (int64_t)*segment);
+        ctx->st.bursts_out++;
+    }
     end_call(ctx);
     return n;
 }

@@ -468,6 +468,10 @@ static void unbusy(pure_link *link)
     if (!b)
         return;
     const pure_alloc *a = &link->ctx->alloc;
+    /* After idleness the RTT estimate is stale: a peer waking many links at once may take far
+     * longer to answer than the path's old RTT, and probes sent on that old estimate only add to
+     * its load. Start again from RFC 9002's initial RTT, as the congestion window does. */
+    pure_rtt_init(&link->rtt, 333000000ull);
     link->replay_top = b->replay.top;
     link->preamble_seen = b->parse.preamble_done;
     pure_ranges_free(&b->acked, a);

@@ -343,7 +343,12 @@ void pure_link_check_writable(pure_link *link);
 int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n, uint64_t now);
 
 /* link_send.c */
-int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segment, uint64_t now);
+/* Writes the link's next burst into buf (cap bytes). With pad, writes at most one packet, padded
+ * to exactly cap bytes, and only for an open link (to join another link's burst). */
+int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segment, uint64_t now,
+                        int pad);
+/* Bursts of segments at most this large take other links' packets, padded to the same size. */
+#define PURE_COALESCE_MAX 512
 int pure_link_wants_send(const pure_link *link, uint64_t now);
 
 /* recovery.c */

@@ -94,7 +94,7 @@ static uint64_t next_run(pure_link *link, uint64_t *off, int *is_retx)
 }
 
 /* Builds and seals one packet of at most `size` bytes at out. Returns its length, or 0 if there was nothing to put in it. */
-static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow_data,
+static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow_data, int pad,
                            uint64_t now)
 {
     pure_ctx *ctx = link->ctx;
@@ -172,6 +172,10 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
     }
     if (p == out + PURE_DATA_HEADER)
         return 0;
+    if (pad && p < limit) { /* to join a burst of this segment size */
+        memset(p, PURE_FRAME_PADDING, (size_t)(limit - p));
+        p = limit;
+    }
     uint64_t pn = link->next_pn;
     put_header(out, link, pn);
     uint8_t nonce[PURE_NONCE_LEN];
@@ -197,9 +201,12 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
     return total;
 }
 
-int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segment, uint64_t now)
+int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segment, uint64_t now,
+                        int pad)
 {
     pure_ctx *ctx = link->ctx;
+    if (pad && link->state != PURE_LS_OPEN)
+        return 0;
     if (link->state == PURE_LS_HANDSHAKE) {
         pure_hs *hs = link->hs;
         if (!hs || !hs->send_pending || cap < hs->init_len)
@@ -259,6 +266,8 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
     }
     uint64_t srtt = link->rtt.has_sample ? link->rtt.smoothed : 0;
     int cwnd_blocked = 0;
+    if (pad)
+        mss = cap < mss ? cap : mss; /* the one packet is exactly cap bytes */
     while (cap - n >= (seg ? seg : mss)) {
         size_t size = seg ? seg : mss;
         int data_ok = has_data(link) || link->probe_pending;
@@ -276,7 +285,7 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
         }
         if (!allow_data && !ack_due(link) && !control_due(link))
             break;
-        size_t built = build_packet(link, buf + n, size, allow_data, now);
+        size_t built = build_packet(link, buf + n, size, allow_data, pad, now);
         if (built == 0)
             break;
         if (link->probe_pending)
@@ -289,7 +298,7 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
             break; /* a short packet ends the burst */
         }
         n += built;
-        if (built < size)
+        if (built < size || pad)
             break;
     }
     if (link->path_unvalidated)
