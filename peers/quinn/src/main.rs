@@ -19,6 +19,8 @@
 //! per sendmsg because quinn-proto caps a transmit at 10 segments) and receives with
 //! UDP_GRO and recvmmsg.
 
+mod idle;
+
 use std::any::Any;
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
@@ -829,6 +831,7 @@ fn cmd_drain(port: u16, n: u64, size: u32, opts: DrainOpts) -> Result<bool, Stri
 
 fn usage() -> &'static str {
     "usage: quinn serve [--stats]\n       quinn drain PORT N SIZE [--cert-sha256 HEX] [--write-all] [--stats]\n\
+     \x20      quinn idle --links K --idle SECONDS [--keepalive SECONDS] [--json]\n\
      QUIC (quinn 0.9, rustls, TLS_AES_128_GCM_SHA256) drain peer for Pure's benchmark.\n\
      --cert-sha256 HEX  pin the server certificate (serve prints it as cert_sha256)\n\
      --write-all        send with write_all(&[u8]) (a copy per chunk) instead of write_chunk(Bytes)\n\
@@ -870,6 +873,39 @@ fn run(args: &[String]) -> Result<bool, (u8, String)> {
                 }
             }
             cmd_drain(port, n, size, opts).map_err(|e| (1, format!("quinn drain: {e}")))
+        }
+        Some("idle-serve") => idle::cmd_idle_serve().map(|_| true).map_err(|e| (1, format!("quinn idle-serve: {e}"))),
+        Some("idle") => {
+            let bad = |e: String| (2, format!("quinn idle: {e}"));
+            let mut o = idle::IdleOpts { links: 0, idle: -1.0, keepalive: None, json: false };
+            let mut rest = args[1..].iter();
+            let secs = |v: Option<&String>, what: &str| -> Result<f64, (u8, String)> {
+                v.and_then(|s| s.parse::<f64>().ok())
+                    .filter(|x| x.is_finite() && *x >= 0.0 && *x <= 86400.0)
+                    .ok_or_else(|| (2, format!("quinn idle: {what} takes seconds")))
+            };
+            while let Some(a) = rest.next() {
+                match a.as_str() {
+                    "--links" => {
+                        let v = rest.next().ok_or_else(|| bad("--links needs a count".into()))?;
+                        o.links = parse_u64("--links", v, 1, 1_000_000).map_err(bad)?;
+                    }
+                    "--idle" => o.idle = secs(rest.next(), "--idle")?,
+                    "--keepalive" => {
+                        let v = secs(rest.next(), "--keepalive")?;
+                        if v <= 0.0 {
+                            return Err(bad("--keepalive takes seconds above 0".into()));
+                        }
+                        o.keepalive = Some(v);
+                    }
+                    "--json" => o.json = true,
+                    _ => return Err(usage_err(format!("idle: unknown argument '{a}'"))),
+                }
+            }
+            if o.links == 0 || o.idle < 0.0 {
+                return Err(usage_err("idle needs --links K and --idle SECONDS".into()));
+            }
+            idle::cmd_idle(o).map_err(|e| (1, format!("quinn idle: {e}")))
         }
         Some("-h") | Some("--help") | Some("help") => {
             print!("{}", usage());
