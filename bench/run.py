@@ -682,50 +682,114 @@ def transport_main(args):
 
 
 # --------------------------------------------------------------------------
-# Idle links: `pure bench idle` (Pure only: the ngtcp2 and quinn peers have no idle mode yet)
+# Idle links: K connections between two processes, idle, then woken (Pure, ngtcp2, quinn)
 # --------------------------------------------------------------------------
+# row -> (binary relative to the build directory, arguments before --links ...). Every one
+# takes --links K --idle S [--keepalive S] --json, prints the same table lines and ends with
+# one JSON line (client_bytes_per_link, ..., or "failed": true with "stage" and "error").
+IDLE_ROWS = {
+    "pure": ("pure", ["bench", "idle"]),
+    "ngtcp2": ("peers/ngtcp2", ["idle"]),
+    "quinn": ("peers/quinn", ["idle"]),
+}
+
+
 def idle_args(p):
     p.add_argument("--links", default=None, help="comma-separated link counts (default 10000,100000)")
     p.add_argument("--idle", type=float, default=None, help="idle seconds (default 60)")
     p.add_argument("--keepalive", type=float, default=25.0, help="keepalive seconds for the second run of each")
+    p.add_argument("--no-keepalive-runs", action="store_true", help="only the runs without keepalive")
+    p.add_argument("--keepalive-only", action="store_true", help="only the runs with keepalive")
 
 
 def idle_main(args):
     links = [int(x) for x in args.links.split(",")] if args.links else ([200] if args.quick else [10000, 100000])
     idle = args.idle if args.idle is not None else (2.0 if args.quick else 60.0)
+    names = [i.name for i in select_impls(args) if i.name in IDLE_ROWS]
+    if args.only:
+        other = [x.strip() for x in args.only.split(",") if x.strip() and x.strip() not in IDLE_ROWS]
+        if other:
+            sys.exit(f"run.py idle: no idle mode for {', '.join(other)}; idle rows: {', '.join(IDLE_ROWS)}")
+    if not names:
+        sys.exit("run.py idle: no row left to run (idle rows: " + ", ".join(IDLE_ROWS) + ")")
+    broken = {}
     if not args.no_build:
-        err = build_pure()
-        if err:
-            sys.exit("run.py: building Pure failed: " + err)
-    binary = os.path.join(BUILD, "pure")
+        for name in names:
+            err = build_pure() if name == "pure" else build_peer(IMPL_BY_NAME[name].build)
+            if err:
+                broken[name] = err
+    for name in names:
+        if name not in broken and not os.access(os.path.join(BUILD, IDLE_ROWS[name][0]), os.X_OK):
+            broken[name] = os.path.join(BUILD, IDLE_ROWS[name][0]) + " missing"
+    for name, why in broken.items():
+        print(f"ERROR: {name} cannot run: {why}", file=sys.stderr, flush=True)
+    names = [n for n in names if n not in broken]
+    kas = [None, args.keepalive]
+    if args.no_keepalive_runs:
+        kas = [None]
+    elif args.keepalive_only:
+        kas = [args.keepalive]
     rows, failed = [], 0
     for k in links:
-        for ka in (None, args.keepalive):
-            argv = [binary, "bench", "idle", "--links", str(k), "--idle", str(idle), "--json"]
-            if ka:
-                argv += ["--keepalive", str(ka)]
-            log(f"[idle] pure: {k} links, {idle:.0f} s idle, keepalive {ka or 'off'} ...")
-            r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               timeout=idle + 1800)
-            j = last_json(r.stdout, "client_bytes_per_link")
-            if r.returncode or not j:
-                failed += 1
-                log(f"[idle] FAILED: {r.stderr.strip()[-500:]}")
-                continue
-            j["impl"] = "pure"
-            rows.append(j)
-            log(r.stdout.strip())
-    log("\nidle links: ngtcp2 and quinn peers have no idle mode yet (one connection per process).")
+        for ka in kas:
+            for name in names:  # one run at a time: the CPU figures are the point
+                binary, pre = IDLE_ROWS[name]
+                argv = [os.path.join(BUILD, binary)] + pre + ["--links", str(k), "--idle", f"{idle:g}", "--json"]
+                if ka:
+                    argv += ["--keepalive", f"{ka:g}"]
+                log(f"[idle] {name}: {k} links, {idle:.0f} s idle, keepalive {f'{ka:g} s' if ka else 'off'} ...")
+                t0 = time.monotonic()
+                try:
+                    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                       timeout=idle + 1800, cwd=ROOT)
+                    out, err, rc = r.stdout, r.stderr, r.returncode
+                except subprocess.TimeoutExpired as e:
+                    out = e.stdout if isinstance(e.stdout, str) else (e.stdout or b"").decode(errors="replace")
+                    err, rc = f"timed out after {idle + 1800:.0f} s", -1
+                j = last_json(out, "links")
+                base = {"impl": name, "links": k, "keepalive_s": ka, "wall_seconds": round(time.monotonic() - t0, 1)}
+                if rc or not j or j.get("failed") or "client_bytes_per_link" not in j:
+                    failed += 1
+                    why = (j or {}).get("error") or err.strip()[-500:] or f"exit {rc}"
+                    stage = (j or {}).get("stage", "")
+                    log(out.strip())
+                    log(f"[idle] {name} FAILED{' during ' + stage if stage else ''}: {why}")
+                    row = dict(base, failed=True, stage=stage, error=why)
+                    if j and "client_bytes_per_link" in j:
+                        row.update(j, failed=True, error=why)  # figures up to the failure
+                    rows.append(row)
+                    continue
+                rows.append(dict(j, **base))
+                log(out.strip())
+                for line in err.strip().splitlines()[-3:]:
+                    note(f"{name}: {line}")
+    log("\nidle links (bytes: RSS growth per link after the links settle; packets, timers: both sides, "
+        "whole idle period; CPU: both sides per idle link-second):")
+    hdr = (f"{'row':<7} {'links':>7} {'keepalive':>9} {'client B/link':>13} {'server B/link':>13} "
+           f"{'pkts idle':>9} {'timers idle':>11} {'CPU us/link-s':>13} {'handshake s':>11} {'wake s':>7}")
+    log(hdr)
+    for r in rows:
+        ka = f"{r['keepalive_s']:g} s" if r.get("keepalive_s") else "off"
+        if r.get("failed") and "client_bytes_per_link" not in r:
+            log(f"{r['impl']:<7} {r['links']:>7} {ka:>9}  FAILED{' during ' + r['stage'] if r.get('stage') else ''}: "
+                f"{r['error'][:160]}")
+            continue
+        wake = f"{r['wake_seconds']:.3f}" if r.get("wake_seconds", -1) >= 0 else "FAILED"
+        log(f"{r['impl']:<7} {r['links']:>7} {ka:>9} {r['client_bytes_per_link']:>13.0f} "
+            f"{r['server_bytes_per_link']:>13.0f} {r['packets_while_idle']:>9} {r['timers_fired_while_idle']:>11} "
+            f"{r['cpu_us_per_link_second']:>13.4f} {r['handshake_seconds']:>11.2f} {wake:>7}")
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     outdir = args.out or (os.path.join(RESULTS, "tmp") if args.quick else RESULTS)
     os.makedirs(outdir, exist_ok=True)
     path = os.path.join(outdir, f"idle-{stamp}.json")
     with open(path, "w") as f:
-        json.dump({"experiment": "idle", "rows": rows, "environment": environment()}, f, indent=1)
+        json.dump({"experiment": "idle", "idle_seconds": idle, "rows": rows, "broken": broken,
+                   "environment": environment()}, f, indent=1)
     log("wrote " + os.path.relpath(path, ROOT))
+    ok = not failed and not broken
     if args.json:
-        print(json.dumps({"experiment": "idle", "ok": not failed, "rows": rows}), flush=True)
-    return 1 if failed else 0
+        print(json.dumps({"experiment": "idle", "ok": ok, "rows": rows, "broken": sorted(broken)}), flush=True)
+    return 0 if ok else 1
 
 
 # name -> (help, add experiment-specific arguments, main)
