@@ -362,6 +362,14 @@ int cli_bench_idle(int argc, char **argv)
            (double)(ccpu1 - ccpu0) / 1e3 / link_seconds,
            (double)(s2.cpu_ns - s1.cpu_ns) / 1e3 / link_seconds);
     printf("handshakes: %.2f s for all %llu links\n", hs_seconds, (unsigned long long)k);
+    /* PURE_BENCH_WAKE_PAUSE=S: print both pids and wait S seconds before the wake-up, so a
+     * profiler can attach to just that phase (a diagnostic, like PURE_BENCH_VERBOSE) */
+    const char *pause_s = getenv("PURE_BENCH_WAKE_PAUSE");
+    if (pause_s && atoi(pause_s) > 0) {
+        fprintf(stderr, "pure bench idle: client pid %d, server pid %d; waking in %d s\n",
+                (int)getpid(), (int)pid, atoi(pause_s));
+        sleep((unsigned)atoi(pause_s));
+    }
     /* wake: one message per link, wait for every reply */
     uint64_t t1 = pure_now();
     for (uint64_t i = 0; i < k; i++)

@@ -25,7 +25,7 @@ int pure_recovery_on_sent(pure_link *link, uint64_t pn, const pure_sent *s)
         }
     }
     if (link->sent_cap == 0 || pn - link->sent_lo >= link->sent_cap) {
-        uint32_t cap = link->sent_cap ? link->sent_cap * 2 : 16; /* small first: most flights are short */
+        uint32_t cap = link->sent_cap ? link->sent_cap * 2 : 8; /* small first: most flights are short */
         while ((uint64_t)cap <= pn - link->sent_lo)
             cap *= 2;
         if (cap > (1u << 24))

@@ -15,7 +15,7 @@ static void put(uint8_t *buf, uint64_t cap, uint64_t off, const uint8_t *src, si
 
 static int grow(pure_sendbuf *s, const pure_alloc *a, uint64_t need, uint64_t limit)
 {
-    uint64_t cap = s->cap ? s->cap : 1024; /* small first: many links send only a little */
+    uint64_t cap = s->cap ? s->cap : 256; /* small first: many links send only a little */
     while (cap < need)
         cap *= 2;
     uint64_t max = 1;
