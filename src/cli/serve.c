@@ -33,10 +33,13 @@ static const char serve_help[] =
     "                        echo   sends every message back, in order; finishes after the\n"
     "                               client finishes and every echo is out\n"
     "                        sink   discards messages; finishes when the client finishes\n"
-    "  --keepalive SECONDS keepalive interval for links this side initiates (the core sends\n"
-    "                      keepalives from the connecting side; default 0: none)\n"
+    "  --keepalive SECONDS send a keepalive PING on each idle link after SECONDS of quiet\n"
+    "                      (default 0: none; set it on one side of a link only)\n"
     "  --verbose           on stderr: a line per link opened, and per link closed with its\n"
-    "                      counters and the loop's (RTT, cwnd, losses, datagrams per call)\n"
+    "                      counters and the loop's (RTT, cwnd, losses, datagrams per call);\n"
+    "                      on exit, the listener's counters: datagrams, handshakes, cookies,\n"
+    "                      and what was dropped (malformed, failed authentication, replays,\n"
+    "                      unknown links)\n"
     "\n"
     "exit codes: 0 stopped by a signal; 1 runtime failure (socket error);\n"
     "            2 usage error (bad flag, address, key or allow file, address in use)\n";
@@ -430,9 +433,20 @@ int cli_serve(int argc, char **argv)
         }
     }
     cli_stop_on_signals(NULL);
-    if (verbose)
-        fprintf(stderr, "pure serve: stopped after %llu links\n",
-                (unsigned long long)srv.accepted);
+    if (verbose) {
+        pure_ctx_stats cst;
+        pure_ctx_stats_get(srv.ctx, &cst);
+        fprintf(stderr,
+                "pure serve: stopped after %llu links; datagrams in %llu out %llu; handshakes "
+                "accepted %llu refused %llu, cookies sent %llu; dropped: malformed %llu, "
+                "failed authentication %llu, replayed %llu, unknown link %llu\n",
+                (unsigned long long)srv.accepted, (unsigned long long)cst.datagrams_in,
+                (unsigned long long)cst.datagrams_out, (unsigned long long)cst.handshakes_accepted,
+                (unsigned long long)cst.handshakes_refused, (unsigned long long)cst.cookies_sent,
+                (unsigned long long)cst.dropped_malformed, (unsigned long long)cst.dropped_auth,
+                (unsigned long long)cst.dropped_replay,
+                (unsigned long long)cst.dropped_unknown_link);
+    }
     pure_loop_free(srv.loop);
     pure_ctx_free(srv.ctx);
     return code;
