@@ -274,19 +274,17 @@ int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size
         ctx->st.dropped_unknown_link++;
         return PURE_EINVAL;
     }
-    /* Work on a copy: a forged RESP must not disturb the real handshake. */
-    pure_noise tmp = link->hs->noise;
+    /* A forged RESP leaves the handshake as it was (Noise reads on a scratch copy). */
+    pure_noise *noise = &link->hs->noise;
     uint8_t status = 0xff;
     size_t plen = 0;
-    int rc = pure_noise_read_msg2(&tmp, d + PURE_RESP_FIXED, n - PURE_RESP_FIXED, &status, 1,
+    int rc = pure_noise_read_msg2(noise, d + PURE_RESP_FIXED, n - PURE_RESP_FIXED, &status, 1,
                                   &plen);
     if (rc != 0 || plen != 1) {
-        pure_noise_wipe(&tmp);
         ctx->st.dropped_auth++;
-        return PURE_ECRYPTO;
+        return rc == 0 ? PURE_EPROTO : PURE_ECRYPTO;
     }
     if (status != PURE_RESP_OK) {
-        pure_noise_wipe(&tmp);
         ctx->st.handshakes_refused++;
         pure_link_terminate(link,
                             status == PURE_RESP_NO_SERVICE ? PURE_EREFUSED
@@ -296,8 +294,7 @@ int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size
         return 0;
     }
     uint8_t k_send[32], k_recv[32], h[32];
-    rc = pure_noise_split(&tmp, k_send, k_recv, link->ck, h);
-    pure_noise_wipe(&tmp);
+    rc = pure_noise_split(noise, k_send, k_recv, link->ck, h);
     if (rc == 0)
         rc = pure_keys_install(link, k_send, k_recv);
     pure_wipe(k_send, 32);

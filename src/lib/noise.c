@@ -234,25 +234,38 @@ static int read_msg1(pure_noise *hs, const uint8_t *msg, size_t len, uint8_t *pa
 /* Reads run on a scratch copy that replaces the real state only on success: a forged or
  * corrupted message then leaves the handshake exactly as it was. The payload is decrypted into
  * the caller's buffer, whose contents are unspecified after a failure. */
-int pure_noise_read_msg1(pure_noise *hs, const uint8_t *msg, size_t len, uint8_t *payload,
-                         size_t cap, size_t *plen)
+static int read_msg2(pure_noise *hs, const uint8_t *msg, size_t len, uint8_t *payload,
+                     size_t *plen);
+
+static int read_on_copy(pure_noise *hs, enum pure_noise_state want, enum pure_noise_state next,
+                        size_t overhead,
+                        int (*reader)(pure_noise *, const uint8_t *, size_t, uint8_t *, size_t *),
+                        const uint8_t *msg, size_t len, uint8_t *payload, size_t cap,
+                        size_t *plen)
 {
     pure_noise tmp;
     int rc;
-    if (hs == NULL || msg == NULL || plen == NULL || hs->state != PURE_NOISE_RESP_WAIT_MSG1)
+    if (hs == NULL || msg == NULL || plen == NULL || hs->state != want)
         return PURE_EINVAL;
-    if (len < PURE_NOISE_MSG1_OVERHEAD)
+    if (len < overhead)
         return PURE_EPROTO;
-    if (len - PURE_NOISE_MSG1_OVERHEAD > cap || (payload == NULL && len > PURE_NOISE_MSG1_OVERHEAD))
+    if (len - overhead > cap || (payload == NULL && len > overhead))
         return PURE_ENOBUFS;
     tmp = *hs;
-    rc = read_msg1(&tmp, msg, len, payload, plen);
+    rc = reader(&tmp, msg, len, payload, plen);
     if (rc == 0) {
-        tmp.state = PURE_NOISE_RESP_GOT_MSG1;
+        tmp.state = (uint8_t)next;
         *hs = tmp;
     }
     pure_wipe(&tmp, sizeof(tmp));
     return rc;
+}
+
+int pure_noise_read_msg1(pure_noise *hs, const uint8_t *msg, size_t len, uint8_t *payload,
+                         size_t cap, size_t *plen)
+{
+    return read_on_copy(hs, PURE_NOISE_RESP_WAIT_MSG1, PURE_NOISE_RESP_GOT_MSG1,
+                        PURE_NOISE_MSG1_OVERHEAD, read_msg1, msg, len, payload, cap, plen);
 }
 
 int pure_noise_write_msg2(pure_noise *hs, const uint8_t *payload, size_t plen, uint8_t *out,
@@ -306,22 +319,8 @@ static int read_msg2(pure_noise *hs, const uint8_t *msg, size_t len, uint8_t *pa
 int pure_noise_read_msg2(pure_noise *hs, const uint8_t *msg, size_t len, uint8_t *payload,
                          size_t cap, size_t *plen)
 {
-    pure_noise tmp;
-    int rc;
-    if (hs == NULL || msg == NULL || plen == NULL || hs->state != PURE_NOISE_INIT_WAIT_MSG2)
-        return PURE_EINVAL;
-    if (len < PURE_NOISE_MSG2_OVERHEAD)
-        return PURE_EPROTO;
-    if (len - PURE_NOISE_MSG2_OVERHEAD > cap || (payload == NULL && len > PURE_NOISE_MSG2_OVERHEAD))
-        return PURE_ENOBUFS;
-    tmp = *hs;
-    rc = read_msg2(&tmp, msg, len, payload, plen);
-    if (rc == 0) {
-        tmp.state = PURE_NOISE_DONE;
-        *hs = tmp;
-    }
-    pure_wipe(&tmp, sizeof(tmp));
-    return rc;
+    return read_on_copy(hs, PURE_NOISE_INIT_WAIT_MSG2, PURE_NOISE_DONE, PURE_NOISE_MSG2_OVERHEAD,
+                        read_msg2, msg, len, payload, cap, plen);
 }
 
 int pure_noise_split(pure_noise *hs, uint8_t k_send[32], uint8_t k_recv[32], uint8_t ck[32],
