@@ -453,6 +453,18 @@ static void test_small_path_mtu(void)
     transfer("mtu-1300", 3000, 1, 4000, &p, NULL, 600 * SIM_S);
     p.mtu = 1200;
     transfer("mtu-1200", 1000, 1, 4000, &p, NULL, 600 * SIM_S);
+    /* Below 1200 bytes Pure cannot run: the link closes with PURE_EMSGSIZE, soon, not by timeout */
+    p.mtu = 1100;
+    for (int seed = 1; seed <= seeds; seed++) {
+        sim_app *a = sim_app_new((uint64_t)seed, 100, 1000, 1000, NULL);
+        both(a, &p);
+        sim_app_connect(a, NULL, NULL);
+        sim_app_run(a, 600 * SIM_S);
+        CHECK(a->client_closed);
+        CHECK_EQ(a->client_error, PURE_EMSGSIZE);
+        CHECK(sim_now(a->s) < 5 * SIM_S);
+        sim_app_free(a);
+    }
 }
 
 static void rekey_often(pure_settings *s, int server)
