@@ -751,6 +751,8 @@ def idle_main(args):
                 if rc or not j or j.get("failed") or "client_bytes_per_link" not in j:
                     failed += 1
                     why = (j or {}).get("error") or err.strip()[-500:] or f"exit {rc}"
+                    if j and "client_bytes_per_link" in j and j.get("wake_seconds", 0) < 0:
+                        why = f"wake-up incomplete: {j.get('woke')} of {k} links answered; " + why
                     stage = (j or {}).get("stage", "")
                     log(out.strip())
                     log(f"[idle] {name} FAILED{' during ' + stage if stage else ''}: {why}")

@@ -33,6 +33,8 @@ use super::{endpoint_config, make_cert, runtime, udp_socket, ClientTls, PinVerif
 const MAX_HANDSHAKES: usize = 256;
 const IDLE_TIMEOUT_MS: u32 = 600_000;
 const ALPN: &[u8] = b"pure-idle";
+/// How long the wake-up may take: stragglers wait for loss recovery's backoff.
+const WAKE_LIMIT: Duration = Duration::from_secs(300);
 
 // ---------------------------------------------------------------------------
 // Counting runtime: TokioRuntime with its socket's datagrams and its timers' expiries counted
@@ -148,6 +150,14 @@ fn rss_kb() -> i64 {
                 .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
         })
         .unwrap_or(-1)
+}
+
+/// The kernel's count of UDP datagrams dropped for a full receive buffer (system-wide:
+/// /proc/net/snmp, Udp RcvbufErrors).
+fn udp_rcvbuf_errors() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/net/snmp").ok()?;
+    let line = text.lines().filter(|l| l.starts_with("Udp: ")).nth(1)?;
+    line.split_whitespace().nth(5)?.parse().ok()
 }
 
 fn transport(keepalive: Option<Duration>) -> Arc<quinn::TransportConfig> {
@@ -487,7 +497,8 @@ pub fn cmd_idle(o: IdleOpts) -> Result<bool, String> {
                 Ok::<(), String>(())
             });
         }
-        let wake_limit = t1 + Duration::from_secs(60);
+        let drops0 = udp_rcvbuf_errors();
+        let wake_limit = t1 + WAKE_LIMIT;
         let (mut woke, mut wake_err) = (0u64, String::new());
         loop {
             let left = wake_limit.saturating_duration_since(Instant::now());
@@ -508,6 +519,15 @@ pub fn cmd_idle(o: IdleOpts) -> Result<bool, String> {
             }
         }
         let wake_seconds = t1.elapsed().as_secs_f64();
+        if let (Some(a), Some(b)) = (drops0, udp_rcvbuf_errors()) {
+            if b > a {
+                eprintln!(
+                    "quinn idle: {} UDP datagrams dropped for full receive buffers during the wake-up \
+                     (system-wide counter; QUIC loss recovery resends)",
+                    b - a
+                );
+            }
+        }
         let all = woke == k;
         if all {
             println!("wake-up: {wake_seconds:.3} s until every link answered");
