@@ -151,7 +151,7 @@ typedef struct pure_settings {
     uint32_t max_udp_payload;         /* largest datagram sent, bytes (default 1472, min 1200) */
     uint32_t max_message_size;        /* largest message, bytes (default 16 MiB) */
     uint64_t send_backlog;            /* bytes of unacknowledged messages per link (default 8 MiB) */
-    uint64_t send_queue;              /* bytes accepted but not yet sent on an open link before
+    uint64_t send_queue;              /* bytes accepted but not yet sent before
                                          pure_link_send says PURE_EAGAIN (default 256 KiB, so
                                          messages are sealed while still in cache; 0: only
                                          send_backlog limits) */
@@ -272,11 +272,11 @@ PURE_API int pure_connect(pure_ctx *ctx, const pure_addr *to, const uint8_t peer
 
 /* Accepts one message for delivery: copies it into the link's send buffer (the only copy).
  * Returns the message's id (0, 1, 2, ... per link) or:
- *   PURE_EAGAIN   the backlog is full: send_backlog bytes not yet acknowledged, or (on an open
- *                 link) send_queue bytes accepted but not yet sent; wait for on_writable and
- *                 retry (an application that cannot wait, e.g. one replying from on_message,
- *                 queues the message itself or sets send_queue to 0). Before the handshake
- *                 completes only send_backlog applies;
+ *   PURE_EAGAIN   the backlog is full: send_backlog bytes not yet acknowledged, or send_queue
+ *                 bytes accepted but not yet sent (also while the handshake runs: nothing is
+ *                 sent before it completes); wait for on_writable and retry (an application
+ *                 that cannot wait, e.g. one replying from on_message, queues the message
+ *                 itself or sets send_queue to 0);
  *   PURE_EMSGSIZE len > max_message_size;
  *   PURE_ECLOSED  the link is finishing or closing (after pure_link_finish/close);
  *   PURE_ENOMEM   the send buffer could not be allocated. */

@@ -316,7 +316,7 @@ int64_t pure_link_send(pure_link *link, const void *msg, size_t len)
      * it is sealed (an 8 MiB queue made every copy into the ring miss the cache); bytes in
      * flight are bounded separately by send_backlog. */
     uint64_t queue = link->ctx->s.send_queue;
-    if (queue && link->state == PURE_LS_OPEN && sb->end - link->send_next >= queue) {
+    if (queue && sb->end - link->send_next >= queue) {
         link->want_writable = 1; /* enough queued: wait until it is on its way */
         return PURE_EAGAIN;
     }
