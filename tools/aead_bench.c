@@ -9,8 +9,12 @@
  * For each implementation it times seal and open over a batch of packets at several sizes and
  * prints ns per packet at 61 and 1448 bytes (the drain's small-message packet and a full
  * 1500-MTU payload) and a least-squares fit ns = fixed + slope * bytes over all sizes. Rows:
- *   seam aes128gcm     pure_crypto_openssl, AES-128-GCM (what transport packets use)
- *   seam aes256gcm     pure_crypto_openssl, AES-256-GCM (Noise handshake messages)
+ *   default aes128gcm  pure_crypto_default, AES-128-GCM (what transport packets use: the VAES
+ *                      code where the CPU has it, else GnuTLS's)
+ *   openssl aes128gcm  pure_crypto_openssl, AES-128-GCM (OpenSSL 3.0, provider called directly)
+ *   openssl aes256gcm  pure_crypto_openssl, AES-256-GCM (Noise handshake messages)
+ *   gnutls aes128gcm   src/crypto/aead_gnutls.c (when the build has GnuTLS)
+ *   vaes aes128gcm     src/crypto/aead_vaes.c (VAES + VPCLMULQDQ; fails setup without them)
  *   evp aes128 lean    AES-128-GCM through EVP with the seam's fallback call sequence (one
  *                      context, nonce and direction via EVP_CipherInit_ex2, tag via params)
  *   evp chacha20poly   ChaCha20-Poly1305 through EVP with the seam's lean call sequence
@@ -29,7 +33,11 @@
 #include <openssl/evp.h>
 #include <openssl/params.h>
 
+#include "aead_vaes.h"
 #include "crypto.h"
+#ifdef PURE_HAVE_GNUTLS
+#include "aead_gnutls.h"
+#endif
 #include "pure.h"
 
 #if defined(__has_include)
@@ -74,24 +82,34 @@ static double now_ns(void)
 
 /* ---- the seam ---- */
 
+/* Seam rows: impl.state points at one of these (a backend and an algorithm). */
+typedef struct seam_row {
+    const pure_crypto *c;
+    enum pure_aead_alg alg;
+} seam_row;
 static pure_aead seam_a;
+static const pure_crypto *seam_c;
 static int seam_setup(impl *m)
 {
-    enum pure_aead_alg alg = m->state ? PURE_AEAD_AES256_GCM : PURE_AEAD_AES128_GCM;
-    pure_crypto_openssl.aead_free(&seam_a); /* the previous row's key, if any */
-    return pure_crypto_openssl.aead_init(&seam_a, alg, key);
+    const seam_row *r = m->state;
+    if (seam_c)
+        seam_c->aead_free(&seam_a); /* the previous row's key, if any */
+    seam_c = r->c;
+    return r->c->aead_init(&seam_a, r->alg, key);
 }
 static int seam_seal(impl *m, uint64_t pn, uint8_t *d, size_t len, uint8_t tag[16])
 {
+    (void)m;
     uint8_t n[12];
     make_nonce(n, pn);
-    return pure_crypto_openssl.aead_seal(&seam_a, n, ad, sizeof(ad), d, len, tag);
+    return seam_c->aead_seal(&seam_a, n, ad, sizeof(ad), d, len, tag);
 }
 static int seam_open(impl *m, uint64_t pn, uint8_t *d, size_t len, const uint8_t tag[16])
 {
+    (void)m;
     uint8_t n[12];
     make_nonce(n, pn);
-    return pure_crypto_openssl.aead_open(&seam_a, n, ad, sizeof(ad), d, len, tag);
+    return seam_c->aead_open(&seam_a, n, ad, sizeof(ad), d, len, tag);
 }
 
 /* ---- EVP, lean sequence (the same calls as the seam, any cipher) ---- */
@@ -323,10 +341,29 @@ static void run(impl *m)
 
 int main(int argc, char **argv)
 {
-    static int aes256 = 1;
+    static pure_crypto vaes_c, gnutls_c;
+    vaes_c = gnutls_c = pure_crypto_openssl;
+    vaes_c.aead_init = pure_vaes_aead_init;
+    vaes_c.aead_free = pure_vaes_aead_free;
+    vaes_c.aead_seal = pure_vaes_aead_seal;
+    vaes_c.aead_open = pure_vaes_aead_open;
+#ifdef PURE_HAVE_GNUTLS
+    gnutls_c.aead_init = pure_gnutls_aead_init;
+    gnutls_c.aead_free = pure_gnutls_aead_free;
+    gnutls_c.aead_seal = pure_gnutls_aead_seal;
+    gnutls_c.aead_open = pure_gnutls_aead_open;
+#endif
+    static seam_row r_default = {&pure_crypto_default, PURE_AEAD_AES128_GCM},
+                    r_ossl = {&pure_crypto_openssl, PURE_AEAD_AES128_GCM},
+                    r_ossl256 = {&pure_crypto_openssl, PURE_AEAD_AES256_GCM},
+                    r_gnutls = {&gnutls_c, PURE_AEAD_AES128_GCM},
+                    r_vaes = {&vaes_c, PURE_AEAD_AES128_GCM};
     impl impls[] = {
-        {"seam aes128gcm", seam_setup, seam_seal, seam_open, NULL, NULL},
-        {"seam aes256gcm", seam_setup, seam_seal, seam_open, &aes256, NULL},
+        {"default aes128gcm", seam_setup, seam_seal, seam_open, &r_default, NULL},
+        {"openssl aes128gcm", seam_setup, seam_seal, seam_open, &r_ossl, NULL},
+        {"openssl aes256gcm", seam_setup, seam_seal, seam_open, &r_ossl256, NULL},
+        {"gnutls aes128gcm", seam_setup, seam_seal, seam_open, &r_gnutls, NULL},
+        {"vaes aes128gcm", seam_setup, seam_seal, seam_open, &r_vaes, NULL},
         {"evp aes128 lean", lean_setup, lean_seal, lean_open, NULL, NULL},
         {"evp chacha20poly", lean_setup, lean_seal, lean_open, NULL, NULL},
         {"evp aes128 ctrl", ctrl_setup, ctrl_seal, ctrl_open, NULL, NULL},
@@ -336,8 +373,8 @@ int main(int argc, char **argv)
 #endif
     };
     size_t nimpls = sizeof(impls) / sizeof(impls[0]);
-    impls[2].cipher = EVP_CIPHER_fetch(NULL, "AES-128-GCM", NULL);
-    impls[3].cipher = EVP_CIPHER_fetch(NULL, "ChaCha20-Poly1305", NULL);
+    impls[5].cipher = EVP_CIPHER_fetch(NULL, "AES-128-GCM", NULL);
+    impls[6].cipher = EVP_CIPHER_fetch(NULL, "ChaCha20-Poly1305", NULL);
     if (argc == 5 && strcmp(argv[1], "count") == 0) {
         size_t row = (size_t)atoi(argv[2]), len = (size_t)atoi(argv[3]);
         long n = atol(argv[4]);
@@ -362,7 +399,8 @@ int main(int argc, char **argv)
 #ifndef HAVE_NETTLE_HEADERS
     printf("%-19s skipped (nettle-dev headers not installed)\n", "nettle gcm-aes128");
 #endif
-    pure_crypto_openssl.aead_free(&seam_a);
+    if (seam_c)
+        seam_c->aead_free(&seam_a);
     EVP_CIPHER_CTX_free(evp_ctx);
     EVP_CIPHER_CTX_free(ctrl_enc);
     EVP_CIPHER_CTX_free(ctrl_dec);

@@ -433,25 +433,63 @@ const pure_crypto pure_crypto_openssl = {
     .aead_open = ossl_aead_open,
 };
 
-/* The default backend: OpenSSL for X25519, SHA-256, HMAC and randomness; AES-GCM through GnuTLS
- * where the build has it (aead_gnutls.c says why), else OpenSSL's. */
+/* The default backend: OpenSSL for X25519, SHA-256, HMAC and randomness. Transport packets
+ * (AES-128-GCM) go through aead_vaes.c where the CPU has VAES and VPCLMULQDQ (it says why);
+ * otherwise, and for the handshake's AES-256-GCM, AES-GCM goes through GnuTLS where the build
+ * has it (aead_gnutls.c says why), else OpenSSL's. */
+#include "aead_vaes.h"
 #ifdef PURE_HAVE_GNUTLS
 #include "aead_gnutls.h"
-#define DEFAULT_AEAD(op) pure_gnutls_aead_##op
-#define DEFAULT_NAME "openssl+gnutls-aead"
+#define FALLBACK_AEAD(op) pure_gnutls_aead_##op
 #else
-#define DEFAULT_AEAD(op) ossl_aead_##op
-#define DEFAULT_NAME "openssl"
+#define FALLBACK_AEAD(op) ossl_aead_##op
 #endif
+
+/* Whether contexts of this algorithm run the VAES code: decided by the CPU, the same for every
+ * context, so seal, open and free know which implementation init chose. */
+static int uses_vaes(enum pure_aead_alg alg)
+{
+    return alg == PURE_AEAD_AES128_GCM && pure_vaes_available();
+}
+
+static int default_aead_init(pure_aead *a, enum pure_aead_alg alg, const uint8_t *key)
+{
+    return uses_vaes(alg) ? pure_vaes_aead_init(a, alg, key) : FALLBACK_AEAD(init)(a, alg, key);
+}
+
+static void default_aead_free(pure_aead *a)
+{
+    if (a != NULL && uses_vaes((enum pure_aead_alg)a->alg))
+        pure_vaes_aead_free(a);
+    else
+        FALLBACK_AEAD(free)(a);
+}
+
+static int default_aead_seal(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
+                             size_t adlen, uint8_t *data, size_t len, uint8_t tag[PURE_TAG_LEN])
+{
+    if (a != NULL && uses_vaes((enum pure_aead_alg)a->alg))
+        return pure_vaes_aead_seal(a, nonce, ad, adlen, data, len, tag);
+    return FALLBACK_AEAD(seal)(a, nonce, ad, adlen, data, len, tag);
+}
+
+static int default_aead_open(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
+                             size_t adlen, uint8_t *data, size_t len, const uint8_t tag[PURE_TAG_LEN])
+{
+    if (a != NULL && uses_vaes((enum pure_aead_alg)a->alg))
+        return pure_vaes_aead_open(a, nonce, ad, adlen, data, len, tag);
+    return FALLBACK_AEAD(open)(a, nonce, ad, adlen, data, len, tag);
+}
+
 const pure_crypto pure_crypto_default = {
-    .name = DEFAULT_NAME,
+    .name = "default",
     .random = ossl_random,
     .dh_public = ossl_dh_public,
     .dh = ossl_dh,
     .hash = ossl_hash,
     .hmac = ossl_hmac,
-    .aead_init = DEFAULT_AEAD(init),
-    .aead_free = DEFAULT_AEAD(free),
-    .aead_seal = DEFAULT_AEAD(seal),
-    .aead_open = DEFAULT_AEAD(open),
+    .aead_init = default_aead_init,
+    .aead_free = default_aead_free,
+    .aead_seal = default_aead_seal,
+    .aead_open = default_aead_open,
 };
