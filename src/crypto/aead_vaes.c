@@ -30,6 +30,7 @@
 #include "pure.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,vaes,vpclmulqdq,aes,pclmul,sse4.1")))
@@ -43,15 +44,24 @@ typedef struct vaes_key {
 
 static const uint8_t bswap_bytes[16] = {15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0};
 
+/* CPUID and XGETBV directly (compilers differ in which names __builtin_cpu_supports knows):
+ * the instructions, and an OS that saves the AVX-512 registers (XCR0 bits 1, 2, 5, 6, 7). */
 int pure_vaes_available(void)
 {
     static int known = -1;
     if (known < 0) {
-        __builtin_cpu_init();
-        known = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("vaes") &&
-                __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("aes") &&
-                __builtin_cpu_supports("pclmul");
+        unsigned a, b, c, d;
+        int ok = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_AES) && (c & bit_PCLMUL) &&
+                 (c & bit_OSXSAVE);
+        if (ok) {
+            unsigned lo, hi;
+            __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+            ok = (lo & 0xe6) == 0xe6;
+        }
+        ok = ok && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 16)) /* AVX512F */ &&
+             (b & (1u << 30)) /* AVX512BW */ && (b & (1u << 31)) /* AVX512VL */ &&
+             (c & (1u << 9)) /* VAES */ && (c & (1u << 10)) /* VPCLMULQDQ */;
+        known = ok;
     }
     return known;
 }
