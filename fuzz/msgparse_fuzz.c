@@ -95,7 +95,7 @@ static int on_msg(void *arg, const uint8_t *d, size_t n)
 static int run(const uint8_t *s, size_t n, const size_t *cuts, size_t k, uint32_t max_len,
                record *r, int *boundary)
 {
-    static const pure_alloc a = {sized_alloc, sized_free, NULL};
+    static const pure_alloc a = {sized_alloc, sized_free, NULL, NULL};
     pure_msgparse m;
     pure_msgparse_init(&m, max_len);
     int rc = 0;

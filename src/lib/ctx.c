@@ -19,6 +19,25 @@ static void default_free(void *user, void *p, size_t n)
     free(p);
 }
 
+static void *default_realloc(void *user, void *p, size_t old, size_t n)
+{
+    (void)user;
+    (void)old;
+    return realloc(p, n);
+}
+
+void *pure_mem_realloc(const pure_alloc *a, void *p, size_t old, size_t n)
+{
+    if (a->realloc)
+        return a->realloc(a->user, p, old, n);
+    void *q = a->alloc(a->user, n);
+    if (q && p) {
+        memcpy(q, p, old < n ? old : n);
+        a->free(a->user, p, old);
+    }
+    return q;
+}
+
 void pure_settings_default(pure_settings *s)
 {
     memset(s, 0, sizeof *s);
@@ -61,9 +80,9 @@ int pure_ctx_new(const pure_settings *s, pure_ctx **out)
     if (memcmp(s->private_key, zero, PURE_KEY_LEN) == 0)
         return PURE_EINVAL;
     pure_alloc a = {s->alloc ? s->alloc : default_alloc, s->free ? s->free : default_free,
-                    s->alloc_user};
-    if (!!s->alloc != !!s->free)
-        return PURE_EINVAL;
+                    s->alloc_user, s->alloc ? s->realloc : default_realloc};
+    if (!!s->alloc != !!s->free || (s->realloc && !s->alloc))
+        return PURE_EINVAL; /* a realloc must belong to the injected alloc/free */
     pure_ctx *ctx = pure_mem_alloc(&a, sizeof *ctx);
     if (!ctx)
         return PURE_ENOMEM;

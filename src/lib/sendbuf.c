@@ -25,19 +25,21 @@ static int grow(pure_sendbuf *s, const pure_alloc *a, uint64_t need, uint64_t li
         cap = max;
     if (cap < need)
         return PURE_EAGAIN;
-    uint8_t *nb = pure_mem_alloc(a, (size_t)cap);
+    /* Grow in place: the live bytes stay where they are, and those whose index modulo the new
+     * capacity differs (at most two runs, both landing in [old cap, new cap), which no live byte
+     * occupies) are copied there. */
+    uint8_t *nb = pure_mem_realloc(a, s->buf, (size_t)s->cap, (size_t)cap);
     if (!nb)
         return PURE_ENOMEM;
-    /* Re-lay live bytes at their offsets modulo the new capacity. */
     for (uint64_t off = s->base; off < s->end;) {
-        uint64_t i = off & (s->cap - 1);
+        uint64_t i = off & (s->cap - 1), j = off & (cap - 1);
         size_t chunk = (size_t)(s->cap - i);
         if (chunk > s->end - off)
             chunk = (size_t)(s->end - off);
-        put(nb, cap, off, s->buf + i, chunk);
+        if (i != j)
+            memcpy(nb + j, nb + i, chunk);
         off += chunk;
     }
-    pure_mem_free(a, s->buf, (size_t)s->cap);
     s->buf = nb;
     s->cap = cap;
     return 0;

@@ -46,6 +46,13 @@ static void my_free(void *u, void *p, size_t n)
     free(p);
 }
 
+static void *my_realloc(void *u, void *p, size_t old, size_t n)
+{
+    (void)u;
+    (void)old;
+    return realloc(p, n);
+}
+
 static void test_settings_defaults(void)
 {
     pure_settings s;
@@ -124,6 +131,16 @@ static void test_settings_validation(void)
     s.free = my_free;
     CHECK_EQ(try_new(&s), PURE_EINVAL);
     s.alloc = my_alloc;
+    /* a realloc only with the alloc/free it belongs to */
+    base_settings(&s);
+    s.realloc = my_realloc;
+    CHECK_EQ(try_new(&s), PURE_EINVAL);
+    s.alloc = my_alloc;
+    s.free = my_free;
+    s.alloc_user = &live;
+    CHECK_EQ(try_new(&s), 0);
+    CHECK_EQ(live, 0);
+    s.realloc = NULL;
     CHECK_EQ(pure_ctx_new(&s, &ctx), 0);
     CHECK(live > 0);
     CHECK_EQ(pure_ctx_add_service(ctx, "pure"), 0);

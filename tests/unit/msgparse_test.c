@@ -11,7 +11,7 @@
 #include "test.h"
 #include "varint.h"
 
-static const pure_alloc A = {t_alloc, t_free, NULL};
+static const pure_alloc A = {t_alloc, t_free, NULL, NULL};
 
 /* What the callback saw. */
 typedef struct seen {

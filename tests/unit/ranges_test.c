@@ -9,7 +9,7 @@
 
 /* ---- allocators: counting (with size check), and one that fails on demand ---- */
 
-static const pure_alloc A = {t_alloc, t_free, NULL};
+static const pure_alloc A = {t_alloc, t_free, NULL, NULL};
 
 /* The set as a string "[a,b)[c,d)" for exact comparisons. */
 static int same(const pure_ranges *s, const uint64_t *pairs, uint32_t n)

@@ -10,7 +10,26 @@
 #include "support/talloc.h"
 #include "test.h"
 
-static const pure_alloc A = {t_alloc, t_free, NULL};
+static const pure_alloc A = {t_alloc, t_free, NULL, NULL};
+
+/* An allocator with realloc: it moves every block (new block, copy old_size bytes, poison and
+ * free the old one), so a ring that read from its old block or copied the wrong size shows. */
+static int reallocs, realloc_fail;
+static void *t_realloc(void *user, void *p, size_t old, size_t n)
+{
+    if (realloc_fail)
+        return NULL;
+    reallocs++;
+    uint8_t *q = t_alloc(user, n);
+    if (q && p) {
+        memcpy(q, p, old);
+        memset(p, 0xee, old);
+        t_free(user, p, old);
+    }
+    return q;
+}
+static const pure_alloc R = {t_alloc, t_free, NULL, t_realloc};
+static const pure_alloc *cur = &A; /* what append() writes with */
 
 /* The stream byte at offset o. */
 static uint8_t at(uint64_t o) { return (uint8_t)((o * 7 + (o >> 8)) & 0xff); }
@@ -39,7 +58,7 @@ static int append(pure_sendbuf *s, size_t n, uint64_t limit)
     fill(b, s->end, n);
     /* split into two pieces like a length prefix and a body */
     size_t x = n < 4 ? n : 4;
-    return pure_sendbuf_write(s, &A, b, x, b + x, n - x, limit);
+    return pure_sendbuf_write(s, cur, b, x, b + x, n - x, limit);
 }
 
 static void test_wraparound(void)
@@ -84,6 +103,40 @@ static void test_growth_keeps_data(void)
     pure_sendbuf_free(&s, &A);
     CHECK_EQ(t_live, 0);
     CHECK_EQ(t_size_mismatch, 0);
+}
+
+/* The same growth through the allocator's realloc: one call per growth, wrapped live bytes
+ * re-laid at their offsets, and a failed realloc leaves the ring as it was. */
+static void test_growth_by_realloc(void)
+{
+    cur = &R;
+    reallocs = 0;
+    pure_sendbuf s = {0};
+    CHECK_EQ(append(&s, 12000, 1 << 20), 0);
+    pure_sendbuf_release(&s, 11000);
+    CHECK_EQ(append(&s, 10000, 1 << 20), 0); /* wrapped: [11000, 22000) */
+    CHECK_EQ(s.cap, 16384);
+    int before = reallocs;
+    CHECK_EQ(append(&s, 10000, 1 << 20), 0); /* live 21000: grows to 32768 */
+    CHECK_EQ(s.cap, 32768);
+    CHECK_EQ(reallocs, before + 1);
+    CHECK(holds(&s, 11000, 32000));
+    CHECK_EQ(t_live, 1);
+    pure_sendbuf_release(&s, 30000);
+    CHECK_EQ(append(&s, 20000, 1 << 20), 0); /* wraps the 32 KiB ring: [30000, 52000) */
+    CHECK_EQ(s.cap, 32768);
+    realloc_fail = 1;
+    CHECK_EQ(append(&s, 20000, 1 << 20), PURE_ENOMEM);
+    realloc_fail = 0;
+    CHECK_EQ(s.cap, 32768);
+    CHECK(holds(&s, 30000, 52000));
+    CHECK_EQ(append(&s, 50000, 1 << 20), 0); /* two doublings at once, from a wrapped ring */
+    CHECK_EQ(s.cap, 131072);
+    CHECK(holds(&s, 30000, 102000));
+    pure_sendbuf_free(&s, &R);
+    CHECK_EQ(t_live, 0);
+    CHECK_EQ(t_size_mismatch, 0);
+    cur = &A;
 }
 
 static void test_backlog_limit(void)
@@ -189,6 +242,7 @@ int main(void)
 {
     RUN(test_wraparound);
     RUN(test_growth_keeps_data);
+    RUN(test_growth_by_realloc);
     RUN(test_backlog_limit);
     RUN(test_release_shrink);
     RUN(test_alloc_failure);
