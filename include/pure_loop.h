@@ -39,6 +39,27 @@ typedef struct pure_loop pure_loop;
 /* Monotonic time in nanoseconds (CLOCK_MONOTONIC): the time base the loop gives the core. */
 PURE_API uint64_t pure_now(void);
 
+/* ---- Memory -------------------------------------------------------------------------------- */
+
+/* Blocks of at least this many bytes go to huge-page-backed mappings (below: malloc). */
+#define PURE_HUGE_MIN ((size_t)256 << 10)
+
+/* Sets s->alloc, s->free and s->realloc (and alloc_user) to an allocator that backs blocks of
+ * PURE_HUGE_MIN bytes and more, in practice the send ring of a link that streams fast, with
+ * transparent huge pages: each is its own mapping, rounded up to and aligned on 2 MiB and advised
+ * MADV_HUGEPAGE. Touching fresh memory is a page fault per 4 KiB page, and a ring of a few MiB
+ * costs milliseconds of CPU in faults before it is warm; a huge page is one fault per 2 MiB.
+ * Where THP is off or no huge page is free, the kernel uses small pages: nothing fails. The cost:
+ * a large block occupies whole 2 MiB pages (a link's ring is freed when it falls idle). The
+ * `pure` CLI uses this. */
+PURE_API void pure_settings_use_huge_pages(pure_settings *s);
+
+/* The allocator's functions (pure_settings.alloc/free/realloc signatures), for tests and for
+ * applications that wrap them. */
+PURE_API void *pure_huge_alloc(void *user, size_t n);
+PURE_API void pure_huge_free(void *user, void *p, size_t n);
+PURE_API void *pure_huge_realloc(void *user, void *p, size_t old, size_t n);
+
 /* ---- Addresses ---------------------------------------------------------------------------- */
 
 /* Bytes pure_addr_to_string needs at most, with the terminating NUL. */

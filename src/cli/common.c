@@ -261,6 +261,7 @@ int cli_client_open(cli_client *c, const char *keyfile, uint64_t timeout,
 {
     pure_settings st;
     pure_settings_default(&st);
+    pure_settings_use_huge_pages(&st); /* a streaming link's ring: few page faults */
     if (keyfile) {
         if (cli_read_key_file(c->cmd, keyfile, st.private_key))
             return CLI_USAGE;

@@ -370,6 +370,7 @@ int cli_serve(int argc, char **argv)
     srv.verbose = verbose;
     pure_settings st;
     pure_settings_default(&st);
+    pure_settings_use_huge_pages(&st); /* a streaming link's ring: few page faults */
     if (keyfile) {
         if (cli_read_key_file("serve", keyfile, st.private_key))
             return CLI_USAGE;
