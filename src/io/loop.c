@@ -178,8 +178,11 @@ static int want_out(pure_loop *l, int on)
  * core already counts it as sent) and arms EPOLLOUT: nothing is dropped and nothing spins. */
 static int flush(pure_loop *l, uint64_t now)
 {
+    int bursts = 0;
     for (;;) {
         if (!l->blocked) {
+            if (bursts++)
+                now = pure_now(); /* the last burst took time: the pacer has refilled since */
             int64_t n = pure_ctx_write(l->ctx, l->sbuf, PURE_UDP_BUF, &l->held_seg, &l->held_to,
                                        now);
             if (n <= 0)
