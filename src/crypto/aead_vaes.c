@@ -35,11 +35,18 @@
 
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,vaes,vpclmulqdq,aes,pclmul,sse4.1")))
 
+/* Powers of H kept per key: enough for a whole packet of a 1,500-byte path (ad, 92 data blocks
+ * and the lengths block) to be hashed with one reduction; longer inputs reduce every PMAX
+ * blocks. */
+#define PMAX 96
+
 /* One key: its schedule broadcast to four lanes, and H's powers for GHASH. */
 typedef struct vaes_key {
-    __m512i rk[11];   /* AES-128 round keys, each in all four 128-bit lanes */
-    __m128i hpow[20]; /* hpow[k] = H^(16-k) (byte-reversed domain), k = 0..15; 16..19 zero, so a
-                         four-lane load past H^1 multiplies masked-off lanes by zero */
+    __m512i rk[11];         /* AES-128 round keys, each in all four 128-bit lanes */
+    __m128i pw[PMAX + 4];   /* pw[PMAX - e] = H^e (byte-reversed domain) for e = 1..npow; the
+                               four after H^1 are zero, so a four-lane load past a region's last
+                               block multiplies masked-off (zero) lanes by zero */
+    uint32_t npow;          /* powers computed so far (16 at init, more on the first long input) */
 } vaes_key;
 
 static const uint8_t bswap_bytes[16] = {15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0};
@@ -115,6 +122,52 @@ TARGET static inline __m128i gf_fold_reduce(__m512i lo, __m512i mid, __m512i hi)
     return gf_reduce(l, h);
 }
 
+/* gf_reduce on each of four lanes. */
+TARGET static inline __m512i gf_reduce4(__m512i lo, __m512i hi)
+{
+    __m512i c_lo = _mm512_srli_epi32(lo, 31), c_hi = _mm512_srli_epi32(hi, 31);
+    lo = _mm512_slli_epi32(lo, 1);
+    hi = _mm512_slli_epi32(hi, 1);
+    __m512i carry_mid = _mm512_bsrli_epi128(c_lo, 12);
+    c_hi = _mm512_bslli_epi128(c_hi, 4);
+    c_lo = _mm512_bslli_epi128(c_lo, 4);
+    lo = _mm512_or_si512(lo, c_lo);
+    hi = _mm512_or_si512(_mm512_or_si512(hi, c_hi), carry_mid);
+    __m512i a = _mm512_xor_si512(_mm512_xor_si512(_mm512_slli_epi32(lo, 31), _mm512_slli_epi32(lo, 30)),
+                                 _mm512_slli_epi32(lo, 25));
+    __m512i spill = _mm512_bsrli_epi128(a, 4);
+    lo = _mm512_xor_si512(lo, _mm512_bslli_epi128(a, 12));
+    __m512i b = _mm512_xor_si512(_mm512_xor_si512(_mm512_srli_epi32(lo, 1), _mm512_srli_epi32(lo, 2)),
+                                 _mm512_srli_epi32(lo, 7));
+    b = _mm512_xor_si512(b, spill);
+    return _mm512_xor_si512(hi, _mm512_xor_si512(lo, b));
+}
+
+/* Four independent field products, lane by lane. */
+TARGET static inline __m512i gf_mul4(__m512i a, __m512i b)
+{
+    __m512i lo = _mm512_clmulepi64_epi128(a, b, 0x00), hi = _mm512_clmulepi64_epi128(a, b, 0x11);
+    __m512i mid = _mm512_xor_si512(_mm512_clmulepi64_epi128(a, b, 0x01),
+                                   _mm512_clmulepi64_epi128(a, b, 0x10));
+    lo = _mm512_xor_si512(lo, _mm512_bslli_epi128(mid, 8));
+    hi = _mm512_xor_si512(hi, _mm512_bsrli_epi128(mid, 8));
+    return gf_reduce4(lo, hi);
+}
+
+/* Makes sure H^1..H^need are in the table (need <= PMAX), four powers per step: the lanes
+ * [H^(e+7) .. H^(e+4)] are [H^(e+3) .. H^e] times H^4. */
+TARGET static void extend_powers(vaes_key *k, uint32_t need)
+{
+    if (need > PMAX)
+        need = PMAX;
+    const __m512i h4 = _mm512_broadcast_i32x4(k->pw[PMAX - 4]);
+    while (k->npow < need) { /* npow is a multiple of 4, at least 16 */
+        __m512i prev = _mm512_loadu_si512(&k->pw[PMAX - k->npow]); /* H^npow .. H^(npow-3) */
+        _mm512_storeu_si512(&k->pw[PMAX - k->npow - 4], gf_mul4(prev, h4));
+        k->npow += 4;
+    }
+}
+
 #define MUL_ACC(d, h)                                                                              \
     do {                                                                                           \
         lo = _mm512_xor_si512(lo, _mm512_clmulepi64_epi128(d, h, 0x00));                           \
@@ -125,12 +178,14 @@ TARGET static inline __m128i gf_fold_reduce(__m512i lo, __m512i mid, __m512i hi)
 
 static inline __mmask64 mask_for(size_t n) { return n >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << n) - 1); }
 
-/* y = GHASH state (byte-reversed) after absorbing n bytes at p, the last block zero-padded. */
+/* y = GHASH state (byte-reversed) after absorbing n bytes at p, the last block zero-padded,
+ * reducing every sixteen blocks: for inputs longer than PMAX blocks. */
 TARGET static __m128i ghash(const vaes_key *k, __m128i y, const uint8_t *p, size_t n)
 {
     const __m512i bs = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)bswap_bytes));
-    const __m512i h0 = _mm512_loadu_si512(&k->hpow[0]), h1 = _mm512_loadu_si512(&k->hpow[4]),
-                  h2 = _mm512_loadu_si512(&k->hpow[8]), h3 = _mm512_loadu_si512(&k->hpow[12]);
+    const __m128i *h16 = &k->pw[PMAX - 16]; /* H^16 .. H^1 */
+    const __m512i h0 = _mm512_loadu_si512(&h16[0]), h1 = _mm512_loadu_si512(&h16[4]),
+                  h2 = _mm512_loadu_si512(&h16[8]), h3 = _mm512_loadu_si512(&h16[12]);
     while (n >= 256) {
         __m512i d0 = _mm512_shuffle_epi8(_mm512_loadu_si512(p), bs);
         __m512i d1 = _mm512_shuffle_epi8(_mm512_loadu_si512(p + 64), bs);
@@ -148,7 +203,7 @@ TARGET static __m128i ghash(const vaes_key *k, __m128i y, const uint8_t *p, size
     }
     if (n) {
         size_t nb = (n + 15) / 16; /* 1..16 blocks, block j times H^(nb-j) */
-        const __m128i *hp = &k->hpow[16 - nb];
+        const __m128i *hp = &h16[16 - nb];
         __m512i lo = _mm512_setzero_si512(), mid = lo, hi = lo;
         for (size_t j = 0; j < nb; j += 4) {
             __m512i d = _mm512_shuffle_epi8(_mm512_maskz_loadu_epi8(mask_for(n - 16 * j), p + 16 * j), bs);
@@ -219,25 +274,68 @@ TARGET static void ctr(const vaes_key *k, const uint8_t nonce[PURE_NONCE_LEN], u
     }
 }
 
-/* The tag: E(K, nonce || 1) xor GHASH(ad, data, lengths), in normal byte order. */
-TARGET static __m128i tag_of(const vaes_key *k, const uint8_t nonce[PURE_NONCE_LEN],
-                             const uint8_t *ad, size_t adlen, const uint8_t *data, size_t len)
+/* Adds the products of a region's blocks (n bytes at p, zero-padded) with hp[0], hp[1], ... to
+ * the accumulators. */
+#define REGION(p, n, hp)                                                                           \
+    do {                                                                                           \
+        for (size_t j_ = 0; 16 * j_ < (n); j_ += 4) {                                              \
+            __m512i d_ = _mm512_shuffle_epi8(                                                      \
+                _mm512_maskz_loadu_epi8(mask_for((n) - 16 * j_), (p) + 16 * j_), bs);              \
+            __m512i h_ = _mm512_loadu_si512((hp) + j_);                                            \
+            MUL_ACC(d_, h_);                                                                       \
+        }                                                                                          \
+    } while (0)
+
+/* GHASH(H, ad, data) with the lengths block, byte-reversed: ad's blocks, data's blocks and the
+ * lengths block form one sequence b_0 .. b_(n-1), and the result is the sum of b_g * H^(n-g),
+ * reduced once when n <= PMAX (no block waits for the reduction of the ones before it). */
+TARGET static __m128i ghash_all(vaes_key *k, const uint8_t *ad, size_t adlen, const uint8_t *data,
+                                size_t len)
 {
-    __m128i y = _mm_setzero_si128();
-    if (adlen)
-        y = ghash(k, y, ad, adlen);
-    if (len)
-        y = ghash(k, y, data, len);
     __m128i lens = _mm_set_epi64x((long long)((uint64_t)adlen * 8), (long long)((uint64_t)len * 8));
-    y = gf_mul(_mm_xor_si128(y, lens), k->hpow[15]);
+    size_t na = (adlen + 15) / 16, nd = (len + 15) / 16, n = na + nd + 1;
+    if (n > PMAX) { /* long input: sixteen blocks per reduction */
+        __m128i y = _mm_setzero_si128();
+        if (adlen)
+            y = ghash(k, y, ad, adlen);
+        if (len)
+            y = ghash(k, y, data, len);
+        return gf_mul(_mm_xor_si128(y, lens), k->pw[PMAX - 1]);
+    }
+    if (k->npow < n)
+        extend_powers(k, (uint32_t)((n + 3) & ~(size_t)3));
+    const __m512i bs = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)bswap_bytes));
+    const __m128i *hp = &k->pw[PMAX - n]; /* b_g times hp[g] = H^(n-g) */
+    __m512i lo = _mm512_setzero_si512(), mid = lo, hi = lo;
+    if (adlen)
+        REGION(ad, adlen, hp);
+    if (len)
+        REGION(data, len, hp + na);
+    /* the lengths block times H^1, in lane 0 */
+    __m512i dl = _mm512_zextsi128_si512(lens), hl = _mm512_zextsi128_si512(k->pw[PMAX - 1]);
+    MUL_ACC(dl, hl);
+    return gf_fold_reduce(lo, mid, hi);
+}
+
+/* E(K, nonce || be32(1)), the mask of the tag. Independent of the data: callers start it first
+ * so its rounds overlap the work that follows. */
+TARGET static inline __m128i tag_mask(const vaes_key *k, const uint8_t nonce[PURE_NONCE_LEN])
+{
     uint8_t b[16];
     memcpy(b, nonce, 12);
     b[12] = 0, b[13] = 0, b[14] = 0, b[15] = 1;
     __m128i j0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)b), _mm512_castsi512_si128(k->rk[0]));
     for (int r = 1; r < 10; r++)
         j0 = _mm_aesenc_si128(j0, _mm512_castsi512_si128(k->rk[r]));
-    j0 = _mm_aesenclast_si128(j0, _mm512_castsi512_si128(k->rk[10]));
-    return _mm_xor_si128(j0, _mm_shuffle_epi8(y, _mm_loadu_si128((const __m128i *)bswap_bytes)));
+    return _mm_aesenclast_si128(j0, _mm512_castsi512_si128(k->rk[10]));
+}
+
+/* The tag in normal byte order. */
+TARGET static inline __m128i tag_of(vaes_key *k, __m128i mask, const uint8_t *ad, size_t adlen,
+                                    const uint8_t *data, size_t len)
+{
+    __m128i y = ghash_all(k, ad, adlen, data, len);
+    return _mm_xor_si128(mask, _mm_shuffle_epi8(y, _mm_loadu_si128((const __m128i *)bswap_bytes)));
 }
 
 #define EXPAND(prev, rcon)                                                                         \
@@ -272,13 +370,14 @@ TARGET static void schedule(vaes_key *k, const uint8_t key[16])
     h = _mm_aesenclast_si128(h, r[10]);
     h = _mm_shuffle_epi8(h, _mm_loadu_si128((const __m128i *)bswap_bytes));
     __m128i p = h;
-    k->hpow[15] = h;
+    k->pw[PMAX - 1] = h;
     for (int e = 2; e <= 16; e++) {
         p = gf_mul(p, h);
-        k->hpow[16 - e] = p;
+        k->pw[PMAX - e] = p;
     }
-    for (int i = 16; i < 20; i++)
-        k->hpow[i] = _mm_setzero_si128();
+    k->npow = 16;
+    for (int i = PMAX; i < PMAX + 4; i++)
+        k->pw[i] = _mm_setzero_si128();
     pure_wipe(r, sizeof r);
     pure_wipe(&h, sizeof h);
     pure_wipe(&p, sizeof p);
@@ -315,10 +414,11 @@ TARGET int pure_vaes_aead_seal(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN]
     if (a == NULL || a->impl == NULL || nonce == NULL || tag == NULL || (data == NULL && len) ||
         (ad == NULL && adlen))
         return PURE_EINVAL;
-    const vaes_key *k = a->impl;
+    vaes_key *k = a->impl;
+    __m128i mask = tag_mask(k, nonce);
     if (len)
         ctr(k, nonce, data, len);
-    _mm_storeu_si128((__m128i *)tag, tag_of(k, nonce, ad, adlen, data, len));
+    _mm_storeu_si128((__m128i *)tag, tag_of(k, mask, ad, adlen, data, len));
     return 0;
 }
 
@@ -328,8 +428,9 @@ TARGET int pure_vaes_aead_open(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN]
     if (a == NULL || a->impl == NULL || nonce == NULL || tag == NULL || (data == NULL && len) ||
         (ad == NULL && adlen))
         return PURE_EINVAL;
-    const vaes_key *k = a->impl;
-    __m128i d = _mm_xor_si128(tag_of(k, nonce, ad, adlen, data, len),
+    vaes_key *k = a->impl;
+    __m128i mask = tag_mask(k, nonce);
+    __m128i d = _mm_xor_si128(tag_of(k, mask, ad, adlen, data, len),
                               _mm_loadu_si128((const __m128i *)tag));
     if (!_mm_testz_si128(d, d))
         return PURE_ECRYPTO; /* checked before decrypting: a forged packet stays as it came */
