@@ -876,7 +876,8 @@ def echo_summarize(kind, runs, names):
                         row[q], row[q + "_min"], row[q + "_max"] = med(v), min(v), max(v)
             else:
                 v = [n / r["seconds"] for r in ok]
-                row.update(per_s=med(v), per_s_min=min(v), per_s_max=max(v))
+                row.update(per_s=med(v), per_s_min=min(v), per_s_max=max(v),
+                           per_core_s=1e6 / row["both_us"] if row["both_us"] else None)
         rows.append(row)
     return rows
 
@@ -887,7 +888,8 @@ def echo_print_table(kind, rows):
         hdr = ["impl", "p50 µs (min–max)", "p99 µs (min–max)", "mean µs", f"both CPU µs/{unit}", "client", "server",
                "runs"]
     else:
-        hdr = ["impl", "handshakes/s (min–max)", f"both CPU µs/{unit} (min–max)", "client", "server", "runs"]
+        hdr = ["impl", "handshakes/s (min–max)", f"both CPU µs/{unit} (min–max)", "client", "server",
+               "per core-s", "runs"]
 
     def rng(r, k):
         return f"{fmt(r[k])} ({fmt(r[k + '_min'])}–{fmt(r[k + '_max'])})" if k in r else "FAILED"
@@ -900,7 +902,8 @@ def echo_print_table(kind, rows):
                           fmt(r.get("both_us")), fmt(r.get("client_us")), fmt(r.get("server_us")), runs])
         else:
             both = f"{fmt(r['both_us'])} ({fmt(r['both_min'])}–{fmt(r['both_max'])})" if "both_us" in r else "FAILED"
-            lines.append([r["impl"], rng(r, "per_s"), both, fmt(r.get("client_us")), fmt(r.get("server_us")), runs])
+            lines.append([r["impl"], rng(r, "per_s"), both, fmt(r.get("client_us")), fmt(r.get("server_us")),
+                          fmt(r.get("per_core_s")), runs])
     widths = [max(len(x[i]) for x in [hdr] + lines) for i in range(len(hdr))]
     out = ["  ".join(h.ljust(w) for h, w in zip(hdr, widths))]
     for ln in lines:
