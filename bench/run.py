@@ -5,6 +5,7 @@ Run with Debian's interpreter (it sees python3-matplotlib):
 
     /usr/bin/python3 bench/run.py [drain] [--quick] [--sizes 61,1024] [--rounds 5]
                                   [--only a,b] [--skip a,b] [--no-build] [--json]
+    /usr/bin/python3 bench/run.py latency|handshakes [--quick] [--rounds 5] [--n N] [--only a,b]
 
 Experiments are subcommands; `drain` is the default (see bench/README.md).
 Each experiment registers itself in EXPERIMENTS at the bottom of this file;
@@ -41,30 +42,42 @@ RESULTS = os.path.join(ROOT, "bench", "results")
 #   drain  client arguments; {port} {n} {size} are substituted
 #   pass   server JSON key -> client flag, for what the client needs to know
 #          (a public key, a certificate pin, a symmetric key)
+#   echo   server arguments for an echo server (latency, handshakes; None: no such mode)
+#   ping   latency client: {port} {n} {size}; one message in flight, N round trips
+#   hs     handshakes client: {port} {n}; N connections one after another, one echo each
 # --------------------------------------------------------------------------
 class Impl:
-    def __init__(self, name, bin, build, serve, drain, passes=None, desc=""):
+    def __init__(self, name, bin, build, serve, drain, passes=None, desc="", echo=None, ping=None, hs=None):
         self.name, self.bin, self.build = name, bin, build
         self.serve, self.drain, self.passes, self.desc = serve, drain, passes or {}, desc
+        self.echo, self.ping, self.hs = echo, ping, hs
 
     @property
     def path(self):
         return os.path.join(BUILD, self.bin)
 
 
+PEER_PING = ["ping", "{port}", "{n}", "{size}"]
+PEER_HS = ["handshakes", "{port}", "{n}"]
 IMPLS = [
     Impl("pure", "pure", "cmake",
          ["serve", "--ephemeral", "--listen", "127.0.0.1:0", "--services", "drain"],
          ["drain", "127.0.0.1:{port}", "{n}", "{size}"], {"public_key": "--peer-key"},
-         "Pure (Noise IK, one link)"),
+         "Pure (Noise IK, one link)",
+         echo=["serve", "--ephemeral", "--listen", "127.0.0.1:0", "--services", "echo"],
+         ping=["ping", "127.0.0.1:{port}", "{n}", "{size}"],
+         hs=["bench", "handshakes", "127.0.0.1:{port}", "{n}"]),
     Impl("ngtcp2", "peers/ngtcp2", "ngtcp2", ["serve"], ["drain", "{port}", "{n}", "{size}"], {},
-         "QUIC: ngtcp2 0.12 + GnuTLS"),
+         "QUIC: ngtcp2 0.12 + GnuTLS", echo=["serve", "--echo"], ping=PEER_PING, hs=PEER_HS),
     Impl("quinn", "peers/quinn", "quinn", ["serve"], ["drain", "{port}", "{n}", "{size}"],
-         {"cert_sha256": "--cert-sha256"}, "QUIC: quinn 0.9 + rustls"),
+         {"cert_sha256": "--cert-sha256"}, "QUIC: quinn 0.9 + rustls", echo=["serve", "--echo"], ping=PEER_PING,
+         hs=PEER_HS),
     Impl("tls", "peers/tls", "tls", ["serve"], ["drain", "{port}", "{n}", "{size}"],
-         {"cert_sha256": "--cert-sha256"}, "TCP + TLS 1.3 (OpenSSL 3.0, AES-128-GCM)"),
+         {"cert_sha256": "--cert-sha256"}, "TCP + TLS 1.3 (OpenSSL 3.0, AES-128-GCM)", echo=["serve", "--echo"],
+         ping=PEER_PING, hs=PEER_HS),
     Impl("tcp", "peers/tls", "tls", ["serve", "--plain"], ["drain", "{port}", "{n}", "{size}", "--plain"], {},
-         "TCP plain (no encryption)"),
+         "TCP plain (no encryption)", echo=["serve", "--plain", "--echo"], ping=PEER_PING + ["--plain"],
+         hs=PEER_HS + ["--plain"]),
     Impl("udp", "peers/udp-floor", "udp-floor", ["serve"], ["drain", "{port}", "{n}", "{size}"], {},
          "raw UDP, GSO/GRO, no retransmission (floor)"),
     Impl("udp-seal", "peers/udp-floor", "udp-floor", ["serve", "--seal"],
@@ -201,12 +214,12 @@ def children_cpu_s():
 class Server:
     """Starts `impl` serving, reads its JSON line; a context manager that kills it."""
 
-    def __init__(self, impl, timeout=20.0):
+    def __init__(self, impl, timeout=20.0, args=None):
         self.impl = impl
         self.out = tempfile.TemporaryFile(mode="w+")
         self.err = tempfile.TemporaryFile(mode="w+")
         try:
-            self.proc = subprocess.Popen([impl.path] + impl.serve, stdout=self.out, stderr=self.err,
+            self.proc = subprocess.Popen([impl.path] + (args or impl.serve), stdout=self.out, stderr=self.err,
                                          stdin=subprocess.DEVNULL, cwd=ROOT)
         except OSError as e:
             raise RunError(f"cannot start {impl.path}: {e}")
@@ -794,11 +807,222 @@ def idle_main(args):
     return 0 if ok else 1
 
 
+# --------------------------------------------------------------------------
+# Latency and handshakes: an echo server, and a client that either makes N round trips of
+# one message on one connection (latency) or N connections one after another, one echoed
+# message each (handshakes). Server CPU from schedstat, client CPU from rusage, as for the drain.
+# --------------------------------------------------------------------------
+LATENCY_N, LATENCY_N_QUICK = 100_000, 200
+HANDSHAKES_N, HANDSHAKES_N_QUICK = 3000, 20
+# kind -> (Impl attribute with the client's arguments, JSON key the client's line must have,
+#          JSON key with the count of things done, unit name)
+ECHO_KINDS = {
+    "latency": ("ping", "round_trips", "echoes", "round trip"),
+    "handshakes": ("hs", "handshakes", "ok", "handshake"),
+}
+
+
+def echo_one(impl, kind, n, size, timeout):
+    """One latency or handshakes run. Returns a result dict (ok False with `error` on failure)."""
+    attr, key, done_key, _ = ECHO_KINDS[kind]
+    res = {"impl": impl.name, "experiment": kind, "n": n, "size": size, "ok": False}
+    try:
+        with Server(impl, args=impl.echo) as srv:
+            argv = [impl.path] + [a.format(port=srv.port, n=n, size=size) for a in getattr(impl, attr)]
+            argv += srv.client_extra()
+            s0 = srv.cpu_ns()
+            rc, out, err, ccpu, wall = run_client(argv, timeout)
+            s1 = srv.cpu_ns()
+            alive = srv.proc.poll() is None
+            res.update(client_cpu_s=ccpu, server_cpu_s=(s1 - s0) / 1e9, wall_s=wall)
+            rep = last_json(out, key)
+            if rep is None:
+                raise RunError(f"client exit {rc}, no JSON result; stderr: {err.strip()[-600:] or '(empty)'}"
+                               f"; server stderr: {srv.stderr_tail()}")
+            res["report"] = rep
+            if rep.get(key) != n or rep.get(done_key) != n or rep.get("mismatches") != 0:
+                raise RunError(f"count mismatch: asked for {n}, client reports {key}={rep.get(key)} "
+                               f"{done_key}={rep.get(done_key)} mismatches={rep.get('mismatches')}; client stderr: "
+                               f"{err.strip()[-400:]}; server stderr: {srv.stderr_tail()}")
+            if rc != 0:
+                raise RunError(f"client exit {rc}; stderr: {err.strip()[-600:]}")
+            if not alive:
+                raise RunError(f"server died during the run; stderr: {srv.stderr_tail()}")
+            secs = rep.get("seconds")
+            res["seconds"] = float(secs) if isinstance(secs, (int, float)) and secs > 0 else wall
+            res["ok"] = True
+    except RunError as e:
+        res["error"] = str(e)
+    return res
+
+
+def echo_summarize(kind, runs, names):
+    rows = []
+    for name in names:
+        rs = [r for r in runs if r["impl"] == name]
+        ok = [r for r in rs if r["ok"]]
+        row = {"impl": name, "runs": len(rs), "ok_runs": len(ok), "failed_runs": len(rs) - len(ok)}
+        if ok:
+            n = ok[0]["n"]
+            both = [(r["client_cpu_s"] + r["server_cpu_s"]) * 1e6 / n for r in ok]
+            row.update(n=n, size=ok[0]["size"], both_us=med(both), both_min=min(both), both_max=max(both),
+                       client_us=med([r["client_cpu_s"] * 1e6 / n for r in ok]),
+                       server_us=med([r["server_cpu_s"] * 1e6 / n for r in ok]),
+                       seconds=med([r["seconds"] for r in ok]))
+            if kind == "latency":
+                for q in ("p50_us", "p99_us", "mean_us"):
+                    v = [r["report"][q] for r in ok if isinstance(r["report"].get(q), (int, float))]
+                    if v:
+                        row[q], row[q + "_min"], row[q + "_max"] = med(v), min(v), max(v)
+            else:
+                v = [n / r["seconds"] for r in ok]
+                row.update(per_s=med(v), per_s_min=min(v), per_s_max=max(v),
+                           per_core_s=1e6 / row["both_us"] if row["both_us"] else None)
+        rows.append(row)
+    return rows
+
+
+def echo_print_table(kind, rows):
+    unit = ECHO_KINDS[kind][3]
+    if kind == "latency":
+        hdr = ["impl", "p50 µs (min–max)", "p99 µs (min–max)", "mean µs", f"both CPU µs/{unit}", "client", "server",
+               "runs"]
+    else:
+        hdr = ["impl", "handshakes/s (min–max)", f"both CPU µs/{unit} (min–max)", "client", "server",
+               "per core-s", "runs"]
+
+    def rng(r, k):
+        return f"{fmt(r[k])} ({fmt(r[k + '_min'])}–{fmt(r[k + '_max'])})" if k in r else "FAILED"
+
+    lines = []
+    for r in rows:
+        runs = f"{r['ok_runs']}/{r['runs']}"
+        if kind == "latency":
+            lines.append([r["impl"], rng(r, "p50_us"), rng(r, "p99_us"), fmt(r.get("mean_us")),
+                          fmt(r.get("both_us")), fmt(r.get("client_us")), fmt(r.get("server_us")), runs])
+        else:
+            both = f"{fmt(r['both_us'])} ({fmt(r['both_min'])}–{fmt(r['both_max'])})" if "both_us" in r else "FAILED"
+            lines.append([r["impl"], rng(r, "per_s"), both, fmt(r.get("client_us")), fmt(r.get("server_us")),
+                          fmt(r.get("per_core_s")), runs])
+    widths = [max(len(x[i]) for x in [hdr] + lines) for i in range(len(hdr))]
+    out = ["  ".join(h.ljust(w) for h, w in zip(hdr, widths))]
+    for ln in lines:
+        out.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(ln, widths))))
+    log("\n".join(out))
+
+
+def echo_write_results(kind, stamp, outdir, meta, runs, rows):
+    os.makedirs(outdir, exist_ok=True)
+    base = os.path.join(outdir, f"{kind}-{stamp}")
+    with open(base + ".json", "w") as f:
+        json.dump({"experiment": kind, **meta, "runs": runs, "summary": rows}, f, indent=1)
+    extra = ["p50_us", "p99_us", "mean_us", "min_us", "max_us"] if kind == "latency" else ["per_second"]
+    fields = ["impl", "round", "n", "size", "ok", "client_cpu_s", "server_cpu_s", "wall_s", "seconds",
+              "both_us_per_op"] + extra + ["error"]
+    with open(base + ".csv", "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
+        w.writeheader()
+        for r in runs:
+            row = dict(r)
+            if r["ok"]:
+                row["both_us_per_op"] = (r["client_cpu_s"] + r["server_cpu_s"]) * 1e6 / r["n"]
+                for k in extra:
+                    row[k] = r["report"].get(k)
+            w.writerow(row)
+    return [base + ".json", base + ".csv"]
+
+
+def echo_args(p):
+    p.add_argument("--rounds", type=int, default=None, help="rounds per implementation (default 5)")
+    p.add_argument("--n", type=int, default=None, help="round trips (latency; default 100000, quick 200) or "
+                                                       "connections (handshakes; default 3000, quick 20) per run")
+    p.add_argument("--size", type=int, default=61, help="message body bytes (latency; default 61)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per client run (default 300, quick 30)")
+
+
+def echo_main(args):
+    kind = args.experiment
+    rounds = args.rounds if args.rounds is not None else (1 if args.quick else 5)
+    if rounds < 1:
+        sys.exit("run.py: --rounds must be at least 1")
+    if args.n is not None and args.n < 1:
+        sys.exit("run.py: --n must be at least 1")
+    if not 0 <= args.size <= 1 << 20:
+        sys.exit("run.py: --size must be 0 .. 1 MiB")
+    if kind == "handshakes" and args.size != 61:
+        sys.exit("run.py handshakes: the message is 61 bytes (--size is for latency)")
+    n = args.n or ((LATENCY_N_QUICK if args.quick else LATENCY_N) if kind == "latency"
+                   else (HANDSHAKES_N_QUICK if args.quick else HANDSHAKES_N))
+    timeout = args.timeout or (30.0 if args.quick else 300.0)
+    attr = ECHO_KINDS[kind][0]
+    chosen = select_impls(args)
+    if args.only:
+        no_mode = [i.name for i in chosen if getattr(i, attr) is None]
+        if no_mode:
+            sys.exit(f"run.py {kind}: no {kind} mode for {', '.join(no_mode)}; rows: "
+                     + ", ".join(i.name for i in IMPLS if getattr(i, attr)))
+    impls = [i for i in chosen if getattr(i, attr) is not None]
+    if not impls:
+        sys.exit(f"run.py {kind}: no row left to run")
+    runnable, skipped, broken = prepare(impls, args.no_build)
+    names = [i.name for i in runnable]
+    unit = ECHO_KINDS[kind][3]
+    t_start = time.monotonic()
+    runs = []
+    for rnd in range(1, rounds + 1):
+        for impl in runnable:  # interleaved: A B C ... A B C ...
+            r = echo_one(impl, kind, n, args.size, timeout)
+            r["round"] = rnd
+            runs.append(r)
+            tag = f"[{kind} × {n}  round {rnd}/{rounds}] {impl.name:<8}"
+            if not r["ok"]:
+                log(f"{tag} FAILED: {r['error']}")
+                continue
+            both = (r["client_cpu_s"] + r["server_cpu_s"]) * 1e6 / n
+            cpu = (f"{both:8.2f} µs/{unit} both (client {r['client_cpu_s'] * 1e6 / n:.2f}, "
+                   f"server {r['server_cpu_s'] * 1e6 / n:.2f})")
+            if kind == "latency":
+                rep = r["report"]
+                log(f"{tag} p50 {rep.get('p50_us', 0):7.1f} µs  p99 {rep.get('p99_us', 0):7.1f} µs  "
+                    f"mean {rep.get('mean_us', 0):7.1f} µs  {cpu}  ok")
+            else:
+                log(f"{tag} {n / r['seconds']:8.0f} /s  {cpu}  ok")
+    rows = echo_summarize(kind, runs, names)
+    log("")
+    if kind == "latency":
+        log(f"latency: one connection, {n} round trips of one {args.size}-byte message, one in flight; "
+            f"median of {rounds} round(s)")
+    else:
+        log(f"handshakes: {n} connections one after another (handshake, one 61-byte message echoed, close); "
+            f"median of {rounds} round(s)")
+    echo_print_table(kind, rows)
+    failed = [r for r in runs if not r["ok"]]
+    meta = {"quick": args.quick, "rounds": rounds, "n": n, "size": args.size, "environment": environment(),
+            "skipped": skipped, "broken": broken, "elapsed_s": round(time.monotonic() - t_start, 1),
+            "impls": {i.name: {"bin": i.bin, "serve": i.echo, "client": getattr(i, attr), "desc": i.desc}
+                      for i in runnable}}
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    outdir = args.out or (os.path.join(RESULTS, "tmp") if args.quick else RESULTS)
+    files = echo_write_results(kind, stamp, outdir, meta, runs, rows)
+    log("wrote " + ", ".join(os.path.relpath(f, ROOT) for f in files))
+    ok = not failed and not broken
+    if failed:
+        log(f"{len(failed)} run(s) FAILED")
+    if args.json:
+        print(json.dumps({"experiment": kind, "ok": ok, "failed_runs": len(failed), "broken": sorted(broken),
+                          "skipped": sorted(skipped), "files": files, "summary": rows}), flush=True)
+    return 0 if ok else 1
+
+
 # name -> (help, add experiment-specific arguments, main)
 EXPERIMENTS = {
     "drain": ("one stream of N messages; CPU per message on both sides", drain_args, drain_main),
     "transport": ("Pure alone: both link ends in one process, no sockets", transport_args, transport_main),
     "idle": ("K idle links between two processes: memory, CPU, packets, wake-up", idle_args, idle_main),
+    "latency": ("ping-pong of one 61-byte message over one connection: p50/p99 round trip, CPU per round trip",
+                echo_args, echo_main),
+    "handshakes": ("N connections one after another (handshake, one echo, close): per second, CPU each",
+                   echo_args, echo_main),
 }
 
 

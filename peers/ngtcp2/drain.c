@@ -6,6 +6,12 @@
  *                                connections one after another until killed
  *   ngtcp2 drain PORT N SIZE     one QUIC connection, one bidirectional stream:
  *                                "pure", then N x (u32 BE length, SIZE bytes)
+ *   ngtcp2 serve --echo          the same server, but it sends the stream back
+ *                                (every frame after the preamble, as it comes)
+ *   ngtcp2 ping PORT N SIZE      one connection, N round trips of one message
+ *                                (one in flight), every echo checked
+ *   ngtcp2 handshakes PORT N     N connections one after another: handshake,
+ *                                one 61-byte message, its echo, close
  *
  * Built against Debian's libngtcp2 0.12 with the GnuTLS crypto backend.
  * QUIC v1 + TLS 1.3 with TLS_AES_128_GCM_SHA256 (first in the priority
@@ -71,6 +77,10 @@
 #define IDLE_TIMEOUT (30 * NGTCP2_SECONDS)
 #define HANDSHAKE_TIMEOUT (10 * NGTCP2_SECONDS)
 #define APP_ERR_PROTOCOL 1
+#define ECHUNK 65536              /* echo storage: fixed chunks, never moved */
+#define HS_SIZE 61                /* the handshakes experiment's one message */
+
+enum client_mode { MODE_DRAIN, MODE_PING, MODE_HANDSHAKES };
 
 /* AES-128-GCM first: it is the suite the comparison wants negotiated. */
 static const char PRIORITY[] =
@@ -127,10 +137,33 @@ typedef struct peer {
   uint64_t total; /* stream length including preamble */
   uint64_t off;   /* stream bytes handed to ngtcp2 */
   int fin_sent;
+  uint64_t limit;  /* stream bytes released so far (drain: all of them) */
+  int mode;        /* enum client_mode */
   /* client: what it receives */
   uint8_t reply[8];
   size_t replylen;
   int reply_done;
+  /* client, ping and handshakes: the echo of the message in flight */
+  uint8_t *back;
+  size_t backlen;
+  uint64_t n, echoes, mismatches;
+  uint64_t t_send; /* when the message in flight was released */
+  uint64_t *rtt;
+
+  /* server --echo: bytes to send back, in ECHUNK chunks that stay put until
+     the connection ends (ngtcp2 keeps pointers to unacknowledged data) */
+  int echo;
+  /* ping, handshakes, serve --echo: tell ngtcp2 the send time once per turn,
+     after every burst, instead of after each one.  Per burst, a short packet
+     (a burst of its own) starts the pacer, which then holds the next packet
+     of the same turn -- during the handshake the client's Finished -- and
+     ngtcp2 0.12's expiry does not include the pacer's time: it went out only
+     with a PTO or ACK timer ~25 ms later. */
+  int tx_time_per_turn;
+  uint8_t **echunks;
+  size_t nechunks, echunks_cap;
+  uint64_t ewritten, esent;
+  int echo_fin;
 
   /* server: parser */
   uint32_t pre;      /* preamble bytes checked */
@@ -364,6 +397,10 @@ static int get_new_connection_id_cb(ngtcp2_conn *conn, ngtcp2_cid *cid,
 static int handshake_completed_cb(ngtcp2_conn *conn, void *user_data) {
   peer *p = user_data;
   (void)conn;
+  if (!p->is_server && p->mode == MODE_PING && p->n && p->limit == 0) {
+    p->limit = 4 + p->period; /* the first message, with the preamble */
+    p->t_send = now_ns();
+  }
   if (gnutls_cipher_get(p->tls) != GNUTLS_CIPHER_AES_128_GCM)
     fprintf(stderr, "%s: warning: negotiated %s, not TLS_AES_128_GCM_SHA256\n",
             prog, gnutls_ciphersuite_get(p->tls));
@@ -377,7 +414,7 @@ static int handshake_completed_cb(ngtcp2_conn *conn, void *user_data) {
     }
     const char *group = gnutls_group_get_name(gnutls_group_get(p->tls));
     fprintf(stderr, "%s %s: QUIC v1, %s, cipher suite %s, group %s, ALPN %s\n",
-            prog, p->is_server ? "serve" : "drain",
+            prog, p->is_server ? "serve" : p->mode == MODE_PING ? "ping" : p->mode == MODE_HANDSHAKES ? "handshakes" : "drain",
             gnutls_protocol_get_name(gnutls_protocol_get_version(p->tls)),
             gnutls_ciphersuite_get(p->tls), group ? group : "?", alpn);
     p->printed_cipher = 1;
@@ -446,6 +483,76 @@ static int parse(peer *p, const uint8_t *d, size_t n) {
   return 0;
 }
 
+/* Server --echo: keeps bytes to send back.  Returns 0 or -1 (out of memory). */
+static int echo_append(peer *p, const uint8_t *d, size_t n) {
+  while (n) {
+    size_t at = (size_t)(p->ewritten % ECHUNK);
+    if (at == 0 && p->ewritten / ECHUNK == p->nechunks) {
+      if (p->nechunks == p->echunks_cap) {
+        size_t cap = p->echunks_cap ? 2 * p->echunks_cap : 64;
+        uint8_t **c = realloc(p->echunks, cap * sizeof(*c));
+        if (!c)
+          return -1;
+        p->echunks = c;
+        p->echunks_cap = cap;
+      }
+      if (!(p->echunks[p->nechunks] = malloc(ECHUNK)))
+        return -1;
+      p->nechunks++;
+    }
+    size_t take = ECHUNK - at < n ? ECHUNK - at : n;
+    memcpy(p->echunks[p->ewritten / ECHUNK] + at, d, take);
+    p->ewritten += take;
+    d += take;
+    n -= take;
+  }
+  return 0;
+}
+
+static void echo_free(peer *p) {
+  for (size_t i = 0; i < p->nechunks; i++)
+    free(p->echunks[i]);
+  free(p->echunks);
+  p->echunks = NULL;
+  p->nechunks = p->echunks_cap = 0;
+  p->ewritten = p->esent = 0;
+  p->echo_fin = 0;
+}
+
+/* Client, ping and handshakes: takes echo bytes; a whole echo is checked, timed,
+   and releases the next message.  Returns 0 or -1 with p->err set. */
+static int echo_recv(peer *p, const uint8_t *d, size_t n) {
+  while (n) {
+    if (p->echoes >= p->n || p->off < p->limit || p->limit <= 4) {
+      snprintf(p->err, sizeof(p->err),
+               "%zu bytes arrived with no message in flight", n);
+      return -1;
+    }
+    size_t take = p->period - p->backlen < n ? p->period - p->backlen : n;
+    memcpy(p->back + p->backlen, d, take);
+    p->backlen += take;
+    d += take;
+    n -= take;
+    if (p->backlen < p->period)
+      continue;
+    uint64_t now = now_ns();
+    if (memcmp(p->back, p->pat + 4, p->period) != 0 && p->mismatches++ < 3)
+      fprintf(stderr, "%s: echo %" PRIu64 " differs from what was sent\n", prog,
+              p->echoes);
+    p->backlen = 0;
+    if (p->rtt)
+      p->rtt[p->echoes] = now - p->t_send;
+    p->echoes++;
+    if (p->mode == MODE_PING && p->echoes < p->n) {
+      p->limit += p->period;
+      p->t_send = now;
+    } else {
+      p->reply_done = 1;
+    }
+  }
+  return 0;
+}
+
 static int recv_stream_data_cb(ngtcp2_conn *conn, uint32_t flags,
                                int64_t stream_id, uint64_t offset,
                                const uint8_t *data, size_t datalen,
@@ -467,9 +574,20 @@ static int recv_stream_data_cb(ngtcp2_conn *conn, uint32_t flags,
   p->credit += datalen;
 
   if (p->is_server) {
+    uint32_t pre = p->pre;
     if (parse(p, data, datalen) != 0) {
       p->proto_err = 1;
       return NGTCP2_ERR_CALLBACK_FAILURE;
+    }
+    if (p->echo) {
+      size_t skip = pre < 4 ? 4 - pre : 0; /* the preamble is not echoed */
+      if (skip > datalen)
+        skip = datalen;
+      if (echo_append(p, data + skip, datalen - skip) != 0) {
+        snprintf(p->err, sizeof(p->err), "out of memory for the echo");
+        p->proto_err = 1;
+        return NGTCP2_ERR_CALLBACK_FAILURE;
+      }
     }
     if (flags & NGTCP2_STREAM_DATA_FLAG_FIN) {
       if (p->pre < 4 || p->hdr_have || p->body_left) {
@@ -482,10 +600,21 @@ static int recv_stream_data_cb(ngtcp2_conn *conn, uint32_t flags,
         p->proto_err = 1;
         return NGTCP2_ERR_CALLBACK_FAILURE;
       }
+      if (p->echo) {
+        p->echo_fin = 1; /* FIN after the last echo */
+        return 0;
+      }
       for (int i = 0; i < 8; i++)
         p->out[i] = (uint8_t)(p->msgs >> (56 - 8 * i));
       p->outoff = 0;
       p->reply_queued = 1;
+    }
+    return 0;
+  }
+  if (p->mode != MODE_DRAIN) {
+    if (echo_recv(p, data, datalen) != 0) {
+      p->proto_err = 1;
+      return NGTCP2_ERR_CALLBACK_FAILURE;
     }
     return 0;
   }
@@ -572,6 +701,7 @@ static void fill_settings(ngtcp2_settings *s, ngtcp2_transport_params *tp,
 /* Connection teardown                                                 */
 
 static void conn_free(peer *p) {
+  echo_free(p);
   if (p->conn) {
     ngtcp2_conn_del(p->conn);
     p->conn = NULL;
@@ -618,6 +748,27 @@ static int stream_source(peer *p, ngtcp2_vec *v, uint32_t *flags) {
   *flags = NGTCP2_WRITE_STREAM_FLAG_NONE;
   if (p->sid < 0)
     return 0;
+  if (p->is_server && p->echo) {
+    if (p->reply_sent)
+      return 0;
+    if (p->esent < p->ewritten) {
+      size_t at = (size_t)(p->esent % ECHUNK);
+      uint64_t rem = p->ewritten - p->esent;
+      v->base = p->echunks[p->esent / ECHUNK] + at;
+      v->len = ECHUNK - at < rem ? ECHUNK - at : (size_t)rem;
+      if (v->len > CHUNK)
+        v->len = CHUNK;
+      if (p->echo_fin && v->len == rem)
+        *flags = NGTCP2_WRITE_STREAM_FLAG_FIN;
+      return 1;
+    }
+    if (!p->echo_fin)
+      return 0;
+    v->base = NULL;
+    v->len = 0;
+    *flags = NGTCP2_WRITE_STREAM_FLAG_FIN;
+    return 1;
+  }
   if (p->is_server) {
     if (!p->reply_queued || p->reply_sent)
       return 0;
@@ -626,9 +777,9 @@ static int stream_source(peer *p, ngtcp2_vec *v, uint32_t *flags) {
     *flags = NGTCP2_WRITE_STREAM_FLAG_FIN;
     return 1;
   }
-  if (p->fin_sent)
+  if (p->fin_sent || p->off >= p->limit)
     return 0;
-  uint64_t rem = p->total - p->off;
+  uint64_t rem = p->limit - p->off;
   size_t idx = p->off < 4 ? (size_t)p->off
                           : 4 + (size_t)((p->off - 4) % p->period);
   size_t len = p->patlen - idx;
@@ -638,12 +789,18 @@ static int stream_source(peer *p, ngtcp2_vec *v, uint32_t *flags) {
     len = (size_t)rem;
   v->base = (uint8_t *)p->pat + idx;
   v->len = len;
-  if (len == rem)
+  if (len == rem && p->mode == MODE_DRAIN)
     *flags = NGTCP2_WRITE_STREAM_FLAG_FIN;
   return 1;
 }
 
 static void stream_advance(peer *p, size_t n, uint32_t flags, size_t offered) {
+  if (p->is_server && p->echo) {
+    p->esent += n;
+    if (n == offered && (flags & NGTCP2_WRITE_STREAM_FLAG_FIN))
+      p->reply_sent = 1;
+    return;
+  }
   if (p->is_server) {
     p->outoff += n;
     if (n == offered && (flags & NGTCP2_WRITE_STREAM_FLAG_FIN))
@@ -766,7 +923,8 @@ static int write_burst(peer *p, ngtcp2_tstamp ts) {
   }
   if (p->txpkts == 0)
     return 0;
-  ngtcp2_conn_update_pkt_tx_time(p->conn, ts);
+  if (!p->tx_time_per_turn)
+    ngtcp2_conn_update_pkt_tx_time(p->conn, ts);
   p->txpending = 1;
   if (flush_tx(p) < 0)
     return -1;
@@ -804,6 +962,8 @@ static int write_some(peer *p) {
     if (p->txpending)
       break; /* socket full */
   }
+  if (p->tx_time_per_turn && total > 0)
+    ngtcp2_conn_update_pkt_tx_time(p->conn, ts);
   return total;
 }
 
@@ -1053,12 +1213,14 @@ static void turn(peer *p) {
 /* ------------------------------------------------------------------ */
 /* serve                                                               */
 
-static int serve(void) {
+static int serve(int echo) {
   static peer P;
   peer *p = &P;
   struct sockaddr_in sin;
 
   p->is_server = 1;
+  p->echo = echo;
+  p->tx_time_per_turn = echo;
   p->sid = -1;
   make_server_cred(p);
   p->fd = make_socket();
@@ -1071,8 +1233,9 @@ static int serve(void) {
   p->locallen = sizeof(p->local);
   if (getsockname(p->fd, (struct sockaddr *)&p->local, &p->locallen) != 0)
     die("getsockname: %s", strerror(errno));
-  printf("{\"port\": %u}\n",
-         ntohs(((struct sockaddr_in *)&p->local)->sin_port));
+  printf("{\"port\": %u, \"service\": \"%s\"}\n",
+         ntohs(((struct sockaddr_in *)&p->local)->sin_port),
+         echo ? "echo" : "drain");
   fflush(stdout);
 
   for (;;) {
@@ -1152,6 +1315,7 @@ static int drain(const char *port_s, const char *n_s, const char *size_s) {
   }
   p->pat = pat;
   p->total = 4 + n * p->period;
+  p->limit = p->total;
   p->sid = -1;
 
   gnutls_certificate_allocate_credentials(&p->cred);
@@ -1244,13 +1408,218 @@ static int drain(const char *port_s, const char *n_s, const char *size_s) {
   return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* ping and handshakes (clients of serve --echo)                       */
+
+/* "pure" + one frame + CHUNK more bytes of the pattern, as the drain's. */
+static void make_pattern(peer *p, uint64_t size) {
+  uint8_t *pat;
+  p->period = 4 + (size_t)size;
+  p->patlen = 4 + p->period + CHUNK;
+  pat = malloc(p->patlen);
+  p->back = malloc(p->period);
+  if (!pat || !p->back)
+    die("out of memory for the %zu-byte pattern", p->patlen);
+  memcpy(pat, "pure", 4);
+  for (size_t j = 0; j < p->period + CHUNK; j++) {
+    size_t k = j % p->period;
+    pat[4 + j] = k < 4 ? (uint8_t)(size >> (24 - 8 * k))
+                       : (uint8_t)((k - 4) % 251);
+  }
+  p->pat = pat;
+}
+
+/* A connected UDP socket to 127.0.0.1:port, for every connection of a run. */
+static void client_socket(peer *p, uint64_t port) {
+  struct sockaddr_in sin;
+  gnutls_certificate_allocate_credentials(&p->cred);
+  p->fd = make_socket();
+  memset(&sin, 0, sizeof(sin));
+  sin.sin_family = AF_INET;
+  sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  sin.sin_port = htons((uint16_t)port);
+  memcpy(&p->remote, &sin, sizeof(sin));
+  p->remotelen = sizeof(sin);
+  if (connect(p->fd, (struct sockaddr *)&sin, sizeof(sin)) != 0)
+    die("connect 127.0.0.1:%" PRIu64 ": %s", port, strerror(errno));
+  p->locallen = sizeof(p->local);
+  if (getsockname(p->fd, (struct sockaddr *)&p->local, &p->locallen) != 0)
+    die("getsockname: %s", strerror(errno));
+}
+
+/* A new client connection on p's socket: fresh TLS session (no resumption),
+   fresh connection IDs, state of the stream reset. */
+static void client_conn_new(peer *p) {
+  ngtcp2_callbacks cb;
+  ngtcp2_settings s;
+  ngtcp2_transport_params tp;
+  ngtcp2_cid dcid, scid;
+  ngtcp2_path path;
+  int rv;
+
+  p->conn_done = p->conn_failed = p->proto_err = 0;
+  p->err[0] = 0;
+  p->sid = -1;
+  p->off = 0;
+  p->fin_sent = 0;
+  p->reply_done = 0;
+  p->replylen = p->backlen = 0;
+  p->echoes = 0;
+  p->txpending = 0;
+  p->txlen = p->txpkts = 0;
+  p->credit = 0;
+  if (tls_session_new(p) != 0)
+    die("TLS setup failed");
+  dcid.datalen = 18;
+  gnutls_rnd(GNUTLS_RND_RANDOM, dcid.data, dcid.datalen);
+  scid.datalen = SCID_LEN;
+  gnutls_rnd(GNUTLS_RND_RANDOM, scid.data, scid.datalen);
+  fill_callbacks(&cb, 0);
+  fill_settings(&s, &tp, 0);
+  path.local.addr = (struct sockaddr *)&p->local;
+  path.local.addrlen = p->locallen;
+  path.remote.addr = (struct sockaddr *)&p->remote;
+  path.remote.addrlen = p->remotelen;
+  path.user_data = NULL;
+  rv = ngtcp2_conn_client_new(&p->conn, &dcid, &scid, &path,
+                              NGTCP2_PROTO_VER_V1, &cb, &s, &tp, NULL, p);
+  if (rv != 0)
+    die("ngtcp2_conn_client_new: %s", ngtcp2_strerror(rv));
+  ngtcp2_conn_set_tls_native_handle(p->conn, p->tls);
+  ngtcp2_path_storage_zero(&p->ps);
+}
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The q-quantile of n sorted values (nearest rank), in us. */
+static double quantile_us(const uint64_t *v, uint64_t n, double q) {
+  uint64_t k = (uint64_t)(q * (double)n + 0.999999);
+  if (k < 1)
+    k = 1;
+  if (k > n)
+    k = n;
+  return (double)v[k - 1] / 1e3;
+}
+
+static int ping(const char *port_s, const char *n_s, const char *size_s) {
+  static peer P;
+  peer *p = &P;
+  uint64_t port, n, size;
+
+  if (parse_u64(port_s, 65535, &port) != 0 || port == 0 ||
+      parse_u64(n_s, 100000000, &n) != 0 || n == 0 ||
+      parse_u64(size_s, MAX_MSG_LEN, &size) != 0) {
+    fprintf(stderr, "%s ping: PORT (1..65535) N (1..10^8) SIZE (0..%u) "
+                    "expected, got '%s' '%s' '%s'\n",
+            prog, MAX_MSG_LEN, port_s, n_s, size_s);
+    return 2;
+  }
+  p->mode = MODE_PING;
+  p->tx_time_per_turn = 1;
+  p->n = n;
+  p->rtt = malloc(n * sizeof(*p->rtt));
+  if (!p->rtt)
+    die("out of memory");
+  make_pattern(p, size);
+  p->total = 4 + n * p->period;
+  p->limit = 0; /* the first message goes once the handshake is done */
+  client_socket(p, port);
+  client_conn_new(p);
+  while (!p->conn_done && !p->reply_done)
+    turn(p);
+  if (p->conn_failed || !p->reply_done) {
+    fprintf(stderr, "%s ping: %s (after %" PRIu64 " of %" PRIu64 " echoes)\n",
+            prog, p->conn_failed ? p->err : "connection ended early",
+            p->echoes, n);
+    conn_free(p);
+    return 1;
+  }
+  send_close(p, 0, NULL);
+  conn_free(p);
+  double sum = 0;
+  for (uint64_t i = 0; i < n; i++)
+    sum += (double)p->rtt[i];
+  double secs = sum / 1e9;
+  qsort(p->rtt, n, sizeof(*p->rtt), cmp_u64);
+  printf("{\"round_trips\": %" PRIu64 ", \"size\": %" PRIu64
+         ", \"echoes\": %" PRIu64 ", \"mismatches\": %" PRIu64
+         ", \"seconds\": %.6f, \"mean_us\": %.2f, \"min_us\": %.2f, "
+         "\"p50_us\": %.2f, \"p90_us\": %.2f, \"p99_us\": %.2f, "
+         "\"max_us\": %.2f}\n",
+         n, size, p->echoes, p->mismatches, secs, sum / (double)n / 1e3,
+         quantile_us(p->rtt, n, 0), quantile_us(p->rtt, n, 0.5),
+         quantile_us(p->rtt, n, 0.9), quantile_us(p->rtt, n, 0.99),
+         quantile_us(p->rtt, n, 1));
+  fflush(stdout);
+  return p->mismatches ? 1 : 0;
+}
+
+static int handshakes(const char *port_s, const char *n_s) {
+  static peer P;
+  peer *p = &P;
+  uint64_t port, n, done, mismatches = 0;
+
+  if (parse_u64(port_s, 65535, &port) != 0 || port == 0 ||
+      parse_u64(n_s, 100000000, &n) != 0 || n == 0) {
+    fprintf(stderr, "%s handshakes: PORT (1..65535) N (1..10^8) expected, "
+                    "got '%s' '%s'\n",
+            prog, port_s, n_s);
+    return 2;
+  }
+  uint64_t *lat = malloc(n * sizeof(*lat));
+  if (!lat)
+    die("out of memory");
+  p->mode = MODE_HANDSHAKES;
+  p->tx_time_per_turn = 1;
+  p->n = 1; /* one echo per connection */
+  make_pattern(p, HS_SIZE);
+  p->total = p->limit = 4 + p->period; /* preamble + one message, no FIN */
+  client_socket(p, port);
+  uint64_t t0 = now_ns();
+  for (done = 0; done < n; done++) {
+    uint64_t ts = now_ns();
+    client_conn_new(p);
+    while (!p->conn_done && !p->reply_done)
+      turn(p);
+    if (p->conn_failed || !p->reply_done) {
+      fprintf(stderr, "%s handshakes: connection %" PRIu64 ": %s\n", prog,
+              done, p->conn_failed ? p->err : "ended before its echo");
+      conn_free(p);
+      return 1;
+    }
+    lat[done] = now_ns() - ts;
+    mismatches += p->mismatches;
+    p->mismatches = 0;
+    send_close(p, 0, NULL); /* CONNECTION_CLOSE, no waiting */
+    conn_free(p);
+  }
+  double secs = (double)(now_ns() - t0) / 1e9, sum = 0;
+  for (uint64_t i = 0; i < n; i++)
+    sum += (double)lat[i];
+  qsort(lat, n, sizeof(*lat), cmp_u64);
+  printf("{\"handshakes\": %" PRIu64 ", \"size\": %d, \"ok\": %" PRIu64
+         ", \"mismatches\": %" PRIu64 ", \"seconds\": %.6f, \"per_second\": "
+         "%.1f, \"mean_us\": %.1f, \"p50_us\": %.1f, \"p99_us\": %.1f}\n",
+         n, HS_SIZE, n - mismatches, mismatches, secs, (double)n / secs,
+         sum / (double)n / 1e3, quantile_us(lat, n, 0.5),
+         quantile_us(lat, n, 0.99));
+  fflush(stdout);
+  free(lat);
+  return mismatches ? 1 : 0;
+}
+
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: %s serve\n"
+          "usage: %s serve [--echo]\n"
           "       %s drain PORT N SIZE\n"
+          "       %s ping PORT N SIZE\n"
+          "       %s handshakes PORT N\n"
           "       %s idle --links K --idle SECONDS [--keepalive SECONDS] [--json]\n"
           "QUIC (ngtcp2 %s + GnuTLS %s) drain peer for the Pure benchmark.\n",
-          prog, prog, prog, ngtcp2_version(0)->version_str, gnutls_check_version(NULL));
+          prog, prog, prog, prog, prog, ngtcp2_version(0)->version_str, gnutls_check_version(NULL));
 }
 
 int idle_main(int argc, char **argv); /* idle.c: the idle-links experiment */
@@ -1260,7 +1629,24 @@ int main(int argc, char **argv) {
   if (argc >= 2 && strcmp(argv[1], "idle") == 0)
     return idle_main(argc - 1, argv + 1);
   if (argc >= 2 && strcmp(argv[1], "serve") == 0 && argc == 2)
-    return serve();
+    return serve(0);
+  if (argc == 3 && strcmp(argv[1], "serve") == 0 &&
+      strcmp(argv[2], "--echo") == 0)
+    return serve(1);
+  if (argc >= 2 && strcmp(argv[1], "ping") == 0) {
+    if (argc != 5) {
+      usage(stderr);
+      return 2;
+    }
+    return ping(argv[2], argv[3], argv[4]);
+  }
+  if (argc >= 2 && strcmp(argv[1], "handshakes") == 0) {
+    if (argc != 4) {
+      usage(stderr);
+      return 2;
+    }
+    return handshakes(argv[2], argv[3]);
+  }
   if (argc >= 2 && strcmp(argv[1], "drain") == 0) {
     if (argc != 5) {
       usage(stderr);

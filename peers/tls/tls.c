@@ -9,6 +9,17 @@
  *       (TLS close_notify, or shutdown(SHUT_WR) with --plain), reads the
  *       server's 8-byte big-endian message count, prints one JSON line and
  *       exits 0 only if the count equals N.
+ *   tls serve --echo [--plain]
+ *       the same server, but every whole message (u32 BE length + body, after
+ *       the preamble) is sent back as it arrives (the latency and handshakes
+ *       experiments).
+ *   tls ping PORT N SIZE [--plain] [--cert-sha256 HEX]
+ *       one connection, N round trips of one SIZE-byte message (one in flight),
+ *       each echo compared byte for byte; prints the round-trip percentiles.
+ *   tls handshakes PORT N [--plain] [--cert-sha256 HEX]
+ *       N connections one after another: connect, full TLS 1.3 handshake (no
+ *       session resumption, X25519), one 61-byte message, its echo, close_notify
+ *       and close; prints connections per second.
  *
  * TLS: TLS 1.3 only, TLS_AES_128_GCM_SHA256 only, P-256 ECDSA certificate.
  * The sender hands 256 KiB SSL_write calls pointing into a fixed pattern and
@@ -62,8 +73,8 @@ static SSL_CTX *ctx_new(int server) {
         return NULL;
     }
     if (!SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) || !SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) ||
-        !SSL_CTX_set_ciphersuites(ctx, SUITE)) {
-        ssl_errors("configuring TLS 1.3 with " SUITE);
+        !SSL_CTX_set_ciphersuites(ctx, SUITE) || !SSL_CTX_set1_groups_list(ctx, "X25519")) {
+        ssl_errors("configuring TLS 1.3 with " SUITE " and X25519");
         SSL_CTX_free(ctx);
         return NULL;
     }
@@ -358,7 +369,9 @@ out:
     close(fd);
 }
 
-static int cmd_serve(int plain) {
+static void serve_echo_conn(int fd, SSL_CTX *ctx, unsigned char *buf);
+
+static int cmd_serve(int plain, int echo) {
     SSL_CTX *ctx = NULL;
     char fp[65] = {0};
     if (!plain) {
@@ -382,9 +395,11 @@ static int cmd_serve(int plain) {
         return 1;
     }
     if (plain)
-        printf("{\"port\": %u, \"mode\": \"tcp\"}\n", ntohs(a.sin_port));
+        printf("{\"port\": %u, \"mode\": \"tcp\", \"service\": \"%s\"}\n", ntohs(a.sin_port),
+               echo ? "echo" : "drain");
     else
-        printf("{\"port\": %u, \"mode\": \"tls1.3\", \"cert_sha256\": \"%s\"}\n", ntohs(a.sin_port), fp);
+        printf("{\"port\": %u, \"mode\": \"tls1.3\", \"service\": \"%s\", \"cert_sha256\": \"%s\"}\n",
+               ntohs(a.sin_port), echo ? "echo" : "drain", fp);
     fflush(stdout);
     unsigned char *buf = malloc(CHUNK);
     if (!buf) {
@@ -403,7 +418,10 @@ static int cmd_serve(int plain) {
         /* One connection at a time: a client that goes silent must not wedge the server. */
         struct timeval tv = {.tv_sec = 60};
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-        serve_conn(fd, ctx, buf);
+        if (echo)
+            serve_echo_conn(fd, ctx, buf);
+        else
+            serve_conn(fd, ctx, buf);
     }
 }
 
@@ -574,10 +592,351 @@ static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, in
     return 0;
 }
 
+/* ---- echo server, ping and handshakes clients (latency and handshakes experiments) ----
+ * The echo server takes the drain's stream (preamble "pure", then u32 BE length + body
+ * frames) and sends every whole frame back as it arrives, without the preamble; it ends
+ * when the client ends its stream (close_notify or FIN) or closes. */
+
+#define ECHO_MAX (1u << 20) /* largest message the echo server takes */
+
+static int echo_write(SSL *ssl, int fd, const unsigned char *p, size_t len) {
+    if (ssl) {
+        size_t w;
+        return SSL_write_ex(ssl, p, len, &w) == 1 && flush_ssl(ssl) == 0 ? 0 : -1;
+    }
+    return write_all_fd(fd, p, len);
+}
+
+static void serve_echo_conn(int fd, SSL_CTX *ctx, unsigned char *buf) {
+    SSL *ssl = NULL;
+    struct rbuf *rb = NULL;
+    unsigned char *acc = malloc(ECHO_MAX + 4);
+    size_t have = 0, pre = 0;
+    if (!acc) {
+        fprintf(stderr, "tls serve: out of memory\n");
+        close(fd);
+        return;
+    }
+    if (ctx) {
+        ssl = SSL_new(ctx);
+        if (!ssl || !attach_fd(ssl, fd, &rb)) {
+            ssl_errors("SSL_new");
+            goto out;
+        }
+        if (SSL_accept(ssl) != 1) {
+            ssl_errors("TLS handshake (SSL_accept)");
+            goto out;
+        }
+    }
+    for (;;) {
+        size_t got = 0;
+        if (ssl) {
+            if (SSL_read_ex(ssl, buf, CHUNK, &got) != 1) {
+                int e = SSL_get_error(ssl, 0);
+                if (e != SSL_ERROR_ZERO_RETURN && e != SSL_ERROR_SYSCALL)
+                    ssl_errors("SSL_read");
+                break; /* close_notify, or the client closed without one */
+            }
+        } else {
+            ssize_t r = read(fd, buf, CHUNK);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                break;
+            got = (size_t)r;
+        }
+        const unsigned char *p = buf;
+        while (pre < 4 && got) {
+            if (*p != (unsigned char)DRAIN_PREAMBLE[pre]) {
+                fprintf(stderr, "tls serve: bad preamble byte %zu; closing\n", pre);
+                goto out;
+            }
+            pre++, p++, got--;
+        }
+        /* Echo whole frames straight from buf when nothing is pending; keep a partial tail. */
+        while (got) {
+            size_t take = got;
+            if (have + take > ECHO_MAX + 4)
+                take = ECHO_MAX + 4 - have;
+            memcpy(acc + have, p, take);
+            have += take, p += take, got -= take;
+            size_t off = 0;
+            while (have - off >= 4) {
+                uint32_t len = get_be32(acc + off);
+                if (len > ECHO_MAX) {
+                    fprintf(stderr, "tls serve: message of %u bytes is over the echo limit; closing\n", len);
+                    goto out;
+                }
+                if (have - off < 4 + (size_t)len)
+                    break;
+                off += 4 + (size_t)len;
+            }
+            if (off && echo_write(ssl, fd, acc, off)) {
+                fprintf(stderr, "tls serve: writing an echo failed\n");
+                goto out;
+            }
+            memmove(acc, acc + off, have - off);
+            have -= off;
+        }
+    }
+    if (ssl) {
+        SSL_shutdown(ssl);
+        flush_ssl(ssl);
+    }
+out:
+    SSL_free(ssl);
+    free(rb);
+    free(acc);
+    close(fd);
+}
+
+/* One client connection: TCP connect (+ TLS handshake and pin check). */
+struct client_conn {
+    int fd;
+    SSL *ssl;
+    struct rbuf *rb;
+};
+
+static int client_open(struct client_conn *c, uint16_t port, SSL_CTX *ctx, const char *fp, const char *cmd) {
+    c->ssl = NULL;
+    c->rb = NULL;
+    c->fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&a, sizeof a)) {
+        fprintf(stderr, "tls %s: connect to 127.0.0.1:%u: %s\n", cmd, (unsigned)port, strerror(errno));
+        if (c->fd >= 0)
+            close(c->fd);
+        return -1;
+    }
+    set_nodelay(c->fd);
+    if (!ctx)
+        return 0;
+    c->ssl = SSL_new(ctx);
+    if (!c->ssl || !attach_fd(c->ssl, c->fd, &c->rb) || !SSL_set_tlsext_host_name(c->ssl, "localhost")) {
+        ssl_errors("SSL_new");
+        return -1;
+    }
+    if (SSL_connect(c->ssl) != 1) {
+        ssl_errors("TLS handshake (SSL_connect)");
+        return -1;
+    }
+    if (fp && check_fingerprint(c->ssl, fp))
+        return -1;
+    return 0;
+}
+
+/* Ends the stream (close_notify or FIN) and closes the socket without waiting for the server. */
+static void client_close(struct client_conn *c) {
+    if (c->ssl) {
+        SSL_shutdown(c->ssl);
+        flush_ssl(c->ssl);
+    } else if (c->fd >= 0) {
+        shutdown(c->fd, SHUT_WR);
+    }
+    SSL_free(c->ssl);
+    free(c->rb);
+    if (c->fd >= 0)
+        close(c->fd);
+    c->ssl = NULL;
+    c->rb = NULL;
+    c->fd = -1;
+}
+
+static int client_write(struct client_conn *c, const unsigned char *p, size_t len) {
+    return echo_write(c->ssl, c->fd, p, len);
+}
+
+/* Reads exactly len bytes; 0, or -1 if the connection ended first. */
+static int client_read(struct client_conn *c, unsigned char *p, size_t len) {
+    while (len) {
+        size_t got = 0;
+        if (c->ssl) {
+            if (SSL_read_ex(c->ssl, p, len, &got) != 1)
+                return -1;
+        } else {
+            ssize_t r = read(c->fd, p, len);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                return -1;
+            got = (size_t)r;
+        }
+        p += got;
+        len -= got;
+    }
+    return 0;
+}
+
+static int cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The q-quantile of n sorted values (nearest rank), in µs. */
+static double quantile_us(const uint64_t *v, uint64_t n, double q) {
+    uint64_t k = (uint64_t)(q * (double)n + 0.999999);
+    if (k < 1)
+        k = 1;
+    if (k > n)
+        k = n;
+    return (double)v[k - 1] / 1e3;
+}
+
+static uint64_t mono_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* "pure" + one frame (u32 BE length, body byte i = i % 251): the first message goes out with
+ * the preamble, the rest from frame + 4. */
+static unsigned char *make_frame(uint32_t size) {
+    unsigned char *f = malloc(8 + (size_t)size);
+    if (!f)
+        return NULL;
+    memcpy(f, DRAIN_PREAMBLE, 4);
+    put_be32(f + 4, size);
+    for (uint32_t i = 0; i < size; i++)
+        f[8 + i] = (unsigned char)(i % 251);
+    return f;
+}
+
+static SSL_CTX *client_ctx(int plain) {
+    if (plain)
+        return NULL;
+    SSL_CTX *ctx = ctx_new(0);
+    if (!ctx)
+        return NULL;
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL); /* self-signed: pinned by --cert-sha256 instead */
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF); /* every handshake a full one */
+    return ctx;
+}
+
+static int cmd_ping(const char *port_s, const char *n_s, const char *size_s, int plain, const char *fp) {
+    uint64_t port, n, size;
+    if (parse_u64(port_s, 1, 65535, &port) || parse_u64(n_s, 1, 100000000, &n) ||
+        parse_u64(size_s, 0, ECHO_MAX, &size)) {
+        fprintf(stderr, "tls ping: PORT (1..65535) N (1..10^8) SIZE (0..%u) expected, got '%s' '%s' '%s'\n",
+                ECHO_MAX, port_s, n_s, size_s);
+        return 2;
+    }
+    if (fp && strlen(fp) != 64) {
+        fprintf(stderr, "tls ping: --cert-sha256 needs 64 hex digits\n");
+        return 2;
+    }
+    unsigned char *frame = make_frame((uint32_t)size), *back = malloc(4 + (size_t)size);
+    uint64_t *rtt = malloc(n * sizeof *rtt);
+    if (!frame || !back || !rtt) {
+        fprintf(stderr, "tls ping: out of memory\n");
+        return 1;
+    }
+    SSL_CTX *ctx = client_ctx(plain);
+    if (!plain && !ctx)
+        return 1;
+    struct client_conn c;
+    if (client_open(&c, (uint16_t)port, ctx, fp, "ping"))
+        return 1;
+    uint64_t mismatches = 0, done = 0, t0 = mono_ns();
+    for (; done < n; done++) {
+        uint64_t ts = mono_ns();
+        int w = done == 0 ? client_write(&c, frame, 8 + (size_t)size) : client_write(&c, frame + 4, 4 + (size_t)size);
+        if (w) {
+            fprintf(stderr, "tls ping: writing message %" PRIu64 " failed\n", done);
+            break;
+        }
+        if (client_read(&c, back, 4 + (size_t)size)) {
+            fprintf(stderr, "tls ping: the connection ended before echo %" PRIu64 "\n", done);
+            break;
+        }
+        rtt[done] = mono_ns() - ts;
+        if (memcmp(back, frame + 4, 4 + (size_t)size) && mismatches++ < 3)
+            fprintf(stderr, "tls ping: echo %" PRIu64 " differs from what was sent\n", done);
+    }
+    double secs = (double)(mono_ns() - t0) / 1e9;
+    client_close(&c);
+    SSL_CTX_free(ctx);
+    if (done < n)
+        return 1;
+    double sum = 0;
+    for (uint64_t i = 0; i < n; i++)
+        sum += (double)rtt[i];
+    qsort(rtt, n, sizeof *rtt, cmp_u64);
+    printf("{\"round_trips\": %" PRIu64 ", \"size\": %" PRIu64 ", \"echoes\": %" PRIu64 ", \"mismatches\": %" PRIu64
+           ", \"seconds\": %.6f, \"mean_us\": %.2f, \"min_us\": %.2f, \"p50_us\": %.2f, \"p90_us\": %.2f, "
+           "\"p99_us\": %.2f, \"max_us\": %.2f}\n",
+           n, size, done, mismatches, secs, sum / (double)n / 1e3, quantile_us(rtt, n, 0), quantile_us(rtt, n, 0.5),
+           quantile_us(rtt, n, 0.9), quantile_us(rtt, n, 0.99), quantile_us(rtt, n, 1));
+    fflush(stdout);
+    free(frame);
+    free(back);
+    free(rtt);
+    return mismatches ? 1 : 0;
+}
+
+static int cmd_handshakes(const char *port_s, const char *n_s, int plain, const char *fp) {
+    uint64_t port, n;
+    const uint32_t size = 61;
+    if (parse_u64(port_s, 1, 65535, &port) || parse_u64(n_s, 1, 100000000, &n)) {
+        fprintf(stderr, "tls handshakes: PORT (1..65535) N (1..10^8) expected, got '%s' '%s'\n", port_s, n_s);
+        return 2;
+    }
+    if (fp && strlen(fp) != 64) {
+        fprintf(stderr, "tls handshakes: --cert-sha256 needs 64 hex digits\n");
+        return 2;
+    }
+    unsigned char *frame = make_frame(size), back[4 + 61];
+    uint64_t *lat = malloc(n * sizeof *lat);
+    if (!frame || !lat) {
+        fprintf(stderr, "tls handshakes: out of memory\n");
+        return 1;
+    }
+    SSL_CTX *ctx = client_ctx(plain);
+    if (!plain && !ctx)
+        return 1;
+    uint64_t mismatches = 0, done = 0, t0 = mono_ns();
+    for (; done < n; done++) {
+        uint64_t ts = mono_ns();
+        struct client_conn c;
+        if (client_open(&c, (uint16_t)port, ctx, fp, "handshakes"))
+            break;
+        if (client_write(&c, frame, 8 + size) || client_read(&c, back, sizeof back)) {
+            fprintf(stderr, "tls handshakes: connection %" PRIu64 " ended before its echo\n", done);
+            client_close(&c);
+            break;
+        }
+        if (memcmp(back, frame + 4, sizeof back) && mismatches++ < 3)
+            fprintf(stderr, "tls handshakes: connection %" PRIu64 "'s echo differs from what was sent\n", done);
+        lat[done] = mono_ns() - ts;
+        client_close(&c);
+    }
+    double secs = (double)(mono_ns() - t0) / 1e9;
+    SSL_CTX_free(ctx);
+    if (done < n)
+        return 1;
+    double sum = 0;
+    for (uint64_t i = 0; i < n; i++)
+        sum += (double)lat[i];
+    qsort(lat, n, sizeof *lat, cmp_u64);
+    printf("{\"handshakes\": %" PRIu64 ", \"size\": %u, \"ok\": %" PRIu64 ", \"mismatches\": %" PRIu64
+           ", \"seconds\": %.6f, \"per_second\": %.1f, \"mean_us\": %.1f, \"p50_us\": %.1f, \"p99_us\": %.1f}\n",
+           n, size, n - mismatches, mismatches, secs, (double)n / secs, sum / (double)n / 1e3,
+           quantile_us(lat, n, 0.5), quantile_us(lat, n, 0.99));
+    fflush(stdout);
+    free(frame);
+    free(lat);
+    return mismatches ? 1 : 0;
+}
+
 static void usage(FILE *f) {
-    fprintf(f, "usage: tls serve [--plain]\n"
+    fprintf(f, "usage: tls serve [--plain] [--echo]\n"
                "       tls drain PORT N SIZE [--plain] [--cert-sha256 HEX]\n"
-               "TCP + TLS 1.3 (TLS_AES_128_GCM_SHA256) drain peer; --plain: TCP without TLS.\n");
+               "       tls ping PORT N SIZE [--plain] [--cert-sha256 HEX]\n"
+               "       tls handshakes PORT N [--plain] [--cert-sha256 HEX]\n"
+               "TCP + TLS 1.3 (TLS_AES_128_GCM_SHA256, X25519) drain peer; --plain: TCP without TLS.\n"
+               "serve --echo: send every message back (latency, handshakes); ping: N round trips of one\n"
+               "message on one connection; handshakes: N connections one after another, each a full\n"
+               "handshake (no resumption), one 61-byte message echoed, close.\n");
 }
 
 int main(int argc, char **argv) {
@@ -586,13 +945,15 @@ int main(int argc, char **argv) {
         usage(stderr);
         return 2;
     }
-    int plain = 0;
+    int plain = 0, echo = 0;
     const char *fp = NULL;
     const char *pos[4];
     int npos = 0;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--plain"))
             plain = 1;
+        else if (!strcmp(argv[i], "--echo"))
+            echo = 1;
         else if (!strcmp(argv[i], "--cert-sha256") && i + 1 < argc)
             fp = argv[++i];
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -610,7 +971,11 @@ int main(int argc, char **argv) {
         }
     }
     if (!strcmp(argv[1], "serve") && npos == 0)
-        return cmd_serve(plain);
+        return cmd_serve(plain, echo);
+    if (!strcmp(argv[1], "ping") && npos == 3 && !echo)
+        return cmd_ping(pos[0], pos[1], pos[2], plain, fp);
+    if (!strcmp(argv[1], "handshakes") && npos == 2 && !echo)
+        return cmd_handshakes(pos[0], pos[1], plain, fp);
     if (!strcmp(argv[1], "drain") && npos == 3)
         return cmd_drain(pos[0], pos[1], pos[2], plain, fp);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {

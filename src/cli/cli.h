@@ -31,6 +31,8 @@ int cli_drain(int argc, char **argv);
 int cli_send(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_bench_idle(int argc, char **argv);
+int cli_bench_handshakes(int argc, char **argv);
+int cli_ping(int argc, char **argv);
 
 /* Prints "pure CMD: <message>" and a pointer to --help on stderr; returns CLI_USAGE. */
 int cli_usage(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

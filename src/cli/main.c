@@ -9,6 +9,7 @@ static const cli_cmd commands[] = {
     {"pubkey", cli_pubkey, "read a private key on stdin, print its public key"},
     {"serve", cli_serve, "accept links for the drain, echo and sink services"},
     {"drain", cli_drain, "send N messages to a drain service and check its count"},
+    {"ping", cli_ping, "time N round trips of one message through an echo service"},
     {"send", cli_send, "send each stdin line as a message, print the replies"},
     {"bench", cli_bench, "benchmarks (see bench/run.py)"},
 };

@@ -2,7 +2,11 @@
 # Smoke test of the comparison runner and every drain peer: builds the peers that are missing
 # (peers/*/build.sh into BUILD_DIR/peers; CI starts from a fresh clone), then runs
 # `bench/run.py --quick` — one small drain per implementation and size (N = 2000 / 1000 / 200) —
-# and fails if any peer fails to build or any server's count differs from what its client sent.
+# then `bench/run.py latency --quick` (200 round trips of a 61-byte message through each row's
+# echo server) and `bench/run.py handshakes --quick` (20 connections, one echo each), and fails
+# if any peer fails to build, any server's count differs from what its client sent, or any echo
+# is missing or differs from what was sent (the rows without an echo mode, udp and udp-seal,
+# take part in the drain only).
 # Pure's row is included when BUILD_DIR/pure exists (this script never builds Pure itself).
 # Timings are not asserted. Usage: tests/scripts/peers_quick.sh BUILD_DIR   (e.g. build)
 set -euo pipefail
@@ -38,4 +42,12 @@ done
 list=$(printf '%s\n' "${skip[@]}" | grep -v '^--skip$' | paste -sd, - || true)
 args=(--quick --no-build --build-dir "$build" --json)
 if [ -n "$list" ]; then args+=(--skip "$list"); fi
-exec "$py" "$root/bench/run.py" drain "${args[@]}"
+rc=0
+for exp in drain latency handshakes; do
+  echo "peers_quick: bench/run.py $exp --quick" >&2
+  if ! "$py" "$root/bench/run.py" "$exp" "${args[@]}"; then
+    echo "peers_quick: FAILED: bench/run.py $exp --quick" >&2
+    rc=1
+  fi
+done
+exit $rc

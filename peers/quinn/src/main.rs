@@ -10,6 +10,15 @@
 //!       messages (u32 big-endian length + SIZE bytes, byte i = i % 251), finishes the
 //!       stream, reads the server's 8-byte big-endian message count, prints one JSON
 //!       line and exits 0 only if the count equals N.
+//!   quinn serve --echo
+//!       the same server sending every whole message back (after the preamble);
+//!       no TLS session resumption.
+//!   quinn ping PORT N SIZE [--cert-sha256 HEX]
+//!       one connection, N round trips of one SIZE-byte message (one in flight),
+//!       each echo compared; prints round-trip percentiles.
+//!   quinn handshakes PORT N [--cert-sha256 HEX]
+//!       N connections one after another from one endpoint: full handshake, one
+//!       61-byte message, its echo, close; prints connections per second.
 //!
 //! Both sides run a current-thread tokio runtime. TLS 1.3 with TLS_AES_128_GCM_SHA256
 //! only; each side prints the suite rustls actually negotiated to stderr once. UDP
@@ -638,7 +647,7 @@ fn hex(b: &[u8]) -> String {
 // ---------------------------------------------------------------------------
 // serve
 
-fn cmd_serve(stats: bool) -> Result<(), String> {
+fn cmd_serve(stats: bool, echo: bool) -> Result<(), String> {
     let (cert, key) = make_cert()?;
     let fingerprint = hex(ring::digest::digest(&ring::digest::SHA256, &cert.0).as_ref());
     let mut tls = rustls::ServerConfig::builder()
@@ -651,6 +660,11 @@ fn cmd_serve(stats: bool) -> Result<(), String> {
         .map_err(|e| format!("rustls server certificate: {e}"))?;
     tls.alpn_protocols = vec![ALPN.to_vec()];
     tls.max_early_data_size = 0;
+    if echo {
+        // Every handshake a full one (the handshakes experiment): no resumption.
+        tls.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+        tls.send_half_rtt_data = false;
+    }
     let mut server = quinn::ServerConfig::with_crypto(Arc::new(ServerTls(Arc::new(tls))));
     server.transport_config(transport_config());
     let socket = udp_socket(0)?;
@@ -662,7 +676,8 @@ fn cmd_serve(stats: bool) -> Result<(), String> {
         {
             use std::io::Write;
             let mut out = io::stdout().lock();
-            writeln!(out, "{{\"port\": {port}, \"cert_sha256\": \"{fingerprint}\"}}")
+            let service = if echo { "echo" } else { "drain" };
+            writeln!(out, "{{\"port\": {port}, \"service\": \"{service}\", \"cert_sha256\": \"{fingerprint}\"}}")
                 .and_then(|_| out.flush())
                 .map_err(|e| format!("writing the port line to stdout: {e}"))?;
         }
@@ -671,7 +686,8 @@ fn cmd_serve(stats: bool) -> Result<(), String> {
             // does not hold up the next one until its idle timeout.
             tokio::spawn(async move {
                 let peer = connecting.remote_address();
-                if let Err(e) = serve_conn(connecting, stats).await {
+                let r = if echo { serve_echo_conn(connecting).await } else { serve_conn(connecting, stats).await };
+                if let Err(e) = r {
                     eprintln!("quinn serve: connection from {peer}: {e}");
                 }
             });
@@ -829,27 +845,245 @@ fn cmd_drain(port: u16, n: u64, size: u32, opts: DrainOpts) -> Result<bool, Stri
     })
 }
 
+// ---------------------------------------------------------------------------
+// serve --echo, ping and handshakes (the latency and handshakes experiments)
+
+/// Largest message the echo server takes.
+const ECHO_MAX: usize = 1 << 20;
+/// The handshakes experiment's one message.
+const HS_SIZE: u32 = 61;
+
+/// Echo server side of one connection: checks the preamble, then sends every whole
+/// frame (u32 BE length + body) back as it arrives; finishes when the client does.
+async fn serve_echo_conn(connecting: quinn::Connecting) -> Result<(), String> {
+    let conn = connecting.await.map_err(|e| format!("handshake failed: {e}"))?;
+    print_suite_once("serve", &conn);
+    let closed_ok = |e: &quinn::ConnectionError| {
+        matches!(e, quinn::ConnectionError::ApplicationClosed(a) if a.error_code == quinn::VarInt::from_u32(0))
+    };
+    let (mut send, mut recv) = match conn.accept_bi().await {
+        Ok(s) => s,
+        Err(e) if closed_ok(&e) => return Ok(()),
+        Err(e) => return Err(format!("waiting for the stream: {e}")),
+    };
+    let mut acc: Vec<u8> = Vec::with_capacity(64 * 1024);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut pre = 0usize;
+    loop {
+        let got = match recv.read(&mut buf).await {
+            Ok(Some(k)) => k,
+            Ok(None) => break,
+            Err(quinn::ReadError::ConnectionLost(e)) if closed_ok(&e) => return Ok(()),
+            Err(e) => return Err(format!("reading the stream: {e}")),
+        };
+        let mut p = &buf[..got];
+        while pre < 4 && !p.is_empty() {
+            if p[0] != PREAMBLE[pre] {
+                conn.close(quinn::VarInt::from_u32(BAD_FRAMING), b"bad preamble");
+                return Err(format!("bad preamble byte {pre}"));
+            }
+            pre += 1;
+            p = &p[1..];
+        }
+        acc.extend_from_slice(p);
+        let mut off = 0usize;
+        while acc.len() - off >= 4 {
+            let len = u32::from_be_bytes(acc[off..off + 4].try_into().expect("4 bytes")) as usize;
+            if len > ECHO_MAX {
+                conn.close(quinn::VarInt::from_u32(BAD_FRAMING), b"message over the echo limit");
+                return Err(format!("message of {len} bytes is over the echo limit"));
+            }
+            if acc.len() - off < 4 + len {
+                break;
+            }
+            off += 4 + len;
+        }
+        if off > 0 {
+            match send.write_all(&acc[..off]).await {
+                Ok(()) => {}
+                Err(quinn::WriteError::ConnectionLost(e)) if closed_ok(&e) => return Ok(()),
+                Err(e) => return Err(format!("sending an echo: {e}")),
+            }
+            acc.drain(..off);
+        }
+    }
+    let _ = send.finish().await;
+    conn.closed().await;
+    Ok(())
+}
+
+fn client_config(pin: Option<[u8; 32]>) -> Result<quinn::ClientConfig, String> {
+    let mut tls = rustls::ClientConfig::builder()
+        .with_cipher_suites(SUITES)
+        .with_safe_default_kx_groups()
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| format!("rustls client config: {e}"))?
+        .with_custom_certificate_verifier(Arc::new(PinVerifier { sha256: pin }))
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![ALPN.to_vec()];
+    tls.enable_early_data = false;
+    // Every handshake a full one: no session cache, no tickets.
+    tls.session_storage = Arc::new(rustls::client::NoClientSessionStorage {});
+    tls.enable_tickets = false;
+    let mut client = quinn::ClientConfig::new(Arc::new(ClientTls(Arc::new(tls))));
+    client.transport_config(transport_config());
+    Ok(client)
+}
+
+/// "pure" + one frame (u32 BE length, body byte i = i % 251).
+fn first_frame(size: u32) -> Vec<u8> {
+    let mut f = Vec::with_capacity(8 + size as usize);
+    f.extend_from_slice(PREAMBLE);
+    f.extend_from_slice(&size.to_be_bytes());
+    f.extend((0..size as usize).map(|i| (i % 251) as u8));
+    f
+}
+
+/// The q-quantile of sorted nanoseconds (nearest rank), in µs.
+fn quantile_us(v: &[u64], q: f64) -> f64 {
+    let n = v.len();
+    let k = ((q * n as f64 + 0.999999) as usize).clamp(1, n);
+    v[k - 1] as f64 / 1e3
+}
+
+fn cmd_ping(port: u16, n: u64, size: u32, pin: Option<[u8; 32]>) -> Result<bool, String> {
+    let client = client_config(pin)?;
+    let frame = first_frame(size);
+    let socket = udp_socket(0)?;
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let endpoint = quinn::Endpoint::new(endpoint_config()?, None, socket, quinn::TokioRuntime)
+            .map_err(|e| format!("quinn endpoint: {e}"))?;
+        let addr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port));
+        let conn = endpoint
+            .connect_with(client, addr, SERVER_NAME)
+            .map_err(|e| format!("connect to {addr}: {e}"))?
+            .await
+            .map_err(|e| format!("QUIC handshake with {addr}: {e}"))?;
+        print_suite_once("ping", &conn);
+        let (mut send, mut recv) = conn.open_bi().await.map_err(|e| format!("opening the stream: {e}"))?;
+        let mut back = vec![0u8; 4 + size as usize];
+        let mut rtt: Vec<u64> = Vec::with_capacity(n as usize);
+        let mut mismatches = 0u64;
+        for i in 0..n {
+            let t = Instant::now();
+            let msg = if i == 0 { &frame[..] } else { &frame[4..] };
+            send.write_all(msg).await.map_err(|e| format!("sending message {i}: {e}"))?;
+            recv.read_exact(&mut back).await.map_err(|e| format!("reading echo {i}: {e}"))?;
+            rtt.push(t.elapsed().as_nanos() as u64);
+            if back[..] != frame[4..] {
+                mismatches += 1;
+                if mismatches <= 3 {
+                    eprintln!("quinn ping: echo {i} differs from what was sent");
+                }
+            }
+        }
+        conn.close(quinn::VarInt::from_u32(0), b"done");
+        let secs = rtt.iter().sum::<u64>() as f64 / 1e9;
+        let mean = secs * 1e6 / n as f64;
+        rtt.sort_unstable();
+        println!(
+            "{{\"round_trips\": {n}, \"size\": {size}, \"echoes\": {}, \"mismatches\": {mismatches}, \
+             \"seconds\": {secs:.6}, \"mean_us\": {mean:.2}, \"min_us\": {:.2}, \"p50_us\": {:.2}, \
+             \"p90_us\": {:.2}, \"p99_us\": {:.2}, \"max_us\": {:.2}}}",
+            rtt.len(),
+            quantile_us(&rtt, 0.0),
+            quantile_us(&rtt, 0.5),
+            quantile_us(&rtt, 0.9),
+            quantile_us(&rtt, 0.99),
+            quantile_us(&rtt, 1.0)
+        );
+        {
+            use std::io::Write;
+            let _ = io::stdout().flush();
+        }
+        let _ = tokio::time::timeout(Duration::from_millis(250), endpoint.wait_idle()).await;
+        Ok(mismatches == 0)
+    })
+}
+
+fn cmd_handshakes(port: u16, n: u64, pin: Option<[u8; 32]>) -> Result<bool, String> {
+    let client = client_config(pin)?;
+    let frame = first_frame(HS_SIZE);
+    let socket = udp_socket(0)?;
+    let rt = runtime()?;
+    rt.block_on(async move {
+        let endpoint = quinn::Endpoint::new(endpoint_config()?, None, socket, quinn::TokioRuntime)
+            .map_err(|e| format!("quinn endpoint: {e}"))?;
+        let addr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port));
+        let mut back = vec![0u8; 4 + HS_SIZE as usize];
+        let mut lat: Vec<u64> = Vec::with_capacity(n as usize);
+        let mut mismatches = 0u64;
+        let t0 = Instant::now();
+        for i in 0..n {
+            let t = Instant::now();
+            let conn = endpoint
+                .connect_with(client.clone(), addr, SERVER_NAME)
+                .map_err(|e| format!("connect to {addr}: {e}"))?
+                .await
+                .map_err(|e| format!("connection {i}: QUIC handshake with {addr}: {e}"))?;
+            print_suite_once("handshakes", &conn);
+            let (mut send, mut recv) =
+                conn.open_bi().await.map_err(|e| format!("connection {i}: opening the stream: {e}"))?;
+            send.write_all(&frame).await.map_err(|e| format!("connection {i}: sending: {e}"))?;
+            recv.read_exact(&mut back).await.map_err(|e| format!("connection {i}: reading the echo: {e}"))?;
+            if back[..] != frame[4..] {
+                mismatches += 1;
+                if mismatches <= 3 {
+                    eprintln!("quinn handshakes: connection {i}'s echo differs from what was sent");
+                }
+            }
+            lat.push(t.elapsed().as_nanos() as u64);
+            conn.close(quinn::VarInt::from_u32(0), b"done"); // no waiting for the server
+        }
+        let secs = t0.elapsed().as_secs_f64();
+        let mean = lat.iter().sum::<u64>() as f64 / n as f64 / 1e3;
+        lat.sort_unstable();
+        println!(
+            "{{\"handshakes\": {n}, \"size\": {HS_SIZE}, \"ok\": {}, \"mismatches\": {mismatches}, \
+             \"seconds\": {secs:.6}, \"per_second\": {:.1}, \"mean_us\": {mean:.1}, \"p50_us\": {:.1}, \
+             \"p99_us\": {:.1}}}",
+            n - mismatches,
+            n as f64 / secs,
+            quantile_us(&lat, 0.5),
+            quantile_us(&lat, 0.99)
+        );
+        {
+            use std::io::Write;
+            let _ = io::stdout().flush();
+        }
+        let _ = tokio::time::timeout(Duration::from_millis(250), endpoint.wait_idle()).await;
+        Ok(mismatches == 0)
+    })
+}
+
 fn usage() -> &'static str {
-    "usage: quinn serve [--stats]\n       quinn drain PORT N SIZE [--cert-sha256 HEX] [--write-all] [--stats]\n\
+    "usage: quinn serve [--stats] [--echo]\n       quinn drain PORT N SIZE [--cert-sha256 HEX] [--write-all] [--stats]\n\
+     \x20      quinn ping PORT N SIZE [--cert-sha256 HEX]\n\
+     \x20      quinn handshakes PORT N [--cert-sha256 HEX]\n\
      \x20      quinn idle --links K --idle SECONDS [--keepalive SECONDS] [--json]\n\
      QUIC (quinn 0.9, rustls, TLS_AES_128_GCM_SHA256) drain peer for Pure's benchmark.\n\
      --cert-sha256 HEX  pin the server certificate (serve prints it as cert_sha256)\n\
      --write-all        send with write_all(&[u8]) (a copy per chunk) instead of write_chunk(Bytes)\n\
-     --stats            print quinn's connection stats (datagrams, GSO transmits, losses) to stderr\n"
+     --stats            print quinn's connection stats (datagrams, GSO transmits, losses) to stderr\n\
+     serve --echo       send every message back (latency, handshakes; no TLS resumption)\n\
+     ping               one connection, N round trips of one SIZE-byte message, each echo checked\n\
+     handshakes         N connections one after another: full handshake, one 61-byte message, its echo, close\n"
 }
 
 fn run(args: &[String]) -> Result<bool, (u8, String)> {
     let usage_err = |what: String| (2, format!("quinn: {what}\n{}", usage().trim_end()));
     match args.first().map(String::as_str) {
         Some("serve") => {
-            let mut stats = false;
+            let (mut stats, mut echo) = (false, false);
             for a in &args[1..] {
                 match a.as_str() {
                     "--stats" => stats = true,
+                    "--echo" => echo = true,
                     _ => return Err(usage_err(format!("serve: unknown argument '{a}'"))),
                 }
             }
-            cmd_serve(stats).map(|_| true).map_err(|e| (1, format!("quinn serve: {e}")))
+            cmd_serve(stats, echo).map(|_| true).map_err(|e| (1, format!("quinn serve: {e}")))
         }
         Some("drain") => {
             let bad = |e: String| (2, format!("quinn drain: {e}"));
@@ -873,6 +1107,33 @@ fn run(args: &[String]) -> Result<bool, (u8, String)> {
                 }
             }
             cmd_drain(port, n, size, opts).map_err(|e| (1, format!("quinn drain: {e}")))
+        }
+        Some(cmd @ ("ping" | "handshakes")) => {
+            let bad = |e: String| (2, format!("quinn {cmd}: {e}"));
+            let npos = if cmd == "ping" { 3 } else { 2 };
+            if args.len() < 1 + npos || args[1..1 + npos].iter().any(|a| a.starts_with('-')) {
+                return Err(usage_err(format!("{cmd} needs PORT N{}", if cmd == "ping" { " SIZE" } else { "" })));
+            }
+            let port = parse_u64("PORT", &args[1], 1, 65535).map_err(bad)? as u16;
+            let n = parse_u64("N", &args[2], 1, 100_000_000).map_err(bad)?;
+            let size = if cmd == "ping" {
+                parse_u64("SIZE (bytes)", &args[3], 0, ECHO_MAX as u64).map_err(bad)? as u32
+            } else {
+                HS_SIZE
+            };
+            let mut pin = None;
+            let mut rest = args[1 + npos..].iter();
+            while let Some(a) = rest.next() {
+                match a.as_str() {
+                    "--cert-sha256" => {
+                        let v = rest.next().ok_or_else(|| bad("--cert-sha256 needs a value".into()))?;
+                        pin = Some(parse_pin(v).map_err(bad)?);
+                    }
+                    _ => return Err(usage_err(format!("{cmd}: unknown argument '{a}'"))),
+                }
+            }
+            let r = if cmd == "ping" { cmd_ping(port, n, size, pin) } else { cmd_handshakes(port, n, pin) };
+            r.map_err(|e| (1, format!("quinn {cmd}: {e}")))
         }
         Some("idle-serve") => idle::cmd_idle_serve().map(|_| true).map_err(|e| (1, format!("quinn idle-serve: {e}"))),
         Some("idle") => {
