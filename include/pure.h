@@ -317,6 +317,8 @@ typedef struct pure_link_stats {
     uint64_t recv_window;       /* current receive credit window */
     uint64_t rekeys, keepalives, path_changes;
     uint64_t dropped_auth, dropped_replay;
+    uint64_t paced_bursts;      /* bursts of data the pacer ended before the buffer was full
+                                   (the window and the data would have allowed more) */
 } pure_link_stats;
 
 /* Copies the link's statistics. */

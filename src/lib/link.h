@@ -59,6 +59,7 @@ typedef struct pure_link_counters {
     uint64_t messages_received;
     uint64_t rekeys, keepalives, path_changes;
     uint64_t dropped_auth, dropped_replay;
+    uint64_t paced_bursts;
 } pure_link_counters;
 
 /* What a link needs only while it carries traffic: allocated on demand (pure_link_busy) and

@@ -279,6 +279,8 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
                 cwnd_blocked = 1;
             } else if (pure_pacer_allowance(&link->b->pacer, now, link->b->cc.cwnd, srtt) < size) {
                 link->pace_at = pure_pacer_next(&link->b->pacer, now, size, link->b->cc.cwnd, srtt);
+                if (n > 0)
+                    link->st.paced_bursts++; /* a burst under way, cut short by the pacer */
             } else {
                 allow_data = 1;
             }
