@@ -756,7 +756,7 @@ int pure_err_is_fatal(int err)
 
 int pure_keygen(uint8_t priv[PURE_KEY_LEN])
 {
-    if (pure_crypto_openssl.random(priv, PURE_KEY_LEN))
+    if (pure_crypto_default.random(priv, PURE_KEY_LEN))
         return PURE_ECRYPTO;
     /* X25519 clamping happens inside the DH; clamp here too so stored keys are canonical */
     priv[0] &= 248;
@@ -767,7 +767,7 @@ int pure_keygen(uint8_t priv[PURE_KEY_LEN])
 
 int pure_public_key(uint8_t pub[PURE_KEY_LEN], const uint8_t priv[PURE_KEY_LEN])
 {
-    return pure_crypto_openssl.dh_public(pub, priv) ? PURE_ECRYPTO : 0;
+    return pure_crypto_default.dh_public(pub, priv) ? PURE_ECRYPTO : 0;
 }
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
