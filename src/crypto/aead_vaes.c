@@ -35,18 +35,19 @@
 
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,vaes,vpclmulqdq,aes,pclmul,sse4.1")))
 
-/* Powers of H kept per key: enough for a whole packet of a 1,500-byte path (ad, 92 data blocks
- * and the lengths block) to be hashed with one reduction; longer inputs reduce every PMAX
- * blocks. */
+/* Powers of H for one-reduction hashing: up to 16 blocks with the powers every key keeps; up to
+ * PMAX (a whole packet of a 1,500-byte path: ad, 92 data blocks and the lengths block) with a
+ * table a key makes on its first long input; longer inputs reduce every sixteen blocks. */
 #define PMAX 96
 
-/* One key: its schedule broadcast to four lanes, and H's powers for GHASH. */
+/* One key: 512 bytes while a link only exchanges small packets (100,000 links waking at once
+ * schedule 200,000 of these: their memory is page faults), plus 1.6 KB once it sends long ones. */
 typedef struct vaes_key {
-    __m512i rk[11];         /* AES-128 round keys, each in all four 128-bit lanes */
-    __m128i pw[PMAX + 4];   /* pw[PMAX - e] = H^e (byte-reversed domain) for e = 1..npow; the
-                               four after H^1 are zero, so a four-lane load past a region's last
-                               block multiplies masked-off (zero) lanes by zero */
-    uint32_t npow;          /* powers computed so far (16 at init, more on the first long input) */
+    __m128i rk[11];   /* AES-128 round keys (broadcast to four lanes where used) */
+    __m128i pw[20];   /* pw[16 - e] = H^e (byte-reversed domain), e = 1..16; pw[16..19] zero, so
+                         a four-lane load past a region's last block multiplies zero lanes */
+    __m128i *big;     /* NULL, or big[PMAX - e] = H^e for e = 1..npow, then four zeros */
+    uint32_t npow;    /* powers in big */
 } vaes_key;
 
 static const uint8_t bswap_bytes[16] = {15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0};
@@ -154,18 +155,29 @@ TARGET static inline __m512i gf_mul4(__m512i a, __m512i b)
     return gf_reduce4(lo, hi);
 }
 
-/* Makes sure H^1..H^need are in the table (need <= PMAX), four powers per step: the lanes
- * [H^(e+7) .. H^(e+4)] are [H^(e+3) .. H^e] times H^4. */
-TARGET static void extend_powers(vaes_key *k, uint32_t need)
+/* The powers table for n blocks, hp[g] = H^(n-g) for g < n and zeros after: the small table for
+ * n <= 16; else the large one, made (four powers per step: the lanes [H^(e+7) .. H^(e+4)] are
+ * [H^(e+3) .. H^e] times H^4) up to n. NULL if n > PMAX or its memory cannot be had. */
+TARGET static const __m128i *powers(vaes_key *k, size_t n)
 {
-    if (need > PMAX)
-        need = PMAX;
-    const __m512i h4 = _mm512_broadcast_i32x4(k->pw[PMAX - 4]);
-    while (k->npow < need) { /* npow is a multiple of 4, at least 16 */
-        __m512i prev = _mm512_loadu_si512(&k->pw[PMAX - k->npow]); /* H^npow .. H^(npow-3) */
-        _mm512_storeu_si512(&k->pw[PMAX - k->npow - 4], gf_mul4(prev, h4));
+    if (n <= 16)
+        return &k->pw[16 - n];
+    if (n > PMAX)
+        return NULL;
+    if (k->big == NULL) {
+        k->big = aligned_alloc(64, (PMAX + 4) * sizeof(__m128i));
+        if (k->big == NULL)
+            return NULL;
+        memcpy(&k->big[PMAX - 16], k->pw, 20 * sizeof(__m128i)); /* H^16..H^1 and the zeros */
+        k->npow = 16;
+    }
+    const __m512i h4 = _mm512_broadcast_i32x4(k->pw[12]);
+    while (k->npow < n) { /* npow is a multiple of 4 */
+        __m512i prev = _mm512_loadu_si512(&k->big[PMAX - k->npow]); /* H^npow .. H^(npow-3) */
+        _mm512_storeu_si512(&k->big[PMAX - k->npow - 4], gf_mul4(prev, h4));
         k->npow += 4;
     }
+    return &k->big[PMAX - n];
 }
 
 #define MUL_ACC(d, h)                                                                              \
@@ -183,7 +195,7 @@ static inline __mmask64 mask_for(size_t n) { return n >= 64 ? ~(__mmask64)0 : ((
 TARGET static __m128i ghash(const vaes_key *k, __m128i y, const uint8_t *p, size_t n)
 {
     const __m512i bs = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)bswap_bytes));
-    const __m128i *h16 = &k->pw[PMAX - 16]; /* H^16 .. H^1 */
+    const __m128i *h16 = k->pw; /* H^16 .. H^1 */
     const __m512i h0 = _mm512_loadu_si512(&h16[0]), h1 = _mm512_loadu_si512(&h16[4]),
                   h2 = _mm512_loadu_si512(&h16[8]), h3 = _mm512_loadu_si512(&h16[12]);
     while (n >= 256) {
@@ -219,25 +231,28 @@ TARGET static __m128i ghash(const vaes_key *k, __m128i y, const uint8_t *p, size
 
 #define AES_ROUNDS4(c0, c1, c2, c3)                                                                \
     do {                                                                                           \
-        c0 = _mm512_xor_si512(c0, k->rk[0]);                                                       \
-        c1 = _mm512_xor_si512(c1, k->rk[0]);                                                       \
-        c2 = _mm512_xor_si512(c2, k->rk[0]);                                                       \
-        c3 = _mm512_xor_si512(c3, k->rk[0]);                                                       \
+        c0 = _mm512_xor_si512(c0, K[0]);                                                       \
+        c1 = _mm512_xor_si512(c1, K[0]);                                                       \
+        c2 = _mm512_xor_si512(c2, K[0]);                                                       \
+        c3 = _mm512_xor_si512(c3, K[0]);                                                       \
         for (int r = 1; r < 10; r++) {                                                             \
-            c0 = _mm512_aesenc_epi128(c0, k->rk[r]);                                               \
-            c1 = _mm512_aesenc_epi128(c1, k->rk[r]);                                               \
-            c2 = _mm512_aesenc_epi128(c2, k->rk[r]);                                               \
-            c3 = _mm512_aesenc_epi128(c3, k->rk[r]);                                               \
+            c0 = _mm512_aesenc_epi128(c0, K[r]);                                               \
+            c1 = _mm512_aesenc_epi128(c1, K[r]);                                               \
+            c2 = _mm512_aesenc_epi128(c2, K[r]);                                               \
+            c3 = _mm512_aesenc_epi128(c3, K[r]);                                               \
         }                                                                                          \
-        c0 = _mm512_aesenclast_epi128(c0, k->rk[10]);                                              \
-        c1 = _mm512_aesenclast_epi128(c1, k->rk[10]);                                              \
-        c2 = _mm512_aesenclast_epi128(c2, k->rk[10]);                                              \
-        c3 = _mm512_aesenclast_epi128(c3, k->rk[10]);                                              \
+        c0 = _mm512_aesenclast_epi128(c0, K[10]);                                              \
+        c1 = _mm512_aesenclast_epi128(c1, K[10]);                                              \
+        c2 = _mm512_aesenclast_epi128(c2, K[10]);                                              \
+        c3 = _mm512_aesenclast_epi128(c3, K[10]);                                              \
     } while (0)
 
 /* XORs the keystream of counters 2, 3, ... under nonce into n bytes at p. */
 TARGET static void ctr(const vaes_key *k, const uint8_t nonce[PURE_NONCE_LEN], uint8_t *p, size_t n)
 {
+    __m512i K[11];
+    for (int r = 0; r < 11; r++)
+        K[r] = _mm512_broadcast_i32x4(k->rk[r]);
     const __m512i bs = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)bswap_bytes));
     uint8_t b[16];
     memcpy(b, nonce, 12);
@@ -294,25 +309,23 @@ TARGET static __m128i ghash_all(vaes_key *k, const uint8_t *ad, size_t adlen, co
 {
     __m128i lens = _mm_set_epi64x((long long)((uint64_t)adlen * 8), (long long)((uint64_t)len * 8));
     size_t na = (adlen + 15) / 16, nd = (len + 15) / 16, n = na + nd + 1;
-    if (n > PMAX) { /* long input: sixteen blocks per reduction */
+    const __m128i *hp = powers(k, n); /* b_g times hp[g] = H^(n-g) */
+    if (hp == NULL) { /* long input: sixteen blocks per reduction */
         __m128i y = _mm_setzero_si128();
         if (adlen)
             y = ghash(k, y, ad, adlen);
         if (len)
             y = ghash(k, y, data, len);
-        return gf_mul(_mm_xor_si128(y, lens), k->pw[PMAX - 1]);
+        return gf_mul(_mm_xor_si128(y, lens), k->pw[15]);
     }
-    if (k->npow < n)
-        extend_powers(k, (uint32_t)((n + 3) & ~(size_t)3));
     const __m512i bs = _mm512_broadcast_i32x4(_mm_loadu_si128((const __m128i *)bswap_bytes));
-    const __m128i *hp = &k->pw[PMAX - n]; /* b_g times hp[g] = H^(n-g) */
     __m512i lo = _mm512_setzero_si512(), mid = lo, hi = lo;
     if (adlen)
         REGION(ad, adlen, hp);
     if (len)
         REGION(data, len, hp + na);
     /* the lengths block times H^1, in lane 0 */
-    __m512i dl = _mm512_zextsi128_si512(lens), hl = _mm512_zextsi128_si512(k->pw[PMAX - 1]);
+    __m512i dl = _mm512_zextsi128_si512(lens), hl = _mm512_zextsi128_si512(k->pw[15]);
     MUL_ACC(dl, hl);
     return gf_fold_reduce(lo, mid, hi);
 }
@@ -324,10 +337,10 @@ TARGET static inline __m128i tag_mask(const vaes_key *k, const uint8_t nonce[PUR
     uint8_t b[16];
     memcpy(b, nonce, 12);
     b[12] = 0, b[13] = 0, b[14] = 0, b[15] = 1;
-    __m128i j0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)b), _mm512_castsi512_si128(k->rk[0]));
+    __m128i j0 = _mm_xor_si128(_mm_loadu_si128((const __m128i *)b), k->rk[0]);
     for (int r = 1; r < 10; r++)
-        j0 = _mm_aesenc_si128(j0, _mm512_castsi512_si128(k->rk[r]));
-    return _mm_aesenclast_si128(j0, _mm512_castsi512_si128(k->rk[10]));
+        j0 = _mm_aesenc_si128(j0, k->rk[r]);
+    return _mm_aesenclast_si128(j0, k->rk[10]);
 }
 
 /* The tag in normal byte order. */
@@ -363,21 +376,22 @@ TARGET static void schedule(vaes_key *k, const uint8_t key[16])
     r[9] = EXPAND(r[8], 0x1b);
     r[10] = EXPAND(r[9], 0x36);
     for (int i = 0; i < 11; i++)
-        k->rk[i] = _mm512_broadcast_i32x4(r[i]);
+        k->rk[i] = r[i];
     __m128i h = _mm_xor_si128(_mm_setzero_si128(), r[0]);
     for (int i = 1; i < 10; i++)
         h = _mm_aesenc_si128(h, r[i]);
     h = _mm_aesenclast_si128(h, r[10]);
     h = _mm_shuffle_epi8(h, _mm_loadu_si128((const __m128i *)bswap_bytes));
     __m128i p = h;
-    k->pw[PMAX - 1] = h;
+    k->pw[15] = h;
     for (int e = 2; e <= 16; e++) {
         p = gf_mul(p, h);
-        k->pw[PMAX - e] = p;
+        k->pw[16 - e] = p;
     }
-    k->npow = 16;
-    for (int i = PMAX; i < PMAX + 4; i++)
+    for (int i = 16; i < 20; i++)
         k->pw[i] = _mm_setzero_si128();
+    k->big = NULL;
+    k->npow = 0;
     pure_wipe(r, sizeof r);
     pure_wipe(&h, sizeof h);
     pure_wipe(&p, sizeof p);
@@ -403,8 +417,13 @@ void pure_vaes_aead_free(pure_aead *a)
 {
     if (a == NULL || a->impl == NULL)
         return;
-    pure_wipe(a->impl, sizeof(vaes_key));
-    free(a->impl);
+    vaes_key *k = a->impl;
+    if (k->big) {
+        pure_wipe(k->big, (PMAX + 4) * sizeof(__m128i));
+        free(k->big);
+    }
+    pure_wipe(k, sizeof *k);
+    free(k);
     a->impl = NULL;
 }
 
