@@ -454,8 +454,8 @@ const pure_crypto pure_crypto_openssl = {
     .aead_open = ossl_aead_open,
 };
 
-/* The default backend: the kernel for randomness; Nettle for X25519, SHA-256 and HMAC where the
- * build has it (prims_nettle.c says why), else OpenSSL. Transport packets
+/* The default backend: the kernel for randomness; Nettle for X25519 public keys, SHA-256 and
+ * HMAC where the build has it, OpenSSL for X25519 key agreement (prims_nettle.c says why). Transport packets
  * (AES-128-GCM) go through aead_vaes.c where the CPU has VAES and VPCLMULQDQ (it says why);
  * otherwise, and for the handshake's AES-256-GCM, AES-GCM goes through GnuTLS where the build
  * has it (aead_gnutls.c says why), else OpenSSL's. */
@@ -514,7 +514,8 @@ const pure_crypto pure_crypto_default = {
     .name = "default",
     .random = os_random,
     .dh_public = PRIM(dh_public),
-    .dh = PRIM(dh),
+    .dh = ossl_dh, /* OpenSSL's X25519 with a peer's point is faster than Nettle's (see
+                      prims_nettle.c); it brings OpenSSL's one-time set-up with it */
     .hash = PRIM(hash),
     .hmac = PRIM(hmac),
     .aead_init = default_aead_init,
