@@ -146,6 +146,7 @@ typedef struct pure_loop_stats {
     uint64_t send_blocked;      /* sends that met a full socket buffer (EAGAIN: waited) */
     uint64_t send_errors;       /* bursts the kernel refused (unreachable, too big): dropped */
     uint64_t recv_errors;       /* receive errors and truncated datagrams: dropped */
+    uint64_t recv_empty;        /* receive calls that found the socket empty (EAGAIN) */
     uint64_t wakeups;           /* returns from epoll */
     uint64_t timer_wakeups;     /* returns from epoll with no event: the core's deadline came */
     uint64_t timeouts;          /* pure_ctx_timeout calls */

@@ -243,7 +243,8 @@ void cli_print_stats(const char *cmd, const pure_link_stats *ls, const pure_loop
     fprintf(stderr,
             "pure %s: loop: sendmsg calls %llu, packets %llu (%.1f per call), GSO bursts %llu%s, "
             "send blocked %llu, send errors %llu; recvmsg calls %llu, datagrams %llu (%.1f per "
-            "call), GRO segments %llu in %llu buffers%s; wakeups %llu (timer %llu), timeouts %llu\n",
+            "call), GRO segments %llu in %llu buffers%s, empty reads %llu; wakeups %llu (timer %llu), "
+            "timeouts %llu\n",
             cmd, (unsigned long long)st.sendmsg_calls, (unsigned long long)st.packets_sent,
             st.sendmsg_calls ? (double)st.packets_sent / (double)st.sendmsg_calls : 0.0,
             (unsigned long long)st.gso_bursts, st.gso ? "" : " (GSO off)",
@@ -251,7 +252,8 @@ void cli_print_stats(const char *cmd, const pure_link_stats *ls, const pure_loop
             (unsigned long long)st.recvmsg_calls, (unsigned long long)st.datagrams_received,
             st.recvmsg_calls ? (double)st.datagrams_received / (double)st.recvmsg_calls : 0.0,
             (unsigned long long)st.gro_segments, (unsigned long long)st.gro_buffers,
-            st.gro ? "" : " (GRO off)", (unsigned long long)st.wakeups,
+            st.gro ? "" : " (GRO off)", (unsigned long long)st.recv_empty,
+            (unsigned long long)st.wakeups,
             (unsigned long long)st.timer_wakeups,
             (unsigned long long)st.timeouts);
 }
