@@ -74,29 +74,33 @@ int pure_vaes_available(void)
     return known;
 }
 
-/* (lo, hi) is a 256-bit carry-less product of two byte-reversed field elements: shift it left
- * one bit (the reversed domain's product is one bit short) and reduce it modulo the GCM
- * polynomial. */
+/* (lo, hi) are 256-bit carry-less products of two byte-reversed field elements, one per 128-bit
+ * lane: shift each left one bit (the reversed domain's product is one bit short) and reduce it
+ * modulo the GCM polynomial, lane by lane. */
+TARGET static inline __m512i gf_reduce4(__m512i lo, __m512i hi)
+{
+    __m512i c_lo = _mm512_srli_epi32(lo, 31), c_hi = _mm512_srli_epi32(hi, 31);
+    lo = _mm512_slli_epi32(lo, 1);
+    hi = _mm512_slli_epi32(hi, 1);
+    __m512i carry_mid = _mm512_bsrli_epi128(c_lo, 12);
+    c_hi = _mm512_bslli_epi128(c_hi, 4);
+    c_lo = _mm512_bslli_epi128(c_lo, 4);
+    lo = _mm512_or_si512(lo, c_lo);
+    hi = _mm512_or_si512(_mm512_or_si512(hi, c_hi), carry_mid);
+    __m512i a = _mm512_xor_si512(_mm512_xor_si512(_mm512_slli_epi32(lo, 31), _mm512_slli_epi32(lo, 30)),
+                                 _mm512_slli_epi32(lo, 25));
+    __m512i spill = _mm512_bsrli_epi128(a, 4);
+    lo = _mm512_xor_si512(lo, _mm512_bslli_epi128(a, 12));
+    __m512i b = _mm512_xor_si512(_mm512_xor_si512(_mm512_srli_epi32(lo, 1), _mm512_srli_epi32(lo, 2)),
+                                 _mm512_srli_epi32(lo, 7));
+    b = _mm512_xor_si512(b, spill);
+    return _mm512_xor_si512(hi, _mm512_xor_si512(lo, b));
+}
+
+/* gf_reduce4 on one lane. */
 TARGET static inline __m128i gf_reduce(__m128i lo, __m128i hi)
 {
-    __m128i c_lo = _mm_srli_epi32(lo, 31), c_hi = _mm_srli_epi32(hi, 31);
-    lo = _mm_slli_epi32(lo, 1);
-    hi = _mm_slli_epi32(hi, 1);
-    __m128i carry_mid = _mm_srli_si128(c_lo, 12);
-    c_hi = _mm_slli_si128(c_hi, 4);
-    c_lo = _mm_slli_si128(c_lo, 4);
-    lo = _mm_or_si128(lo, c_lo);
-    hi = _mm_or_si128(_mm_or_si128(hi, c_hi), carry_mid);
-    /* first phase: the x^7, x^2, x terms of lo's bits that land in lo */
-    __m128i a = _mm_xor_si128(_mm_xor_si128(_mm_slli_epi32(lo, 31), _mm_slli_epi32(lo, 30)),
-                              _mm_slli_epi32(lo, 25));
-    __m128i spill = _mm_srli_si128(a, 4);
-    lo = _mm_xor_si128(lo, _mm_slli_si128(a, 12));
-    /* second phase: fold lo into hi */
-    __m128i b = _mm_xor_si128(_mm_xor_si128(_mm_srli_epi32(lo, 1), _mm_srli_epi32(lo, 2)),
-                              _mm_srli_epi32(lo, 7));
-    b = _mm_xor_si128(b, spill);
-    return _mm_xor_si128(hi, _mm_xor_si128(lo, b));
+    return _mm512_castsi512_si128(gf_reduce4(_mm512_zextsi128_si512(lo), _mm512_zextsi128_si512(hi)));
 }
 
 TARGET static inline __m128i gf_mul(__m128i a, __m128i b)
@@ -121,27 +125,6 @@ TARGET static inline __m128i gf_fold_reduce(__m512i lo, __m512i mid, __m512i hi)
     l = _mm_xor_si128(l, _mm_slli_si128(m, 8));
     h = _mm_xor_si128(h, _mm_srli_si128(m, 8));
     return gf_reduce(l, h);
-}
-
-/* gf_reduce on each of four lanes. */
-TARGET static inline __m512i gf_reduce4(__m512i lo, __m512i hi)
-{
-    __m512i c_lo = _mm512_srli_epi32(lo, 31), c_hi = _mm512_srli_epi32(hi, 31);
-    lo = _mm512_slli_epi32(lo, 1);
-    hi = _mm512_slli_epi32(hi, 1);
-    __m512i carry_mid = _mm512_bsrli_epi128(c_lo, 12);
-    c_hi = _mm512_bslli_epi128(c_hi, 4);
-    c_lo = _mm512_bslli_epi128(c_lo, 4);
-    lo = _mm512_or_si512(lo, c_lo);
-    hi = _mm512_or_si512(_mm512_or_si512(hi, c_hi), carry_mid);
-    __m512i a = _mm512_xor_si512(_mm512_xor_si512(_mm512_slli_epi32(lo, 31), _mm512_slli_epi32(lo, 30)),
-                                 _mm512_slli_epi32(lo, 25));
-    __m512i spill = _mm512_bsrli_epi128(a, 4);
-    lo = _mm512_xor_si512(lo, _mm512_bslli_epi128(a, 12));
-    __m512i b = _mm512_xor_si512(_mm512_xor_si512(_mm512_srli_epi32(lo, 1), _mm512_srli_epi32(lo, 2)),
-                                 _mm512_srli_epi32(lo, 7));
-    b = _mm512_xor_si512(b, spill);
-    return _mm512_xor_si512(hi, _mm512_xor_si512(lo, b));
 }
 
 /* Four independent field products, lane by lane. */

@@ -314,6 +314,31 @@ static void deliver(pure_udp *u, pure_ctx *ctx, uint8_t *d, size_t len, size_t s
     }
 }
 
+/* One recvmmsg into n slots of `size` bytes of rbuf (control buffers, if any, set by the caller
+ * in mm[i].msg_hdr before): the number of messages, or -errno (EAGAIN counted as an empty read). */
+static int recv_slots(pure_udp *u, unsigned n, size_t size)
+{
+    for (unsigned i = 0; i < n; i++) {
+        u->iov[i].iov_base = u->rbuf + (size_t)i * size;
+        u->iov[i].iov_len = size;
+        struct msghdr *m = &u->mm[i].msg_hdr;
+        m->msg_name = &u->names[i];
+        m->msg_namelen = sizeof u->names[i];
+        m->msg_iov = &u->iov[i];
+        m->msg_iovlen = 1;
+        m->msg_flags = 0;
+        u->mm[i].msg_len = 0;
+    }
+    int r = recvmmsg(u->fd, u->mm, n, 0, NULL);
+    if (r < 0) {
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            u->st->recv_empty++;
+        return -errno;
+    }
+    u->st->recvmsg_calls++;
+    return r;
+}
+
 /* One recvmmsg of up to PURE_UDP_GRO_SLOTS buffers, each a datagram or a GRO train of
  * equal-sized ones (UDP_GRO gives the segment size). Fewer than all slots filled means the queue
  * was empty: -EAGAIN, so the loop goes back to epoll instead of asking again for nothing (one
@@ -325,23 +350,12 @@ static int recv_gro(pure_udp *u, pure_ctx *ctx)
         struct cmsghdr align;
     } ctl[PURE_UDP_GRO_SLOTS];
     for (unsigned i = 0; i < PURE_UDP_GRO_SLOTS; i++) {
-        u->iov[i].iov_base = u->rbuf + (size_t)i * PURE_UDP_BUF;
-        u->iov[i].iov_len = PURE_UDP_BUF;
-        memset(&u->mm[i], 0, sizeof u->mm[i]);
-        u->mm[i].msg_hdr.msg_name = &u->names[i];
-        u->mm[i].msg_hdr.msg_namelen = sizeof u->names[i];
-        u->mm[i].msg_hdr.msg_iov = &u->iov[i];
-        u->mm[i].msg_hdr.msg_iovlen = 1;
         u->mm[i].msg_hdr.msg_control = ctl[i].buf;
         u->mm[i].msg_hdr.msg_controllen = sizeof ctl[i].buf;
     }
-    int r = recvmmsg(u->fd, u->mm, PURE_UDP_GRO_SLOTS, 0, NULL);
-    if (r < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
-            u->st->recv_empty++;
-        return -errno;
-    }
-    u->st->recvmsg_calls++;
+    int r = recv_slots(u, PURE_UDP_GRO_SLOTS, PURE_UDP_BUF);
+    if (r < 0)
+        return r;
     uint64_t now = pure_now();
     for (int i = 0; i < r; i++) {
         struct msghdr *m = &u->mm[i].msg_hdr;
@@ -367,22 +381,11 @@ static int recv_gro(pure_udp *u, pure_ctx *ctx)
 static int recv_batch(pure_udp *u, pure_ctx *ctx)
 {
     const unsigned slots = PURE_UDP_BUF / PURE_UDP_SLOT;
-    for (unsigned i = 0; i < slots; i++) {
-        u->iov[i].iov_base = u->rbuf + (size_t)i * PURE_UDP_SLOT;
-        u->iov[i].iov_len = PURE_UDP_SLOT;
-        memset(&u->mm[i], 0, sizeof u->mm[i]);
-        u->mm[i].msg_hdr.msg_name = &u->names[i];
-        u->mm[i].msg_hdr.msg_namelen = sizeof u->names[i];
-        u->mm[i].msg_hdr.msg_iov = &u->iov[i];
-        u->mm[i].msg_hdr.msg_iovlen = 1;
-    }
-    int r = recvmmsg(u->fd, u->mm, slots, 0, NULL);
-    if (r < 0) {
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
-            u->st->recv_empty++;
-        return -errno;
-    }
-    u->st->recvmsg_calls++;
+    for (unsigned i = 0; i < slots; i++)
+        u->mm[i].msg_hdr.msg_control = NULL, u->mm[i].msg_hdr.msg_controllen = 0;
+    int r = recv_slots(u, slots, PURE_UDP_SLOT);
+    if (r < 0)
+        return r;
     uint64_t now = pure_now();
     for (int i = 0; i < r; i++) {
         if (u->mm[i].msg_hdr.msg_flags & MSG_TRUNC) {
