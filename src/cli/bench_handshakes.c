@@ -47,20 +47,6 @@ typedef struct hs {
     int code;
 } hs;
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static double cpu_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void fail(hs *h, int code)
 {
     if (h->code == CLI_OK)
@@ -71,7 +57,7 @@ static void fail(hs *h, int code)
 /* Starts the next link with its one message queued behind the handshake. */
 static void start_next(hs *h)
 {
-    h->t_conn = mono_ns();
+    h->t_conn = pure_now();
     int rc = pure_connect(h->ctx, &h->to, h->peer, h->cl.service, h, &h->cur, pure_now());
     if (rc) {
         fprintf(stderr, "pure bench handshakes: cannot start link %llu: %s\n",
@@ -108,7 +94,7 @@ static void on_message(pure_link *link, void *user, const uint8_t *data, size_t 
         fail(h, CLI_FAIL);
         return;
     }
-    uint64_t now = mono_ns();
+    uint64_t now = pure_now();
     if (len != h->size || memcmp(data, h->body, len) != 0) {
         if (h->mismatches++ < 3)
             fprintf(stderr, "pure bench handshakes: link %llu's echo differs from what was sent "
@@ -147,55 +133,18 @@ static const pure_callbacks callbacks = {
     .on_closed = on_closed,
 };
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double quantile_us(const uint64_t *v, uint64_t n, double q)
-{
-    uint64_t k = (uint64_t)(q * (double)n + 0.999999);
-    if (k < 1)
-        k = 1;
-    if (k > n)
-        k = n;
-    return (double)v[k - 1] / 1e3;
-}
-
 int cli_bench_handshakes(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"peer-key", required_argument, NULL, 'p'}, {"size", required_argument, NULL, 'z'},
-        {"service", required_argument, NULL, 'S'},  {"timeout", required_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
-    const char *peer = NULL, *service = "echo";
-    uint64_t timeout = 300ull * 1000000000u;
     hs h;
     memset(&h, 0, sizeof h);
-    h.size = 61;
-    int c;
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'p': peer = optarg; break;
-        case 'S': service = optarg; break;
-        case 'z':
-            if (cli_parse_count(optarg, 1u << 20, &h.size))
-                return cli_usage("bench handshakes",
-                                 "--size '%s' is not a message size in bytes (0 to 1048576)",
-                                 optarg);
-            break;
-        case 't':
-            if (cli_parse_seconds(optarg, &timeout) || timeout == 0)
-                return cli_usage("bench handshakes",
-                                 "--timeout '%s' is not a positive number of seconds", optarg);
-            break;
-        case 'h': fputs(handshakes_help, stdout); return CLI_OK;
-        default: return cli_bad_option("bench handshakes", c, argv);
-        }
-    }
+    cli_client_opts o = {.timeout = 300ull * 1000000000u, .service = "echo", .size = 61};
+    int orc = cli_client_options("bench handshakes", handshakes_help,
+                                 CLI_OPT_SERVICE | CLI_OPT_SIZE, argc, argv, &o);
+    if (orc >= 0)
+        return orc;
+    const char *peer = o.peer, *service = o.service;
+    uint64_t timeout = o.timeout;
+    h.size = o.size;
     if (argc - optind != 2)
         return cli_usage("bench handshakes", "expected HOST:PORT N (got %d argument%s)",
                          argc - optind, argc - optind == 1 ? "" : "s");
@@ -207,10 +156,6 @@ int cli_bench_handshakes(int argc, char **argv)
     if (cli_parse_count(argv[optind + 1], 100000000u, &h.n) || h.n == 0)
         return cli_usage("bench handshakes", "N '%s' is not a count of links (1 to 100000000)",
                          argv[optind + 1]);
-    if (!*service || strlen(service) > 63)
-        return cli_usage("bench handshakes", "--service '%s' is not a service name (1 to 63 "
-                                             "bytes)",
-                         service);
     if (!peer)
         return cli_usage("bench handshakes", "--peer-key PUBKEY is required (the public_key "
                                              "pure serve printed)");
@@ -235,12 +180,12 @@ int cli_bench_handshakes(int argc, char **argv)
         return rc;
     }
     cli_stop_on_signals(h.loop);
-    double cpu0 = cpu_seconds();
-    uint64_t t0 = mono_ns();
+    double cpu0 = cli_cpu_seconds();
+    uint64_t t0 = pure_now();
     start_next(&h);
     if (h.code == CLI_OK)
         rc = pure_loop_run(h.loop, timeout);
-    double cpu = cpu_seconds() - cpu0;
+    double cpu = cli_cpu_seconds() - cpu0;
     if (rc) {
         perror("pure bench handshakes: the socket failed");
         h.code = CLI_FAIL;
@@ -251,7 +196,7 @@ int cli_bench_handshakes(int argc, char **argv)
         else
             fprintf(stderr, "pure bench handshakes: timed out after %.1f s: %llu of %llu links "
                             "done, the last one %s\n",
-                    (double)(mono_ns() - t0) / 1e9, (unsigned long long)h.done,
+                    (double)(pure_now() - t0) / 1e9, (unsigned long long)h.done,
                     (unsigned long long)h.n,
                     h.cl.established ? "waiting for its echo" : "still in its handshake");
         h.code = CLI_FAIL;
@@ -271,7 +216,7 @@ int cli_bench_handshakes(int argc, char **argv)
         double sum = 0;
         for (uint64_t i = 0; i < h.n; i++)
             sum += (double)h.lat[i];
-        qsort(h.lat, h.n, sizeof *h.lat, cmp_u64);
+        cli_sort_u64(h.lat, h.n);
         double secs = (double)(h.t_last - t0) / 1e9;
         printf("{\"handshakes\": %llu, \"size\": %llu, \"ok\": %llu, \"mismatches\": %llu, "
                "\"seconds\": %.6f, \"per_second\": %.1f, \"mean_us\": %.1f, \"p50_us\": %.1f, "
@@ -279,7 +224,7 @@ int cli_bench_handshakes(int argc, char **argv)
                (unsigned long long)h.n, (unsigned long long)h.size,
                (unsigned long long)(h.n - h.mismatches), (unsigned long long)h.mismatches, secs,
                secs > 0 ? (double)h.n / secs : 0.0, sum / (double)h.n / 1e3,
-               quantile_us(h.lat, h.n, 0.5), quantile_us(h.lat, h.n, 0.99),
+               cli_quantile_us(h.lat, h.n, 0.5), cli_quantile_us(h.lat, h.n, 0.99),
                cpu * 1e6 / (double)h.n);
         fflush(stdout);
         if (h.mismatches && h.code == CLI_OK) {

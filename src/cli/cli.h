@@ -89,6 +89,36 @@ int cli_client_open(cli_client *c, const char *keyfile, uint64_t timeout,
                     const pure_callbacks *cb, const pure_addr *to, pure_ctx **ctx,
                     pure_loop **loop);
 
+/* The options the client commands share. Set the defaults, then call cli_client_options. */
+typedef struct cli_client_opts {
+    const char *peer;           /* --peer-key PUBKEY, as typed */
+    const char *keyfile;        /* --key FILE */
+    const char *service;        /* --service NAME */
+    uint64_t timeout;           /* --timeout SECONDS, in ns */
+    uint64_t size;              /* --size BYTES (0 to 1 MiB) */
+    int stats;                  /* --stats */
+} cli_client_opts;
+
+#define CLI_OPT_KEY 1u          /* --key */
+#define CLI_OPT_SERVICE 2u      /* --service (checked: 1 to 63 bytes) */
+#define CLI_OPT_STATS 4u        /* --stats */
+#define CLI_OPT_SIZE 8u         /* --size */
+
+/* Parses cmd's options: --peer-key, --timeout and --help always, the others where `allow` has
+ * them (any other is an unknown option). Returns -1 with optind at the first positional
+ * argument, or the exit code to return: CLI_OK after printing `help`, CLI_USAGE after saying
+ * what was wrong. */
+int cli_client_options(const char *cmd, const char *help, unsigned allow, int argc, char **argv,
+                       cli_client_opts *o);
+
+/* This process's CPU time (user + system), seconds. */
+double cli_cpu_seconds(void);
+
+/* Sorts n values ascending; then cli_quantile_us gives the q-quantile (0..1, nearest rank) of
+ * sorted nanosecond values in microseconds. */
+void cli_sort_u64(uint64_t *v, uint64_t n);
+double cli_quantile_us(const uint64_t *sorted, uint64_t n, double q);
+
 /* Prints a loop's and a link's counters on stderr (--stats). */
 void cli_print_stats(const char *cmd, const pure_link_stats *ls, const pure_loop *loop);
 

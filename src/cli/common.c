@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <arpa/inet.h>
 #include <sys/socket.h>
 
@@ -29,6 +30,72 @@ int cli_bad_option(const char *cmd, int c, char **argv)
     if (c == ':')
         return cli_usage(cmd, "option %s needs a value", opt);
     return cli_usage(cmd, "unknown option %s", opt);
+}
+
+int cli_client_options(const char *cmd, const char *help, unsigned allow, int argc, char **argv,
+                       cli_client_opts *o)
+{
+    static const struct option opts[] = {
+        {"peer-key", required_argument, NULL, 'p'}, {"key", required_argument, NULL, 'k'},
+        {"service", required_argument, NULL, 'S'},  {"timeout", required_argument, NULL, 't'},
+        {"size", required_argument, NULL, 'z'},     {"stats", no_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+    int c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+        unsigned need = c == 'k' ? CLI_OPT_KEY : c == 'S' ? CLI_OPT_SERVICE
+                      : c == 's' ? CLI_OPT_STATS : c == 'z' ? CLI_OPT_SIZE : 0;
+        if (need && !(allow & need)) /* in the table, but not this command's */
+            return cli_usage(cmd, "unknown option --%s",
+                             c == 'k' ? "key" : c == 'S' ? "service" : c == 's' ? "stats" : "size");
+        switch (c) {
+        case 'p': o->peer = optarg; break;
+        case 'k': o->keyfile = optarg; break;
+        case 'S': o->service = optarg; break;
+        case 's': o->stats = 1; break;
+        case 'z':
+            if (cli_parse_count(optarg, 1u << 20, &o->size))
+                return cli_usage(cmd, "--size '%s' is not a message size in bytes (0 to 1048576)",
+                                 optarg);
+            break;
+        case 't':
+            if (cli_parse_seconds(optarg, &o->timeout) || o->timeout == 0)
+                return cli_usage(cmd, "--timeout '%s' is not a positive number of seconds", optarg);
+            break;
+        case 'h': fputs(help, stdout); return CLI_OK;
+        default: return cli_bad_option(cmd, c, argv);
+        }
+    }
+    if ((allow & CLI_OPT_SERVICE) && (!o->service || !*o->service || strlen(o->service) > 63))
+        return cli_usage(cmd, "--service '%s' is not a service name (1 to 63 bytes)",
+                         o->service ? o->service : "");
+    return -1;
+}
+
+double cli_cpu_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+void cli_sort_u64(uint64_t *v, uint64_t n) { qsort(v, n, sizeof *v, cmp_u64); }
+
+double cli_quantile_us(const uint64_t *sorted, uint64_t n, double q)
+{
+    uint64_t k = (uint64_t)(q * (double)n + 0.999999);
+    if (k < 1)
+        k = 1;
+    if (k > n)
+        k = n;
+    return (double)sorted[k - 1] / 1e3;
 }
 
 int cli_parse_count(const char *s, uint64_t max, uint64_t *out)

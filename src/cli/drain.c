@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "cli.h"
 
@@ -125,39 +124,16 @@ static const pure_callbacks callbacks = {
     .on_closed = on_closed,
 };
 
-static double cpu_seconds(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
 
 int cli_drain(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"peer-key", required_argument, NULL, 'p'}, {"key", required_argument, NULL, 'k'},
-        {"timeout", required_argument, NULL, 't'},  {"stats", no_argument, NULL, 's'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
-    const char *peer = NULL, *keyfile = NULL;
-    uint64_t timeout = 300ull * 1000000000u;
-    int stats = 0, c;
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'p': peer = optarg; break;
-        case 'k': keyfile = optarg; break;
-        case 's': stats = 1; break;
-        case 't':
-            if (cli_parse_seconds(optarg, &timeout) || timeout == 0)
-                return cli_usage("drain", "--timeout '%s' is not a positive number of seconds",
-                                 optarg);
-            break;
-        case 'h': fputs(drain_help, stdout); return CLI_OK;
-        default: return cli_bad_option("drain", c, argv);
-        }
-    }
+    cli_client_opts o = {.timeout = 300ull * 1000000000u};
+    int orc = cli_client_options("drain", drain_help, CLI_OPT_KEY | CLI_OPT_STATS, argc, argv, &o);
+    if (orc >= 0)
+        return orc;
+    const char *peer = o.peer, *keyfile = o.keyfile;
+    uint64_t timeout = o.timeout;
+    int stats = o.stats;
     if (argc - optind != 3)
         return cli_usage("drain", "expected HOST:PORT N SIZE (got %d argument%s)", argc - optind,
                          argc - optind == 1 ? "" : "s");
@@ -198,7 +174,7 @@ int cli_drain(int argc, char **argv)
         d.body[i] = (uint8_t)(i % 251);
     cli_stop_on_signals(d.loop);
 
-    double cpu0 = cpu_seconds();
+    double cpu0 = cli_cpu_seconds();
     uint64_t t0 = pure_now();
     rc = pure_connect(ctx, &to, peer_key, "drain", &d, &d.link, t0);
     if (rc) {
@@ -209,7 +185,7 @@ int cli_drain(int argc, char **argv)
         rc = pure_loop_run(d.loop, timeout);
     }
     uint64_t t1 = pure_now();
-    double cpu = cpu_seconds() - cpu0;
+    double cpu = cli_cpu_seconds() - cpu0;
     if (rc) {
         perror("pure drain: the socket failed");
         d.code = CLI_FAIL;

@@ -48,24 +48,10 @@ typedef struct ping {
     pure_link_stats stats;
 } ping;
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static double cpu_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Sends the next message and starts its clock. */
 static void send_next(ping *p)
 {
-    p->t_send = mono_ns();
+    p->t_send = pure_now();
     int64_t rc = pure_link_send(p->link, p->body, p->size);
     if (rc == PURE_EAGAIN) {
         p->waiting = 1; /* cannot happen with one small message in flight; handled anyway */
@@ -83,8 +69,8 @@ static void on_established(pure_link *link, void *user)
 {
     ping *p = user;
     p->cl.established = 1;
-    p->cpu_first = cpu_seconds();
-    p->t_first = mono_ns();
+    p->cpu_first = cli_cpu_seconds();
+    p->t_first = pure_now();
     if (p->n)
         send_next(p);
     else
@@ -101,7 +87,7 @@ static void on_writable(pure_link *link, void *user)
 static void on_message(pure_link *link, void *user, const uint8_t *data, size_t len)
 {
     ping *p = user;
-    uint64_t now = mono_ns();
+    uint64_t now = pure_now();
     if (p->done >= p->n || p->waiting) {
         fprintf(stderr, "pure ping: an echo arrived with no message in flight (%zu bytes)\n", len);
         p->mismatches++;
@@ -150,50 +136,16 @@ static const pure_callbacks callbacks = {
     .on_closed = on_closed,
 };
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The q-quantile (0..1) of n sorted values, nearest rank. */
-static double quantile_us(const uint64_t *v, uint64_t n, double q)
-{
-    uint64_t k = (uint64_t)(q * (double)n + 0.999999);
-    if (k < 1)
-        k = 1;
-    if (k > n)
-        k = n;
-    return (double)v[k - 1] / 1e3;
-}
-
 int cli_ping(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"peer-key", required_argument, NULL, 'p'}, {"key", required_argument, NULL, 'k'},
-        {"service", required_argument, NULL, 'S'},  {"timeout", required_argument, NULL, 't'},
-        {"stats", no_argument, NULL, 's'},          {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    const char *peer = NULL, *keyfile = NULL, *service = "echo";
-    uint64_t timeout = 300ull * 1000000000u;
-    int stats = 0, c;
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'p': peer = optarg; break;
-        case 'k': keyfile = optarg; break;
-        case 'S': service = optarg; break;
-        case 's': stats = 1; break;
-        case 't':
-            if (cli_parse_seconds(optarg, &timeout) || timeout == 0)
-                return cli_usage("ping", "--timeout '%s' is not a positive number of seconds",
-                                 optarg);
-            break;
-        case 'h': fputs(ping_help, stdout); return CLI_OK;
-        default: return cli_bad_option("ping", c, argv);
-        }
-    }
+    cli_client_opts o = {.timeout = 300ull * 1000000000u, .service = "echo"};
+    int orc = cli_client_options("ping", ping_help, CLI_OPT_KEY | CLI_OPT_SERVICE | CLI_OPT_STATS,
+                                 argc, argv, &o);
+    if (orc >= 0)
+        return orc;
+    const char *peer = o.peer, *keyfile = o.keyfile, *service = o.service;
+    uint64_t timeout = o.timeout;
+    int stats = o.stats;
     if (argc - optind != 3)
         return cli_usage("ping", "expected HOST:PORT N SIZE (got %d argument%s)", argc - optind,
                          argc - optind == 1 ? "" : "s");
@@ -211,8 +163,6 @@ int cli_ping(int argc, char **argv)
     if (cli_parse_count(argv[optind + 2], 16u << 20, &p.size))
         return cli_usage("ping", "SIZE '%s' is not a message size in bytes (0 to 16777216)",
                          argv[optind + 2]);
-    if (!*service || strlen(service) > 63)
-        return cli_usage("ping", "--service '%s' is not a service name (1 to 63 bytes)", service);
     if (!peer)
         return cli_usage("ping", "--peer-key PUBKEY is required (the public_key pure serve "
                                  "printed)");
@@ -248,7 +198,7 @@ int cli_ping(int argc, char **argv)
     } else {
         rc = pure_loop_run(p.loop, timeout);
     }
-    double cpu = cpu_seconds() - p.cpu_first;
+    double cpu = cli_cpu_seconds() - p.cpu_first;
     if (rc) {
         perror("pure ping: the socket failed");
         p.code = CLI_FAIL;
@@ -268,7 +218,7 @@ int cli_ping(int argc, char **argv)
         double sum = 0;
         for (uint64_t i = 0; i < p.n; i++)
             sum += (double)p.rtt[i];
-        qsort(p.rtt, p.n, sizeof *p.rtt, cmp_u64);
+        cli_sort_u64(p.rtt, p.n);
         double mean = p.n ? sum / (double)p.n / 1e3 : 0;
         double secs = (double)(p.t_last - p.t_first) / 1e9;
         if (p.n)
@@ -278,9 +228,9 @@ int cli_ping(int argc, char **argv)
                    "\"client_cpu_us_per_round_trip\": %.3f}\n",
                    (unsigned long long)p.n, (unsigned long long)p.size,
                    (unsigned long long)p.done, (unsigned long long)p.mismatches, secs, mean,
-                   quantile_us(p.rtt, p.n, 0), quantile_us(p.rtt, p.n, 0.5),
-                   quantile_us(p.rtt, p.n, 0.9), quantile_us(p.rtt, p.n, 0.99),
-                   quantile_us(p.rtt, p.n, 1), cpu * 1e6 / (double)p.n);
+                   cli_quantile_us(p.rtt, p.n, 0), cli_quantile_us(p.rtt, p.n, 0.5),
+                   cli_quantile_us(p.rtt, p.n, 0.9), cli_quantile_us(p.rtt, p.n, 0.99),
+                   cli_quantile_us(p.rtt, p.n, 1), cpu * 1e6 / (double)p.n);
         else
             printf("{\"round_trips\": 0, \"size\": %llu, \"echoes\": 0, \"mismatches\": 0}\n",
                    (unsigned long long)p.size);

@@ -224,36 +224,16 @@ static const pure_callbacks callbacks = {
 
 int cli_send(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"peer-key", required_argument, NULL, 'p'}, {"key", required_argument, NULL, 'k'},
-        {"service", required_argument, NULL, 'S'},  {"timeout", required_argument, NULL, 't'},
-        {"stats", no_argument, NULL, 's'},          {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
-    const char *peer = NULL, *keyfile = NULL, *service = "echo";
-    uint64_t timeout = PURE_LOOP_FOREVER;
-    int stats = 0, c;
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        switch (c) {
-        case 'p': peer = optarg; break;
-        case 'k': keyfile = optarg; break;
-        case 'S': service = optarg; break;
-        case 's': stats = 1; break;
-        case 't':
-            if (cli_parse_seconds(optarg, &timeout) || timeout == 0)
-                return cli_usage("send", "--timeout '%s' is not a positive number of seconds",
-                                 optarg);
-            break;
-        case 'h': fputs(send_help, stdout); return CLI_OK;
-        default: return cli_bad_option("send", c, argv);
-        }
-    }
+    cli_client_opts o = {.timeout = PURE_LOOP_FOREVER, .service = "echo"};
+    int orc = cli_client_options("send", send_help, CLI_OPT_KEY | CLI_OPT_SERVICE | CLI_OPT_STATS,
+                                 argc, argv, &o);
+    if (orc >= 0)
+        return orc;
+    const char *peer = o.peer, *keyfile = o.keyfile, *service = o.service;
+    uint64_t timeout = o.timeout;
+    int stats = o.stats;
     if (argc - optind != 1)
         return cli_usage("send", "expected one HOST:PORT (got %d arguments)", argc - optind);
-    size_t sl = strlen(service);
-    if (sl == 0 || sl > 63)
-        return cli_usage("send", "--service name must be 1 to 63 bytes");
     sender s;
     memset(&s, 0, sizeof s);
     s.cl.cmd = "send";

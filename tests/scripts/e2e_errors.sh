@@ -75,6 +75,10 @@ kill -TERM "$srv"; rc=0; wait "$srv" || rc=$?; srv=""
 printf 'not a key\n' >"$tmp/bad.key"
 expect "bad --peer-key text" 2 "--peer-key 'abc' is not a key" "$pure" drain 127.0.0.1:9 1 1 --peer-key abc
 expect "unknown flag" 2 "unknown option --frobnicate" "$pure" drain 127.0.0.1:9 1 1 --peer-key "$key" --frobnicate
+# the client commands share one option parser: another command's option is still unknown here
+expect "another command's flag" 2 "unknown option --service" "$pure" drain 127.0.0.1:9 1 1 --peer-key "$key" --service x
+expect "another command's flag" 2 "unknown option --stats" "$pure" bench handshakes 127.0.0.1:9 5 --peer-key "$key" --stats
+expect "empty service" 2 "--service '' is not a service name" "$pure" send 127.0.0.1:9 --peer-key "$key" --service ""
 expect "flag without value" 2 "option --peer-key needs a value" "$pure" send 127.0.0.1:9 --peer-key
 expect "missing --peer-key" 2 "--peer-key PUBKEY is required" "$pure" drain 127.0.0.1:9 1 1
 expect "bad count" 2 "N '1e6' is not a count" "$pure" drain 127.0.0.1:9 1e6 1 --peer-key "$key"
