@@ -2,6 +2,7 @@
 #ifndef PURE_TEST_H
 #define PURE_TEST_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -33,6 +34,12 @@ extern int pure_test_checks;
 /* RUN(fn): runs one test function and prints its name and verdict. */
 #define RUN(fn) pure_test_run(#fn, fn)
 void pure_test_run(const char *name, void (*fn)(void));
+
+/* Decodes hex text into out (at most cap bytes; stops at the first incomplete pair) and returns
+ * the byte count. */
+size_t pure_test_unhex(uint8_t *out, size_t cap, const char *hex);
+/* 1 if the n bytes at p are the bytes the hex text spells (at most 256). */
+int pure_test_eq_hex(const uint8_t *p, size_t n, const char *hex);
 
 /* pure_test_finish(): prints "N passed, N failed" over the test functions run and returns the
  * process exit code (0 only if every check held). */

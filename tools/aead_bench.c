@@ -163,12 +163,15 @@ static int ctrl_setup(impl *m)
                ? 0
                : -1;
 }
+/* One packet through the ctrl sequence; with m->state set (the "rekey" row) the key is scheduled
+ * again for every packet, as a naive caller would. */
 static int ctrl_seal(impl *m, uint64_t pn, uint8_t *d, size_t len, uint8_t tag[16])
 {
     uint8_t n[12], fin[16];
     int outl;
+    const EVP_CIPHER *c = m->state ? EVP_aes_128_gcm() : NULL;
     make_nonce(n, pn);
-    return EVP_EncryptInit_ex(ctrl_enc, NULL, NULL, NULL, n) == 1 &&
+    return EVP_EncryptInit_ex(ctrl_enc, c, NULL, c ? key : NULL, n) == 1 &&
                    EVP_EncryptUpdate(ctrl_enc, NULL, &outl, ad, sizeof(ad)) == 1 &&
                    EVP_EncryptUpdate(ctrl_enc, d, &outl, d, (int)len) == 1 &&
                    EVP_EncryptFinal_ex(ctrl_enc, fin, &outl) == 1 &&
@@ -180,37 +183,9 @@ static int ctrl_open(impl *m, uint64_t pn, uint8_t *d, size_t len, const uint8_t
 {
     uint8_t n[12], fin[16];
     int outl;
+    const EVP_CIPHER *c = m->state ? EVP_aes_128_gcm() : NULL;
     make_nonce(n, pn);
-    return EVP_DecryptInit_ex(ctrl_dec, NULL, NULL, NULL, n) == 1 &&
-                   EVP_CIPHER_CTX_ctrl(ctrl_dec, EVP_CTRL_GCM_SET_TAG, 16, (void *)tag) == 1 &&
-                   EVP_DecryptUpdate(ctrl_dec, NULL, &outl, ad, sizeof(ad)) == 1 &&
-                   EVP_DecryptUpdate(ctrl_dec, d, &outl, d, (int)len) == 1 &&
-                   EVP_DecryptFinal_ex(ctrl_dec, fin, &outl) == 1
-               ? 0
-               : -1;
-}
-
-/* ---- EVP, naive: the key scheduled again for every packet ---- */
-
-static int rekey_seal(impl *m, uint64_t pn, uint8_t *d, size_t len, uint8_t tag[16])
-{
-    uint8_t n[12], fin[16];
-    int outl;
-    make_nonce(n, pn);
-    return EVP_EncryptInit_ex(ctrl_enc, EVP_aes_128_gcm(), NULL, key, n) == 1 &&
-                   EVP_EncryptUpdate(ctrl_enc, NULL, &outl, ad, sizeof(ad)) == 1 &&
-                   EVP_EncryptUpdate(ctrl_enc, d, &outl, d, (int)len) == 1 &&
-                   EVP_EncryptFinal_ex(ctrl_enc, fin, &outl) == 1 &&
-                   EVP_CIPHER_CTX_ctrl(ctrl_enc, EVP_CTRL_GCM_GET_TAG, 16, tag) == 1
-               ? 0
-               : -1;
-}
-static int rekey_open(impl *m, uint64_t pn, uint8_t *d, size_t len, const uint8_t tag[16])
-{
-    uint8_t n[12], fin[16];
-    int outl;
-    make_nonce(n, pn);
-    return EVP_DecryptInit_ex(ctrl_dec, EVP_aes_128_gcm(), NULL, key, n) == 1 &&
+    return EVP_DecryptInit_ex(ctrl_dec, c, NULL, c ? key : NULL, n) == 1 &&
                    EVP_CIPHER_CTX_ctrl(ctrl_dec, EVP_CTRL_GCM_SET_TAG, 16, (void *)tag) == 1 &&
                    EVP_DecryptUpdate(ctrl_dec, NULL, &outl, ad, sizeof(ad)) == 1 &&
                    EVP_DecryptUpdate(ctrl_dec, d, &outl, d, (int)len) == 1 &&
@@ -342,6 +317,7 @@ static void run(impl *m)
 int main(int argc, char **argv)
 {
     static pure_crypto vaes_c, gnutls_c;
+    static int rekey = 1;
     vaes_c = gnutls_c = pure_crypto_openssl;
     vaes_c.aead_init = pure_vaes_aead_init;
     vaes_c.aead_free = pure_vaes_aead_free;
@@ -367,7 +343,7 @@ int main(int argc, char **argv)
         {"evp aes128 lean", lean_setup, lean_seal, lean_open, NULL, NULL},
         {"evp chacha20poly", lean_setup, lean_seal, lean_open, NULL, NULL},
         {"evp aes128 ctrl", ctrl_setup, ctrl_seal, ctrl_open, NULL, NULL},
-        {"evp aes128 rekey", ctrl_setup, rekey_seal, rekey_open, NULL, NULL},
+        {"evp aes128 rekey", ctrl_setup, ctrl_seal, ctrl_open, &rekey, NULL},
 #ifdef HAVE_NETTLE_HEADERS
         {"nettle gcm-aes128", nettle_setup, nettle_seal, nettle_open, NULL, NULL},
 #endif

@@ -40,15 +40,19 @@ int cli_client_options(const char *cmd, const char *help, unsigned allow, int ar
         {"service", required_argument, NULL, 'S'},  {"timeout", required_argument, NULL, 't'},
         {"size", required_argument, NULL, 'z'},     {"stats", no_argument, NULL, 's'},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
-    int c;
+    /* the options only some commands take, by the flag in `allow` that admits them */
+    static const struct {
+        int c;
+        unsigned flag;
+    } optional[] = {{'k', CLI_OPT_KEY}, {'S', CLI_OPT_SERVICE}, {'s', CLI_OPT_STATS},
+                    {'z', CLI_OPT_SIZE}};
+    int c, idx;
     opterr = 0;
     optind = 1;
-    while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
-        unsigned need = c == 'k' ? CLI_OPT_KEY : c == 'S' ? CLI_OPT_SERVICE
-                      : c == 's' ? CLI_OPT_STATS : c == 'z' ? CLI_OPT_SIZE : 0;
-        if (need && !(allow & need)) /* in the table, but not this command's */
-            return cli_usage(cmd, "unknown option --%s",
-                             c == 'k' ? "key" : c == 'S' ? "service" : c == 's' ? "stats" : "size");
+    while ((c = getopt_long(argc, argv, ":h", opts, &idx)) != -1) {
+        for (size_t i = 0; i < sizeof optional / sizeof optional[0]; i++)
+            if (c == optional[i].c && !(allow & optional[i].flag)) /* another command's */
+                return cli_usage(cmd, "unknown option --%s", opts[idx].name);
         switch (c) {
         case 'p': o->peer = optarg; break;
         case 'k': o->keyfile = optarg; break;

@@ -99,6 +99,20 @@ static void loss_rate_update(pure_link *link, int lost)
     link->loss_rate = r;
 }
 
+/* What a packet carried that must go out again now that it will not be acknowledged: its stream
+ * bytes, its FIN, its credit update, its REKEY frame. */
+static void requeue(pure_link *link, const pure_sent *e)
+{
+    if (e->data_len)
+        pure_ranges_add(&link->b->lost, &link->ctx->alloc, e->data_off, e->data_off + e->data_len);
+    if (e->flags & PURE_SENT_FIN)
+        link->fin_sent_pending = 1;
+    if (e->flags & PURE_SENT_CREDIT)
+        link->credit_pending = 1;
+    if (e->flags & PURE_SENT_REKEY)
+        pure_rekey_on_lost(link);
+}
+
 static void on_lost(pure_link *link, uint64_t pn, pure_sent *e, uint64_t now)
 {
     retire(link, e);
@@ -110,14 +124,7 @@ static void on_lost(pure_link *link, uint64_t pn, pure_sent *e, uint64_t now)
         link->st.random_losses++;
     }
     link->st.packets_lost++;
-    if (e->data_len)
-        pure_ranges_add(&link->b->lost, &link->ctx->alloc, e->data_off, e->data_off + e->data_len);
-    if (e->flags & PURE_SENT_FIN)
-        link->fin_sent_pending = 1;
-    if (e->flags & PURE_SENT_CREDIT)
-        link->credit_pending = 1;
-    if (e->flags & PURE_SENT_REKEY)
-        pure_rekey_on_lost(link);
+    requeue(link, e);
     (void)pn;
 }
 
@@ -244,15 +251,7 @@ void pure_recovery_discard_from(pure_link *link, uint64_t first_pn)
             continue;
         retire(link, e);
         pure_cc_on_discarded(&link->b->cc, e->size);
-        if (e->data_len)
-            pure_ranges_add(&link->b->lost, &link->ctx->alloc, e->data_off,
-                            e->data_off + e->data_len);
-        if (e->flags & PURE_SENT_FIN)
-            link->fin_sent_pending = 1;
-        if (e->flags & PURE_SENT_CREDIT)
-            link->credit_pending = 1;
-        if (e->flags & PURE_SENT_REKEY)
-            pure_rekey_on_lost(link);
+        requeue(link, e);
     }
     advance_lo(link);
 }

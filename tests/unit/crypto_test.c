@@ -11,25 +11,6 @@
 #include "aead_gnutls.h"
 #endif
 
-/* Decodes hex into out (at most cap bytes); returns the byte count. */
-static size_t unhex(uint8_t *out, size_t cap, const char *hex)
-{
-    size_t n = 0;
-    for (; hex[0] && hex[1] && n < cap; hex += 2) {
-        unsigned v;
-        sscanf(hex, "%2x", &v);
-        out[n++] = (uint8_t)v;
-    }
-    return n;
-}
-
-static int eq_hex(const uint8_t *p, size_t n, const char *hex)
-{
-    uint8_t want[256];
-    size_t wn = unhex(want, sizeof(want), hex);
-    return wn == n && memcmp(p, want, n) == 0;
-}
-
 /* The AEADs behind the default backend, each on its own: the VAES code (where the CPU has it) and
  * GnuTLS (where the build has it, and the default's AES-GCM when the CPU lacks VAES); the rest of
  * each table is OpenSSL's. */
@@ -67,15 +48,19 @@ static void test_sha256(void)
         uint8_t out[32];
         const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
         c->hash(out, (const uint8_t *)"abc", 3, NULL, 0, NULL, 0);
-        CHECK(eq_hex(out, 32, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+        CHECK(pure_test_eq_hex(out, 32,
+                               "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
         c->hash(out, NULL, 0, NULL, 0, NULL, 0);
-        CHECK(eq_hex(out, 32, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
+        CHECK(pure_test_eq_hex(out, 32,
+                               "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"));
         c->hash(out, (const uint8_t *)two, strlen(two), NULL, 0, NULL, 0);
-        CHECK(eq_hex(out, 32, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"));
+        CHECK(pure_test_eq_hex(out, 32,
+                               "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"));
         /* The three pieces are one message: splitting it anywhere gives the same digest. */
         c->hash(out, (const uint8_t *)two, 5, (const uint8_t *)two + 5, 50,
                 (const uint8_t *)two + 55, strlen(two) - 55);
-        CHECK(eq_hex(out, 32, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"));
+        CHECK(pure_test_eq_hex(out, 32,
+                               "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"));
     }
 }
 
@@ -101,15 +86,18 @@ static void test_hmac_rfc4231(void)
         /* Test case 1 */
         memset(key, 0x0b, 20);
         c->hmac(out, key, 20, (const uint8_t *)"Hi There", 8, NULL, 0);
-        CHECK(eq_hex(out, 32, "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"));
+        CHECK(pure_test_eq_hex(out, 32,
+                               "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7"));
         /* Test case 2, the message split over both pieces */
         c->hmac(out, (const uint8_t *)"Jefe", 4, (const uint8_t *)"what do ya want ", 16,
                 (const uint8_t *)"for nothing?", 12);
-        CHECK(eq_hex(out, 32, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"));
+        CHECK(pure_test_eq_hex(out, 32,
+                               "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"));
         /* Test case 6: a key longer than the block is hashed first */
         memset(key, 0xaa, 131);
         c->hmac(out, key, 131, (const uint8_t *)d6, strlen(d6), NULL, 0);
-        CHECK(eq_hex(out, 32, "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"));
+        CHECK(pure_test_eq_hex(out, 32,
+                               "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54"));
     }
 }
 
@@ -121,14 +109,16 @@ static void test_hkdf(void)
     memset(ikm, 0x0b, sizeof(ikm));
     for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
         pure_hkdf2(backends[b], o1, o2, ck, ikm, sizeof(ikm));
-        CHECK(eq_hex(o1, 32, "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d"));
-        CHECK(eq_hex(o2, 10, "9d201395faa4b61a96c8"));
+        CHECK(pure_test_eq_hex(o1, 32,
+                               "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d"));
+        CHECK(pure_test_eq_hex(o2, 10, "9d201395faa4b61a96c8"));
     }
     /* out1 may be the chaining key itself (MixKey updates ck in place). */
     memset(ck, 0, sizeof(ck));
     pure_hkdf2(&pure_crypto_openssl, ck, o2, ck, ikm, sizeof(ikm));
-    CHECK(eq_hex(ck, 32, "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d"));
-    CHECK(eq_hex(o2, 10, "9d201395faa4b61a96c8"));
+    CHECK(pure_test_eq_hex(ck, 32,
+                           "8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d"));
+    CHECK(pure_test_eq_hex(o2, 10, "9d201395faa4b61a96c8"));
 }
 
 /* RFC 7748's X25519 vectors on a real backend: OpenSSL, and the default's (Nettle where the build
@@ -136,21 +126,25 @@ static void test_hkdf(void)
 static void x25519_rfc7748(const pure_crypto *c)
 {
     uint8_t a[32], b[32], pa[32], pb[32], s1[32], s2[32], k[32], u[32];
-    unhex(a, 32, "77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a");
-    unhex(b, 32, "5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb");
+    pure_test_unhex(a, 32, "77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a");
+    pure_test_unhex(b, 32, "5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb");
     CHECK_EQ(c->dh_public(pa, a), 0);
     CHECK_EQ(c->dh_public(pb, b), 0);
-    CHECK(eq_hex(pa, 32, "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a"));
-    CHECK(eq_hex(pb, 32, "de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f"));
+    CHECK(pure_test_eq_hex(pa, 32,
+                           "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a"));
+    CHECK(pure_test_eq_hex(pb, 32,
+                           "de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f"));
     CHECK_EQ(c->dh(s1, a, pb), 0);
     CHECK_EQ(c->dh(s2, b, pa), 0);
-    CHECK(eq_hex(s1, 32, "4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742"));
+    CHECK(pure_test_eq_hex(s1, 32,
+                           "4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742"));
     CHECK(memcmp(s1, s2, 32) == 0);
     /* Section 5.2, first vector (scalar clamping and a non-canonical high bit in u). */
-    unhex(k, 32, "a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4");
-    unhex(u, 32, "e6db6867583030db3594c1a424b15f7c726624ec26b3353b10a903a6d0ab1c4c");
+    pure_test_unhex(k, 32, "a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4");
+    pure_test_unhex(u, 32, "e6db6867583030db3594c1a424b15f7c726624ec26b3353b10a903a6d0ab1c4c");
     CHECK_EQ(c->dh(s1, k, u), 0);
-    CHECK(eq_hex(s1, 32, "c3da55379de9c6908e94ea4df28d084f32eccf03491c71f754b4075577a28552"));
+    CHECK(pure_test_eq_hex(s1, 32,
+                           "c3da55379de9c6908e94ea4df28d084f32eccf03491c71f754b4075577a28552"));
     /* Low-order points give an all-zero secret, which must be refused. */
     memset(u, 0, 32);
     CHECK_EQ(c->dh(s1, k, u), PURE_ECRYPTO);
@@ -199,16 +193,16 @@ static void gcm_vector_with(const pure_crypto *c, enum pure_aead_alg alg, const 
                             const char *tag)
 {
     uint8_t k[32], n[12], p[64], ad[32], t[16], buf[64];
-    size_t plen = unhex(p, sizeof(p), pt), adlen = unhex(ad, sizeof(ad), aad);
+    size_t plen = pure_test_unhex(p, sizeof(p), pt), adlen = pure_test_unhex(ad, sizeof(ad), aad);
     pure_aead s, o;
-    unhex(k, sizeof(k), key);
-    unhex(n, sizeof(n), iv);
+    pure_test_unhex(k, sizeof(k), key);
+    pure_test_unhex(n, sizeof(n), iv);
     CHECK_EQ(c->aead_init(&s, alg, k), 0);
     CHECK_EQ(c->aead_init(&o, alg, k), 0);
     memcpy(buf, p, plen);
     CHECK_EQ(c->aead_seal(&s, n, ad, adlen, buf, plen, t), 0);
-    CHECK(eq_hex(buf, plen, ct));
-    CHECK(eq_hex(t, 16, tag));
+    CHECK(pure_test_eq_hex(buf, plen, ct));
+    CHECK(pure_test_eq_hex(t, 16, tag));
     CHECK_EQ(c->aead_open(&o, n, ad, adlen, buf, plen, t), 0);
     CHECK(memcmp(buf, p, plen) == 0);
     c->aead_free(&s);
@@ -218,8 +212,8 @@ static void gcm_vector_with(const pure_crypto *c, enum pure_aead_alg alg, const 
     memcpy(pkt, p, plen);
     CHECK_EQ(c->aead_init(&s, alg, k), 0);
     CHECK_EQ(c->aead_seal(&s, n, ad, adlen, pkt, plen, pkt + plen), 0);
-    CHECK(eq_hex(pkt, plen, ct));
-    CHECK(eq_hex(pkt + plen, 16, tag));
+    CHECK(pure_test_eq_hex(pkt, plen, ct));
+    CHECK(pure_test_eq_hex(pkt + plen, 16, tag));
     CHECK_EQ(c->aead_open(&s, n, ad, adlen, pkt, plen, pkt + plen), 0);
     CHECK(memcmp(pkt, p, plen) == 0);
     pkt[0] ^= 1;
@@ -277,8 +271,7 @@ static void tamper(const pure_crypto *c, enum pure_aead_alg alg)
     CHECK_EQ(c->aead_init(&a, alg, key), 0);
     memcpy(buf, msg, sizeof(msg));
     CHECK_EQ(c->aead_seal(&a, nonce, ad, sizeof(ad), buf, sizeof(buf), tag), 0);
-    if (c != &pure_crypto_null)
-        CHECK(memcmp(buf, msg, sizeof(msg)) != 0); /* really encrypted */
+    if (c != &pure_crypto_null) CHECK(memcmp(buf, msg, sizeof(msg)) != 0); /* really encrypted */
     {
         uint8_t *parts[4] = {buf, ad, nonce, tag};
         size_t lens[4] = {sizeof(buf), sizeof(ad), sizeof(nonce), sizeof(tag)};
@@ -314,8 +307,7 @@ static void test_tamper_both_backends(void)
     tamper(&pure_crypto_default, PURE_AEAD_AES128_GCM);
     tamper(&pure_crypto_default, PURE_AEAD_AES256_GCM);
     tamper(&gnutls_aead, PURE_AEAD_AES128_GCM);
-    if (pure_vaes_available())
-        tamper(&vaes_aead, PURE_AEAD_AES128_GCM);
+    if (pure_vaes_available()) tamper(&vaes_aead, PURE_AEAD_AES128_GCM);
 }
 
 /* The VAES code against OpenSSL's AES-128-GCM on random keys, nonces, ad of 0..80 bytes and
@@ -349,9 +341,9 @@ static void test_vaes_against_openssl(void)
         memcpy(a, msg, len);
         memcpy(b, msg, len);
         CHECK_EQ(pure_crypto_openssl.aead_seal(&ref, nonce, ad, adlen, a, len, t1), 0);
-        CHECK_EQ(pure_vaes_aead_seal(&x, nonce, adlen ? ad : NULL, adlen, len ? b : NULL, len, t2), 0);
-        if (memcmp(a, b, len) != 0 || memcmp(t1, t2, 16) != 0)
-            mismatches++;
+        CHECK_EQ(pure_vaes_aead_seal(&x, nonce, adlen ? ad : NULL, adlen, len ? b : NULL, len, t2),
+                 0);
+        if (memcmp(a, b, len) != 0 || memcmp(t1, t2, 16) != 0) mismatches++;
         if (len) {
             b[(size_t)(r >> 40) % len] ^= (uint8_t)(1u << (it % 8));
             memcpy(a, b, len);
@@ -360,7 +352,8 @@ static void test_vaes_against_openssl(void)
                 forged++;
             b[(size_t)(r >> 40) % len] ^= (uint8_t)(1u << (it % 8));
         }
-        if (pure_vaes_aead_open(&x, nonce, adlen ? ad : NULL, adlen, len ? b : NULL, len, t2) != 0 ||
+        if (pure_vaes_aead_open(&x, nonce, adlen ? ad : NULL, adlen, len ? b : NULL, len, t2) !=
+                0 ||
             memcmp(b, msg, len) != 0)
             opened_wrong++;
         pure_crypto_openssl.aead_free(&ref);

@@ -184,6 +184,22 @@ static void *serve_thread(void *arg)
     return NULL;
 }
 
+/* Starts srv's loop in a thread th and connects cli to it at `host` (a format taking the
+ * server's port) for the echo service. */
+static void start_link(side *srv, side *cli, pthread_t *th, const char *host, char *to_s,
+                       size_t to_cap)
+{
+    CHECK(pure_loop_port(srv->loop) != 0);
+    CHECK_EQ(pthread_create(th, NULL, serve_thread, srv), 0);
+    snprintf(to_s, to_cap, host, pure_loop_port(srv->loop));
+    pure_addr to;
+    CHECK_EQ(pure_addr_from_string(&to, to_s), 0);
+    /* the server's key is read before its thread touches the context: it never changes */
+    CHECK_EQ(pure_connect(cli->ctx, &to, pure_ctx_public_key(srv->ctx), "echo", cli, &cli->link,
+                          pure_now()),
+             0);
+}
+
 static void exchange(const char *srv_bind, const char *cli_bind, const char *host, int offload)
 {
     side srv, cli;
@@ -193,19 +209,9 @@ static void exchange(const char *srv_bind, const char *cli_bind, const char *hos
     pure_loop_set_gso(srv.loop, offload);
     pure_loop_set_gro(cli.loop, offload);
     pure_loop_set_gro(srv.loop, offload);
-    CHECK(pure_loop_port(srv.loop) != 0);
-
     pthread_t th;
-    CHECK_EQ(pthread_create(&th, NULL, serve_thread, &srv), 0);
-
     char to_s[PURE_ADDR_STRLEN];
-    snprintf(to_s, sizeof to_s, host, pure_loop_port(srv.loop));
-    pure_addr to;
-    CHECK_EQ(pure_addr_from_string(&to, to_s), 0);
-    /* the server's key is read before its thread touches the context: it never changes */
-    CHECK_EQ(pure_connect(cli.ctx, &to, pure_ctx_public_key(srv.ctx), "echo", &cli, &cli.link,
-                          pure_now()),
-             0);
+    start_link(&srv, &cli, &th, host, to_s, sizeof to_s);
     static uint8_t buf[MAX_MSG];
     uint64_t sent_bytes = 0;
     for (uint64_t i = 0; i < MSGS; i++) {
@@ -305,14 +311,8 @@ static void test_ping_pong_reads_once(void)
     if (make_side(&srv, &srv_cb, "127.0.0.1:0", 1) || make_side(&cli, &pp_cb, "127.0.0.1:0", 0))
         return;
     pthread_t th;
-    CHECK_EQ(pthread_create(&th, NULL, serve_thread, &srv), 0);
     char to_s[PURE_ADDR_STRLEN];
-    snprintf(to_s, sizeof to_s, "127.0.0.1:%u", pure_loop_port(srv.loop));
-    pure_addr to;
-    CHECK_EQ(pure_addr_from_string(&to, to_s), 0);
-    CHECK_EQ(pure_connect(cli.ctx, &to, pure_ctx_public_key(srv.ctx), "echo", &cli, &cli.link,
-                          pure_now()),
-             0);
+    start_link(&srv, &cli, &th, "127.0.0.1:%u", to_s, sizeof to_s);
     static uint8_t buf[MAX_MSG];
     size_t n = gen(0, buf);
     CHECK_EQ(pure_link_send(cli.link, buf, n), 0);

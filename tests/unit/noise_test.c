@@ -8,24 +8,6 @@
 #include "pure.h"
 #include "test.h"
 
-static size_t unhex(uint8_t *out, size_t cap, const char *hex)
-{
-    size_t n = 0;
-    for (; hex[0] && hex[1] && n < cap; hex += 2) {
-        unsigned v;
-        sscanf(hex, "%2x", &v);
-        out[n++] = (uint8_t)v;
-    }
-    return n;
-}
-
-static int eq_hex(const uint8_t *p, size_t n, const char *hex)
-{
-    uint8_t want[256];
-    size_t wn = unhex(want, sizeof(want), hex);
-    return wn == n && memcmp(p, want, n) == 0;
-}
-
 /* Noise_IK_25519_AESGCM_SHA256 from the cacophony test vectors (also in
  * tests/interop/cacophony_ik_aesgcm_sha256.json, where the interop script checks it with
  * dissononce too). Messages 3..6 are transport messages under the split keys. The vector's
@@ -74,13 +56,14 @@ static void test_cacophony_vector(void)
     uint8_t prologue[16], is[32], ie[32], rpub[32], rs[32], re[32], pl[64], out[256], got[64];
     uint8_t is_pub[32];
     uint8_t ik_send[32], ik_recv[32], rk_send[32], rk_recv[32], ick[32], rck[32], ih[32], rh[32];
-    size_t plen, outlen, gotlen, prologue_len = unhex(prologue, sizeof(prologue), V_PROLOGUE);
+    size_t plen, outlen, gotlen,
+        prologue_len = pure_test_unhex(prologue, sizeof(prologue), V_PROLOGUE);
     pure_noise init, resp;
-    unhex(is, 32, V_INIT_S);
-    unhex(ie, 32, V_INIT_E);
-    unhex(rpub, 32, V_RESP_PUB);
-    unhex(rs, 32, V_RESP_S);
-    unhex(re, 32, V_RESP_E);
+    pure_test_unhex(is, 32, V_INIT_S);
+    pure_test_unhex(ie, 32, V_INIT_E);
+    pure_test_unhex(rpub, 32, V_RESP_PUB);
+    pure_test_unhex(rs, 32, V_RESP_S);
+    pure_test_unhex(re, 32, V_RESP_E);
     CHECK_EQ(c->dh_public(is_pub, is), 0);
 
     CHECK_EQ(pure_noise_init(&init, c, 1, prologue, prologue_len, is, rpub), 0);
@@ -88,18 +71,18 @@ static void test_cacophony_vector(void)
     pure_noise_set_ephemeral(&init, ie);
     pure_noise_set_ephemeral(&resp, re);
 
-    plen = unhex(pl, sizeof(pl), V_MSG[0][0]);
+    plen = pure_test_unhex(pl, sizeof(pl), V_MSG[0][0]);
     CHECK_EQ(pure_noise_write_msg1(&init, pl, plen, out, sizeof(out), &outlen), 0);
     CHECK_EQ(outlen, plen + PURE_NOISE_MSG1_OVERHEAD);
-    CHECK(eq_hex(out, outlen, V_MSG[0][1]));
+    CHECK(pure_test_eq_hex(out, outlen, V_MSG[0][1]));
     CHECK_EQ(pure_noise_read_msg1(&resp, out, outlen, got, sizeof(got), &gotlen), 0);
     CHECK(gotlen == plen && memcmp(got, pl, plen) == 0);
     CHECK(memcmp(resp.rs, is_pub, 32) == 0); /* the initiator's identity, learnt from msg1 */
 
-    plen = unhex(pl, sizeof(pl), V_MSG[1][0]);
+    plen = pure_test_unhex(pl, sizeof(pl), V_MSG[1][0]);
     CHECK_EQ(pure_noise_write_msg2(&resp, pl, plen, out, sizeof(out), &outlen), 0);
     CHECK_EQ(outlen, plen + PURE_NOISE_MSG2_OVERHEAD);
-    CHECK(eq_hex(out, outlen, V_MSG[1][1]));
+    CHECK(pure_test_eq_hex(out, outlen, V_MSG[1][1]));
     CHECK_EQ(pure_noise_read_msg2(&init, out, outlen, got, sizeof(got), &gotlen), 0);
     CHECK(gotlen == plen && memcmp(got, pl, plen) == 0);
 
@@ -112,9 +95,9 @@ static void test_cacophony_vector(void)
     /* Transport messages alternate initiator, responder, ...; each direction counts from 0. */
     for (int m = 2; m < 6; m++) {
         int from_init = (m % 2) == 0;
-        plen = unhex(pl, sizeof(pl), V_MSG[m][0]);
+        plen = pure_test_unhex(pl, sizeof(pl), V_MSG[m][0]);
         transport_seal(from_init ? ik_send : rk_send, (uint64_t)(m - 2) / 2, pl, plen, out);
-        CHECK(eq_hex(out, plen + 16, V_MSG[m][1]));
+        CHECK(pure_test_eq_hex(out, plen + 16, V_MSG[m][1]));
     }
 }
 
@@ -238,8 +221,7 @@ static void test_tampered_msg1(void)
             f.m1[i / 8] ^= (uint8_t)(1u << (i % 8));
             int rc = pure_noise_read_msg1(&f.resp, f.m1, f.m1len, got, sizeof(got), &glen);
             accepted += rc == 0;
-            if (rc != PURE_ECRYPTO && rc != 0)
-                CHECK_EQ(rc, PURE_ECRYPTO);
+            if (rc != PURE_ECRYPTO && rc != 0) CHECK_EQ(rc, PURE_ECRYPTO);
             f.m1[i / 8] ^= (uint8_t)(1u << (i % 8));
         }
         CHECK_EQ(accepted, 0);
