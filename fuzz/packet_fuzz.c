@@ -34,8 +34,8 @@
  * With bit 3, B's application closes the link from inside its first on_message.
  *
  * In both modes every pure_ctx_read result must be a documented code, and every drop must be
- * counted in pure_ctx_stats. A sized allocator checks each free's size and that pure_ctx_free
- * leaves nothing behind. */
+ * counted in pure_ctx_stats (fz_read). A sized allocator (fz_alloc) checks each free's size and
+ * that pure_ctx_free leaves nothing behind. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,61 +43,18 @@
 
 #include "crypto.h"
 #include "frame.h"
+#include "fuzz_common.h"
 #include "link.h"
 #include "pure.h"
 #include "wire.h"
-
-#define FAIL(what)                                                                                 \
-    do {                                                                                           \
-        fprintf(stderr, "packet_fuzz: %s (line %d)\n", what, __LINE__);                            \
-        abort();                                                                                   \
-    } while (0)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define WRITE_BUF 65536
 #define MS 1000000ull
 
-/* ---- allocator and randomness ---- */
-
-static size_t g_live;
-
-static void *sized_alloc(void *user, size_t n)
-{
-    (void)user;
-    uint8_t *p = malloc(n + 16);
-    if (!p)
-        return NULL;
-    memcpy(p, &n, sizeof n);
-    g_live++;
-    return p + 16;
-}
-
-static void sized_free(void *user, void *q, size_t n)
-{
-    (void)user;
-    uint8_t *p = (uint8_t *)q - 16;
-    size_t had;
-    memcpy(&had, p, sizeof had);
-    if (had != n)
-        FAIL("free size differs from the allocated size");
-    g_live--;
-    free(p);
-}
-
-static int fz_random(void *user, uint8_t *buf, size_t len)
-{
-    uint64_t *s = user;
-    while (len > 0) {
-        uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        z ^= z >> 31;
-        for (int i = 0; i < 8 && len > 0; i++, len--)
-            *buf++ = (uint8_t)(z >> (8 * i));
-    }
-    return 0;
-}
+const char *fz_name = "packet_fuzz";
+static fz_heap g_heap;
 
 /* ---- the two endpoints ---- */
 
@@ -124,7 +81,7 @@ static int b_on_accept(pure_link *link, const char *service, const uint8_t key[P
 {
     world *w = ctx_user;
     if (strcmp(service, "pure") != 0)
-        FAIL("accepted a link for a service never registered");
+        FZ_FAIL("accepted a link for a service never registered");
     (void)key;
     if (w->refuse)
         return PURE_EREFUSED;
@@ -137,16 +94,16 @@ static void b_on_message(pure_link *link, void *user, const uint8_t *d, size_t n
 {
     world *w = user;
     if (w != &W)
-        FAIL("wrong user pointer in on_message");
+        FZ_FAIL("wrong user pointer in on_message");
     w->delivered++;
     if (w->pattern) {
         if (n != w->msg_size)
-            FAIL("pattern stream delivered a message of the wrong size");
+            FZ_FAIL("pattern stream delivered a message of the wrong size");
         for (size_t i = 0; i < n; i++)
             if (d[i] != i % 251)
-                FAIL("pattern stream delivered wrong bytes");
+                FZ_FAIL("pattern stream delivered wrong bytes");
         if (4 + w->delivered * (4 + (uint64_t)w->msg_size) > w->max_end)
-            FAIL("delivered more messages than the bytes sent hold");
+            FZ_FAIL("delivered more messages than the bytes sent hold");
     }
     if (w->close_on_message && link->state == PURE_LS_OPEN)
         pure_link_close(link, 0x100, "fuzz");
@@ -156,9 +113,9 @@ static void b_on_closed(pure_link *link, void *user, const pure_close_info *info
 {
     world *w = user;
     if (!info || !info->reason)
-        FAIL("on_closed without info");
+        FZ_FAIL("on_closed without info");
     if (info->first_unacked > info->next_id)
-        FAIL("on_closed reports more acknowledged messages than were sent");
+        FZ_FAIL("on_closed reports more acknowledged messages than were sent");
     if (w && w->lb == link) {
         w->lb = NULL;
         w->b_close_error = info->error;
@@ -182,16 +139,6 @@ static const pure_callbacks b_cb = {.on_accept = b_on_accept,
                                     .on_closed = b_on_closed};
 static const pure_callbacks a_cb = {.on_closed = a_on_closed};
 
-static void set_addr(pure_addr *a, uint8_t host, uint16_t port)
-{
-    memset(a, 0, sizeof *a);
-    a->len = 6;
-    a->bytes[0] = 10;
-    a->bytes[3] = host;
-    a->bytes[4] = (uint8_t)(port >> 8);
-    a->bytes[5] = (uint8_t)port;
-}
-
 static pure_ctx *make_ctx(uint8_t key_byte, uint64_t *rng, const pure_callbacks *cb,
                           int cookie_always, int newreno, int allow_any)
 {
@@ -202,8 +149,9 @@ static pure_ctx *make_ctx(uint8_t key_byte, uint64_t *rng, const pure_callbacks 
     s.crypto = &pure_crypto_null;
     s.random = fz_random;
     s.random_user = rng;
-    s.alloc = sized_alloc;
-    s.free = sized_free;
+    s.alloc = fz_alloc;
+    s.free = fz_free;
+    s.alloc_user = &g_heap;
     s.allow_any = allow_any;
     s.callbacks = cb;
     s.user = &W;
@@ -217,43 +165,8 @@ static pure_ctx *make_ctx(uint8_t key_byte, uint64_t *rng, const pure_callbacks 
         s.congestion = PURE_CC_NEWRENO;
     pure_ctx *ctx = NULL;
     if (pure_ctx_new(&s, &ctx) != 0)
-        FAIL("pure_ctx_new");
+        FZ_FAIL("pure_ctx_new");
     return ctx;
-}
-
-/* Reads one datagram into ctx and checks the result against pure_ctx_read's contract. */
-static int read_checked(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n)
-{
-    pure_ctx_stats before, after;
-    pure_ctx_stats_get(ctx, &before);
-    int rc = pure_ctx_read(ctx, from, d, n, W.now);
-    pure_ctx_stats_get(ctx, &after);
-    if (after.datagrams_in != before.datagrams_in + 1)
-        FAIL("datagram not counted");
-    switch (rc) {
-    case 0:
-        break;
-    case PURE_EPROTO:
-        if (after.dropped_malformed <= before.dropped_malformed)
-            FAIL("malformed datagram dropped without being counted");
-        break;
-    case PURE_ECRYPTO:
-        if (after.dropped_auth <= before.dropped_auth)
-            FAIL("unauthenticated datagram dropped without being counted");
-        break;
-    case PURE_EINVAL:
-        if (after.dropped_unknown_link <= before.dropped_unknown_link &&
-            after.dropped_replay <= before.dropped_replay)
-            FAIL("stale datagram dropped without being counted");
-        break;
-    case PURE_EFLOW: /* the link was closed for what the datagram held */
-    case PURE_EMSGSIZE:
-    case PURE_ENOMEM:
-        break;
-    default:
-        FAIL("pure_ctx_read returned an undocumented code");
-    }
-    return rc;
 }
 
 /* Sends everything `from` has queued to `to` (or into the void when to is NULL). */
@@ -266,15 +179,15 @@ static int flush(pure_ctx *from, const pure_addr *from_addr, pure_ctx *to)
     for (int guard = 0; guard < 64; guard++) {
         n = pure_ctx_write(from, W.buf, WRITE_BUF, &seg, &dst, W.now);
         if (n < 0)
-            FAIL("pure_ctx_write failed with a large enough buffer");
+            FZ_FAIL("pure_ctx_write failed with a large enough buffer");
         if (n == 0)
             break;
         if (seg == 0 || (size_t)n > WRITE_BUF)
-            FAIL("pure_ctx_write burst shape");
+            FZ_FAIL("pure_ctx_write burst shape");
         for (int64_t off = 0; off < n; off += (int64_t)seg) {
             size_t len = (size_t)(n - off) < seg ? (size_t)(n - off) : seg;
             if (to)
-                read_checked(to, from_addr, W.buf + off, len);
+                fz_read(to, from_addr, W.buf + off, len, W.now);
             count++;
         }
     }
@@ -354,7 +267,7 @@ static void raw_mode(const uint8_t *d, size_t n, int init_first)
                 break;
             }
         }
-        read_checked(target, to_a ? &W.addr_b : &W.addr_a, dgram, len);
+        fz_read(target, to_a ? &W.addr_b : &W.addr_a, dgram, len, W.now);
         if (ctl & 4)
             advance(100 * MS + (uint64_t)(ctl >> 4) * 1000 * MS);
         if (ctl & 8)
@@ -411,27 +324,16 @@ static uint64_t take_pn(void)
  * A) send what they have queued. */
 static void send_packet(uint8_t ctl, size_t len, uint64_t pn)
 {
-    uint8_t *payload = pkt + PURE_DATA_HEADER;
-    pkt[0] = (uint8_t)(PURE_PKT_DATA0 | (W.la->key_phase ^ (ctl & 1)));
-    put_u32le(pkt + 1, W.la->remote_index);
-    for (int i = 0; i < 7; i++)
-        pkt[5 + i] = (uint8_t)(pn >> (8 * (6 - i)));
-    uint8_t nonce[PURE_NONCE_LEN];
-    pure_keys_nonce(nonce, W.la->tx.iv, pn);
-    pure_aead *aead = pure_keys_aead(W.a, &W.la->tx);
-    if (!aead || pure_crypto_null.aead_seal(aead, nonce, pkt, PURE_DATA_HEADER, payload, len,
-                                            payload + len) != 0)
-        FAIL("seal");
+    size_t n = fz_seal(W.la, pkt, len, pn, ctl & 1);
     if (ctl & 4)
-        payload[len] ^= 0x80;
+        pkt[PURE_DATA_HEADER + len] ^= 0x80;
     uint64_t before_recv = W.lb->st.packets_received;
     pure_link *lb = W.lb;
-    int rc = read_checked(W.b, (ctl & 0x70) == 0x70 ? &W.addr_a2 : &W.addr_a, pkt,
-                          PURE_DATA_HEADER + len + PURE_TAG_LEN);
+    int rc = fz_read(W.b, (ctl & 0x70) == 0x70 ? &W.addr_a2 : &W.addr_a, pkt, n, W.now);
     if ((ctl & 4) && rc != PURE_ECRYPTO && rc != PURE_EINVAL)
-        FAIL("packet with a spoilt tag was not refused");
+        FZ_FAIL("packet with a spoilt tag was not refused");
     if (rc == 0 && W.lb == lb && !(ctl & 1) && W.lb->st.packets_received != before_recv + 1)
-        FAIL("accepted packet not counted on the link");
+        FZ_FAIL("accepted packet not counted on the link");
     flush(W.b, &W.addr_b, (ctl & 8) ? W.a : NULL);
     if ((ctl & 8) && W.la)
         flush(W.a, &W.addr_a, W.b);
@@ -468,13 +370,13 @@ static void open_mode(const uint8_t *d, size_t n, unsigned presend)
     /* Complete the handshake: A's INIT, B's RESP, A's first packet (which B accepts). */
     exchange(8, 1);
     if (!W.la || W.la->state != PURE_LS_OPEN || !W.lb || W.lb->state != PURE_LS_OPEN)
-        FAIL("in-process handshake did not open the link");
+        FZ_FAIL("in-process handshake did not open the link");
     /* B sends messages that never arrive: packets in flight for fuzzed ACKs to acknowledge. */
     static uint8_t msg[3000];
     for (unsigned i = 0; i < presend; i++) {
         memset(msg, (int)i, sizeof msg);
         if (pure_link_send(W.lb, msg, sizeof msg) != (int64_t)i)
-            FAIL("pure_link_send on a fresh link");
+            FZ_FAIL("pure_link_send on a fresh link");
     }
     flush(W.b, &W.addr_b, NULL);
 
@@ -512,7 +414,7 @@ static void open_mode(const uint8_t *d, size_t n, unsigned presend)
             advance((uint64_t)((ctl >> 4) & 7) * 25 * MS);
         if ((ctl & 0x80) && W.la && W.lb && W.la->state == PURE_LS_OPEN) {
             if (pure_rekey_start(W.la, W.now) != 0)
-                FAIL("pure_rekey_start");
+                FZ_FAIL("pure_rekey_start");
             exchange(4, 1);
         }
     }
@@ -535,9 +437,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     W.msg_size = data[1];
     W.bulk_budget = 192 * 1024;
     pure_crypto_null_seed(0x5eed);
-    set_addr(&W.addr_a, 1, 1000);
-    set_addr(&W.addr_a2, 1, 2000);
-    set_addr(&W.addr_b, 2, 1001);
+    fz_addr(&W.addr_a, 1, 1000);
+    fz_addr(&W.addr_a2, 1, 2000);
+    fz_addr(&W.addr_b, 2, 1001);
 
     /* raw mode only: bit 4 makes A ask for a service B lacks, bit 5 keeps A off B's allow list */
     int raw = !(mode & 1);
@@ -545,10 +447,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     W.b = make_ctx(0x22, &W.rng_b, &b_cb, (mode & 2) != 0, (mode & 0x80) != 0,
                    !(raw && (mode & 0x20)));
     if (pure_ctx_add_service(W.b, "pure") != 0)
-        FAIL("add_service");
+        FZ_FAIL("add_service");
     const char *service = raw && (mode & 0x10) ? "nope" : "pure";
     if (pure_connect(W.a, &W.addr_b, pure_ctx_public_key(W.b), service, &W, &W.la, W.now) != 0)
-        FAIL("pure_connect");
+        FZ_FAIL("pure_connect");
 
     if (mode & 1)
         open_mode(data + 2, size - 2, (mode >> 4) & 3);
@@ -575,7 +477,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     pure_ctx_free(W.a);
     pure_ctx_free(W.b);
-    if (g_live != 0)
-        FAIL("pure_ctx_free left allocations behind");
+    if (g_heap.live != 0)
+        FZ_FAIL("pure_ctx_free left allocations behind");
     return 0;
 }
