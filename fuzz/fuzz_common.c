@@ -106,3 +106,30 @@ int fz_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, uint64_t
     }
     return rc;
 }
+
+int fz_flush(pure_ctx *from, const pure_addr *from_addr, pure_ctx *to, uint64_t now, fz_tap *tap,
+             void *arg)
+{
+    static uint8_t buf[65536];
+    size_t seg;
+    pure_addr dst;
+    int count = 0;
+    for (int guard = 0; guard < 256; guard++) {
+        int64_t n = pure_ctx_write(from, buf, sizeof buf, &seg, &dst, now);
+        if (n < 0)
+            FZ_FAIL("pure_ctx_write failed with a large enough buffer");
+        if (n == 0)
+            break;
+        if (seg == 0 || seg > PURE_MAX_UDP_PAYLOAD || (size_t)n > sizeof buf)
+            FZ_FAIL("pure_ctx_write burst shape");
+        for (int64_t off = 0; off < n; off += (int64_t)seg) {
+            size_t len = (size_t)(n - off) < seg ? (size_t)(n - off) : seg;
+            if (tap)
+                tap(arg, &dst, buf + off, len);
+            if (to)
+                fz_read(to, from_addr, buf + off, len, now);
+            count++;
+        }
+    }
+    return count;
+}

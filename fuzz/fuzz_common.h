@@ -43,6 +43,13 @@ void fz_addr(pure_addr *a, uint8_t host, uint16_t port);
  * itself would. Returns the datagram's length. */
 size_t fz_seal(pure_link *link, uint8_t *pkt, size_t len, uint64_t pn, int flip_phase);
 
+/* Writes every burst `from` has queued at now and passes each datagram to tap (when not NULL)
+ * and then to `to` (fz_read, when not NULL: from_addr is the source). Checks the burst's shape.
+ * Returns the number of datagrams (at most 256 bursts per call, so a runaway sender ends). */
+typedef void fz_tap(void *arg, const pure_addr *dst, uint8_t *d, size_t n);
+int fz_flush(pure_ctx *from, const pure_addr *from_addr, pure_ctx *to, uint64_t now, fz_tap *tap,
+             void *arg);
+
 /* pure_ctx_read, checking that the datagram was counted, that the code is one pure.h documents,
  * and that every drop went into the matching counter. Returns the code. */
 int fz_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, uint64_t now);

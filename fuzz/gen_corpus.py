@@ -145,8 +145,44 @@ def packet_seeds():
     write("packet", "open_flow_violation", bytes([0x01, 0]) + rec(0, data(1 << 20, b"z")))
 
 
+def link_seeds():
+    # opcodes (fuzz/link_fuzz.c): 0 connect, 1 send, 2 reply, 3 deliver, 4 drop, 5 dup,
+    # 6 deliver n, 7 advance, 8 finish, 9 close, 10 abort, 11 act from on_message, 12 free ctx,
+    # 13 settle, 14 corrupt, 15 refuse
+    def op(code, *args):
+        return bytes([code] + list(args))
+    connect = op(0, 0)
+    settle = op(13, 20)
+    small = op(1, 0, 0, 100)             # end 0 sends 100 bytes
+    write("link", "one_message", bytes([0]) + connect + small + settle)
+    write("link", "both_ways_finish", bytes([0]) + connect + settle + small + op(1, 1, 0, 7) +
+          op(1, 0, 0x40, 200) + settle + op(8, 0) + op(8, 1) + settle + op(9, 0) + settle)
+    write("link", "edges", bytes([0]) + connect + settle + b"".join(
+        op(1, 0, 0x80, k) for k in range(8)) + settle + settle + op(9, 1) + settle)
+    write("link", "large_refused", bytes([2]) + connect + op(1, 0, 0xFF, 0xFF) +
+          op(1, 0, 0xC0 | 12, 0) + settle + settle)
+    write("link", "replies", bytes([0]) + connect + settle + op(2, 1, 0x35) +
+          b"".join(op(1, 0, 0, 50 + k) for k in range(5)) + settle + settle)
+    write("link", "eight_links", bytes([1]) + b"".join(op(0, k & 1) for k in range(8)) +
+          settle + b"".join(op(1, k, 0x40, k * 7) for k in range(16)) + settle + settle +
+          op(10, 3) + op(9, 5) + settle)
+    write("link", "lossy_reorder", bytes([8]) + connect + op(6, 1) + op(4, 0) + op(7, 150) +
+          op(6, 0) + op(1, 0, 0x40 | 20, 0) + op(3, 5) + op(3, 2) + op(4, 1) + op(5, 0) +
+          op(6, 0) + op(7, 50) + settle + op(14, 0, 40) + settle)
+    write("link", "close_from_on_message", bytes([0]) + connect + settle + op(11, 1, 2) +
+          op(1, 0, 0, 9) + op(1, 0, 0, 9) + settle + settle)
+    write("link", "abort_from_on_message", bytes([0]) + connect + settle + op(11, 1, 3) +
+          op(1, 0, 0x40, 60) + op(1, 0, 0, 9) + settle)
+    write("link", "free_ctx_alive", bytes([0]) + connect + op(0, 1) + settle + small +
+          op(6, 2) + op(12, 1) + settle + op(0, 0) + settle + small + settle + op(12, 0))
+    write("link", "refuse", bytes([0]) + op(15, 1) + connect + settle + connect + settle)
+    write("link", "silent_peer", bytes([4]) + connect + settle + small +
+          b"".join(op(4, 0) + op(7, 230) for _ in range(6)) + op(9, 0) + settle + settle)
+
+
 if __name__ == "__main__":
     frame_seeds()
     msgparse_seeds()
     handshake_seeds()
     packet_seeds()
+    link_seeds()

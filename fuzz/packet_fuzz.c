@@ -50,7 +50,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define WRITE_BUF 65536
 #define MS 1000000ull
 
 const char *fz_name = "packet_fuzz";
@@ -64,7 +63,6 @@ typedef struct world {
     pure_link *la, *lb; /* A's link; B's link once accepted (NULL when closed) */
     uint64_t rng_a, rng_b;
     uint64_t now;
-    uint8_t *buf;
     /* application behaviour and the pattern oracle */
     int refuse, close_on_message, pattern;
     uint32_t msg_size;
@@ -172,26 +170,7 @@ static pure_ctx *make_ctx(uint8_t key_byte, uint64_t *rng, const pure_callbacks 
 /* Sends everything `from` has queued to `to` (or into the void when to is NULL). */
 static int flush(pure_ctx *from, const pure_addr *from_addr, pure_ctx *to)
 {
-    size_t seg;
-    pure_addr dst;
-    int64_t n;
-    int count = 0;
-    for (int guard = 0; guard < 64; guard++) {
-        n = pure_ctx_write(from, W.buf, WRITE_BUF, &seg, &dst, W.now);
-        if (n < 0)
-            FZ_FAIL("pure_ctx_write failed with a large enough buffer");
-        if (n == 0)
-            break;
-        if (seg == 0 || (size_t)n > WRITE_BUF)
-            FZ_FAIL("pure_ctx_write burst shape");
-        for (int64_t off = 0; off < n; off += (int64_t)seg) {
-            size_t len = (size_t)(n - off) < seg ? (size_t)(n - off) : seg;
-            if (to)
-                fz_read(to, from_addr, W.buf + off, len, W.now);
-            count++;
-        }
-    }
-    return count;
+    return fz_flush(from, from_addr, to, W.now, NULL, NULL);
 }
 
 static void exchange(int rounds, int b_to_a)
@@ -426,8 +405,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     uint8_t mode = data[0];
     memset(&W, 0, sizeof W);
-    static uint8_t buf[WRITE_BUF];
-    W.buf = buf;
     W.rng_a = 1;
     W.rng_b = 2;
     W.now = 1000 * MS;
