@@ -180,9 +180,70 @@ def link_seeds():
           b"".join(op(4, 0) + op(7, 230) for _ in range(6)) + op(9, 0) + settle + settle)
 
 
+def recv_seeds():
+    # records (fuzz/recv_fuzz.c): 0 packet of structured frames, 1 bulk, 2 B sends, 3 to A,
+    # 4 drop B's packets, 5 time, 6 real rekey, 7 application finish/close
+    def msg_len(cls, seed, k):
+        h = (((k + 1) * 2654435761) ^ (seed * 40503)) & 0xFFFFFFFF
+        h ^= h >> 15
+        return [h % 64, h % 1501, h % 20001, 65536 - 2 + h % 4][cls]
+
+    def boundary(cls, seed, n):  # stream offset after n messages
+        return 4 + sum(4 + msg_len(cls, seed, k) for k in range(n))
+
+    def pkt(*frames, c=0, back=None):
+        out = bytes([c, len(frames) - 1])
+        if back is not None:
+            out += bytes([back])
+        return out + b"".join(frames)
+
+    def dat(o, length, t=0):
+        return bytes([t, o, length >> 8, length & 255])
+
+    def ackf(k, first, delay, pairs=(), beyond=None):
+        out = bytes([1 | (8 if beyond is not None else 0)])
+        if beyond is not None:
+            out += bytes([beyond])
+        out += bytes([k - 1, first, delay])
+        for g, l in pairs:
+            out += bytes([g, l])
+        return out
+    b3 = boundary(0, 5, 3)  # A itself sent the preamble (offsets 0..3) when the link opened
+    write("recv", "in_order", bytes([0, 5]) + pkt(dat(0, 100)) + pkt(dat(0, 300)) + pkt(b"\x03"))
+    write("recv", "out_of_order", bytes([1, 9]) + pkt(dat(10, 500)) + pkt(dat(3, 200)) +
+          pkt(dat(0, 291), dat(0, 400)) + bytes([5, 3]) + pkt(dat(0, 1000)))
+    write("recv", "fin_at_boundary", bytes([0, 5]) + pkt(dat(0, b3 - 4, t=8)) + bytes([3, 0]))
+    write("recv", "fin_inside_message", bytes([0, 5]) + pkt(dat(0, b3 - 5, t=8)))
+    write("recv", "acks_of_real_packets", bytes([0x30, 0]) + bytes([5, 2]) +
+          pkt(ackf(1, 1, 3)) + pkt(ackf(3, 0, 0, [(0, 0), (1, 0)])) + bytes([2, 40, 3, 0]) +
+          pkt(ackf(2, 2, 1, [(0, 3)]), b"\x03"))
+    write("recv", "ack_unsent", bytes([0x10, 0]) + pkt(ackf(1, 0, 0, beyond=5)))
+    write("recv", "credit_and_b_sends", bytes([0x80, 3]) + pkt(b"\x02\x00\x10") +
+          bytes([2, 200, 2, 255, 2, 255]) + pkt(b"\x02\x01\x00") + bytes([3, 0, 5, 10, 3, 0]))
+    write("recv", "bulk_large", bytes([3, 1]) + bytes([1, 63, 5, 2, 1, 63, 3, 0, 1, 63]) +
+          pkt(dat(100, 1000)) + bytes([1, 63, 1, 63]))
+    write("recv", "bulk_window_wrap", bytes([2, 7]) + bytes([1, 40]) + pkt(dat(120, 800)) +
+          bytes([1, 60, 5, 1]) + pkt(dat(127, 1399)) + bytes([1, 63, 1, 63]))
+    write("recv", "rekey", bytes([0, 2]) + pkt(dat(0, 50)) + bytes([6]) + pkt(dat(0, 50)) +
+          pkt(dat(0, 50), c=8) + bytes([6]) + pkt(dat(0, 80)))
+    write("recv", "replays", bytes([1, 4]) + pkt(dat(0, 700)) + pkt(dat(0, 700)) +
+          pkt(dat(200, 300), c=0x20, back=1) + pkt(dat(0, 700), c=0x20, back=3) +
+          pkt(b"\x03", c=0x10))
+    write("recv", "close_frame", bytes([0, 1]) + pkt(dat(0, 40)) + pkt(b"\x04\x07\x03bye"))
+    write("recv", "close_on_message", bytes([0x40, 6]) + pkt(dat(0, 400)) + pkt(dat(0, 400)) +
+          bytes([3, 0]))
+    write("recv", "rekey_frames", bytes([0, 0]) + pkt(b"\x05\x00\x01" + bytes(32)) +
+          pkt(b"\x05\x01\x02" + bytes(range(32))) + pkt(b"\x06\x20", b"\x07\x03\x01\x00\x00"))
+    write("recv", "junk_data", bytes([0, 0]) + pkt(dat(0, 30, t=0x10) + bytes(range(30))))
+    write("recv", "app_finish_close", bytes([0x10, 8]) + pkt(dat(0, 100)) + bytes([7, 0, 3, 0]) +
+          pkt(dat(0, 100)) + bytes([7, 1, 3, 0, 5, 200]) + pkt(b"\x03"))
+    write("recv", "flow_violation", bytes([0, 0]) + pkt(dat(1, 100, t=0x20)))
+
+
 if __name__ == "__main__":
     frame_seeds()
     msgparse_seeds()
     handshake_seeds()
     packet_seeds()
     link_seeds()
+    recv_seeds()
