@@ -169,6 +169,10 @@ static int alive(const end *e) { return e->known && !e->closed; }
 static end *end_of(pure_link *link, void *user)
 {
     end *e = user;
+#ifdef LINK_FUZZ_PRE_FIX
+    if (!e)
+        return NULL;
+#endif
     if (!e)
         FZ_FAIL("callback with a NULL user pointer on a link the application never accepted");
     if (e->link != link)
@@ -259,12 +263,15 @@ static int on_accept(pure_link *link, const char *service, const uint8_t key[PUR
     end *e = &G.pairs[id].e[1];
     if (e->side != side)
         FZ_FAIL("a link was offered to the side that opened it");
-    if (G.refuse[side]) {
+    int refuse = G.refuse[side] || e->known; /* known: an INIT resent after this pair's
+                                                 responder end went away */
+    if (getenv("LINK_FUZZ_VERBOSE"))
+        fprintf(stderr, "link_fuzz: side %d offered pair %d: %s\n", side, id,
+                refuse ? "refused" : "accepted");
+    if (refuse) {
         G.refuse[side] = 0;
         return PURE_EREFUSED;
     }
-    if (e->known) /* an INIT resent after this pair's responder end went away */
-        return PURE_EREFUSED;
     e->known = 1;
     e->link = link;
     pure_link_set_user(link, e);

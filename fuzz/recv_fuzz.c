@@ -175,8 +175,12 @@ static app *app_of(pure_link *link, void *user)
         FZ_FAIL("callback with a wrong user pointer");
     if (u->link != link)
         FZ_FAIL("callback's link differs from the application's");
-    if (u->closes)
+    if (u->closes) {
+#ifdef RECV_FUZZ_PRE_FIX /* testing the harness on a main without the fixes */
+        return NULL;
+#endif
         FZ_FAIL("callback after on_closed");
+    }
     return u;
 }
 
@@ -198,6 +202,8 @@ static int on_accept(pure_link *link, const char *service, const uint8_t key[PUR
 static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
 {
     app *u = app_of(link, user);
+    if (!u)
+        return;
     uint64_t k = u->delivered++;
     if (u == &W.ua) { /* B's messages: k * 131 bytes of k */
         if (k >= W.b_sent || n != W.b_len[k])
@@ -225,7 +231,7 @@ static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
 static void on_peer_finished(pure_link *link, void *user)
 {
     app *u = app_of(link, user);
-    if (u != &W.ub || W.junk)
+    if (!u || u != &W.ub || W.junk)
         return;
     uint64_t end = u->delivered < s_count ? s_start[u->delivered] : 0;
     if (getenv("RECV_FUZZ_VERBOSE"))
@@ -243,6 +249,8 @@ static void on_closed(pure_link *link, void *user, const pure_close_info *info)
     if (!user)
         return; /* never accepted */
     app *u = app_of(link, user);
+    if (!u)
+        return;
     u->closes++;
     if (getenv("RECV_FUZZ_VERBOSE"))
         fprintf(stderr, "recv_fuzz: %s's link closed: %s, peer code %llu, unacked %llu..%llu\n",
