@@ -12,7 +12,8 @@
  * Byte 0: bits 0-1 the message-size class of A's stream (0: 0..63 B, 1: 0..1.5 KiB, 2: 0..20
  * KiB, 3: around max_message_size = 64 KiB, some over it), bit 2 NewReno, bits 4-5 messages B
  * sends before the records (packets in flight to acknowledge), bit 6 B's application closes the
- * link from inside its first on_message, bit 7 send_queue 0. Byte 1 seeds the message lengths.
+ * link from inside its first on_message (with pure_link_abort if bit 3), bit 7 send_queue 0.
+ * Byte 1 seeds the message lengths.
  *
  * A's stream is always the same function of (byte 0, byte 1): "pure", then message k of length
  * L(k) whose body byte j is (k * 7 + j) & 255, over its first 1 MiB. DATA frames carry the real
@@ -32,7 +33,7 @@
  *                             B sent, each gap/length byte pair; t bit 3: a largest beyond it
  *                 2 CREDIT  v1 v2: B's send_next + (v1 v2) * 64 (t bit 3: just (v1 v2))
  *                 3 PING
- *                 4 CLOSE   code, reason length (% 24), reason bytes
+ *                 4 CLOSE   code, reason length (% 64), reason bytes
  *                 5 REKEY   flag (% 3), generation, 32 key bytes
  *                 6 PADDING n
  *                 7 RAW     n, n raw bytes
@@ -43,8 +44,8 @@
  *   5 TIME    t: advance (t + 1) * 7 ms and run both contexts' timers
  *   6 REKEY   A starts a real rekey; A and B exchange until it completes (later packets use the
  *             new keys and phase)
- *   7 APP     a: B's application calls pure_link_finish (a%3 == 0), pure_link_close (1) or
- *             A's application closes its link (2)
+ *   7 APP     a: B's application calls pure_link_finish (a%4 == 0), pure_link_close (1) or
+ *             pure_link_abort (2), or A's application closes its link (3)
  * At most 1500 records and 768 KiB of DATA bytes per input.
  *
  * Invariants (abort() on violation): every pure_ctx_read code is documented and counted
@@ -93,7 +94,7 @@ static struct {
     pure_addr addr_a, addr_b;
     uint64_t now;
     app ua, ub; /* A's link, B's link */
-    int close_on_message;
+    int close_on_message, abort_not_close;
     int junk;  /* junk DATA bytes were sent: content checks off */
     uint64_t next_pn, data_budget;
     uint64_t fins[MAX_FINS];
@@ -176,9 +177,6 @@ static app *app_of(pure_link *link, void *user)
     if (u->link != link)
         FZ_FAIL("callback's link differs from the application's");
     if (u->closes) {
-#ifdef RECV_FUZZ_PRE_FIX /* testing the harness on a main without the fixes */
-        return NULL;
-#endif
         FZ_FAIL("callback after on_closed");
     }
     return u;
@@ -202,8 +200,6 @@ static int on_accept(pure_link *link, const char *service, const uint8_t key[PUR
 static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
 {
     app *u = app_of(link, user);
-    if (!u)
-        return;
     uint64_t k = u->delivered++;
     if (u == &W.ua) { /* B's messages: k * 131 bytes of k */
         if (k >= W.b_sent || n != W.b_len[k])
@@ -224,14 +220,21 @@ static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
         if (!was_sent(off, 4 + n))
             FZ_FAIL("B delivered a message whose bytes were never all sent");
     }
-    if (W.close_on_message && link->state == PURE_LS_OPEN)
-        pure_link_close(link, 0x100, "from on_message");
+    if (W.close_on_message && link->state == PURE_LS_OPEN) {
+        W.close_on_message = 0;
+        if (W.abort_not_close) {
+            if (pure_link_abort(link, 0x100, "from on_message") != 0 || !u->closes)
+                FZ_FAIL("pure_link_abort from on_message did not close the link at once");
+        } else {
+            pure_link_close(link, 0x100, "from on_message");
+        }
+    }
 }
 
 static void on_peer_finished(pure_link *link, void *user)
 {
     app *u = app_of(link, user);
-    if (!u || u != &W.ub || W.junk)
+    if (u != &W.ub || W.junk)
         return;
     uint64_t end = u->delivered < s_count ? s_start[u->delivered] : 0;
     if (getenv("RECV_FUZZ_VERBOSE"))
@@ -249,8 +252,6 @@ static void on_closed(pure_link *link, void *user, const pure_close_info *info)
     if (!user)
         return; /* never accepted */
     app *u = app_of(link, user);
-    if (!u)
-        return;
     u->closes++;
     if (getenv("RECV_FUZZ_VERBOSE"))
         fprintf(stderr, "recv_fuzz: %s's link closed: %s, peer code %llu, unacked %llu..%llu\n",
@@ -444,8 +445,8 @@ static uint8_t *put_frame(rd *r, uint8_t *out)
         *out++ = PURE_FRAME_PING;
         return out;
     case 4: { /* CLOSE */
-        char reason[24];
-        uint8_t code = take(r), rl = take(r) % 24;
+        char reason[64];
+        uint8_t code = take(r), rl = take(r) % 64;
         for (uint8_t i = 0; i < rl; i++)
             reason[i] = (char)take(r);
         return pure_frame_put_close(out, code, reason, rl);
@@ -544,6 +545,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     W.rng_b = 2;
     W.now = 1000 * FZ_MS;
     W.close_on_message = (opts & 0x40) != 0;
+    W.abort_not_close = (opts & 8) != 0;
     W.data_budget = DATA_BUDGET;
     pure_crypto_null_seed(0x5eed);
     fz_addr(&W.addr_a, 1, 1000);
@@ -605,13 +607,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             break;
         default: {
-            uint8_t a = take(&r) % 3;
-            if (a == 0 && b_open)
+            uint8_t a = take(&r) % 4;
+            if (a == 0 && b_open) {
                 pure_link_finish(W.ub.link);
-            else if (a == 1 && b_open)
+            } else if (a == 1 && b_open) {
                 pure_link_close(W.ub.link, 0x101, "app");
-            else
+            } else if (a == 2 && b_open) {
+                if (pure_link_abort(W.ub.link, 0x103, "app") != 0 || !W.ub.closes)
+                    FZ_FAIL("pure_link_abort did not close the link at once");
+            } else if (a == 3) {
                 pure_link_close(W.ua.link, 0x102, "app");
+            }
             flush_b();
             break;
         }
@@ -628,11 +634,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 link_open(&W.ub) ? "open" : "closed");
     pure_ctx_free(W.a);
     pure_ctx_free(W.b);
-    if (W.ua.closes != 1 || (W.ub.known && W.ub.closes != 1)) {
-#ifndef RECV_FUZZ_PRE_FIX
+    if (W.ua.closes != 1 || (W.ub.known && W.ub.closes != 1))
         FZ_FAIL("a link was not reported closed exactly once (pure_ctx_free included)");
-#endif
-    }
     if (W.heap_a.live != 0 || W.heap_b.live != 0)
         FZ_FAIL("pure_ctx_free left allocations behind");
     return 0;
