@@ -339,6 +339,14 @@ static void on_closed(pure_link *link, void *user, const pure_close_info *info)
      * closing peer still delivers until its on_closed). Not checked when the peer aborted its end
      * (it then drops what it acknowledged but had not delivered) or its context was freed. */
     end *peer = peer_of(e);
+    if (getenv("LINK_FUZZ_VERBOSE"))
+        fprintf(stderr, "link_fuzz: pair %d %s end closed: %s, unacked %llu..%llu%s\n",
+                e->pair->id, e->dir ? "responder" : "initiator", pure_strerror(info->error),
+                (unsigned long long)info->first_unacked, (unsigned long long)info->next_id,
+                e->closing && !e->aborted && !peer->aborted && info->error == 0 &&
+                        info->first_unacked == info->next_id
+                    ? " (clean close: peer must have all)"
+                    : "");
     if (e->closing && !e->aborted && !peer->aborted && info->error == 0 &&
         info->first_unacked == info->next_id && peer->rx != e->tx)
         FZ_FAIL("clean close with everything acknowledged, but the peer did not get every message");
