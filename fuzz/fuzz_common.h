@@ -17,12 +17,9 @@
 /* Prints which check broke and aborts, so libFuzzer reports the input as a crash. */
 #define FZ_FAIL(what)                                                                              \
     do {                                                                                           \
-        fprintf(stderr, "%s: %s (%s:%d)\n", fz_name, what, __FILE__, __LINE__);                  \
+        fprintf(stderr, "fuzz check failed: %s (%s:%d)\n", what, __FILE__, __LINE__);             \
         abort();                                                                                   \
     } while (0)
-
-/* The target's name, for FZ_FAIL's message (each target defines it). */
-extern const char *fz_name;
 
 /* Injected allocator: alloc_user points at an fz_heap, which counts the blocks it holds; every
  * free must pass the size that was allocated. */

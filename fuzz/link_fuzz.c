@@ -62,7 +62,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-const char *fz_name = "link_fuzz";
 
 #define MAX_PAIRS 32
 #define MAX_ALIVE 8

@@ -52,7 +52,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define MS 1000000ull
 
-const char *fz_name = "packet_fuzz";
 static fz_heap g_heap;
 
 /* ---- the two endpoints ---- */

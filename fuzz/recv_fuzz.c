@@ -69,7 +69,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-const char *fz_name = "recv_fuzz";
 
 #define STREAM_MAX (1u << 20)
 #define MAX_MSG (64u << 10)
