@@ -72,7 +72,7 @@ static void start_next(hs *h)
     if (id < 0) {
         fprintf(stderr, "pure bench handshakes: sending on link %llu failed: %s\n",
                 (unsigned long long)h->started - 1, pure_strerror((int)id));
-        pure_link_close(h->cur, 1, "client send failed");
+        pure_link_abort(h->cur, PURE_CLOSE_APP, "client send failed");
         h->cur = NULL;
         fail(h, CLI_FAIL);
     }

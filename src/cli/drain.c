@@ -44,7 +44,7 @@ static void fail_local(drain *d, int64_t rc)
 {
     fprintf(stderr, "pure drain: sending failed: %s\n", pure_strerror((int)rc));
     d->code = CLI_FAIL;
-    pure_link_close(d->link, 1, "client send failed");
+    pure_link_abort(d->link, PURE_CLOSE_APP, "client send failed");
 }
 
 /* Fills the backlog; the rest follows from on_writable. */
@@ -92,7 +92,7 @@ static void on_message(pure_link *link, void *user, const uint8_t *data, size_t 
                 "drain service?)\n",
                 len);
         d->code = CLI_FAIL;
-        pure_link_close(link, 1, "unexpected reply");
+        pure_link_abort(link, PURE_CLOSE_APP, "unexpected reply");
         return;
     }
     d->replied = 1;

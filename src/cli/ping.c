@@ -61,7 +61,7 @@ static void send_next(ping *p)
     if (rc < 0) {
         fprintf(stderr, "pure ping: sending failed: %s\n", pure_strerror((int)rc));
         p->code = CLI_FAIL;
-        pure_link_close(p->link, 1, "client send failed");
+        pure_link_abort(p->link, PURE_CLOSE_APP, "client send failed");
     }
 }
 
@@ -92,7 +92,7 @@ static void on_message(pure_link *link, void *user, const uint8_t *data, size_t 
         fprintf(stderr, "pure ping: an echo arrived with no message in flight (%zu bytes)\n", len);
         p->mismatches++;
         p->code = CLI_FAIL;
-        pure_link_close(link, 1, "unexpected echo");
+        pure_link_abort(link, PURE_CLOSE_APP, "unexpected echo");
         return;
     }
     if (len != p->size || memcmp(data, p->body, len) != 0) {

@@ -56,7 +56,7 @@ static void fail(sender *s, const char *fmt, const char *arg)
     if (s->code == CLI_OK)
         s->code = CLI_FAIL;
     if (s->link)
-        pure_link_close(s->link, 1, "client failed");
+        pure_link_abort(s->link, PURE_CLOSE_APP, "client failed");
     else
         pure_loop_stop(s->loop);
 }

@@ -121,12 +121,12 @@ static void sl_send(srv_link *sl, const uint8_t *d, size_t n)
             return; /* sent, or the link is closing: on_closed tells */
     }
     if (sl->qbytes + n > QUEUE_MAX) {
-        pure_link_close(sl->link, 1, "echo backlog over 64 MiB: the client is not reading replies");
+        pure_link_abort(sl->link, PURE_CLOSE_APP, "echo backlog over 64 MiB: the client is not reading replies");
         return;
     }
     qmsg *q = malloc(sizeof *q + n);
     if (!q) {
-        pure_link_close(sl->link, 1, "server out of memory");
+        pure_link_abort(sl->link, PURE_CLOSE_APP, "server out of memory");
         return;
     }
     q->next = NULL;
