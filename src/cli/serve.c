@@ -70,12 +70,18 @@ typedef struct srv_link {
     qmsg *qhead, *qtail;
     size_t qbytes;
     int finish_when_empty;
+    /* Set by on_closed: the link is gone and sl->link must never be touched again. The struct
+     * itself lives on in srv->dead until the loop returns, because a call made from a callback
+     * (pure_link_send, _close, _finish) may run on_closed before it returns to the caller,
+     * which still holds sl. */
+    int closed;
 } srv_link;
 
 typedef struct server {
     pure_ctx *ctx;
     pure_loop *loop;
     srv_link *links;
+    srv_link *dead; /* closed links, freed between loop runs (see srv_link.closed) */
     int verbose;
     uint64_t accepted, closed;
 } server;
@@ -94,7 +100,7 @@ static void sl_free_queue(srv_link *sl)
 /* Sends the queue's head messages until the backlog is full again, then finishes if asked. */
 static void sl_flush(srv_link *sl)
 {
-    while (sl->qhead) {
+    while (sl->qhead && !sl->closed) {
         qmsg *q = sl->qhead;
         int64_t rc = pure_link_send(sl->link, q->data, q->len);
         if (rc == PURE_EAGAIN)
@@ -105,6 +111,8 @@ static void sl_flush(srv_link *sl)
         sl->qbytes -= q->len;
         free(q);
     }
+    if (sl->closed)
+        return;
     sl->qtail = NULL;
     if (sl->finish_when_empty) {
         sl->finish_when_empty = 0;
@@ -178,20 +186,37 @@ static int on_accept(pure_link *link, const char *service, const uint8_t *key, v
     return 0;
 }
 
-static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
+/* The link's state for a callback, or NULL if the link is already closed: the core must not call
+ * after on_closed, but if it does, serve must not crash (it once did, on SIGINT). */
+static srv_link *live(void *user)
 {
     srv_link *sl = user;
+    return sl && !sl->closed ? sl : NULL;
+}
+
+static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
+{
+    srv_link *sl = live(user);
+    if (!sl)
+        return;
     sl->messages++;
     sl->bytes += n;
     if (sl->kind == SVC_ECHO)
         sl_send(sl, d, n);
 }
 
-static void on_writable(pure_link *link, void *user) { sl_flush(user); }
+static void on_writable(pure_link *link, void *user)
+{
+    srv_link *sl = live(user);
+    if (sl)
+        sl_flush(sl);
+}
 
 static void on_peer_finished(pure_link *link, void *user)
 {
-    srv_link *sl = user;
+    srv_link *sl = live(user);
+    if (!sl)
+        return;
     if (sl->kind == SVC_DRAIN) {
         uint8_t reply[16];
         for (int i = 0; i < 8; i++) {
@@ -199,6 +224,8 @@ static void on_peer_finished(pure_link *link, void *user)
             reply[8 + i] = (uint8_t)(sl->bytes >> (56 - 8 * i));
         }
         sl_send(sl, reply, sizeof reply);
+        if (sl->closed) /* sl_send closed the link */
+            return;
     }
     if (sl->qhead)
         sl->finish_when_empty = 1;
@@ -208,7 +235,7 @@ static void on_peer_finished(pure_link *link, void *user)
 
 static void on_closed(pure_link *link, void *user, const pure_close_info *info)
 {
-    srv_link *sl = user;
+    srv_link *sl = live(user);
     if (!sl)
         return;
     char why[320];
@@ -220,7 +247,7 @@ static void on_closed(pure_link *link, void *user, const pure_close_info *info)
                  *info->reason ? ": " : "", info->reason);
     log_link(sl, "closed", why);
     server *srv = sl->srv;
-    if (srv->verbose) {
+    if (srv->verbose && srv->loop) { /* no loop while pure_ctx_free closes the last links */
         pure_link_stats ls;
         pure_link_stats_get(link, &ls);
         cli_print_stats("serve", &ls, srv->loop);
@@ -233,8 +260,20 @@ static void on_closed(pure_link *link, void *user, const pure_close_info *info)
     if (sl->next)
         sl->next->prev = sl->prev;
     sl_free_queue(sl);
-    free(sl);
+    sl->closed = 1;
+    sl->link = NULL;
+    sl->next = srv->dead;
+    srv->dead = sl;
     pure_link_set_user(link, NULL);
+}
+
+static void free_dead(server *srv)
+{
+    while (srv->dead) {
+        srv_link *sl = srv->dead;
+        srv->dead = sl->next;
+        free(sl);
+    }
 }
 
 static const pure_callbacks callbacks = {
@@ -410,7 +449,9 @@ int cli_serve(int argc, char **argv)
     printf("{\"port\": %u, \"public_key\": \"%s\"}\n", pure_loop_port(srv.loop), pub);
     fflush(stdout);
 
-    rc = pure_loop_run(srv.loop, PURE_LOOP_FOREVER);
+    /* Runs in slices so that closed links' state is freed at a point no callback is running. */
+    while ((rc = pure_loop_run(srv.loop, 1000000000u)) == 0 && !cli_signals_received())
+        free_dead(&srv);
     int code = CLI_OK;
     if (rc) {
         perror("pure serve: the socket failed");
@@ -449,6 +490,14 @@ int cli_serve(int argc, char **argv)
                 (unsigned long long)cst.dropped_unknown_link);
     }
     pure_loop_free(srv.loop);
-    pure_ctx_free(srv.ctx);
+    srv.loop = NULL;
+    pure_ctx_free(srv.ctx); /* may run on_closed for links that did not finish closing */
+    free_dead(&srv);
+    while (srv.links) { /* only if this core version frees links without on_closed */
+        srv_link *sl = srv.links;
+        srv.links = sl->next;
+        sl_free_queue(sl);
+        free(sl);
+    }
     return code;
 }
