@@ -53,7 +53,8 @@ extern "C" {
 #define PURE_EAGAIN -3      /* try later: the backlog is full (wait for on_writable) */
 #define PURE_ECRYPTO -4     /* a packet or handshake failed authentication */
 #define PURE_EPROTO -5      /* the peer broke the protocol (malformed frame, bad preamble) */
-#define PURE_ECLOSED -6     /* the link is closing or closed: nothing more can be sent */
+#define PURE_ECLOSED -6     /* the link is closing or closed: nothing more can be sent (in
+                               on_closed: the context was freed with the link open) */
 #define PURE_ETIMEDOUT -7   /* the peer went silent for the idle timeout (or never answered) */
 #define PURE_EREFUSED -8    /* the responder has no such service */
 #define PURE_EACCES -9      /* the responder does not allow this initiator's key */
@@ -133,7 +134,11 @@ typedef struct pure_callbacks {
     void (*on_writable)(pure_link *link, void *user);
     /* The peer ended its stream (pure_link_finish): every message it sent has been delivered. */
     void (*on_peer_finished)(pure_link *link, void *user);
-    /* The link is closed; after this returns the link is freed and must not be used. */
+    /* The link is closed; after this returns the link is freed and must not be used. It runs
+     * exactly once for every link the application knows of (an initiator's link once
+     * pure_connect returned 0, a responder's once on_accept accepted it), whatever ends it:
+     * either side's close or abort, a timeout, a protocol error, pure_ctx_free. No other
+     * callback of the link runs after it, from any path. */
     void (*on_closed)(pure_link *link, void *user, const pure_close_info *info);
 } pure_callbacks;
 
@@ -157,7 +162,13 @@ typedef struct pure_settings {
                                          send_backlog limits) */
     uint64_t recv_window;             /* initial receive credit per link (default 1 MiB) */
     uint64_t recv_window_max;         /* receive credit may grow to this (default 16 MiB) */
-    uint64_t idle_timeout;            /* ns of silence before a link is dead (default 30 s) */
+    uint64_t idle_timeout;            /* ns of silence from a peer this side waits for before the
+                                         link is dead (default 30 s): while packets await its
+                                         ACK, for idle_timeout after this side sent a message,
+                                         while its message is incomplete, and while a graceful
+                                         close waits (a PING probes it after idle_timeout / 2).
+                                         A link with nothing to wait for has no timer and is not
+                                         closed for silence unless keepalive is set. */
     uint64_t keepalive;               /* ns of quiet after which this side sends a PING on an idle
                                          link (default 0: none; set it on one side only) */
     uint64_t handshake_timeout;       /* ns before an unanswered handshake fails (default 10 s) */
@@ -198,7 +209,10 @@ PURE_API void pure_settings_default(pure_settings *s);
  * PURE_ENOMEM. */
 PURE_API int pure_ctx_new(const pure_settings *s, pure_ctx **out);
 
-/* Frees a context and all its links at once, without callbacks or packets, wiping all keys. */
+/* Frees a context and all its links at once, wiping all keys. No packet is sent; on_closed runs
+ * (error PURE_ECLOSED, with the messages never acknowledged) for every link the application
+ * knows of that had not closed, so the application can free what it keeps per link. Must not be
+ * called from a callback. */
 PURE_API void pure_ctx_free(pure_ctx *ctx);
 
 /* Registers a service name (1..63 bytes) the context accepts links for. Returns 0, PURE_EINVAL or
@@ -292,10 +306,21 @@ PURE_API int64_t pure_link_send(pure_link *link, const void *msg, size_t len);
  * it has them all). Further sends return PURE_ECLOSED. Returns 0 or PURE_ESTATE. */
 PURE_API int pure_link_finish(pure_link *link);
 
-/* Closes the link gracefully: the peer is told (code, reason up to 255 bytes), on_closed follows
- * with error 0 and the messages that were not acknowledged. Returns 0 or PURE_ESTATE if already
- * closed. The link stays valid until on_closed. */
+/* Closes the link gracefully: no new messages are accepted (pure_link_send returns PURE_ECLOSED),
+ * every message already accepted is sent and acknowledged by the peer, and then the peer is told
+ * (code, reason up to 47 bytes). on_closed follows later, from a pure_ctx_* call: error 0 with
+ * first_unacked == next_id once everything was acknowledged; if the peer stops acknowledging
+ * (dead, or giving no credit) for idle_timeout, PURE_ETIMEDOUT with the ids it never
+ * acknowledged. Messages from the peer are still delivered until then. Returns 0, or
+ * PURE_ESTATE if the link is already closing. The link stays valid until on_closed. */
 PURE_API int pure_link_close(pure_link *link, uint64_t code, const char *reason);
+
+/* Closes the link at once: messages not yet acknowledged are dropped, the peer is told (code,
+ * reason) in one CLOSE packet, and on_closed runs before this returns (error 0; first_unacked ..
+ * next_id - 1 are the messages the peer may not have). Use it to give up on a peer, or from
+ * on_message to refuse more. Returns 0, or PURE_ESTATE if on_closed already ran. After it returns
+ * the link must not be used (it is freed at the end of the current pure_ctx_* call, or now). */
+PURE_API int pure_link_abort(pure_link *link, uint64_t code, const char *reason);
 
 PURE_API void pure_link_set_user(pure_link *link, void *user);
 PURE_API void *pure_link_user(const pure_link *link);

@@ -117,15 +117,26 @@ void pure_ctx_free(pure_ctx *ctx)
 {
     if (!ctx)
         return;
+    /* Every live link is reported closed first, while all of them are still whole (an
+     * application may look at another link from on_closed); nothing is freed until the end. */
+    ctx->depth++;
+    ctx->freeing = 1;
     for (uint32_t i = 0; i < ctx->table_cap; i++) {
-        pure_link *l = ctx->table ? ctx->table[i] : NULL;
+        pure_link *l = ctx->table[i];
+        if (l && l->state != PURE_LS_CLOSED) {
+            l->state = PURE_LS_CLOSED; /* sends and closes from on_closed now fail */
+            pure_link_notify_closed(l, PURE_ECLOSED, "context freed");
+        }
+    }
+    for (uint32_t i = 0; i < ctx->table_cap; i++) {
+        pure_link *l = ctx->table[i];
         if (l) {
-            l->state = PURE_LS_CLOSED;
             l->dead_next = ctx->dead;
             ctx->dead = l;
             ctx->table[i] = NULL;
         }
     }
+    ctx->depth = 0;
     free_dead(ctx);
     pure_mem_free(&ctx->alloc, ctx->table, ctx->table_cap * sizeof *ctx->table);
     pure_mem_free(&ctx->alloc, ctx->heap, ctx->heap_cap * sizeof *ctx->heap);

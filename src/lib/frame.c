@@ -158,3 +158,79 @@ uint8_t *pure_frame_put_ack(uint8_t *p, size_t room, const pure_range *ranges, u
     memcpy(p, tmp, (size_t)(q - tmp));
     return p + (q - tmp);
 }
+
+/* ---- the checked packet writer ---- */
+
+int pure_pkt_ping(pure_pkt *k)
+{
+    if (pure_pkt_room(k) < 1)
+        return -1;
+    *k->p++ = PURE_FRAME_PING;
+    return 0;
+}
+
+int pure_pkt_credit(pure_pkt *k, uint64_t max_offset)
+{
+    if (pure_pkt_room(k) < 1 + pure_varint_len(max_offset))
+        return -1;
+    k->p = pure_frame_put_credit(k->p, max_offset);
+    return 0;
+}
+
+int pure_pkt_close(pure_pkt *k, uint64_t code, const char *reason, size_t reason_len)
+{
+    if (reason_len > 255)
+        reason_len = 255;
+    if (pure_pkt_room(k) < 1 + pure_varint_len(code) + pure_varint_len(reason_len) + reason_len)
+        return -1;
+    k->p = pure_frame_put_close(k->p, code, reason, reason_len);
+    return 0;
+}
+
+int pure_pkt_ack(pure_pkt *k, const pure_range *ranges, uint32_t n, uint64_t delay_us)
+{
+    uint8_t *q = pure_frame_put_ack(k->p, pure_pkt_room(k), ranges, n, delay_us);
+    if (!q)
+        return -1;
+    k->p = q;
+    return 0;
+}
+
+int pure_pkt_bytes(pure_pkt *k, const void *src, size_t n)
+{
+    if (pure_pkt_room(k) < n)
+        return -1;
+    memcpy(k->p, src, n);
+    k->p += n;
+    return 0;
+}
+
+uint64_t pure_pkt_data_fit(const pure_pkt *k, uint64_t offset, uint64_t len, int *fits)
+{
+    size_t room = pure_pkt_room(k);
+    size_t hdr = pure_frame_data_header_len(offset, len);
+    *fits = room >= hdr;
+    if (room <= hdr)
+        return 0;
+    if (len > room - hdr)
+        len = room - hdr; /* a shorter length never needs a longer varint */
+    return len;
+}
+
+uint8_t *pure_pkt_data(pure_pkt *k, uint64_t offset, uint64_t len, int fin)
+{
+    size_t room = pure_pkt_room(k);
+    size_t hdr = pure_frame_data_header_len(offset, len);
+    if (room < hdr || len > room - hdr)
+        return NULL;
+    uint8_t *body = pure_frame_put_data_header(k->p, offset, len, fin);
+    k->p = body + len;
+    return body;
+}
+
+void pure_pkt_pad(pure_pkt *k)
+{
+    size_t room = pure_pkt_room(k);
+    memset(k->p, PURE_FRAME_PADDING, room);
+    k->p += room;
+}

@@ -45,8 +45,39 @@ typedef struct pure_frame {
  * a DATA offset + length past 2^62, an ACK range underflowing 0 or with more ranges than fit. */
 int pure_frame_parse(const uint8_t **p, const uint8_t *end, pure_frame *f, pure_ack_frame *ack);
 
-/* Encoders: each writes at p (room checked by the caller with the matching _len or a bound) and
- * returns the new end. */
+/* A packet being built: the plaintext from p up to end (the tag's bytes lie beyond end). The core
+ * writes every frame through the pure_pkt_* writers below, each of which checks the room left and
+ * writes nothing when its frame does not fit, so no frame can run past the packet and no length
+ * computed from the room can wrap (p never passes end). */
+typedef struct pure_pkt {
+    uint8_t *p;
+    uint8_t *end;
+} pure_pkt;
+
+/* Bytes left in the packet (0 when full). */
+static inline size_t pure_pkt_room(const pure_pkt *k)
+{
+    return k->p < k->end ? (size_t)(k->end - k->p) : 0;
+}
+
+/* Each returns 0, or -1 if the frame does not fit (nothing written). */
+int pure_pkt_ping(pure_pkt *k);
+int pure_pkt_credit(pure_pkt *k, uint64_t max_offset);
+int pure_pkt_close(pure_pkt *k, uint64_t code, const char *reason, size_t reason_len);
+int pure_pkt_ack(pure_pkt *k, const pure_range *ranges, uint32_t n, uint64_t delay_us);
+/* Copies n raw bytes (a REKEY frame's body, say). */
+int pure_pkt_bytes(pure_pkt *k, const void *src, size_t n);
+/* How many of `len` stream bytes at `offset` fit in one DATA frame here (0 when not even the
+ * header and one byte fit; a zero-length frame fits when its header does: see *fits). */
+uint64_t pure_pkt_data_fit(const pure_pkt *k, uint64_t offset, uint64_t len, int *fits);
+/* Writes a DATA frame's header for len bytes and reserves them; returns where the caller copies
+ * the bytes, or NULL (nothing written) if header and bytes do not fit. */
+uint8_t *pure_pkt_data(pure_pkt *k, uint64_t offset, uint64_t len, int fin);
+/* Fills the rest of the packet with PADDING. */
+void pure_pkt_pad(pure_pkt *k);
+
+/* Raw encoders, used by the pure_pkt_* writers and by tests: each writes at p (room checked by
+ * the caller with the matching _len or a bound) and returns the new end. */
 uint8_t *pure_frame_put_data_header(uint8_t *p, uint64_t offset, uint64_t len, int fin);
 size_t pure_frame_data_header_len(uint64_t offset, uint64_t len);
 uint8_t *pure_frame_put_credit(uint8_t *p, uint64_t max_offset);

@@ -5,12 +5,22 @@
  * Timers of an open link, all folded into one heap entry per link:
  *   - recovery: loss time threshold or probe timeout, only while ack-eliciting packets fly;
  *   - ack delay: max_ack_delay after the first unacknowledged ack-eliciting packet;
- *   - idle: idle_timeout after we started waiting for the peer (only while something waits);
+ *   - idle: idle_timeout after we started waiting for the peer, while ack-eliciting packets fly
+ *     (the peer owes us an ACK: if none comes the peer is dead and the link closes);
+ *   - liveness watch: a link that may be waiting for its peer though nothing is in flight —
+ *     for idle_timeout after the application last sent a message (a reply may be due), while a
+ *     message from the peer is incomplete, or while a graceful close waits — sends one PING
+ *     after idle_timeout/2 of silence; that PING must be acknowledged by idle_timeout after the
+ *     peer was last heard, or the link closes with PURE_ETIMEDOUT. So a dead peer is found
+ *     within idle_timeout of its last packet whenever this side has reason to expect one;
  *   - keepalive: only when configured, keepalive ns after the last packet either way;
+ *   - close: a graceful close that makes no progress for idle_timeout gives up;
  *   - pacing: when the pacer held packets back;
  *   - release: once, PURE_IDLE_RELEASE after the link fell idle, to give its buffers back (doing
  *     it at once would free and refault megabytes on a busy link whose backlog empties often).
- * After that an idle link (nothing in flight, no keepalive) has no timer at all. */
+ * After that an idle link (nothing in flight, no message sent for idle_timeout, nothing
+ * incomplete, no keepalive) has no timer at all: it costs nothing, and finds out that its peer
+ * is gone the next time it sends. */
 #include <string.h>
 
 #include "link.h"
@@ -95,6 +105,29 @@ static uint64_t idle_deadline(const pure_link *link)
     return since + link->ctx->s.idle_timeout;
 }
 
+/* Is there reason to expect the peer to speak though nothing is in flight? */
+static int expecting(const pure_link *link, uint64_t now)
+{
+    if (link->close_requested)
+        return 1;
+    if (link->b && (!pure_msgparse_at_boundary(&link->b->parse) || !pure_ranges_empty(&link->b->oo)))
+        return 1; /* the peer is in the middle of a message */
+    return link->next_msg_id && now < link->last_msg_sent + link->ctx->s.idle_timeout;
+}
+
+/* When the liveness watch sends its PING (UINT64_MAX: not watching). */
+static uint64_t watch_deadline(const pure_link *link, uint64_t now)
+{
+    if (link->eliciting_in_flight || link->ping_pending || !expecting(link, now))
+        return UINT64_MAX;
+    uint64_t at = link->last_recv + link->ctx->s.idle_timeout / 2;
+    /* the watch ends idle_timeout after the last message: no probe past it */
+    if (!link->close_requested && link->b && pure_msgparse_at_boundary(&link->b->parse) &&
+        pure_ranges_empty(&link->b->oo) && at >= link->last_msg_sent + link->ctx->s.idle_timeout)
+        return UINT64_MAX;
+    return at;
+}
+
 static uint64_t keepalive_deadline(const pure_link *link)
 {
     /* Whichever side configured a keepalive sends it (configure one side only, or both sides'
@@ -122,11 +155,14 @@ void pure_link_update_timer(pure_link *link, uint64_t now)
         d = min64(pure_recovery_deadline(link), link->ack_deadline);
         d = min64(d, idle_deadline(link));
         d = min64(d, keepalive_deadline(link));
+        d = min64(d, watch_deadline(link, now));
+        if (link->close_requested)
+            d = min64(d, link->close_deadline);
         d = min64(d, link->pace_at);
         d = min64(d, link->release_at);
         break;
     case PURE_LS_CLOSING:
-        d = link->close_deadline;
+        d = min64(link->close_deadline, link->pace_at);
         break;
     default:
         break;
@@ -149,8 +185,18 @@ void pure_link_on_timer(pure_link *link, uint64_t now)
             pure_link_terminate(link, PURE_ETIMEDOUT, 0, NULL, 0, now);
             return;
         }
+        if (link->close_requested && now >= link->close_deadline) {
+            /* a graceful close that made no progress for idle_timeout: give up */
+            pure_link_terminate(link, PURE_ETIMEDOUT, link->close_code, "close timed out", 1, now);
+            return;
+        }
         if (now >= pure_recovery_deadline(link))
             pure_recovery_on_timeout(link, now);
+        if (now >= watch_deadline(link, now)) {
+            link->ping_pending = 1;
+            link->watch_probe = 1;
+            pure_ctx_mark_pending(link->ctx, link);
+        }
         if (now >= link->ack_deadline) {
             link->ack_deadline = UINT64_MAX;
             link->ack_now = 1;
@@ -178,8 +224,15 @@ void pure_link_on_timer(pure_link *link, uint64_t now)
         }
         break;
     case PURE_LS_CLOSING:
-        if (now >= link->close_deadline)
+        if (now >= link->close_deadline) {
             pure_link_terminate(link, link->close_error, 0, NULL, 0, now);
+        } else if (now >= link->pace_at) {
+            /* nothing acknowledges a CLOSE: send it again each probe timeout until the end */
+            uint64_t pto = pure_rtt_pto(&link->rtt, link->ctx->s.max_ack_delay);
+            link->close_pending = 1;
+            link->pace_at = now + pto < link->close_deadline ? now + pto : UINT64_MAX;
+            pure_ctx_mark_pending(link->ctx, link);
+        }
         break;
     default:
         break;
@@ -188,12 +241,12 @@ void pure_link_on_timer(pure_link *link, uint64_t now)
         pure_link_update_timer(link, now);
 }
 
-static void notify_closed(pure_link *link, int error, const char *reason)
+void pure_link_notify_closed(pure_link *link, int error, const char *reason)
 {
     if (link->closed_notified)
         return;
     link->closed_notified = 1;
-    /* A responder's link the application never saw (not yet validated) closes silently. */
+    /* A responder's link the application never accepted closes silently. */
     if (!link->initiator && !link->accepted)
         return;
     pure_close_info info = {
@@ -207,6 +260,18 @@ static void notify_closed(pure_link *link, int error, const char *reason)
         link->ctx->cb.on_closed(link, link->user, &info);
 }
 
+/* Keeps the reason a CLOSE frame will carry (cut to fit). It may already be the kept one. */
+static void keep_reason(pure_link *link, const char *reason, uint64_t now)
+{
+    if (pure_link_busy(link, now) != 0)
+        return; /* no memory: the CLOSE goes without its reason */
+    size_t rl = reason ? strlen(reason) : 0;
+    if (rl > sizeof link->b->close_reason - 1)
+        rl = sizeof link->b->close_reason - 1;
+    memmove(link->b->close_reason, reason ? reason : "", rl);
+    link->b->close_reason[rl] = 0;
+}
+
 void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *reason,
                          int send_close, uint64_t now)
 {
@@ -218,24 +283,22 @@ void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *
         link->close_error = error;
         link->close_pending = 1;
         link->close_code = code;
-        if (pure_link_busy(link, now) == 0) {
-            size_t rl = reason ? strlen(reason) : 0;
-            if (rl > sizeof link->b->close_reason - 1)
-                rl = sizeof link->b->close_reason - 1;
-            memcpy(link->b->close_reason, reason ? reason : "", rl);
-            link->b->close_reason[rl] = 0;
-        }
-        /* Stay a little while so the CLOSE goes out (and again if the peer keeps sending). */
-        link->close_deadline = now + 3 * pure_rtt_pto(&link->rtt, ctx->s.max_ack_delay);
+        keep_reason(link, reason, now);
+        /* Stay three probe timeouts, sending the CLOSE at the start of each (and whenever the
+         * peer sends, which means it missed it). pace_at times the resends: nothing is paced
+         * while closing. */
+        uint64_t pto = pure_rtt_pto(&link->rtt, ctx->s.max_ack_delay);
+        link->close_deadline = now + 3 * pto;
+        link->pace_at = now + pto;
         pure_ctx_mark_pending(ctx, link);
         pure_link_update_timer(link, now);
-        notify_closed(link, error, NULL);
+        pure_link_notify_closed(link, error, NULL);
         return;
     }
     if (link->state == PURE_LS_UNVALIDATED && ctx->half_open)
         ctx->half_open--;
     pure_link_set_state(link, PURE_LS_CLOSED);
-    notify_closed(link, error, reason);
+    pure_link_notify_closed(link, error, reason);
     pure_ctx_timer_set(ctx, link, UINT64_MAX);
     pure_ctx_table_remove(ctx, link);
     link->dead_next = ctx->dead;
@@ -286,6 +349,8 @@ int pure_connect(pure_ctx *ctx, const pure_addr *to, const uint8_t peer_key[PURE
     size_t slen = strlen(service);
     if (slen == 0 || slen > PURE_SERVICE_MAX)
         return PURE_EINVAL;
+    if (ctx->freeing)
+        return PURE_ESTATE;
     if (ctx->table_used >= ctx->s.max_links)
         return PURE_ELIMIT;
     pure_link *l = pure_link_alloc(ctx, to, 1, now);
@@ -339,6 +404,7 @@ int64_t pure_link_send(pure_link *link, const void *msg, size_t len)
     }
     if (!link->in_pending)
         pure_ctx_mark_pending(link->ctx, link);
+    link->last_msg_sent = link->ctx->now;
     return (int64_t)link->next_msg_id++;
 }
 
@@ -354,13 +420,10 @@ int pure_link_finish(pure_link *link)
     return 0;
 }
 
-int pure_link_close(pure_link *link, uint64_t code, const char *reason)
+/* Runs one public call that may end the link, then frees what it ended (as every ctx entry
+ * point does). */
+static void end_link_call(pure_ctx *ctx)
 {
-    if (!link || link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED)
-        return PURE_ESTATE;
-    pure_ctx *ctx = link->ctx;
-    ctx->depth++;
-    pure_link_terminate(link, 0, code, reason, 1, ctx->now);
     if (--ctx->depth == 0) {
         while (ctx->dead) {
             pure_link *l = ctx->dead;
@@ -368,6 +431,59 @@ int pure_link_close(pure_link *link, uint64_t code, const char *reason)
             pure_link_release(l);
         }
     }
+}
+
+/* A graceful close ends once everything accepted has been acknowledged. */
+static void close_if_done(pure_link *link, uint64_t now)
+{
+    if (link->close_requested && link->state == PURE_LS_OPEN && link->sb.base == link->sb.end)
+        pure_link_terminate(link, 0, link->close_code, link->b ? link->b->close_reason : "", 1,
+                            now);
+}
+
+void pure_link_on_acked(pure_link *link, uint64_t now)
+{
+    if (!link->close_requested)
+        return;
+    link->close_deadline = now + link->ctx->s.idle_timeout; /* progress: wait on */
+    close_if_done(link, now);
+}
+
+int pure_link_close(pure_link *link, uint64_t code, const char *reason)
+{
+    if (!link || link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED ||
+        link->close_requested)
+        return PURE_ESTATE;
+    pure_ctx *ctx = link->ctx;
+    uint64_t now = ctx->now;
+    ctx->depth++;
+    if (link->state == PURE_LS_UNVALIDATED) {
+        pure_link_terminate(link, 0, code, reason, 1, now);
+    } else {
+        /* No new messages; what was accepted goes first, then the CLOSE (close_if_done). */
+        link->close_requested = 1;
+        link->finish_requested = 1;
+        link->close_code = code;
+        keep_reason(link, reason, now);
+        link->close_deadline = now + ctx->s.idle_timeout;
+        close_if_done(link, now);
+        if (link->state != PURE_LS_CLOSED) {
+            pure_ctx_mark_pending(ctx, link);
+            pure_link_update_timer(link, now);
+        }
+    }
+    end_link_call(ctx);
+    return 0;
+}
+
+int pure_link_abort(pure_link *link, uint64_t code, const char *reason)
+{
+    if (!link || link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED)
+        return PURE_ESTATE;
+    pure_ctx *ctx = link->ctx;
+    ctx->depth++;
+    pure_link_terminate(link, 0, code, reason, 1, ctx->now);
+    end_link_call(ctx);
     return 0;
 }
 
@@ -428,7 +544,8 @@ void pure_link_release_buffers(pure_link *link)
     /* Nothing in flight and nothing queued: give back the buffers (rebuilt on demand), keeping
      * only keys, counters and offsets. */
     const pure_alloc *a = &link->ctx->alloc;
-    if (link->sb.base != link->sb.end || link->eliciting_in_flight || link->state != PURE_LS_OPEN)
+    if (link->sb.base != link->sb.end || link->eliciting_in_flight || link->state != PURE_LS_OPEN ||
+        link->close_requested)
         return;
     pure_sendbuf_shrink(&link->sb, a);
     pure_recovery_free(link);

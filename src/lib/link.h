@@ -128,6 +128,8 @@ struct pure_link {
     uint8_t peer_closed;
     uint8_t accepted;      /* responder: the application accepted the link (on_accept) */
     uint8_t preamble_seen; /* the peer's stream preamble was checked (kept while b is released) */
+    uint8_t close_requested; /* pure_link_close: CLOSE goes once everything accepted is acked */
+    uint8_t watch_probe;   /* the PING in flight is a liveness probe (its wait starts at last_recv) */
     uint32_t ck_gen;           /* rekeys mixed into ck so far */
     uint32_t msg_len;      /* length of the message at msg_boundary, once read */
     uint32_t sent_cap;
@@ -190,7 +192,8 @@ struct pure_link {
     uint64_t pace_at;      /* the pacer released the next packet at this time (UINT64_MAX: none) */
     uint64_t release_at;   /* idle since a moment: give buffers back then (UINT64_MAX: no) */
     uint64_t keepalive_at;
-    uint64_t close_deadline;
+    uint64_t close_deadline; /* CLOSING: when to stop; OPEN with close_requested: give up then */
+    uint64_t last_msg_sent;  /* when the application last accepted a message (liveness watch) */
     uint64_t deadline;     /* the earliest of all timers, as stored in the heap */
 
     /* close */
@@ -251,6 +254,7 @@ struct pure_ctx {
     /* links closed during this call, freed at its end */
     pure_link *dead;
     int depth; /* nesting of public calls (callbacks may re-enter) */
+    int freeing; /* pure_ctx_free runs: no new links (on_closed may try) */
 
     /* the burst pure_ctx_write returned last, in case the I/O layer cannot send it */
     uint32_t last_burst_link;
@@ -314,8 +318,8 @@ int pure_rekey_start(pure_link *link, uint64_t now);
 void pure_rekey_on_frame(pure_link *link, const uint8_t *frame, uint64_t now);
 void pure_rekey_on_phase(pure_link *link, uint8_t phase, uint64_t now);
 void pure_rekey_on_lost(pure_link *link);
-/* Writes a pending REKEY frame at p if room allows; returns the new end (p if nothing). */
-uint8_t *pure_rekey_put_frame(pure_link *link, uint8_t *p, const uint8_t *limit);
+/* Writes a pending REKEY frame into the packet if it fits; returns 1 if it did, else 0. */
+int pure_rekey_put_frame(pure_link *link, pure_pkt *k);
 void pure_rekey_free(pure_link *link);
 int pure_rekey_send_pending(const pure_link *link);
 void pure_keys_wipe(pure_link *link);
@@ -326,10 +330,15 @@ pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, 
 void pure_link_set_state(pure_link *link, enum pure_link_state st);
 void pure_link_update_timer(pure_link *link, uint64_t now);
 void pure_link_on_timer(pure_link *link, uint64_t now);
-/* Ends the link: error 0 for a graceful end. Sends CLOSE first when send_close. */
+/* Ends the link at once: error 0 for a graceful end. Sends CLOSE first when send_close. */
 void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *reason,
                          int send_close, uint64_t now);
 void pure_link_release(pure_link *link); /* free memory (from the dead list) */
+/* Reports the link closed to the application (on_closed), once: no callback of the link runs
+ * after it. A responder's link the application never accepted closes silently. */
+void pure_link_notify_closed(pure_link *link, int error, const char *reason);
+/* Stream bytes were acknowledged: finishes a graceful close whose data is all acknowledged. */
+void pure_link_on_acked(pure_link *link, uint64_t now);
 void pure_link_open(pure_link *link, uint64_t now); /* keys ready: start data phase */
 /* The link has nothing in flight or queued: release its buffers a moment later. */
 void pure_link_maybe_idle(pure_link *link, uint64_t now);

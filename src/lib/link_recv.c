@@ -147,6 +147,28 @@ static int close_code_for(int err)
     }
 }
 
+/* A packet for a link that is closing: the application heard on_closed already, so nothing in
+ * it is delivered. The peer's CLOSE ends the link; anything else means our CLOSE was lost, so
+ * it goes again. */
+static int closing_recv(pure_link *link, const uint8_t *p, size_t plen, uint64_t now)
+{
+    const uint8_t *end = p + plen;
+    pure_ack_frame ack;
+    while (p < end) {
+        pure_frame f;
+        if (pure_frame_parse(&p, end, &f, &ack) != 0)
+            break;
+        if (f.type == PURE_FRAME_CLOSE) {
+            link->peer_closed = 1;
+            pure_link_terminate(link, link->close_error, 0, NULL, 0, now);
+            return 0;
+        }
+    }
+    link->close_pending = 1;
+    pure_ctx_mark_pending(link->ctx, link);
+    return 0;
+}
+
 int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
 {
     pure_ctx *ctx = link->ctx;
@@ -186,6 +208,8 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
     link->st.packets_received++;
     link->st.bytes_received += n;
     link->last_recv = now;
+    if (link->state == PURE_LS_CLOSING)
+        return closing_recv(link, payload, plen, now);
 
     if (link->state == PURE_LS_UNVALIDATED) {
         /* The initiator holds the keys: the handshake is complete and its address proven. */
@@ -204,6 +228,8 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
             pure_link_terminate(link, PURE_EREFUSED, PURE_CLOSE_REFUSED, "refused", 1, now);
             return 0;
         }
+        if (link->state != PURE_LS_OPEN)
+            return 0; /* the application closed it from on_accept: its data goes nowhere */
     }
     if (!pure_addr_equal(from, &link->peer) && pn + 1 >= link->b->replay.top) {
         /* The newest packet came from elsewhere: the peer's address changed (NAT rebinding).

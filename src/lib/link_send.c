@@ -93,105 +93,109 @@ static uint64_t next_run(pure_link *link, uint64_t *off, int *is_retx)
     return lim > link->send_next ? lim - link->send_next : 0;
 }
 
-/* Builds and seals one packet of at most `size` bytes at out. Returns its length, or 0 if there was nothing to put in it. */
+/* Seals the packet whose plaintext runs from out + PURE_DATA_HEADER to end under the link's
+ * transmit keys and the next packet number. Returns the sealed length, or 0 if it could not be
+ * sealed (no keys). */
+static size_t seal_packet(pure_link *link, uint8_t *out, const uint8_t *end)
+{
+    pure_ctx *ctx = link->ctx;
+    uint64_t pn = link->next_pn;
+    put_header(out, link, pn);
+    uint8_t nonce[PURE_NONCE_LEN];
+    pure_keys_nonce(nonce, link->tx.iv, pn);
+    size_t plen = (size_t)(end - (out + PURE_DATA_HEADER));
+    pure_aead *aead = pure_keys_aead(ctx, &link->tx);
+    if (!aead || ctx->crypto->aead_seal(aead, nonce, out, PURE_DATA_HEADER, out + PURE_DATA_HEADER,
+                                        plen, out + PURE_DATA_HEADER + plen) != 0)
+        return 0;
+    return PURE_DATA_HEADER + plen + PURE_TAG_LEN;
+}
+
+/* Adds as much stream data as fits (lost bytes first, then new ones). Returns 1 if a DATA frame
+ * went in, filling *rec. */
+static int put_data(pure_link *link, pure_pkt *k, pure_sent *rec)
+{
+    uint64_t off;
+    int retx, fits;
+    uint64_t want = next_run(link, &off, &retx);
+    int fin_here = link->fin_sent_pending && off + want == link->fin_offset && !retx;
+    uint64_t len = pure_pkt_data_fit(k, off, want, &fits);
+    if (len == 0 && !(want == 0 && fin_here && fits))
+        return 0;
+    int full = len < want;
+    if (full)
+        fin_here = 0;
+    uint8_t *body = pure_pkt_data(k, off, len, fin_here);
+    if (!body)
+        return 0;
+    pure_sendbuf_copy(&link->sb, off, body, (size_t)len);
+    /* A shorter length may have needed a shorter varint: pad so a full packet is exactly full
+     * and the GSO burst goes on. */
+    if (full)
+        pure_pkt_pad(k);
+    rec->data_off = off;
+    rec->data_len = (uint32_t)len;
+    if (fin_here) {
+        rec->flags |= PURE_SENT_FIN;
+        link->fin_sent_pending = 0;
+    }
+    if (retx) {
+        pure_ranges_remove(&link->b->lost, &link->ctx->alloc, off, off + len);
+        link->st.bytes_retransmitted += len;
+    } else {
+        link->send_next = off + len;
+    }
+    return 1;
+}
+
+/* Builds and seals one packet of at most `size` bytes at out. Every frame goes through the
+ * checked writer (pure_pkt), so a packet that an ACK already filled takes nothing more. Returns
+ * its length, or 0 if there was nothing to put in it. */
 static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow_data, int pad,
                            uint64_t now)
 {
-    pure_ctx *ctx = link->ctx;
-    uint8_t *p = out + PURE_DATA_HEADER;
-    uint8_t *limit = out + size - PURE_TAG_LEN;
+    if (size < PURE_DATA_HEADER + PURE_TAG_LEN + 1)
+        return 0;
+    pure_pkt k = {out + PURE_DATA_HEADER, out + size - PURE_TAG_LEN};
     pure_sent rec = {.time = now};
     uint8_t eliciting = 0;
 
     if (link->rx_unacked > 0 || link->ack_now) {
         uint64_t delay = now > link->rx_largest_time ? (now - link->rx_largest_time) / 1000 : 0;
-        uint8_t *q = pure_frame_put_ack(p, (size_t)(limit - p), link->rx_pns.r, link->rx_pns.n,
-                                        delay);
-        if (q) {
-            p = q;
+        if (pure_pkt_ack(&k, link->rx_pns.r, link->rx_pns.n, delay) == 0) {
             link->rx_unacked = 0;
             link->ack_now = 0;
             link->ack_deadline = UINT64_MAX;
         }
     }
-    if (link->credit_pending && limit - p >= 9) {
-        p = pure_frame_put_credit(p, link->credit_sent);
+    if (link->credit_pending && pure_pkt_credit(&k, link->credit_sent) == 0) {
         link->credit_pending = 0;
         rec.flags |= PURE_SENT_CREDIT;
         eliciting = 1;
     }
-    if (link->rk) {
-        uint8_t *q = pure_rekey_put_frame(link, p, limit);
-        if (q != p) {
-            p = q;
-            rec.flags |= PURE_SENT_REKEY;
-            eliciting = 1;
-        }
+    if (link->rk && pure_rekey_put_frame(link, &k)) {
+        rec.flags |= PURE_SENT_REKEY;
+        eliciting = 1;
     }
-    if (link->ping_pending || link->probe_pending) {
-        *p++ = PURE_FRAME_PING;
+    if ((link->ping_pending || link->probe_pending) && pure_pkt_ping(&k) == 0) {
         link->ping_pending = 0;
         eliciting = 1;
     }
-    if (allow_data) {
-        uint64_t off;
-        int retx;
-        uint64_t len = next_run(link, &off, &retx);
-        size_t hdr = pure_frame_data_header_len(off, len);
-        int fin_here = link->fin_sent_pending && off + len == link->fin_offset && !retx;
-        if ((len > 0 || fin_here) && (size_t)(limit - p) > hdr) {
-            int full = 0;
-            if (len > (uint64_t)(limit - p) - hdr) {
-                len = (uint64_t)(limit - p) - hdr;
-                fin_here = 0;
-                full = 1;
-            }
-            p = pure_frame_put_data_header(p, off, len, fin_here);
-            pure_sendbuf_copy(&link->sb, off, p, (size_t)len);
-            p += len;
-            /* A shorter length may have needed a shorter varint: pad so a full packet is
-             * exactly full and the GSO burst goes on. */
-            if (full && p < limit) {
-                memset(p, PURE_FRAME_PADDING, (size_t)(limit - p));
-                p = (uint8_t *)limit;
-            }
-            rec.data_off = off;
-            rec.data_len = (uint32_t)len;
-            if (fin_here) {
-                rec.flags |= PURE_SENT_FIN;
-                link->fin_sent_pending = 0;
-            }
-            if (retx) {
-                pure_ranges_remove(&link->b->lost, &ctx->alloc, off, off + len);
-                link->st.bytes_retransmitted += len;
-            } else {
-                link->send_next = off + len;
-            }
-            eliciting = 1;
-        }
-    }
-    if (p == out + PURE_DATA_HEADER)
+    if (allow_data && put_data(link, &k, &rec))
+        eliciting = 1;
+    if (k.p == out + PURE_DATA_HEADER)
         return 0;
-    if (pad && p < limit) { /* to join a burst of this segment size */
-        memset(p, PURE_FRAME_PADDING, (size_t)(limit - p));
-        p = limit;
-    }
-    uint64_t pn = link->next_pn;
-    put_header(out, link, pn);
-    uint8_t nonce[PURE_NONCE_LEN];
-    pure_keys_nonce(nonce, link->tx.iv, pn);
-    size_t plen = (size_t)(p - (out + PURE_DATA_HEADER));
-    pure_aead *aead = pure_keys_aead(ctx, &link->tx);
-    if (!aead || ctx->crypto->aead_seal(aead, nonce, out, PURE_DATA_HEADER, out + PURE_DATA_HEADER,
-                                        plen, p) != 0)
+    if (pad) /* to join a burst of this segment size */
+        pure_pkt_pad(&k);
+    size_t total = seal_packet(link, out, k.p);
+    if (total == 0)
         return 0;
-    size_t total = PURE_DATA_HEADER + plen + PURE_TAG_LEN;
     if (eliciting)
         rec.flags |= PURE_SENT_ELICITING | PURE_SENT_LIVE;
     else
         rec = (pure_sent){.time = now}; /* an ACK-only packet: nothing to retransmit */
     rec.size = (uint16_t)total;
-    if (pure_recovery_on_sent(link, pn, &rec) != 0)
+    if (pure_recovery_on_sent(link, link->next_pn, &rec) != 0)
         return 0; /* no memory to track it: do not send what we could not retransmit */
     link->next_pn++;
     link->keys_packets++;
@@ -204,7 +208,6 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
 int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segment, uint64_t now,
                         int pad)
 {
-    pure_ctx *ctx = link->ctx;
     if (pad && link->state != PURE_LS_OPEN)
         return 0;
     if (link->state == PURE_LS_HANDSHAKE) {
@@ -229,23 +232,19 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
         return (int64_t)*segment;
     }
     if (link->state == PURE_LS_CLOSING) {
-        if (!link->close_pending || cap < 64)
+        if (!link->close_pending)
             return 0;
-        uint8_t *p = buf + PURE_DATA_HEADER;
+        pure_pkt k = {buf + PURE_DATA_HEADER, buf + cap - PURE_TAG_LEN};
         const char *reason = link->b ? link->b->close_reason : "";
-        p = pure_frame_put_close(p, link->close_code, reason, strlen(reason));
-        uint64_t pn = link->next_pn++;
-        put_header(buf, link, pn);
-        uint8_t nonce[PURE_NONCE_LEN];
-        pure_keys_nonce(nonce, link->tx.iv, pn);
-        size_t plen = (size_t)(p - (buf + PURE_DATA_HEADER));
-        pure_aead *aead = pure_keys_aead(ctx, &link->tx);
-        if (!aead || ctx->crypto->aead_seal(aead, nonce, buf, PURE_DATA_HEADER,
-                                            buf + PURE_DATA_HEADER, plen, p) != 0)
+        if (pure_pkt_close(&k, link->close_code, reason, strlen(reason)) != 0)
             return 0;
+        size_t total = seal_packet(link, buf, k.p);
+        if (total == 0)
+            return 0;
+        link->next_pn++;
         link->close_pending = 0;
-        *segment = PURE_DATA_HEADER + plen + PURE_TAG_LEN;
-        return (int64_t)*segment;
+        *segment = total;
+        return (int64_t)total;
     }
     if (link->state != PURE_LS_OPEN || pure_link_busy(link, now) != 0)
         return 0;

@@ -46,7 +46,10 @@ int pure_recovery_on_sent(pure_link *link, uint64_t pn, const pure_sent *s)
     if (!(s->flags & PURE_SENT_LIVE))
         return 0;
     if (link->eliciting_in_flight == 0)
-        link->wait_start = s->time;
+        /* a liveness probe waits since the peer was last heard: it closes a dead peer's link
+         * idle_timeout after its last packet, not after the probe */
+        link->wait_start = link->watch_probe ? link->last_recv : s->time;
+    link->watch_probe = 0;
     link->eliciting_in_flight++;
     link->last_eliciting_sent = s->time;
     pure_cc_on_sent(&link->b->cc, s->size);
@@ -224,7 +227,8 @@ void pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t n
 
     /* Stream bytes acknowledged as a prefix can be forgotten. */
     uint64_t base = pure_ranges_contiguous_end(&link->b->acked, link->sb.base);
-    if (base > link->sb.base) {
+    int progress = base > link->sb.base;
+    if (progress) {
         count_acked_messages(link, base);
         pure_sendbuf_release(&link->sb, base);
         pure_ranges_trim_below(&link->b->acked, base);
@@ -237,6 +241,8 @@ void pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t n
     pure_link_check_writable(link);
     if (link->sb.base == link->sb.end && link->eliciting_in_flight == 0)
         pure_link_maybe_idle(link, now);
+    if (progress)
+        pure_link_on_acked(link, now); /* last: it may end the link */
 }
 
 void pure_recovery_discard_from(pure_link *link, uint64_t first_pn)

@@ -203,17 +203,19 @@ void pure_rekey_on_lost(pure_link *link)
         link->rk->send_pending = 1;
 }
 
-uint8_t *pure_rekey_put_frame(pure_link *link, uint8_t *p, const uint8_t *limit)
+int pure_rekey_put_frame(pure_link *link, pure_pkt *k)
 {
     pure_rekey *rk = link->rk;
-    if (!rk || !rk->send_pending || limit - p < 38)
-        return p;
-    *p++ = PURE_FRAME_REKEY;
-    *p++ = rk->state == RK_ANSWERED ? 1 : 0;
+    if (!rk || !rk->send_pending)
+        return 0;
+    uint8_t f[2 + 4 + PURE_DH_LEN];
+    f[0] = PURE_FRAME_REKEY;
+    f[1] = rk->state == RK_ANSWERED ? 1 : 0;
     /* a request creates generation ck_gen + 1; a reply confirms the one it just made */
-    pure_put_u32be(p, rk->state == RK_ANSWERED ? link->ck_gen : link->ck_gen + 1);
-    p += 4;
-    memcpy(p, rk->pub, PURE_DH_LEN);
+    pure_put_u32be(f + 2, rk->state == RK_ANSWERED ? link->ck_gen : link->ck_gen + 1);
+    memcpy(f + 6, rk->pub, PURE_DH_LEN);
+    if (pure_pkt_bytes(k, f, sizeof f) != 0)
+        return 0;
     rk->send_pending = 0;
-    return p + PURE_DH_LEN;
+    return 1;
 }

@@ -57,6 +57,8 @@ static void on_message(pure_link *l, void *user, const uint8_t *d, size_t n)
 static int closed;
 static void on_closed(pure_link *l, void *user, const pure_close_info *info)
 {
+    if (info->error == PURE_ECLOSED)
+        return; /* sim_free freed the context: every link is reported closed then */
     closed++;
     fprintf(stderr, "idle_test: a link closed: %s\n", pure_strerror(info->error));
 }

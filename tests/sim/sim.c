@@ -31,6 +31,7 @@ struct sim {
     uint64_t seq;
     int n;
     pure_ctx *ctx[MAX_EP];
+    int dead[MAX_EP];
     pure_addr addr[MAX_EP];
     uint16_t port[MAX_EP];
     pathstate path[MAX_EP][MAX_EP];
@@ -117,6 +118,21 @@ uint64_t sim_now(sim *s) { return s->now; }
 
 void sim_set_path(sim *s, int a, int b, const sim_path *p) { s->path[a][b].cfg = *p; }
 
+void sim_kill(sim *s, int ep) { s->dead[ep] = 1; }
+
+pure_ctx *sim_replace(sim *s, int ep, pure_settings *st)
+{
+    pure_ctx *old = s->ctx[ep];
+    st->random = sim_random;
+    st->random_user = s;
+    if (pure_ctx_new(st, &s->ctx[ep]) != 0) {
+        fprintf(stderr, "sim: pure_ctx_new failed\n");
+        abort();
+    }
+    s->dead[ep] = 0;
+    return old;
+}
+
 void sim_rebind(sim *s, int ep)
 {
     s->port[ep] = (uint16_t)(s->port[ep] + 1000);
@@ -201,6 +217,8 @@ static void transmit(sim *s, int from, int to, const uint8_t *d, size_t n)
 {
     pathstate *ps = &s->path[from][to];
     const sim_path *c = &ps->cfg;
+    if (s->dead[from] || s->dead[to])
+        return;
     ps->st.sent++;
     ps->st.bytes_sent += n;
     s->bytes[from][to] += n;
@@ -273,6 +291,8 @@ static int find_ep(sim *s, const pure_addr *a)
 
 static void flush(sim *s, int ep)
 {
+    if (s->dead[ep])
+        return;
     size_t seg;
     pure_addr to;
     int64_t n;
@@ -301,7 +321,7 @@ int sim_run(sim *s, int (*done)(void *), void *arg, uint64_t until)
         if (s->heap_len)
             next = s->heap[0].at;
         for (int i = 0; i < s->n; i++) {
-            uint64_t d = pure_ctx_deadline(s->ctx[i]);
+            uint64_t d = s->dead[i] ? UINT64_MAX : pure_ctx_deadline(s->ctx[i]);
             if (d < next)
                 next = d;
         }
@@ -316,12 +336,13 @@ int sim_run(sim *s, int (*done)(void *), void *arg, uint64_t until)
             dgram g = heap_pop(s);
             /* the receiver sees the sender's current address (rebinding shows up here) */
             pure_addr src = s->addr[g.from];
-            pure_ctx_read(s->ctx[g.to], &src, g.data, g.len, s->now);
+            if (!s->dead[g.to])
+                pure_ctx_read(s->ctx[g.to], &src, g.data, g.len, s->now);
             s->path[g.from][g.to].st.delivered++;
             free(g.data);
         }
         for (int i = 0; i < s->n; i++)
-            if (pure_ctx_deadline(s->ctx[i]) <= s->now)
+            if (!s->dead[i] && pure_ctx_deadline(s->ctx[i]) <= s->now)
                 pure_ctx_timeout(s->ctx[i], s->now);
         for (int i = 0; i < s->n; i++)
             flush(s, i);

@@ -51,6 +51,13 @@ pure_ctx *sim_ctx(sim *s, int ep);
 pure_addr sim_addr(sim *s, int ep);
 /* Sets the path from endpoint a to endpoint b (default: 10 ms, nothing else). */
 void sim_set_path(sim *s, int a, int b, const sim_path *p);
+/* The endpoint's process dies: nothing reaches it or leaves it any more and its context is not
+ * called again (sim_free still frees it). */
+void sim_kill(sim *s, int ep);
+/* A new process at the same address: ep gets a new context made from settings (whose
+ * private_key is kept as given; its random source becomes the simulator's). Returns the old
+ * context, which the caller frees. */
+pure_ctx *sim_replace(sim *s, int ep, pure_settings *settings);
 /* Changes an endpoint's address (port) as seen by others: a NAT rebinding. */
 void sim_rebind(sim *s, int ep);
 uint64_t sim_now(sim *s);

@@ -1,0 +1,62 @@
+/* sim_wl.h: a service workload on the simulator: one client endpoint opens many links at once to an
+ * echo service on a server endpoint and sends each a planned sequence of messages (sizes from a
+ * seeded mix of tiny, medium and huge, with the limits' edges), the service answers every
+ * message from inside on_message (queueing in the application on PURE_EAGAIN, as pure.h tells
+ * users to), and both sides check every message whole, in order, once, byte for byte, and hash
+ * each direction. Either side may close, abort or vanish at random moments; the harness checks
+ * the callback contract (on_closed once per link, nothing after it) and what each close reports
+ * against what the peer really received; an injected allocator proves everything is freed. */
+#ifndef PURE_SIM_WL_H
+#define PURE_SIM_WL_H
+
+#include <stdint.h>
+
+#include "sim.h"
+
+typedef struct wl_cfg {
+    uint64_t seed;
+    uint32_t links;            /* links opened at once */
+    uint32_t messages;         /* messages per link, client to server (each echoed) */
+    uint32_t max_size;         /* largest planned message (sizes mix 0..64 B, ..16 KiB, ..max) */
+    uint32_t max_message_size; /* both sides' limit; 0: 4 MiB */
+    int echo;                  /* the service echoes every message */
+    double client_close;       /* fraction of links the client closes gracefully mid-way */
+    double client_abort;       /* ... aborts mid-way */
+    double server_close;       /* fraction of links the server closes gracefully mid-way */
+    double server_abort;       /* ... aborts mid-way */
+    sim_path path;             /* both directions */
+    uint64_t idle_timeout;     /* 0: 5 s */
+    int null_crypto;           /* the null backend (fast, for huge runs) */
+    int keep_open;             /* do not close links that finished (the long run's rounds) */
+} wl_cfg;
+
+typedef struct wl wl;
+
+/* Builds the simulator, both endpoints and the links' plans (links are connected by wl_start). */
+wl *wl_new(const wl_cfg *cfg);
+sim *wl_sim(wl *w);
+int wl_client(const wl *w);
+int wl_server(const wl *w);
+/* Connects every link. */
+void wl_start(wl *w);
+/* Runs until every link is closed on both sides (or `until`). Returns 1 if all closed. */
+int wl_run(wl *w, uint64_t until);
+/* The server process dies: its datagrams stop both ways and its context is never called again
+ * (freed at wl_free without reporting anything: a killed process reports nothing). */
+void wl_kill_server(wl *w);
+/* A new server process at the same address and key (after wl_kill_server). */
+void wl_restart_server(wl *w);
+/* Starts `n` more rounds of `messages` on every link still open (keep_open runs). */
+void wl_more(wl *w, uint32_t messages);
+/* Frees the client's context with its links alive (they must all be reported closed). */
+void wl_free_client(wl *w);
+/* Checks every invariant; prints what broke with the seed; returns the number of violations. */
+int wl_check(wl *w, const char *name);
+/* Messages delivered in both directions so far. */
+uint64_t wl_delivered(const wl *w);
+/* Bytes the two contexts hold now (injected allocator). */
+int64_t wl_live_bytes(const wl *w);
+/* Frees everything; then checks that both allocators are back to zero. Returns violations. */
+int wl_free(wl *w);
+
+#endif
