@@ -2,7 +2,7 @@
  *
  *   soak serve [--listen ADDR:PORT] [--max-size BYTES] [--idle-timeout SECONDS]
  *   soak run PORT|ADDR:PORT KEY --links L --messages M --max-size BYTES --seed S
- *            [--service echo|count] [--loss-close P] [--duration SECONDS]
+ *            [--service echo|count] [--loss-close P] [--abort P] [--duration SECONDS]
  *            [--idle-timeout SECONDS] [--handshake-timeout SECONDS] [--timeout SECONDS]
  *
  * `soak serve` listens (default 127.0.0.1:0, any client key), prints {"port": N, "public_key":
@@ -19,8 +19,9 @@
  * max_message_size), the rest log-uniform in 0..max — and bytes derived from (S, i, k), so
  * every echo is checked byte for byte without keeping a copy, and by a hash per link per
  * direction. Before sending, each link checks that a message of max+1 bytes is refused with
- * PURE_EMSGSIZE. --loss-close P closes a link early (pure_link_close) with probability P at each
- * echo; those links must still close cleanly with correct bytes so far. Prints one JSON line:
+ * PURE_EMSGSIZE. --loss-close P closes a link early (pure_link_close, graceful) and --abort P
+ * aborts one (pure_link_abort: on_closed before it returns) with probability P at each echo;
+ * those links must still close without error, with correct bytes so far. Prints one JSON line:
  * links, messages, bytes, seconds, failures and their kinds; exits 0, or 1 on any mismatch,
  * loss, duplicate, link error, callback after on_closed, or link still open at --timeout
  * (default 120 s), 2 on usage errors. */
@@ -454,7 +455,7 @@ typedef struct client {
     clink *links;
     uint32_t nlinks, open;
     uint64_t messages, max, close_rng, deadline;
-    double loss_close;
+    double loss_close, abort;
     int count;            /* the count service instead of echo */
     uint8_t *buf;         /* max + 1 bytes */
     uint64_t eagain, mismatches, duplicates, losses, late, link_errors, emsgsize_bad, early,
@@ -583,10 +584,15 @@ static void c_on_message(pure_link *link, void *user, const uint8_t *d, size_t n
     l->rx_hash = hash_msg(l->rx_hash, d, n);
     l->rx_bytes += n;
     l->recvd++;
-    if (c->loss_close > 0 && !l->early &&
-        (double)(splitmix(&c->close_rng) >> 11) / 9007199254740992.0 < c->loss_close) {
+    if (l->early)
+        return;
+    double r = (double)(splitmix(&c->close_rng) >> 11) / 9007199254740992.0;
+    if (r < c->loss_close) {
         l->early = 1;
         pure_link_close(l->link, 0, "soak run: closing early");
+    } else if (r < c->loss_close + c->abort) {
+        l->early = 1;
+        pure_link_abort(l->link, 0, "soak run: aborting"); /* on_closed has run */
     }
 }
 
@@ -662,13 +668,14 @@ static int soak_run(int argc, char **argv)
         {"links", required_argument, NULL, 'L'},     {"messages", required_argument, NULL, 'M'},
         {"max-size", required_argument, NULL, 'x'},  {"seed", required_argument, NULL, 's'},
         {"service", required_argument, NULL, 'S'},   {"loss-close", required_argument, NULL, 'c'},
+        {"abort", required_argument, NULL, 'a'},
         {"duration", required_argument, NULL, 'd'},  {"idle-timeout", required_argument, NULL, 'i'},
         {"handshake-timeout", required_argument, NULL, 'H'},
         {"timeout", required_argument, NULL, 't'},   {NULL, 0, NULL, 0}};
     uint64_t links = 1, messages = 10, max = 1024, seed = 1, duration = 0, idle = 0, hs = 0;
     uint64_t timeout = 120 * NS;
     const char *service = "echo";
-    double loss_close = 0;
+    double loss_close = 0, abort_p = 0;
     int c, bad = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -679,6 +686,7 @@ static int soak_run(int argc, char **argv)
         case 's': bad |= parse_u64(optarg, &seed); break;
         case 'S': service = optarg; break;
         case 'c': loss_close = atof(optarg); break;
+        case 'a': abort_p = atof(optarg); break;
         case 'd': bad |= parse_secs(optarg, &duration); break;
         case 'i': bad |= parse_secs(optarg, &idle); break;
         case 'H': bad |= parse_secs(optarg, &hs); break;
@@ -688,7 +696,7 @@ static int soak_run(int argc, char **argv)
     }
     if (bad || argc - optind != 2 || (strcmp(service, "echo") && strcmp(service, "count"))) {
         fprintf(stderr, "soak run: usage: soak run PORT|ADDR:PORT KEY --links L --messages M "
-                        "--max-size BYTES --seed S [--service echo|count] [--loss-close P] "
+                        "--max-size BYTES --seed S [--service echo|count] [--loss-close P] [--abort P] "
                         "[--duration S] [--idle-timeout S] [--handshake-timeout S] "
                         "[--timeout S]\n");
         return 2;
@@ -713,6 +721,7 @@ static int soak_run(int argc, char **argv)
     cl.max = max;
     cl.count = strcmp(service, "count") == 0;
     cl.loss_close = loss_close;
+    cl.abort = abort_p;
     cl.close_rng = seed ^ 0x5eed;
     cl.buf = malloc(max + 1);
     cl.links = calloc(links, sizeof *cl.links);

@@ -3,7 +3,7 @@
 # every echo byte for byte and by hash (tools/soak.c). Checks, each printing one line:
 #  (a) 50 links x seeded random sizes up to 1 MiB (with 0, 1, max, and max+1 refused) both
 #      ways, against `soak serve` and against `pure serve --services echo`; then the count
-#      service, and links closed early at random moments;
+#      service, and links closed or aborted (pure_link_abort) early at random moments;
 #  (b) 250 links with small messages;
 #  (c) the server killed (SIGKILL) mid-run: every link must close with an error within the
 #      idle timeout (3 s here), no hang, no crash; then a restarted server serves a clean run;
@@ -89,7 +89,7 @@ big=(--links 50 --messages "$big_msgs" --max-size 1048576 --idle-timeout 10)
 start_server soak_serve "$soak" serve
 run "a: 50 links to soak serve (echo)" 0 "${big[@]}" --seed "$seed"
 run "a: 50 links to soak serve (count)" 0 "${big[@]}" --seed "$((seed + 1))" --service count
-run "a: 50 links closed early at random" 0 "${big[@]}" --seed "$((seed + 2))" --loss-close 0.1
+run "a: 50 links closed or aborted early at random" 0 "${big[@]}" --seed "$((seed + 2))" --loss-close 0.05 --abort 0.05
 # (b) many links, small messages
 run "b: $small_links links, small messages" 0 --links "$small_links" --messages "$small_msgs" --max-size 2048 --seed "$((seed + 3))"
 stop_server soak_serve
@@ -106,7 +106,7 @@ start_server soak_kill "$soak" serve
 cpid=$!
 pids+=("$cpid")
 sleep 1.5
-kill -9 "$spid"
+kill -9 "$spid"; wait "$spid" 2>/dev/null
 t_kill=$(now)
 for _ in $(seq 150); do kill -0 "$cpid" 2>/dev/null || break; sleep 0.1; done
 took=$(secs_since "$t_kill")
