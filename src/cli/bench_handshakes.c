@@ -120,6 +120,8 @@ static void on_message(pure_link *link, void *user, const uint8_t *data, size_t 
 static void on_closed(pure_link *link, void *user, const pure_close_info *info)
 {
     hs *h = user;
+    if (!h->loop)
+        return; /* pure_ctx_free at exit closing what is left: already reported */
     if (link != h->cur)
         return; /* a finished link's close completing */
     h->cur = NULL;
@@ -242,6 +244,7 @@ int cli_bench_handshakes(int argc, char **argv)
     }
     cli_stop_on_signals(NULL);
     pure_loop_free(h.loop);
+    h.loop = NULL;
     pure_ctx_free(h.ctx);
     free(h.body);
     free(h.lat);

@@ -108,6 +108,8 @@ static void on_message(pure_link *link, void *user, const uint8_t *data, size_t 
 static void on_closed(pure_link *link, void *user, const pure_close_info *info)
 {
     drain *d = user;
+    if (!d->loop)
+        return; /* pure_ctx_free at exit closing what is left: already reported */
     pure_link_stats_get(link, &d->stats);
     d->closed = 1;
     d->link = NULL;
@@ -230,6 +232,7 @@ int cli_drain(int argc, char **argv)
         cli_print_stats("drain", &d.stats, d.loop);
     cli_stop_on_signals(NULL);
     pure_loop_free(d.loop);
+    d.loop = NULL;
     pure_ctx_free(ctx);
     free(d.body);
     return d.code;

@@ -117,6 +117,8 @@ static void on_message(pure_link *link, void *user, const uint8_t *data, size_t 
 static void on_closed(pure_link *link, void *user, const pure_close_info *info)
 {
     ping *p = user;
+    if (!p->loop)
+        return; /* pure_ctx_free at exit closing what is left: already reported */
     pure_link_stats_get(link, &p->stats);
     p->closed = 1;
     p->link = NULL;
@@ -250,6 +252,7 @@ int cli_ping(int argc, char **argv)
         cli_print_stats("ping", &p.stats, p.loop);
     cli_stop_on_signals(NULL);
     pure_loop_free(p.loop);
+    p.loop = NULL;
     pure_ctx_free(ctx);
     free(p.body);
     free(p.rtt);

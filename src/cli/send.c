@@ -203,6 +203,8 @@ static void on_peer_finished(pure_link *link, void *user)
 static void on_closed(pure_link *link, void *user, const pure_close_info *info)
 {
     sender *s = user;
+    if (!s->loop)
+        return; /* pure_ctx_free at exit closing what is left: already reported */
     pure_link_stats_get(link, &s->stats);
     s->closed = 1;
     s->link = NULL;
@@ -313,6 +315,7 @@ int cli_send(int argc, char **argv)
         cli_print_stats("send", &s.stats, s.loop);
     cli_stop_on_signals(NULL);
     pure_loop_free(s.loop);
+    s.loop = NULL;
     pure_ctx_free(ctx);
     free(s.buf);
     return s.code;
