@@ -491,13 +491,7 @@ int cli_serve(int argc, char **argv)
     }
     pure_loop_free(srv.loop);
     srv.loop = NULL;
-    pure_ctx_free(srv.ctx); /* may run on_closed for links that did not finish closing */
+    pure_ctx_free(srv.ctx); /* runs on_closed for links that did not finish closing */
     free_dead(&srv);
-    while (srv.links) { /* only if this core version frees links without on_closed */
-        srv_link *sl = srv.links;
-        srv.links = sl->next;
-        sl_free_queue(sl);
-        free(sl);
-    }
     return code;
 }

@@ -18,7 +18,7 @@ pure="$bdir/pure" soak="$bdir/soak"
 [ -x "$pure" ] && [ -x "$soak" ] || { echo "e2e_soak: $pure or $soak not built" >&2; exit 1; }
 seed=${PURE_SOAK_SEED:-$(date +%s)}
 if grep -q '^PURE_SANITIZE:BOOL=ON' "$bdir/CMakeCache.txt" 2>/dev/null || [[ "$bdir" == *asan* ]]; then
-    asan=1; big_msgs=4; small_links=200; small_msgs=10
+    asan=1; big_msgs=6; small_links=200; small_msgs=20
 else
     asan=0; big_msgs=8; small_links=250; small_msgs=40
 fi
