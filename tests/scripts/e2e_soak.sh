@@ -150,7 +150,7 @@ for srv in pure soak; do
         echo "e2e_soak: FAIL d: client of $srv serve after SIGINT: exit $rc: $(tail -1 "$tmp/int_$srv.json")" >&2
         fail=1
     else
-        echo "e2e_soak: ok d: $srv serve SIGINT with 20 links sending: client done $(secs_since "$t_int") s later, links closed by the server $(( $(jget losses "$tmp/int_$srv.json") + $(jget link_errors "$tmp/int_$srv.json") ))/20, messages $(jget messages_sent "$tmp/int_$srv.json")/$(jget messages_received "$tmp/int_$srv.json")"
+        echo "e2e_soak: ok d: $srv serve SIGINT with 20 links sending: client done $(secs_since "$t_int") s later, links closed by the server $(jget losses "$tmp/int_$srv.json")/20 (timed out $(jget timed_out "$tmp/int_$srv.json")), messages $(jget messages_sent "$tmp/int_$srv.json")/$(jget messages_received "$tmp/int_$srv.json")"
     fi
 done
 exit $fail
