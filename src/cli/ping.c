@@ -10,7 +10,7 @@
 
 static const char ping_help[] =
     "usage: pure ping HOST:PORT N SIZE --peer-key PUBKEY [--key FILE] [--service NAME]\n"
-    "                 [--timeout SECONDS] [--stats]\n"
+    "                 [--timeout SECONDS] [--handshake-timeout SECONDS] [--stats]\n"
     "\n"
     "Opens one link to the echo service of pure serve at HOST:PORT and, once the handshake\n"
     "is done, makes N round trips: sends one message of SIZE body bytes (byte i of the body\n"
@@ -27,6 +27,10 @@ static const char ping_help[] =
     "  --service NAME      the service to ask for (default echo)\n"
     "  --timeout SECONDS   give up after this long (default 300; the handshake alone\n"
     "                      gives up after 10 s, or half the timeout if that is less)\n"
+    "  --handshake-timeout SECONDS\n"
+    "                      give up the handshake after this long (default 10 s, or half\n"
+    "                      the timeout if that is less): no answer (exit 1) or a wrong\n"
+    "                      --peer-key (exit 3) is reported within it, plus up to 1 s\n"
     "  --stats             print link and loop counters on stderr\n"
     "\n"
     "exit codes: 0 N echoes came back, each identical to what was sent; 1 an echo differed\n"
@@ -113,6 +117,8 @@ static void on_message(pure_link *link, void *user, const uint8_t *data, size_t 
 static void on_closed(pure_link *link, void *user, const pure_close_info *info)
 {
     ping *p = user;
+    if (!p->loop)
+        return; /* pure_ctx_free at exit closing what is left: already reported */
     pure_link_stats_get(link, &p->stats);
     p->closed = 1;
     p->link = NULL;
@@ -183,6 +189,7 @@ int cli_ping(int argc, char **argv)
         p.body[i] = (uint8_t)(i % 251);
 
     pure_ctx *ctx;
+    p.cl.handshake_timeout = o.handshake_timeout;
     int rc = cli_client_open(&p.cl, keyfile, timeout, &callbacks, &to, &ctx, &p.loop);
     if (rc != CLI_OK) {
         free(p.body);
@@ -245,6 +252,7 @@ int cli_ping(int argc, char **argv)
         cli_print_stats("ping", &p.stats, p.loop);
     cli_stop_on_signals(NULL);
     pure_loop_free(p.loop);
+    p.loop = NULL;
     pure_ctx_free(ctx);
     free(p.body);
     free(p.rtt);
