@@ -163,12 +163,15 @@ typedef struct pure_settings {
                                          send_backlog limits) */
     uint64_t recv_window;             /* initial receive credit per link (default 1 MiB) */
     uint64_t recv_window_max;         /* receive credit may grow to this (default 16 MiB) */
-    uint64_t idle_timeout;            /* ns of silence from a peer this side waits for before the
-                                         link is dead (default 30 s): while packets await its
-                                         ACK, for idle_timeout after this side sent a message,
-                                         while its message is incomplete, and while a graceful
-                                         close waits (a PING probes it after idle_timeout / 2).
-                                         A link with nothing to wait for has no timer and is not
+    uint64_t idle_timeout;            /* ns an ack-eliciting packet may go unanswered before
+                                         the peer is taken for dead (default 30 s). Besides
+                                         data in flight, a link probes its peer with a PING
+                                         after idle_timeout / 2 of silence while it has reason
+                                         to expect it to speak: for idle_timeout after this
+                                         side sent a message, while the peer's message is
+                                         incomplete, and while a graceful close waits. A dead
+                                         peer is then found within 1.5 x idle_timeout. A link
+                                         with nothing to wait for has no timer and is not
                                          closed for silence unless keepalive is set. */
     uint64_t keepalive;               /* ns of quiet after which this side sends a PING on an idle
                                          link (default 0: none; set it on one side only) */
