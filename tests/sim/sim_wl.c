@@ -697,9 +697,9 @@ int wl_free(wl *w)
     int bad = 0;
     uint32_t i = 0;
     const char *name = "wl_free";
-    sim_free(w->s);
-    if (w->dead_ctx)
+    if (w->dead_ctx) /* before the simulator: its on_closed calls read the clock */
         pure_ctx_free(w->dead_ctx);
+    sim_free(w->s);
     for (uint32_t j = 0; j < w->cfg.links; j++) {
         if (w->links[j].c.known && w->links[j].c.closes != 1) {
             i = j;
