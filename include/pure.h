@@ -316,7 +316,8 @@ PURE_API int pure_link_finish(pure_link *link);
 
 /* Closes the link gracefully: no new messages are accepted (pure_link_send returns PURE_ECLOSED),
  * every message already accepted is sent and acknowledged by the peer, and then the peer is told
- * (code, reason up to 47 bytes). on_closed follows later, from a pure_ctx_* call: error 0 with
+ * (code, reason up to 47 bytes). on_closed follows once that is done (inside this call if
+ * everything was acknowledged already, else from a later pure_ctx_* call): error 0 with
  * first_unacked == next_id once everything was acknowledged; if the peer stops acknowledging
  * (dead, or giving no credit) for idle_timeout, PURE_ETIMEDOUT with the ids it never
  * acknowledged. Messages from the peer are still delivered until then. Returns 0, PURE_EINVAL
