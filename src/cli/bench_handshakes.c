@@ -31,7 +31,7 @@ static const char handshakes_help[] =
     "  --handshake-timeout SECONDS\n"
     "                      give up the handshake after this long (default 10 s, or half\n"
     "                      the timeout if that is less): no answer (exit 1) or a wrong\n"
-    "                      --peer-key (exit 3) is reported within it, plus up to 1 s\n"
+    "                      --peer-key (exit 3) is reported when it runs out\n"
     "\n"
     "exit codes: 0 N links each echoed their message exactly; 1 a link failed, an echo\n"
     "            differed or the timeout passed; 2 usage error; 3 refused (unknown service,\n"

@@ -30,7 +30,7 @@ static const char ping_help[] =
     "  --handshake-timeout SECONDS\n"
     "                      give up the handshake after this long (default 10 s, or half\n"
     "                      the timeout if that is less): no answer (exit 1) or a wrong\n"
-    "                      --peer-key (exit 3) is reported within it, plus up to 1 s\n"
+    "                      --peer-key (exit 3) is reported when it runs out\n"
     "  --stats             print link and loop counters on stderr\n"
     "\n"
     "exit codes: 0 N echoes came back, each identical to what was sent; 1 an echo differed\n"
