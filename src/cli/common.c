@@ -362,7 +362,7 @@ int cli_client_open(cli_client *c, const char *keyfile, uint64_t timeout,
     pure_public_key(c->our_pub, st.private_key);
     c->ipv6 = to->len != sizeof(struct sockaddr_in);
     pure_addr_to_string(to, c->server_addr, sizeof c->server_addr);
-    /* the core checks its handshake budget at retries, up to a second apart */
+    /* the handshake gives up at its budget: half the run's timeout unless given */
     if (c->handshake_timeout)
         st.handshake_timeout = c->handshake_timeout;
     else if (timeout / 2 < st.handshake_timeout)
