@@ -507,7 +507,9 @@ static void arm_server_chaos(wl *w)
     }
 }
 
-static int all_closed(void *arg)
+/* Is the run over? keep_open runs end when every open link has carried its plan both ways;
+ * the others when every link the applications know of is closed on both sides. */
+static int run_done(void *arg)
 {
     wl *w = arg;
     if (!scan_due(w))
@@ -515,27 +517,16 @@ static int all_closed(void *arg)
     arm_server_chaos(w);
     for (uint32_t i = 0; i < w->cfg.links; i++) {
         wl_link *k = &w->links[i];
-        if (k->c.known && k->c.closes == 0)
+        int busy = w->cfg.keep_open ? k->c.l && (k->c.sent < k->planned ||
+                                                 (w->cfg.echo && k->c.recv < k->planned))
+                                    : k->c.known && k->c.closes == 0;
+        if (busy)
             return 0;
     }
-    if (!w->server_dead)
+    if (!w->cfg.keep_open && !w->server_dead)
         for (uint32_t i = 0; i < w->n_srv; i++)
             if (w->srv_sides[i].known && w->srv_sides[i].closes == 0)
                 return 0;
-    return 1;
-}
-
-static int all_done(void *arg)
-{
-    wl *w = arg;
-    if (!scan_due(w))
-        return 0;
-    arm_server_chaos(w);
-    for (uint32_t i = 0; i < w->cfg.links; i++) {
-        wl_link *k = &w->links[i];
-        if (k->c.l && (k->c.sent < k->planned || (w->cfg.echo && k->c.recv < k->planned)))
-            return 0;
-    }
     return 1;
 }
 
@@ -543,7 +534,7 @@ int wl_run(wl *w, uint64_t until)
 {
     current = w;
     w->checked_at = 0;
-    return sim_run(w->s, w->cfg.keep_open ? all_done : all_closed, w, until);
+    return sim_run(w->s, run_done, w, until);
 }
 
 void wl_more(wl *w, uint32_t messages)
