@@ -110,7 +110,8 @@ typedef struct pure_link pure_link;
 /* Why a link closed, passed to on_closed. */
 typedef struct pure_close_info {
     int error;                 /* 0 for a graceful close by either side, else a PURE_E* code */
-    uint64_t peer_code;        /* the peer's close code when error is PURE_ERESET or 0 */
+    uint64_t peer_code;        /* the peer's close code: its application's code (error
+                                  PURE_ERESET), 0 (error 0), or Pure's own code 1..0xff */
     const char *reason;        /* the peer's reason text (may be ""), valid during the callback */
     /* Messages this side accepted but the peer never acknowledged: ids first_unacked .. next_id-1
      * (pure_link_send returns ids counting from 0). Empty (equal) after a clean close. */
@@ -162,12 +163,15 @@ typedef struct pure_settings {
                                          send_backlog limits) */
     uint64_t recv_window;             /* initial receive credit per link (default 1 MiB) */
     uint64_t recv_window_max;         /* receive credit may grow to this (default 16 MiB) */
-    uint64_t idle_timeout;            /* ns of silence from a peer this side waits for before the
-                                         link is dead (default 30 s): while packets await its
-                                         ACK, for idle_timeout after this side sent a message,
-                                         while its message is incomplete, and while a graceful
-                                         close waits (a PING probes it after idle_timeout / 2).
-                                         A link with nothing to wait for has no timer and is not
+    uint64_t idle_timeout;            /* ns an ack-eliciting packet may go unanswered before
+                                         the peer is taken for dead (default 30 s). Besides
+                                         data in flight, a link probes its peer with a PING
+                                         after idle_timeout / 2 of silence while it has reason
+                                         to expect it to speak: for idle_timeout after this
+                                         side sent a message, while the peer's message is
+                                         incomplete, and while a graceful close waits. A dead
+                                         peer is then found within 1.5 x idle_timeout. A link
+                                         with nothing to wait for has no timer and is not
                                          closed for silence unless keepalive is set. */
     uint64_t keepalive;               /* ns of quiet after which this side sends a PING on an idle
                                          link (default 0: none; set it on one side only) */
@@ -306,19 +310,26 @@ PURE_API int64_t pure_link_send(pure_link *link, const void *msg, size_t len);
  * it has them all). Further sends return PURE_ECLOSED. Returns 0 or PURE_ESTATE. */
 PURE_API int pure_link_finish(pure_link *link);
 
+/* Close codes: 0 for a normal close, or an application's own code from PURE_CLOSE_APP up (the
+ * peer's on_closed shows it as peer_code with error PURE_ERESET). Codes 1..0xff are Pure's. */
+#define PURE_CLOSE_APP 0x100
+
 /* Closes the link gracefully: no new messages are accepted (pure_link_send returns PURE_ECLOSED),
  * every message already accepted is sent and acknowledged by the peer, and then the peer is told
- * (code, reason up to 47 bytes). on_closed follows later, from a pure_ctx_* call: error 0 with
+ * (code, reason up to 47 bytes). on_closed follows once that is done (inside this call if
+ * everything was acknowledged already, else from a later pure_ctx_* call): error 0 with
  * first_unacked == next_id once everything was acknowledged; if the peer stops acknowledging
  * (dead, or giving no credit) for idle_timeout, PURE_ETIMEDOUT with the ids it never
- * acknowledged. Messages from the peer are still delivered until then. Returns 0, or
- * PURE_ESTATE if the link is already closing. The link stays valid until on_closed. */
+ * acknowledged. Messages from the peer are still delivered until then. Returns 0, PURE_EINVAL
+ * (a code in 1..0xff), or PURE_ESTATE if the link is already closing. The link stays valid until
+ * on_closed. */
 PURE_API int pure_link_close(pure_link *link, uint64_t code, const char *reason);
 
 /* Closes the link at once: messages not yet acknowledged are dropped, the peer is told (code,
  * reason) in one CLOSE packet, and on_closed runs before this returns (error 0; first_unacked ..
  * next_id - 1 are the messages the peer may not have). Use it to give up on a peer, or from
- * on_message to refuse more. Returns 0, or PURE_ESTATE if on_closed already ran. After it returns
+ * on_message to refuse more. Returns 0, PURE_EINVAL (a code in 1..0xff), or PURE_ESTATE if
+ * on_closed already ran. After it returns
  * the link must not be used (it is freed at the end of the current pure_ctx_* call, or now). */
 PURE_API int pure_link_abort(pure_link *link, uint64_t code, const char *reason);
 

@@ -11,7 +11,11 @@
  *     pure_connect(ctx, &to, server_key, "echo", app, &link, pure_now());
  *     pure_loop_run(loop, PURE_LOOP_FOREVER);        // returns after pure_loop_stop()
  *     pure_loop_free(loop);
- *     pure_ctx_free(ctx);
+ *     pure_ctx_free(ctx);                            // on_closed for links still open
+ *
+ * Free the loop before the context, and do not use the loop (pure_loop_stop, say) from an
+ * on_closed that pure_ctx_free runs: by then the loop is gone. Links still open when the
+ * context is freed are reported closed with PURE_ECLOSED.
  *
  * Every wakeup the loop reads what the socket holds (a bounded batch), feeds each datagram to
  * pure_ctx_read, then runs pure_ctx_timeout if due, then sends everything pure_ctx_write

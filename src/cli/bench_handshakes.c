@@ -10,6 +10,7 @@
 static const char handshakes_help[] =
     "usage: pure bench handshakes HOST:PORT N --peer-key PUBKEY [--size SIZE]\n"
     "                             [--service NAME] [--timeout SECONDS]\n"
+    "                             [--handshake-timeout SECONDS]\n"
     "\n"
     "Opens N links to the echo service of pure serve at HOST:PORT, one after another: each\n"
     "one is a full Noise IK handshake (new ephemeral keys; one client static key for the\n"
@@ -27,6 +28,10 @@ static const char handshakes_help[] =
     "  --service NAME      the service to ask for (default echo)\n"
     "  --timeout SECONDS   give up after this long (default 300; one handshake gives up\n"
     "                      after 10 s, or half the timeout if that is less)\n"
+    "  --handshake-timeout SECONDS\n"
+    "                      give up the handshake after this long (default 10 s, or half\n"
+    "                      the timeout if that is less): no answer (exit 1) or a wrong\n"
+    "                      --peer-key (exit 3) is reported when it runs out\n"
     "\n"
     "exit codes: 0 N links each echoed their message exactly; 1 a link failed, an echo\n"
     "            differed or the timeout passed; 2 usage error; 3 refused (unknown service,\n"
@@ -72,7 +77,7 @@ static void start_next(hs *h)
     if (id < 0) {
         fprintf(stderr, "pure bench handshakes: sending on link %llu failed: %s\n",
                 (unsigned long long)h->started - 1, pure_strerror((int)id));
-        pure_link_close(h->cur, 1, "client send failed");
+        pure_link_abort(h->cur, PURE_CLOSE_APP, "client send failed");
         h->cur = NULL;
         fail(h, CLI_FAIL);
     }
@@ -115,6 +120,8 @@ static void on_message(pure_link *link, void *user, const uint8_t *data, size_t 
 static void on_closed(pure_link *link, void *user, const pure_close_info *info)
 {
     hs *h = user;
+    if (!h->loop)
+        return; /* pure_ctx_free at exit closing what is left: already reported */
     if (link != h->cur)
         return; /* a finished link's close completing */
     h->cur = NULL;
@@ -173,6 +180,7 @@ int cli_bench_handshakes(int argc, char **argv)
     }
     for (uint64_t i = 0; i < h.size; i++)
         h.body[i] = (uint8_t)(i % 251);
+    h.cl.handshake_timeout = o.handshake_timeout;
     int rc = cli_client_open(&h.cl, NULL, timeout, &callbacks, &h.to, &h.ctx, &h.loop);
     if (rc != CLI_OK) {
         free(h.body);
@@ -236,6 +244,7 @@ int cli_bench_handshakes(int argc, char **argv)
     }
     cli_stop_on_signals(NULL);
     pure_loop_free(h.loop);
+    h.loop = NULL;
     pure_ctx_free(h.ctx);
     free(h.body);
     free(h.lat);

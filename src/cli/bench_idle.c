@@ -177,6 +177,8 @@ static void cli_message(pure_link *l, void *user, const uint8_t *d, size_t n)
 static void cli_closed(pure_link *l, void *user, const pure_close_info *info)
 {
     cli *c = user;
+    if (!c->loop)
+        return; /* pure_ctx_free at exit: not a failure, and no new link may start now */
     if (c->failed++ < 3)
         fprintf(stderr, "pure bench idle: a link closed: %s%s\n", pure_strerror(info->error),
                 c->failed == 3 ? " (further closes not shown)" : "");
@@ -425,6 +427,7 @@ out:
         fclose(in);
     if (c.loop)
         pure_loop_free(c.loop);
+    c.loop = NULL; /* pure_ctx_free runs on_closed for the links left */
     if (c.ctx)
         pure_ctx_free(c.ctx);
     free(c.links);

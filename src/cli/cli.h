@@ -74,7 +74,10 @@ typedef struct cli_client {
     const char *peer_key_text;
     uint8_t our_pub[PURE_KEY_LEN];
     int established;
-    uint64_t handshake_timeout; /* ns */
+    int ipv6;                   /* the server's address family (set by cli_client_open) */
+    char server_addr[PURE_ADDR_STRLEN]; /* the address it resolved to, "[::1]:4433" */
+    uint64_t handshake_timeout; /* ns: --handshake-timeout if set before cli_client_open, else
+                                   filled in by it */
 } cli_client;
 
 /* Prints why a client's link closed with `err` (a message a person can act on) and returns the
@@ -82,8 +85,9 @@ typedef struct cli_client {
 int cli_link_failed(const cli_client *c, const pure_close_info *info);
 
 /* A client's context and I/O loop: the private key from keyfile (or a new one), the handshake
- * limited to half of `timeout` so a refusal or a wrong key is reported as such before the overall
- * limit, the callbacks, a socket of to's family. Fills c->our_pub and c->handshake_timeout.
+ * limited to c->handshake_timeout if set, else to 10 s or half of `timeout` so a refusal or a
+ * wrong key is reported as such before the overall limit, the callbacks, a socket of to's
+ * family. Fills c->our_pub, c->ipv6, c->server_addr and c->handshake_timeout.
  * Returns CLI_OK, or an exit code after printing why. */
 int cli_client_open(cli_client *c, const char *keyfile, uint64_t timeout,
                     const pure_callbacks *cb, const pure_addr *to, pure_ctx **ctx,
@@ -95,6 +99,7 @@ typedef struct cli_client_opts {
     const char *keyfile;        /* --key FILE */
     const char *service;        /* --service NAME */
     uint64_t timeout;           /* --timeout SECONDS, in ns */
+    uint64_t handshake_timeout; /* --handshake-timeout SECONDS, in ns (0: not given) */
     uint64_t size;              /* --size BYTES (0 to 1 MiB) */
     int stats;                  /* --stats */
 } cli_client_opts;
@@ -104,7 +109,7 @@ typedef struct cli_client_opts {
 #define CLI_OPT_STATS 4u        /* --stats */
 #define CLI_OPT_SIZE 8u         /* --size */
 
-/* Parses cmd's options: --peer-key, --timeout and --help always, the others where `allow` has
+/* Parses cmd's options: --peer-key, --timeout, --handshake-timeout and --help always, the others where `allow` has
  * them (any other is an unknown option). Returns -1 with optind at the first positional
  * argument, or the exit code to return: CLI_OK after printing `help`, CLI_USAGE after saying
  * what was wrong. */

@@ -39,6 +39,7 @@ int cli_client_options(const char *cmd, const char *help, unsigned allow, int ar
         {"peer-key", required_argument, NULL, 'p'}, {"key", required_argument, NULL, 'k'},
         {"service", required_argument, NULL, 'S'},  {"timeout", required_argument, NULL, 't'},
         {"size", required_argument, NULL, 'z'},     {"stats", no_argument, NULL, 's'},
+        {"handshake-timeout", required_argument, NULL, 'H'},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
     /* the options only some commands take, by the flag in `allow` that admits them */
     static const struct {
@@ -66,6 +67,11 @@ int cli_client_options(const char *cmd, const char *help, unsigned allow, int ar
         case 't':
             if (cli_parse_seconds(optarg, &o->timeout) || o->timeout == 0)
                 return cli_usage(cmd, "--timeout '%s' is not a positive number of seconds", optarg);
+            break;
+        case 'H':
+            if (cli_parse_seconds(optarg, &o->handshake_timeout) || o->handshake_timeout == 0)
+                return cli_usage(cmd, "--handshake-timeout '%s' is not a positive number of "
+                                      "seconds", optarg);
             break;
         case 'h': fputs(help, stdout); return CLI_OK;
         default: return cli_bad_option(cmd, c, argv);
@@ -274,11 +280,21 @@ int cli_link_failed(const cli_client *c, const pure_close_info *info)
                 c->cmd, c->server, c->peer_key_text);
         return CLI_REFUSED;
     case PURE_ETIMEDOUT:
+        /* Nothing distinguishes a stopped server from one on another port or address family
+         * (ICMP errors do not reach an unconnected UDP socket): name all three, and the
+         * address a name resolved to, since localhost may be ::1 or 127.0.0.1. */
         if (!c->established)
             fprintf(stderr,
-                    "pure %s: no answer from %s within %.1f s (is pure serve running there, on "
-                    "that port?)\n",
-                    c->cmd, c->server, (double)c->handshake_timeout / 1e9);
+                    "pure %s: no answer from %s%s%s%s within %.1f s: is pure serve running "
+                    "there, on that port, listening on %s?\n",
+                    c->cmd, c->server, strcmp(c->server, c->server_addr) ? " (" : "",
+                    strcmp(c->server, c->server_addr) ? c->server_addr : "",
+                    strcmp(c->server, c->server_addr) ? ")" : "",
+                    (double)c->handshake_timeout / 1e9,
+                    c->ipv6 ? "IPv6 ([::1] or [::]; a server on 127.0.0.1 or 0.0.0.0 does not "
+                              "hear IPv6)"
+                            : "IPv4 (127.0.0.1, 0.0.0.0 or [::]; a server on [::1] does not "
+                              "hear IPv4)");
         else
             fprintf(stderr, "pure %s: the server at %s went silent (idle timeout)\n", c->cmd,
                     c->server);
@@ -344,8 +360,12 @@ int cli_client_open(cli_client *c, const char *keyfile, uint64_t timeout,
         return CLI_FAIL;
     }
     pure_public_key(c->our_pub, st.private_key);
-    /* the core checks its handshake budget at retries, up to a second apart */
-    if (timeout / 2 < st.handshake_timeout)
+    c->ipv6 = to->len != sizeof(struct sockaddr_in);
+    pure_addr_to_string(to, c->server_addr, sizeof c->server_addr);
+    /* the handshake gives up at its budget: half the run's timeout unless given */
+    if (c->handshake_timeout)
+        st.handshake_timeout = c->handshake_timeout;
+    else if (timeout / 2 < st.handshake_timeout)
         st.handshake_timeout = timeout / 2;
     c->handshake_timeout = st.handshake_timeout;
     st.callbacks = cb;

@@ -8,7 +8,7 @@
 
 static const char drain_help[] =
     "usage: pure drain HOST:PORT N SIZE --peer-key PUBKEY [--key FILE]\n"
-    "                  [--timeout SECONDS] [--stats]\n"
+    "                  [--timeout SECONDS] [--handshake-timeout SECONDS] [--stats]\n"
     "\n"
     "Opens one link to the drain service of pure serve at HOST:PORT, sends N messages of\n"
     "SIZE body bytes (byte i of each body is i % 251), finishes the stream, waits for the\n"
@@ -22,6 +22,10 @@ static const char drain_help[] =
     "  --key FILE          our private key (default: a new one for this run)\n"
     "  --timeout SECONDS   give up after this long (default 300; the handshake alone\n"
     "                      gives up after 10 s, or half the timeout if that is less)\n"
+    "  --handshake-timeout SECONDS\n"
+    "                      give up the handshake after this long (default 10 s, or half\n"
+    "                      the timeout if that is less): no answer (exit 1) or a wrong\n"
+    "                      --peer-key (exit 3) is reported when it runs out\n"
     "  --stats             print link and loop counters on stderr (RTT, cwnd, losses,\n"
     "                      retransmissions, datagrams per sendmsg/recvmsg, GRO)\n"
     "\n"
@@ -44,7 +48,7 @@ static void fail_local(drain *d, int64_t rc)
 {
     fprintf(stderr, "pure drain: sending failed: %s\n", pure_strerror((int)rc));
     d->code = CLI_FAIL;
-    pure_link_close(d->link, 1, "client send failed");
+    pure_link_abort(d->link, PURE_CLOSE_APP, "client send failed");
 }
 
 /* Fills the backlog; the rest follows from on_writable. */
@@ -92,7 +96,7 @@ static void on_message(pure_link *link, void *user, const uint8_t *data, size_t 
                 "drain service?)\n",
                 len);
         d->code = CLI_FAIL;
-        pure_link_close(link, 1, "unexpected reply");
+        pure_link_abort(link, PURE_CLOSE_APP, "unexpected reply");
         return;
     }
     d->replied = 1;
@@ -104,6 +108,8 @@ static void on_message(pure_link *link, void *user, const uint8_t *data, size_t 
 static void on_closed(pure_link *link, void *user, const pure_close_info *info)
 {
     drain *d = user;
+    if (!d->loop)
+        return; /* pure_ctx_free at exit closing what is left: already reported */
     pure_link_stats_get(link, &d->stats);
     d->closed = 1;
     d->link = NULL;
@@ -159,6 +165,7 @@ int cli_drain(int argc, char **argv)
     d.cl.peer_key_text = peer;
 
     pure_ctx *ctx;
+    d.cl.handshake_timeout = o.handshake_timeout;
     int rc = cli_client_open(&d.cl, keyfile, timeout, &callbacks, &to, &ctx, &d.loop);
     if (rc != CLI_OK)
         return rc;
@@ -225,6 +232,7 @@ int cli_drain(int argc, char **argv)
         cli_print_stats("drain", &d.stats, d.loop);
     cli_stop_on_signals(NULL);
     pure_loop_free(d.loop);
+    d.loop = NULL;
     pure_ctx_free(ctx);
     free(d.body);
     return d.code;

@@ -10,7 +10,7 @@
 
 static const char ping_help[] =
     "usage: pure ping HOST:PORT N SIZE --peer-key PUBKEY [--key FILE] [--service NAME]\n"
-    "                 [--timeout SECONDS] [--stats]\n"
+    "                 [--timeout SECONDS] [--handshake-timeout SECONDS] [--stats]\n"
     "\n"
     "Opens one link to the echo service of pure serve at HOST:PORT and, once the handshake\n"
     "is done, makes N round trips: sends one message of SIZE body bytes (byte i of the body\n"
@@ -27,6 +27,10 @@ static const char ping_help[] =
     "  --service NAME      the service to ask for (default echo)\n"
     "  --timeout SECONDS   give up after this long (default 300; the handshake alone\n"
     "                      gives up after 10 s, or half the timeout if that is less)\n"
+    "  --handshake-timeout SECONDS\n"
+    "                      give up the handshake after this long (default 10 s, or half\n"
+    "                      the timeout if that is less): no answer (exit 1) or a wrong\n"
+    "                      --peer-key (exit 3) is reported when it runs out\n"
     "  --stats             print link and loop counters on stderr\n"
     "\n"
     "exit codes: 0 N echoes came back, each identical to what was sent; 1 an echo differed\n"
@@ -61,7 +65,7 @@ static void send_next(ping *p)
     if (rc < 0) {
         fprintf(stderr, "pure ping: sending failed: %s\n", pure_strerror((int)rc));
         p->code = CLI_FAIL;
-        pure_link_close(p->link, 1, "client send failed");
+        pure_link_abort(p->link, PURE_CLOSE_APP, "client send failed");
     }
 }
 
@@ -92,7 +96,7 @@ static void on_message(pure_link *link, void *user, const uint8_t *data, size_t 
         fprintf(stderr, "pure ping: an echo arrived with no message in flight (%zu bytes)\n", len);
         p->mismatches++;
         p->code = CLI_FAIL;
-        pure_link_close(link, 1, "unexpected echo");
+        pure_link_abort(link, PURE_CLOSE_APP, "unexpected echo");
         return;
     }
     if (len != p->size || memcmp(data, p->body, len) != 0) {
@@ -113,6 +117,8 @@ static void on_message(pure_link *link, void *user, const uint8_t *data, size_t 
 static void on_closed(pure_link *link, void *user, const pure_close_info *info)
 {
     ping *p = user;
+    if (!p->loop)
+        return; /* pure_ctx_free at exit closing what is left: already reported */
     pure_link_stats_get(link, &p->stats);
     p->closed = 1;
     p->link = NULL;
@@ -183,6 +189,7 @@ int cli_ping(int argc, char **argv)
         p.body[i] = (uint8_t)(i % 251);
 
     pure_ctx *ctx;
+    p.cl.handshake_timeout = o.handshake_timeout;
     int rc = cli_client_open(&p.cl, keyfile, timeout, &callbacks, &to, &ctx, &p.loop);
     if (rc != CLI_OK) {
         free(p.body);
@@ -245,6 +252,7 @@ int cli_ping(int argc, char **argv)
         cli_print_stats("ping", &p.stats, p.loop);
     cli_stop_on_signals(NULL);
     pure_loop_free(p.loop);
+    p.loop = NULL;
     pure_ctx_free(ctx);
     free(p.body);
     free(p.rtt);

@@ -11,7 +11,7 @@
 
 static const char send_help[] =
     "usage: pure send HOST:PORT --peer-key PUBKEY [--service NAME] [--key FILE]\n"
-    "                 [--timeout SECONDS] [--stats]\n"
+    "                 [--timeout SECONDS] [--handshake-timeout SECONDS] [--stats]\n"
     "\n"
     "Sends each line of stdin (without its newline; an empty line is an empty message; a\n"
     "last line without a newline is sent too) as one message to the service at HOST:PORT.\n"
@@ -24,6 +24,10 @@ static const char send_help[] =
     "  --key FILE          our private key (default: a new one for this run)\n"
     "  --timeout SECONDS   give up after this long (default: no limit; the handshake alone\n"
     "                      gives up after 10 s, or half the timeout if that is less)\n"
+    "  --handshake-timeout SECONDS\n"
+    "                      give up the handshake after this long (default 10 s, or half\n"
+    "                      the timeout if that is less): no answer (exit 1) or a wrong\n"
+    "                      --peer-key (exit 3) is reported when it runs out\n"
     "  --stats             print link and loop counters on stderr\n"
     "\n"
     "Lines may be up to 16 MiB long.\n"
@@ -56,7 +60,7 @@ static void fail(sender *s, const char *fmt, const char *arg)
     if (s->code == CLI_OK)
         s->code = CLI_FAIL;
     if (s->link)
-        pure_link_close(s->link, 1, "client failed");
+        pure_link_abort(s->link, PURE_CLOSE_APP, "client failed");
     else
         pure_loop_stop(s->loop);
 }
@@ -199,6 +203,8 @@ static void on_peer_finished(pure_link *link, void *user)
 static void on_closed(pure_link *link, void *user, const pure_close_info *info)
 {
     sender *s = user;
+    if (!s->loop)
+        return; /* pure_ctx_free at exit closing what is left: already reported */
     pure_link_stats_get(link, &s->stats);
     s->closed = 1;
     s->link = NULL;
@@ -253,6 +259,7 @@ int cli_send(int argc, char **argv)
     s.cl.peer_key_text = peer;
 
     pure_ctx *ctx;
+    s.cl.handshake_timeout = o.handshake_timeout;
     int rc = cli_client_open(&s.cl, keyfile, timeout, &callbacks, &to, &ctx, &s.loop);
     if (rc != CLI_OK)
         return rc;
@@ -308,6 +315,7 @@ int cli_send(int argc, char **argv)
         cli_print_stats("send", &s.stats, s.loop);
     cli_stop_on_signals(NULL);
     pure_loop_free(s.loop);
+    s.loop = NULL;
     pure_ctx_free(ctx);
     free(s.buf);
     return s.code;

@@ -70,12 +70,19 @@ typedef struct srv_link {
     qmsg *qhead, *qtail;
     size_t qbytes;
     int finish_when_empty;
+    /* Set by on_closed: the link is gone and sl->link must never be touched again. The struct
+     * itself lives on in srv->dead until the outermost callback returns, because a call made
+     * from a callback (pure_link_send, _close, _finish) may run on_closed before it returns to
+     * the callback, which still holds sl. */
+    int closed;
 } srv_link;
 
 typedef struct server {
     pure_ctx *ctx;
     pure_loop *loop;
     srv_link *links;
+    srv_link *dead; /* closed links, freed by the outermost callback (see srv_link.closed) */
+    int depth;      /* callbacks under way (they nest) */
     int verbose;
     uint64_t accepted, closed;
 } server;
@@ -94,7 +101,7 @@ static void sl_free_queue(srv_link *sl)
 /* Sends the queue's head messages until the backlog is full again, then finishes if asked. */
 static void sl_flush(srv_link *sl)
 {
-    while (sl->qhead) {
+    while (sl->qhead && !sl->closed) {
         qmsg *q = sl->qhead;
         int64_t rc = pure_link_send(sl->link, q->data, q->len);
         if (rc == PURE_EAGAIN)
@@ -105,6 +112,8 @@ static void sl_flush(srv_link *sl)
         sl->qbytes -= q->len;
         free(q);
     }
+    if (sl->closed)
+        return;
     sl->qtail = NULL;
     if (sl->finish_when_empty) {
         sl->finish_when_empty = 0;
@@ -121,12 +130,12 @@ static void sl_send(srv_link *sl, const uint8_t *d, size_t n)
             return; /* sent, or the link is closing: on_closed tells */
     }
     if (sl->qbytes + n > QUEUE_MAX) {
-        pure_link_close(sl->link, 1, "echo backlog over 64 MiB: the client is not reading replies");
+        pure_link_abort(sl->link, PURE_CLOSE_APP, "echo backlog over 64 MiB: the client is not reading replies");
         return;
     }
     qmsg *q = malloc(sizeof *q + n);
     if (!q) {
-        pure_link_close(sl->link, 1, "server out of memory");
+        pure_link_abort(sl->link, PURE_CLOSE_APP, "server out of memory");
         return;
     }
     q->next = NULL;
@@ -178,20 +187,63 @@ static int on_accept(pure_link *link, const char *service, const uint8_t *key, v
     return 0;
 }
 
-static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
+static void free_dead(server *srv)
+{
+    while (srv->dead) {
+        srv_link *sl = srv->dead;
+        srv->dead = sl->next;
+        free(sl);
+    }
+}
+
+/* The link's state for a callback, or NULL if the link is already closed: the core must not call
+ * after on_closed, but if it does, serve must not crash (it once did, on SIGINT). A callback
+ * that gets sl brackets its work with leave(srv), which frees closed links' state once no
+ * callback holds any. */
+static srv_link *enter(void *user)
 {
     srv_link *sl = user;
+    if (!sl || sl->closed)
+        return NULL;
+    sl->srv->depth++;
+    return sl;
+}
+
+static void leave(server *srv)
+{
+    if (--srv->depth == 0)
+        free_dead(srv);
+}
+
+static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
+{
+    srv_link *sl = enter(user);
+    if (!sl)
+        return;
+    server *srv = sl->srv;
     sl->messages++;
     sl->bytes += n;
     if (sl->kind == SVC_ECHO)
         sl_send(sl, d, n);
+    leave(srv);
 }
 
-static void on_writable(pure_link *link, void *user) { sl_flush(user); }
+static void on_writable(pure_link *link, void *user)
+{
+    srv_link *sl = enter(user);
+    if (!sl)
+        return;
+    server *srv = sl->srv;
+    sl_flush(sl);
+    leave(srv);
+}
 
 static void on_peer_finished(pure_link *link, void *user)
 {
-    srv_link *sl = user;
+    srv_link *sl = enter(user);
+    if (!sl)
+        return;
+    server *srv = sl->srv;
     if (sl->kind == SVC_DRAIN) {
         uint8_t reply[16];
         for (int i = 0; i < 8; i++) {
@@ -200,15 +252,18 @@ static void on_peer_finished(pure_link *link, void *user)
         }
         sl_send(sl, reply, sizeof reply);
     }
-    if (sl->qhead)
-        sl->finish_when_empty = 1;
-    else
-        pure_link_finish(link);
+    if (!sl->closed) { /* else sl_send closed the link */
+        if (sl->qhead)
+            sl->finish_when_empty = 1;
+        else
+            pure_link_finish(link);
+    }
+    leave(srv);
 }
 
 static void on_closed(pure_link *link, void *user, const pure_close_info *info)
 {
-    srv_link *sl = user;
+    srv_link *sl = enter(user);
     if (!sl)
         return;
     char why[320];
@@ -220,7 +275,7 @@ static void on_closed(pure_link *link, void *user, const pure_close_info *info)
                  *info->reason ? ": " : "", info->reason);
     log_link(sl, "closed", why);
     server *srv = sl->srv;
-    if (srv->verbose) {
+    if (srv->verbose && srv->loop) { /* no loop while pure_ctx_free closes the last links */
         pure_link_stats ls;
         pure_link_stats_get(link, &ls);
         cli_print_stats("serve", &ls, srv->loop);
@@ -233,8 +288,12 @@ static void on_closed(pure_link *link, void *user, const pure_close_info *info)
     if (sl->next)
         sl->next->prev = sl->prev;
     sl_free_queue(sl);
-    free(sl);
+    sl->closed = 1;
+    sl->link = NULL;
+    sl->next = srv->dead;
+    srv->dead = sl;
     pure_link_set_user(link, NULL);
+    leave(srv);
 }
 
 static const pure_callbacks callbacks = {
@@ -416,8 +475,8 @@ int cli_serve(int argc, char **argv)
         perror("pure serve: the socket failed");
         code = CLI_FAIL;
     } else {
-        /* Graceful shutdown: tell every peer, then give the CLOSE packets up to a second to go
-         * out (a closing link lingers a few RTTs to repeat them). */
+        /* Graceful shutdown: every link sends what it had accepted and then CLOSE; give that up
+         * to a second (a closing link lingers a few RTTs to repeat its CLOSE). */
         for (srv_link *sl = srv.links, *next; sl; sl = next) {
             next = sl->next;
             pure_link_close(sl->link, 0, "server shutting down");
@@ -432,6 +491,14 @@ int cli_serve(int argc, char **argv)
             if (pure_loop_run(srv.loop, until - now < 10000000u ? until - now : 10000000u))
                 break;
         }
+        /* A graceful close first sends everything the link had accepted, which can take longer
+         * than the second: abort the links still at it, so their peers get a CLOSE now rather
+         * than wait out their idle timeout. */
+        for (srv_link *sl = srv.links, *next; sl; sl = next) {
+            next = sl->next;
+            pure_link_abort(sl->link, 0, "server shutting down");
+        }
+        pure_loop_run(srv.loop, 0); /* one pass: sends the CLOSE packets */
     }
     cli_stop_on_signals(NULL);
     if (verbose) {
@@ -449,6 +516,7 @@ int cli_serve(int argc, char **argv)
                 (unsigned long long)cst.dropped_unknown_link);
     }
     pure_loop_free(srv.loop);
-    pure_ctx_free(srv.ctx);
+    srv.loop = NULL;
+    pure_ctx_free(srv.ctx); /* runs on_closed for links that did not finish closing */
     return code;
 }

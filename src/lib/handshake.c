@@ -99,6 +99,9 @@ void pure_hs_timeout(pure_link *link, uint64_t now)
     if (backoff > HS_MAX_RETRY)
         backoff = HS_MAX_RETRY;
     hs->retry_at = now + backoff;
+    /* the error is due at handshake_timeout, not at the retry after it */
+    if (hs->retry_at > hs->started + link->ctx->s.handshake_timeout)
+        hs->retry_at = hs->started + link->ctx->s.handshake_timeout;
     hs->send_pending = 1;
     pure_ctx_mark_pending(link->ctx, link);
 }

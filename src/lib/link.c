@@ -9,10 +9,12 @@
  *     (the peer owes us an ACK: if none comes the peer is dead and the link closes);
  *   - liveness watch: a link that may be waiting for its peer though nothing is in flight —
  *     for idle_timeout after the application last sent a message (a reply may be due), while a
- *     message from the peer is incomplete, or while a graceful close waits — sends one PING
- *     after idle_timeout/2 of silence; that PING must be acknowledged by idle_timeout after the
- *     peer was last heard, or the link closes with PURE_ETIMEDOUT. So a dead peer is found
- *     within idle_timeout of its last packet whenever this side has reason to expect one;
+ *     message from the peer is incomplete, or while a graceful close waits — sends a PING
+ *     after idle_timeout/2 of silence; like any ack-eliciting packet it must be acknowledged
+ *     within idle_timeout, or the link closes with PURE_ETIMEDOUT. So a dead peer is found
+ *     within 1.5 x idle_timeout of its last packet whenever this side has reason to expect one
+ *     (an unanswered packet gets the same idle_timeout whether it carried data or a probe: a
+ *     busy path's queues and probe timeouts need that long, see soak_test's long run);
  *   - keepalive: only when configured, keepalive ns after the last packet either way;
  *   - close: a graceful close that makes no progress for idle_timeout gives up;
  *   - pacing: when the pacer held packets back;
@@ -194,7 +196,6 @@ void pure_link_on_timer(pure_link *link, uint64_t now)
             pure_recovery_on_timeout(link, now);
         if (now >= watch_deadline(link, now)) {
             link->ping_pending = 1;
-            link->watch_probe = 1;
             pure_ctx_mark_pending(link->ctx, link);
         }
         if (now >= link->ack_deadline) {
@@ -449,10 +450,14 @@ void pure_link_on_acked(pure_link *link, uint64_t now)
     close_if_done(link, now);
 }
 
+/* An application's close code: 0, or PURE_CLOSE_APP and up (below are Pure's own). */
+static int app_code_ok(uint64_t code) { return code == 0 || (code >= PURE_CLOSE_APP && code <= PURE_VARINT_MAX); }
+
 int pure_link_close(pure_link *link, uint64_t code, const char *reason)
 {
-    if (!link || link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED ||
-        link->close_requested)
+    if (!link || !app_code_ok(code))
+        return PURE_EINVAL;
+    if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED || link->close_requested)
         return PURE_ESTATE;
     pure_ctx *ctx = link->ctx;
     uint64_t now = ctx->now;
@@ -478,7 +483,9 @@ int pure_link_close(pure_link *link, uint64_t code, const char *reason)
 
 int pure_link_abort(pure_link *link, uint64_t code, const char *reason)
 {
-    if (!link || link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED)
+    if (!link || !app_code_ok(code))
+        return PURE_EINVAL;
+    if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED)
         return PURE_ESTATE;
     pure_ctx *ctx = link->ctx;
     ctx->depth++;

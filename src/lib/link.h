@@ -129,7 +129,6 @@ struct pure_link {
     uint8_t accepted;      /* responder: the application accepted the link (on_accept) */
     uint8_t preamble_seen; /* the peer's stream preamble was checked (kept while b is released) */
     uint8_t close_requested; /* pure_link_close: CLOSE goes once everything accepted is acked */
-    uint8_t watch_probe;   /* the PING in flight is a liveness probe (its wait starts at last_recv) */
     uint32_t ck_gen;           /* rekeys mixed into ck so far */
     uint32_t msg_len;      /* length of the message at msg_boundary, once read */
     uint32_t sent_cap;

@@ -169,6 +169,19 @@ static int closing_recv(pure_link *link, const uint8_t *p, size_t plen, uint64_t
     return 0;
 }
 
+/* What a peer's CLOSE code means here: 0 a normal close, an application's code (PURE_CLOSE_APP
+ * and up) PURE_ERESET, Pure's own codes the error the peer found. */
+static int error_for_close_code(uint64_t code)
+{
+    switch (code) {
+    case PURE_CLOSE_OK: return 0;
+    case PURE_CLOSE_FLOW: return PURE_EFLOW;
+    case PURE_CLOSE_REFUSED: return PURE_EREFUSED;
+    case PURE_CLOSE_MSGSIZE: return PURE_EMSGSIZE;
+    default: return code >= PURE_CLOSE_APP ? PURE_ERESET : PURE_EPROTO;
+    }
+}
+
 int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
 {
     pure_ctx *ctx = link->ctx;
@@ -277,9 +290,7 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
             reason[f.u.close.reason_len] = 0;
             link->close_code = f.u.close.code;
             link->peer_closed = 1;
-            int err = f.u.close.code == PURE_CLOSE_OK        ? 0
-                      : f.u.close.code == PURE_CLOSE_REFUSED ? PURE_EREFUSED
-                                                             : PURE_ERESET;
+            int err = error_for_close_code(f.u.close.code);
             pure_link_terminate(link, err, 0, reason, 0, now);
             return 0;
         }

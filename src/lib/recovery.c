@@ -46,10 +46,7 @@ int pure_recovery_on_sent(pure_link *link, uint64_t pn, const pure_sent *s)
     if (!(s->flags & PURE_SENT_LIVE))
         return 0;
     if (link->eliciting_in_flight == 0)
-        /* a liveness probe waits since the peer was last heard: it closes a dead peer's link
-         * idle_timeout after its last packet, not after the probe */
-        link->wait_start = link->watch_probe ? link->last_recv : s->time;
-    link->watch_probe = 0;
+        link->wait_start = s->time;
     link->eliciting_in_flight++;
     link->last_eliciting_sent = s->time;
     pure_cc_on_sent(&link->b->cc, s->size);

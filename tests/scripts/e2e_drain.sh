@@ -15,6 +15,9 @@ trap cleanup EXIT
 
 # start_server LISTEN: runs pure serve in the background, sets $srv, $port, $key
 start_server() {
+    # empty the file first: the child truncates it only after the fork, and until then the
+    # previous server's line would pass the wait below and then vanish
+    : >"$tmp/srv.out"
     "$pure" serve --ephemeral --listen "$1" --services drain >"$tmp/srv.out" 2>"$tmp/srv.err" &
     srv=$!
     for _ in $(seq 100); do

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # End-to-end refusals and usage errors: a wrong --peer-key, a key not on the allow list and an
-# unknown service give exit code 3 and a message naming the problem; bad flags, bad key text,
+# unknown service give exit code 3 and a message naming the problem; a client with no server at
+# the address, with a wrong --peer-key, or aiming at the other address family fails within its
+# --handshake-timeout (plus the core's up to 1 s between retries) with exactly one line; bad flags, bad key text,
 # bad addresses and a --key server without an allow policy give exit code 2 and a message;
 # `pure keygen | pure pubkey` agrees with the public key `pure serve --key` announces.
 # Usage: tests/scripts/e2e_errors.sh BUILD_DIR
@@ -30,6 +32,26 @@ expect() {
     fi
 }
 echo hello >"$tmp/in"
+
+# expect_timed NAME CODE PATTERN MAX_SECONDS CMD...: like expect, and stderr must be exactly one
+# line and the command must end within MAX_SECONDS; prints the time it took
+expect_timed() {
+    local name=$1 code=$2 pat=$3 max=$4 rc=0 t0 t1 secs
+    shift 4
+    t0=$(date +%s%N)
+    timeout 30 "$@" <"$tmp/in" >"$tmp/out" 2>"$tmp/err" || rc=$?
+    t1=$(date +%s%N)
+    secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", (b - a) / 1e9 }')
+    local lines
+    lines=$(wc -l <"$tmp/err")
+    if [ "$rc" -ne "$code" ] || ! grep -qF -- "$pat" "$tmp/err" || [ "$lines" -ne 1 ] ||
+        ! awk -v s="$secs" -v m="$max" 'BEGIN { exit !(s <= m) }'; then
+        echo "e2e_errors: FAIL $name: exit $rc (want $code) after $secs s (max $max), $lines lines: $(cat "$tmp/err")" >&2
+        fail=1
+    else
+        echo "e2e_errors: ok $name in $secs s: $(cat "$tmp/err")"
+    fi
+}
 
 # keys: keygen | pubkey round trip, and serve --key announces the same public key
 "$pure" keygen >"$tmp/server.key"
@@ -66,10 +88,34 @@ expect "wrong peer key (drain)" 3 "peer-key $wrong" "$pure" drain "$addr" 10 10 
 ourpub=$("$pure" pubkey <"$tmp/other.key")
 expect "key not allowed" 3 "does not allow our key $ourpub" "$pure" send "$addr" --peer-key "$key" --key "$tmp/other.key" --timeout 10
 expect "unknown service" 3 "refused service 'nosuch'" "$pure" send "$addr" --peer-key "$key" --key "$tmp/client.key" --service nosuch --timeout 10
+# the handshake gives up after --handshake-timeout 2: each failure within 2 s + 1 s of retry
+# spacing + start-up
+expect_timed "wrong peer key, timed" 3 "peer-key $wrong" 4 "$pure" send "$addr" --peer-key "$wrong" --key "$tmp/client.key" --handshake-timeout 2
+# an IPv6 target while the server listens on 127.0.0.1: nothing answers on [::1]
+expect_timed "IPv6 target, IPv4 server" 1 "listening on IPv6" 4 "$pure" send "[::1]:$port" --peer-key "$key" --key "$tmp/client.key" --handshake-timeout 2
 expect "service not offered" 3 "refused service 'drain' (is pure serve running with --services drain?)" "$pure" drain "$addr" 10 10 --peer-key "$key" --key "$tmp/client.key" --timeout 10
 
 kill -TERM "$srv"; rc=0; wait "$srv" || rc=$?; srv=""
 [ $rc -eq 0 ] || { echo "e2e_errors: FAIL server exited $rc on SIGTERM" >&2; fail=1; }
+
+# nothing listens on the port any more
+expect_timed "no server" 1 "no answer from $addr within 2.0 s" 4 "$pure" send "$addr" --peer-key "$key" --handshake-timeout 2
+expect_timed "no server (drain)" 1 "no answer from $addr within 2.0 s" 4 "$pure" drain "$addr" 10 10 --peer-key "$key" --handshake-timeout 2
+# an IPv4 target while the server listens on [::1] (where the machine has IPv6)
+"$pure" serve --listen '[::1]:0' --ephemeral --services echo >"$tmp/srv6.out" 2>"$tmp/srv6.err" &
+srv=$!
+for _ in $(seq 100); do [ -s "$tmp/srv6.out" ] && break; kill -0 "$srv" 2>/dev/null || break; sleep 0.05; done
+port6=$(sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$tmp/srv6.out")
+key6=$(sed -n 's/.*"public_key": *"\([^"]*\)".*/\1/p' "$tmp/srv6.out")
+if [ -n "$port6" ]; then
+    expect "IPv6 server reachable" 0 EMPTY "$pure" send "[::1]:$port6" --peer-key "$key6" --timeout 10
+    expect_timed "IPv4 target, IPv6 server" 1 "listening on IPv4" 4 "$pure" send "127.0.0.1:$port6" --peer-key "$key6" --handshake-timeout 2
+    kill -TERM "$srv"; wait "$srv" || true
+else
+    echo "e2e_errors: SKIP IPv4 target, IPv6 server: cannot listen on [::1]: $(cat "$tmp/srv6.err")"
+    wait "$srv" || true
+fi
+srv=""
 
 # usage errors: exit 2 with a message naming the problem
 printf 'not a key\n' >"$tmp/bad.key"
@@ -87,6 +133,7 @@ expect "size too big" 2 "SIZE '99999999' is not a message size" "$pure" drain 12
 expect "bad address" 2 "'nowhere' is not an address" "$pure" drain nowhere 1 1 --peer-key "$key"
 expect "port 0" 2 "has port 0" "$pure" send 127.0.0.1:0 --peer-key "$key"
 expect "bad timeout" 2 "--timeout 'soon' is not" "$pure" send 127.0.0.1:9 --peer-key "$key" --timeout soon
+expect "bad handshake timeout" 2 "--handshake-timeout '0' is not a positive" "$pure" send 127.0.0.1:9 --peer-key "$key" --handshake-timeout 0
 expect "bad key file" 2 "bad.key does not hold a private key" "$pure" drain 127.0.0.1:9 1 1 --peer-key "$key" --key "$tmp/bad.key"
 expect "missing key file" 2 "cannot read key file $tmp/none" "$pure" serve --listen 127.0.0.1:0 --key "$tmp/none" --allow-any
 expect "bad pubkey stdin" 2 "stdin is not a private key" "$pure" pubkey

@@ -52,6 +52,10 @@ void wl_more(wl *w, uint32_t messages);
 void wl_free_client(wl *w);
 /* Checks every invariant; prints what broke with the seed; returns the number of violations. */
 int wl_check(wl *w, const char *name);
+/* The latest time a client link was reported closed (0 if none). */
+uint64_t wl_last_client_close(const wl *w);
+/* Client links reported closed with `error`. */
+uint32_t wl_client_closed_with(const wl *w, int error);
 /* Messages delivered in both directions so far. */
 uint64_t wl_delivered(const wl *w);
 /* Bytes the two contexts hold now (injected allocator). */
