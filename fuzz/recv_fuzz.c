@@ -77,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define DATA_BUDGET (768u << 10)
 #define QUEUE_MAX 128
 #define DGRAM_MAX 1472
-#define MAX_FINS 8
+#define MAX_FINS 32
 
 /* One link as an application sees it; its callbacks check they come before its on_closed. */
 typedef struct app {
@@ -350,10 +350,21 @@ static uint8_t pkt[PURE_DATA_HEADER + 65536 + PURE_TAG_LEN];
 
 static void send_to_b(size_t len, uint64_t pn, int flip_phase, int spoil)
 {
+    if (getenv("RECV_FUZZ_TRACE")) {
+        fprintf(stderr, "recv_fuzz: sealing packet %llu flip %d spoil %d:", (unsigned long long)pn,
+                flip_phase, spoil);
+        for (size_t i = 0; i < len && i < 48; i++)
+            fprintf(stderr, " %02x", pkt[PURE_DATA_HEADER + i]);
+        fprintf(stderr, "\n");
+    }
     size_t n = fz_seal(W.ua.link, pkt, len, pn, flip_phase);
     if (spoil)
         pkt[n - 1] ^= 0x20;
     int rc = fz_read(W.b, &W.addr_a, pkt, n, W.now);
+    if (getenv("RECV_FUZZ_VERBOSE"))
+        fprintf(stderr, "recv_fuzz: packet %llu (%zu frame bytes%s%s) to B: %s\n",
+                (unsigned long long)pn, len, flip_phase ? ", wrong phase" : "",
+                spoil ? ", spoilt tag" : "", rc ? pure_strerror(rc) : "read");
     if (spoil && rc != PURE_ECRYPTO && rc != PURE_EINVAL)
         FZ_FAIL("a packet with a spoilt tag was accepted");
     flush_b();
@@ -386,7 +397,7 @@ static uint8_t *put_frame(rd *r, uint8_t *out)
         if (len > W.data_budget)
             len = W.data_budget;
         W.data_budget -= len;
-        int fin = (t & 8) != 0;
+        int fin = (t & 8) != 0 && W.nfins < MAX_FINS; /* a FIN the oracle cannot record is not sent */
         out = pure_frame_put_data_header(out, off, len, fin);
         if ((t & 0x10) || off + len > STREAM_MAX) {
             for (uint64_t i = 0; i < len; i++)
@@ -397,7 +408,7 @@ static uint8_t *put_frame(rd *r, uint8_t *out)
             memcpy(out, s_bytes + off, len);
             mark_sent(off, len);
         }
-        if (fin && W.nfins < MAX_FINS)
+        if (fin)
             W.fins[W.nfins++] = off + len;
         return out + len;
     }
