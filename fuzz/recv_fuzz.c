@@ -20,7 +20,8 @@
  * stream bytes at their offsets (unless a record asks for junk bytes; from then on the content
  * checks are off), so B must deliver exactly those messages, whole and in order. (A's link sends
  * the preamble itself when it opens, so B's stream stands at offset 4 when the records start.)
- * RECV_FUZZ_VERBOSE=1 prints how each link closed and what was delivered.
+ * RECV_FUZZ_VERBOSE=1 prints how each link closed, each packet's fate and what was delivered;
+ * RECV_FUZZ_TRACE=1 prints the frame bytes of every packet the harness seals.
  *
  * Records, by the low 3 bits of their first byte c:
  *   0 PACKET  n=next byte: (n & 7) + 1 frames follow; c bit 3 seals in the wrong key phase, bit 4
