@@ -45,6 +45,22 @@ extern "C" {
 #define PURE_API
 #endif
 
+/* ---- Version ------------------------------------------------------------------------------ */
+
+/* The version of this header (semantic versioning; docs/abi.md says what each part promises).
+ * CMake reads these lines for the library's version and pure.pc's. */
+#define PURE_VERSION_MAJOR 0
+#define PURE_VERSION_MINOR 2
+#define PURE_VERSION_PATCH 0
+#define PURE_VERSION_STRING "0.2.0"
+/* One number for comparisons: #if PURE_VERSION_NUMBER >= 0x000200 */
+#define PURE_VERSION_NUMBER \
+    ((PURE_VERSION_MAJOR << 16) | (PURE_VERSION_MINOR << 8) | PURE_VERSION_PATCH)
+
+/* The version of the library linked at run time, "MAJOR.MINOR.PATCH": compare it with
+ * PURE_VERSION_STRING to detect a program built against other headers. Never NULL. */
+PURE_API const char *pure_version(void);
+
 /* ---- Errors ------------------------------------------------------------------------------- */
 
 #define PURE_OK 0

@@ -16,8 +16,10 @@ static const cli_cmd commands[] = {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: pure COMMAND [ARGS]   (pure COMMAND --help for each)\n\n"
-               "Pure: a secure, reliable message transport over UDP.\n\ncommands:\n");
+    fprintf(f, "usage: pure COMMAND [ARGS]   (pure COMMAND --help for each)\n"
+               "       pure --version        print the version (pure %s)\n\n"
+               "Pure: a secure, reliable message transport over UDP.\n\ncommands:\n",
+            pure_version());
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\nexit codes: 0 ok; 1 runtime failure (count mismatch, link error, timeout);\n"
@@ -36,8 +38,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return CLI_OK;
     }
-    if (strcmp(name, "--version") == 0) {
-        printf("pure 0.1.0\n");
+    if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
+        printf("pure %s\n", pure_version());
         return CLI_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)

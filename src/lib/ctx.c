@@ -721,7 +721,9 @@ int pure_ctx_burst_too_big(pure_ctx *ctx, uint64_t now)
     return rc;
 }
 
-/* ---- errors and keys ---- */
+/* ---- version, errors and keys ---- */
+
+const char *pure_version(void) { return PURE_VERSION_STRING; }
 
 const char *pure_strerror(int err)
 {
