@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pure.h: the public API of Pure, a secure, reliable message transport over UDP.
  *
  * Pure carries messages (byte strings up to a configured size, framed by a u32 length) over

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* soak: Pure under real service traffic over real UDP sockets (tests/scripts/e2e_soak.sh).
  *
  *   soak serve [--listen ADDR:PORT] [--max-size BYTES] [--idle-timeout SECONDS]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_handshakes.c: `pure bench handshakes`: N links one after another from one context and
  * one socket, each {connect, send one message, wait for its echo, close}; links per second. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli.h: the `pure` command's shared parts: the subcommand table's entry type, exit codes,
  * option and key parsing with messages a person can act on, and the client side's link
  * error reporting. */

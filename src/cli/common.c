@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* common.c: option, key and address parsing for every subcommand, signal handling, and the
  * client's account of why a link failed. */
 #include <errno.h>

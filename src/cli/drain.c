@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* drain.c: `pure drain`: the benchmark client. One link to the drain service, N messages of
  * SIZE bytes (byte i of each body is i % 251), then the server's 16-byte count, checked. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* keys.c: `pure keygen` (a new private key) and `pure pubkey` (a private key's public key). */
 #include <stdio.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* main.c: the `pure` command: a table of subcommands, each with its own --help. */
 #include <stdio.h>
 #include <string.h>

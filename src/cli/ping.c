@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ping.c: `pure ping`: the latency client. One link to the echo service, N round trips of one
  * SIZE-byte message each (one in flight at a time), every echo checked byte for byte; prints
  * the round-trip percentiles. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* send.c: `pure send`: each line of stdin becomes one message (without its newline) on one
  * link; each message the server sends back is printed on stdout followed by a newline. At end
  * of input the stream is finished and the replies awaited until the server finishes too. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* serve.c: `pure serve`: a listener offering the built-in services — drain (count messages and
  * bytes, confirm the count when the peer finishes), echo (send every message back) and sink
  * (discard) — until SIGINT or SIGTERM, then a graceful close of every link. */

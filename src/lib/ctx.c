@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ctx.c: the context: settings, services and allow list, the table of links by index, the
  * timer heap shared by all links, the list of links with something to send, and the public
  * read/write/timeout entry points that dispatch datagrams and time to links. */

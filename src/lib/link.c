@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* link.c: a link's life: creation, the checked state machine, its one timer (the earliest of
  * handshake retry, loss/probe timeout, ACK delay, idle timeout, keepalive and pacing), closing,
  * and the public pure_link_* calls.

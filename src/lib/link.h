@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* link.h: the internal state of a link and of the context that owns it, shared by the core's
  * modules (ctx.c context and tables, handshake.c, link.c lifecycle, link_send.c packet building,
  * link_recv.c packet processing, recovery.c loss detection, keys.c transport keys). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* link_recv.c: processing a link's incoming packets: replay check, decryption in place, frame
  * dispatch, in-order delivery straight from the packet, out-of-order bytes held in a ring until
  * the gap fills, flow-control credit (a window that doubles while the reader keeps up), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* recovery.c: loss recovery in the manner of RFC 9002: every ack-eliciting packet is kept in a
  * ring indexed by packet number until acknowledged or declared lost (3 packets or 9/8 RTT behind
  * the largest acknowledged), with a probe timeout when acknowledgements stop. Lost stream bytes

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # End-to-end refusals and usage errors: a wrong --peer-key, a key not on the allow list and an
 # unknown service give exit code 3 and a message naming the problem; a client with no server at
 # the address, with a wrong --peer-key, or aiming at the other address family fails within its

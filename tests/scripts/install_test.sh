@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # install_test.sh BUILD_DIR: Pure as a new user meets it. Configures a FRESH build directory (a
 # first configure: pure.pc's paths must be right without a second run), installs it to a
 # temporary prefix with `cmake --install`, checks every file a user needs is there, then builds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ctx_test.c: the context's public API: settings validation (every limit, just inside and just
  * outside), pure_strerror and pure_err_is_fatal for every code, base64 keys (round trips, known
  * text, white space, and rejection of every kind of bad text), the service and allow lists as a
