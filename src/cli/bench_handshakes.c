@@ -208,7 +208,7 @@ int cli_bench_handshakes(int argc, char **argv)
                     (double)(pure_now() - t0) / 1e9, (unsigned long long)h.done,
                     (unsigned long long)h.n,
                     h.cl.established ? "waiting for its echo" : "still in its handshake");
-        h.code = CLI_FAIL;
+        h.code = cli_signals_received() ? cli_signal_exit_code() : CLI_FAIL;
     }
     /* let the last CLOSE packets go out (a closing link repeats them a few RTTs) */
     uint64_t until = pure_now() + 200000000u;

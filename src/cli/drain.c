@@ -209,7 +209,7 @@ int cli_drain(int argc, char **argv)
                     d.cl.established ? "no count from the server yet"
                                      : "the handshake never completed");
         pure_link_stats_get(d.link, &d.stats);
-        d.code = CLI_FAIL;
+        d.code = cli_signals_received() ? cli_signal_exit_code() : CLI_FAIL;
     }
     if (d.replied) {
         printf("{\"messages\": %llu, \"size\": %llu, \"bytes\": %llu, \"seconds\": %.6f, "

@@ -6,7 +6,7 @@
 #include "cli.h"
 
 static const cli_cmd commands[] = {
-    {"keygen", cli_keygen, "print a new private key (base64)"},
+    {"keygen", cli_keygen, "print a new private key (pure-priv:...)"},
     {"pubkey", cli_pubkey, "read a private key on stdin, print its public key"},
     {"serve", cli_serve, "accept links for the drain, echo and sink services"},
     {"drain", cli_drain, "send N messages to a drain service and check its count"},

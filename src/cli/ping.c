@@ -220,7 +220,7 @@ int cli_ping(int argc, char **argv)
                     (unsigned long long)p.n,
                     p.cl.established ? "waiting for an echo" : "the handshake never completed");
         pure_link_stats_get(p.link, &p.stats);
-        p.code = CLI_FAIL;
+        p.code = cli_signals_received() ? cli_signal_exit_code() : CLI_FAIL;
     }
     if (p.done == p.n && p.cl.established) {
         double sum = 0;

@@ -300,7 +300,7 @@ int cli_send(int argc, char **argv)
                         : !s.finished     ? "stdin still open"
                                           : "the server has not finished");
             pure_link_stats_get(s.link, &s.stats);
-            s.code = CLI_FAIL;
+            s.code = cli_signals_received() ? cli_signal_exit_code() : CLI_FAIL;
         }
     }
     if (fflush(stdout) != 0 && s.code == CLI_OK) {
