@@ -127,4 +127,14 @@ for ex in "$src"/examples/*.c; do
     cc -Wall -Werror -o "$tmp/$name" "$ex" $(pkg-config --cflags --libs pure) ||
         bad "examples/$name.c does not build against the installed library"
 done
+# and run two of them, on the installed shared library
+if [ -x "$tmp/echo_server" ] && [ -x "$tmp/echo_client" ]; then
+    LD_LIBRARY_PATH=$libdir "$tmp/echo_server" >"$tmp/srv.out" 2>&1 &
+    spid=$!
+    for _ in $(seq 100); do [ -s "$tmp/srv.out" ] && break; sleep 0.05; done
+    read -r port key <"$tmp/srv.out" || true
+    out=$(LD_LIBRARY_PATH=$libdir timeout 30 "$tmp/echo_client" "127.0.0.1:${port:-0}" "${key:-x}" 500 2>&1) &&
+        echo "install_test: ok examples against the install: $out" || bad "installed echo_client: $out"
+    kill -TERM "$spid" 2>/dev/null; wait "$spid" || bad "installed echo_server exited non-zero"
+fi
 [ "$fail" -eq 0 ] && echo "install_test: ok" || exit 1
