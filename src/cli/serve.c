@@ -61,14 +61,16 @@ static const struct {
     enum svc_kind kind;
 } services[] = {{"drain", SVC_DRAIN}, {"echo", SVC_ECHO}, {"sink", SVC_SINK}};
 
-/* An echo held back by a full backlog, resent on on_writable (the core cannot pause reading). */
+/* An echo held back by a full backlog, resent on on_writable. While any is queued the link's
+ * receive is paused (pure_link_pause_recv), so the queue holds at most what the client had in
+ * flight: its receive window. */
 typedef struct qmsg {
     struct qmsg *next;
     size_t len;
     uint8_t data[];
 } qmsg;
 
-/* Echo queues beyond this close the link: the client is not reading its replies. */
+/* Echo queues beyond this close the link (a safety net: the pause bounds them well below). */
 #define QUEUE_MAX (64u << 20)
 
 typedef struct srv_link {
@@ -127,6 +129,7 @@ static void sl_flush(srv_link *sl)
     if (sl->closed)
         return;
     sl->qtail = NULL;
+    pure_link_resume_recv(sl->link); /* the replies are out: take requests again */
     if (sl->finish_when_empty) {
         sl->finish_when_empty = 0;
         pure_link_finish(sl->link);
@@ -145,6 +148,7 @@ static void sl_send(srv_link *sl, const uint8_t *d, size_t n)
         pure_link_abort(sl->link, PURE_CLOSE_APP, "echo backlog over 64 MiB: the client is not reading replies");
         return;
     }
+    pure_link_pause_recv(sl->link); /* no new credit until the queue is out */
     qmsg *q = malloc(sizeof *q + n);
     if (!q) {
         pure_link_abort(sl->link, PURE_CLOSE_APP, "server out of memory");
