@@ -23,8 +23,8 @@
  * called on a context (or any of its links) while another thread uses it; callbacks run on the
  * calling thread, inside pure_ctx_read/pure_ctx_write/pure_ctx_timeout, and may call any pure_link_*
  * function on any link of the same context, but must not free the context. Distinct contexts are
- * independent and may be used from different threads. pure_strerror, pure_keygen and
- * pure_public_key are thread-safe.
+ * independent and may be used from different threads. pure_strerror, pure_version, pure_keygen
+ * and pure_public_key are thread-safe.
  *
  * Errors: functions return 0 (or a non-negative count) on success and a negative PURE_E* code on
  * failure; pure_strerror() names each code. pure_err_is_fatal() says whether a code means the link
