@@ -229,7 +229,9 @@ static int stop_at_two(pure_link *l, void *user, void *arg)
     return ++*(uint64_t *)arg == 2;
 }
 
-static int five_accepted(void *arg) { return ((app *)arg)->accepted == 5; }
+#define LINKS 300
+
+static int all_accepted(void *arg) { return ((app *)arg)->accepted == LINKS; }
 
 /* pure_ctx_links visits every live link of both sides; a visitor may abort them all (each
  * reported once by on_closed, none visited again) but may not connect. */
@@ -238,28 +240,30 @@ static void test_ctx_links(void)
     app *a = app_new(14, 0, PURE_SETTINGS_VERSION);
     pure_ctx *cctx = sim_ctx(a->s, a->cli), *sctx = sim_ctx(a->s, a->srv);
     pure_addr to = sim_addr(a->s, a->srv);
-    for (int i = 0; i < 4; i++) {
+    /* enough links that the link table has clusters: ending a link inside the walk must not
+     * shift an unvisited one behind it */
+    for (int i = 0; i < LINKS - 1; i++) {
         pure_link *l;
         CHECK_EQ(pure_connect(cctx, &to, pure_ctx_public_key(sctx), "svc", a, &l, sim_now(a->s)), 0);
         pure_link_send(l, "x", 1); /* the handshake completes with data */
     }
     pure_link_send(a->cl, "x", 1);
     walk w = {0};
-    CHECK_EQ(pure_ctx_links(cctx, visit, &w), 5); /* handshakes still running count too */
-    CHECK(sim_run(a->s, five_accepted, a, 20 * SIM_S));
+    CHECK_EQ(pure_ctx_links(cctx, visit, &w), LINKS); /* handshakes still running count too */
+    CHECK(sim_run(a->s, all_accepted, a, 20 * SIM_S));
     uint64_t k = 0;
     CHECK_EQ(pure_ctx_links(sctx, stop_at_two, &k), 2);
     memset(&w, 0, sizeof w);
     w.ctx = cctx;
     w.abort = 1;
-    CHECK_EQ(pure_ctx_links(cctx, visit, &w), 5);
+    CHECK_EQ(pure_ctx_links(cctx, visit, &w), LINKS);
     CHECK_EQ(w.connect_rc, PURE_ESTATE);
-    CHECK_EQ(w.aborted, 5);
-    CHECK_EQ(a->cli_closed, 5);
+    CHECK_EQ(w.aborted, LINKS);
+    CHECK_EQ(a->cli_closed, LINKS);
     memset(&w, 0, sizeof w);
     CHECK_EQ(pure_ctx_links(cctx, visit, &w), 0);
     sim_run(a->s, NULL, NULL, sim_now(a->s) + 5 * SIM_S);
-    CHECK_EQ(a->srv_closed, 5); /* the server heard every abort */
+    CHECK_EQ(a->srv_closed, LINKS); /* the server heard every abort */
     CHECK_EQ(pure_ctx_links(sctx, visit, &w), 0);
     pure_ctx_stats cs;
     pure_ctx_stats_get(cctx, &cs);
@@ -268,10 +272,32 @@ static void test_ctx_links(void)
     app_free(a);
 }
 
+/* Links still in their handshake close at once when aborted (no CLOSE to send): the walk
+ * must still visit every one of them exactly once. */
+static void test_ctx_links_abort_in_handshake(void)
+{
+    app *a = app_new(15, 0, PURE_SETTINGS_VERSION);
+    pure_ctx *cctx = sim_ctx(a->s, a->cli), *sctx = sim_ctx(a->s, a->srv);
+    pure_addr to = sim_addr(a->s, a->srv);
+    for (int i = 0; i < LINKS - 1; i++) {
+        pure_link *l;
+        CHECK_EQ(pure_connect(cctx, &to, pure_ctx_public_key(sctx), "svc", a, &l, sim_now(a->s)), 0);
+    }
+    walk w = {.abort = 1};
+    CHECK_EQ(pure_ctx_links(cctx, visit, &w), LINKS);
+    CHECK_EQ(w.aborted, LINKS);
+    CHECK_EQ(a->cli_closed, LINKS);
+    pure_ctx_stats cs;
+    pure_ctx_stats_get(cctx, &cs);
+    CHECK_EQ(cs.links, 0);
+    app_free(a);
+}
+
 int main(void)
 {
     RUN(test_pause_resume);
     RUN(test_on_acked);
     RUN(test_ctx_links);
+    RUN(test_ctx_links_abort_in_handshake);
     return pure_test_finish();
 }
