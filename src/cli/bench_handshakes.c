@@ -36,7 +36,8 @@ static const char handshakes_help[] =
     "\n"
     "exit codes: 0 N links each echoed their message exactly; 1 a link failed, an echo\n"
     "            differed or the timeout passed; 2 usage error; 3 refused (unknown service,\n"
-    "            our key not allowed, wrong --peer-key)\n";
+    "            our key not allowed, wrong --peer-key);\n"
+    "            130 / 143 stopped by SIGINT / SIGTERM before done\n";
 
 typedef struct hs {
     cli_client cl;

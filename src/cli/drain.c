@@ -32,7 +32,8 @@ static const char drain_help[] =
     "\n"
     "exit codes: 0 the server counted N messages and N*SIZE bytes; 1 it counted otherwise,\n"
     "            the link failed or the timeout passed; 2 usage error; 3 refused (unknown\n"
-    "            service, our key not allowed, wrong --peer-key)\n";
+    "            service, our key not allowed, wrong --peer-key);\n"
+    "            130 / 143 stopped by SIGINT / SIGTERM before done\n";
 
 typedef struct drain {
     cli_client cl;

@@ -25,7 +25,8 @@ static void usage(FILE *f)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\nexit codes: 0 ok; 1 runtime failure (count mismatch, link error, timeout);\n"
                "            2 usage error (bad flag, address, key text or file);\n"
-               "            3 refused (unknown service, key not allowed, wrong peer key)\n");
+               "            3 refused (unknown service, key not allowed, wrong peer key);\n"
+               "            130 / 143 a client stopped by SIGINT / SIGTERM before done\n");
 }
 
 int main(int argc, char **argv)

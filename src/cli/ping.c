@@ -36,7 +36,8 @@ static const char ping_help[] =
     "\n"
     "exit codes: 0 N echoes came back, each identical to what was sent; 1 an echo differed\n"
     "            or was missing, the link failed or the timeout passed; 2 usage error;\n"
-    "            3 refused (unknown service, our key not allowed, wrong --peer-key)\n";
+    "            3 refused (unknown service, our key not allowed, wrong --peer-key);\n"
+    "            130 / 143 stopped by SIGINT / SIGTERM before done\n";
 
 typedef struct ping {
     cli_client cl;

@@ -35,7 +35,8 @@ static const char send_help[] =
     "\n"
     "exit codes: 0 done (with echo: one reply per line); 1 runtime failure (link error,\n"
     "            timeout, missing replies, unreadable stdin); 2 usage error; 3 refused\n"
-    "            (unknown service, our key not allowed, wrong --peer-key)\n";
+    "            (unknown service, our key not allowed, wrong --peer-key);\n"
+    "            130 / 143 stopped by SIGINT / SIGTERM before done\n";
 
 #define LINE_MAX_BYTES (16u << 20)
 
