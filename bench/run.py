@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: MIT
 """Pure's comparison runner: the same work through Pure and its peers, side by side.
 
 Run with Debian's interpreter (it sees python3-matplotlib):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* frame_fuzz.c: libFuzzer target for the frame parser (frame.c).
  *
  * The input is a decrypted packet payload. It is parsed frame by frame until its end or the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* handshake_fuzz.c: libFuzzer target for the Noise IK message readers (noise.c) on the null
  * crypto backend.
  *

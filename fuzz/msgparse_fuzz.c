@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* msgparse_fuzz.c: libFuzzer target for the message framer (msgparse.c).
  *
  * Input layout:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* packet_fuzz.c: libFuzzer target for whole contexts fed datagrams through pure_ctx_read, on the
  * null crypto backend (deterministic: every input replays exactly).
  *

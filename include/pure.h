@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pure.h: the public API of Pure, a secure, reliable message transport over UDP.
  *
  * Pure carries messages (byte strings up to a configured size, framed by a u32 length) over
@@ -22,8 +23,8 @@
  * called on a context (or any of its links) while another thread uses it; callbacks run on the
  * calling thread, inside pure_ctx_read/pure_ctx_write/pure_ctx_timeout, and may call any pure_link_*
  * function on any link of the same context, but must not free the context. Distinct contexts are
- * independent and may be used from different threads. pure_strerror, pure_keygen and
- * pure_public_key are thread-safe.
+ * independent and may be used from different threads. pure_strerror, pure_version, pure_keygen
+ * and pure_public_key are thread-safe.
  *
  * Errors: functions return 0 (or a non-negative count) on success and a negative PURE_E* code on
  * failure; pure_strerror() names each code. pure_err_is_fatal() says whether a code means the link
@@ -44,6 +45,22 @@ extern "C" {
 #else
 #define PURE_API
 #endif
+
+/* ---- Version ------------------------------------------------------------------------------ */
+
+/* The version of this header (semantic versioning; docs/abi.md says what each part promises).
+ * CMake reads these lines for the library's version and pure.pc's. */
+#define PURE_VERSION_MAJOR 0
+#define PURE_VERSION_MINOR 2
+#define PURE_VERSION_PATCH 0
+#define PURE_VERSION_STRING "0.2.0"
+/* One number for comparisons: #if PURE_VERSION_NUMBER >= 0x000200 */
+#define PURE_VERSION_NUMBER \
+    ((PURE_VERSION_MAJOR << 16) | (PURE_VERSION_MINOR << 8) | PURE_VERSION_PATCH)
+
+/* The version of the library linked at run time, "MAJOR.MINOR.PATCH": compare it with
+ * PURE_VERSION_STRING to detect a program built against other headers. Never NULL. */
+PURE_API const char *pure_version(void);
 
 /* ---- Errors ------------------------------------------------------------------------------- */
 
@@ -141,12 +158,22 @@ typedef struct pure_callbacks {
      * either side's close or abort, a timeout, a protocol error, pure_ctx_free. No other
      * callback of the link runs after it, from any path. */
     void (*on_closed)(pure_link *link, void *user, const pure_close_info *info);
+    /* ---- added in 0.2 (settings.version 2; new callbacks only ever go at the end) ---- */
+    /* The peer acknowledged messages: every message with an id up to acked_through_id (the ids
+     * pure_link_send returned) has reached the peer's Pure, which will deliver it even if this
+     * side aborts now. Runs once per ACK that completes one or more messages, so ids may jump.
+     * Everything accepted so far is acknowledged when acked_through_id + 1 equals the number of
+     * messages sent (pure_link_stats.messages_sent), i.e. when pure_link_backlog(link) == 0.
+     * May call any pure_link_* function. Not called after on_closed. */
+    void (*on_acked)(pure_link *link, void *user, uint64_t acked_through_id);
 } pure_callbacks;
 
 /* Congestion controllers (pure_settings.congestion). */
 enum pure_cc_algo { PURE_CC_NEWRENO = 1, PURE_CC_CUBIC = 2 };
 
-#define PURE_SETTINGS_VERSION 1
+/* 2 since 0.2 (pure_callbacks.on_acked); pure_ctx_new still takes 1, and then never reads the
+ * callbacks that version did not have. */
+#define PURE_SETTINGS_VERSION 2
 
 /* Settings of a context. Initialise with pure_settings_default, then change fields. Unknown future
  * fields keep their defaults: `version` lets the library grow this struct without breaking callers. */
@@ -283,6 +310,17 @@ typedef struct pure_ctx_stats {
 /* Copies the context's counters. */
 PURE_API void pure_ctx_stats_get(const pure_ctx *ctx, pure_ctx_stats *st);
 
+/* Calls visit(link, user, arg) for each link of the context the application knows of and
+ * on_closed has not yet reported: initiator links from pure_connect (also while their handshake
+ * runs) and responder links on_accept accepted. The order is unspecified. visit returns 0 to go
+ * on, non-zero to stop. visit may call any pure_link_* function on any link, including
+ * pure_link_close and pure_link_abort (a link it ends is not visited again, and on_closed
+ * runs as usual), but not pure_connect (it returns PURE_ESTATE while the walk runs) nor the
+ * pure_ctx_* functions. Returns the number of links visited (0 for NULL arguments, or inside
+ * pure_ctx_free). Use it to close every link at shutdown, or to print per-link statistics. */
+PURE_API uint64_t pure_ctx_links(pure_ctx *ctx,
+                                 int (*visit)(pure_link *link, void *user, void *arg), void *arg);
+
 /* ---- Links -------------------------------------------------------------------------------- */
 
 /* Starts a link to the responder at `to` whose static public key is peer_key, for `service`.
@@ -333,7 +371,29 @@ PURE_API int pure_link_close(pure_link *link, uint64_t code, const char *reason)
  * the link must not be used (it is freed at the end of the current pure_ctx_* call, or now). */
 PURE_API int pure_link_abort(pure_link *link, uint64_t code, const char *reason);
 
+/* Receive backpressure. pure_link_pause_recv stops granting the peer receive credit: messages
+ * the peer sent within the credit it already holds still arrive through on_message (at most
+ * the link's receive window, pure_link_stats.recv_window bytes, 1 MiB by default and up to
+ * recv_window_max), then the peer can send no more and its pure_link_send returns PURE_EAGAIN
+ * once its own send_queue/send_backlog fill. Use it when on_message cannot keep up, e.g. a
+ * service whose replies meet PURE_EAGAIN: pause, queue the replies of what still arrives, and
+ * resume from on_writable once they are out. pure_link_resume_recv grants credit again (a
+ * CREDIT frame goes out with the next pure_ctx_write, if one is due).
+ * A paused link is not closed for the peer's silence: the peer is alive while it answers, and
+ * the usual liveness rules (idle_timeout above) still find a dead one. Pausing does not stop
+ * on_peer_finished or a close from the peer. Both are idempotent and may be called from any
+ * callback or outside one, also before the handshake completes. Return 0, PURE_EINVAL (NULL) or
+ * PURE_ESTATE (the link is closing or closed). */
+PURE_API int pure_link_pause_recv(pure_link *link);
+PURE_API int pure_link_resume_recv(pure_link *link);
+/* 1 while the link is paused (pure_link_pause_recv), else 0. */
+PURE_API int pure_link_recv_is_paused(const pure_link *link);
+
+/* Sets the link's user pointer: the `user` argument of every callback of this link from then
+ * on (pure_connect sets it first; for a responder's link set it in on_accept). Pure never
+ * dereferences it. Free what it points to in on_closed. */
 PURE_API void pure_link_set_user(pure_link *link, void *user);
+/* The link's user pointer (NULL until set on a responder's link). */
 PURE_API void *pure_link_user(const pure_link *link);
 /* The peer's static public key (after the handshake; the configured key for an initiator). */
 PURE_API const uint8_t *pure_link_peer_key(const pure_link *link);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pure_loop.h: Pure's optional I/O loop, which drives one pure_ctx over one Linux UDP socket
  * (IPv4 or IPv6) with epoll, GSO send bursts (UDP_SEGMENT), GRO receive (UDP_GRO) and
  * sendmmsg/recvmmsg where those are missing.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs everything Pure's build, tests and benchmarks need on Debian bookworm.
 # Idempotent: packages already present are skipped, so repeated runs are quick.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # One Pure drain over loopback, measured: builds Pure (Release, into build/), starts
 #   pure serve --ephemeral --listen 127.0.0.1:0 --services drain
 # runs

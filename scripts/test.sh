@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The whole test suite, as CI runs it: installs dependencies, builds with warnings as errors,
 # runs every test (unit, simulator, interop, end-to-end, fuzz smoke, peers' quick drain), then
 # rebuilds Pure's own code under AddressSanitizer + UndefinedBehaviorSanitizer and runs its tests

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test.h: the tiny assertion harness every Pure test executable uses. */
 #ifndef PURE_TEST_H
 #define PURE_TEST_H

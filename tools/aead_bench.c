@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* aead_bench: per-packet AEAD seal and open cost, the largest single cost of Pure's data path.
  *
  *   aead_bench [ms_per_point]      (default 30 ms; a whole run takes a few seconds)

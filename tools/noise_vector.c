@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* noise_vector: plays one side of Pure's Noise IK handshake from hex inputs, for test vectors
  * and for interoperability checks against other Noise implementations (tests/interop).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* soak: Pure under real service traffic over real UDP sockets (tests/scripts/e2e_soak.sh).
  *
  *   soak serve [--listen ADDR:PORT] [--max-size BYTES] [--idle-timeout SECONDS]
@@ -709,7 +710,10 @@ static int soak_run(int argc, char **argv)
         snprintf(target, sizeof target, "%s", argv[optind]);
     pure_addr to;
     uint8_t key[PURE_KEY_LEN];
-    if (pure_addr_from_string(&to, target) || pure_key_from_base64(key, argv[optind + 1])) {
+    const char *keytext = argv[optind + 1];
+    if (strncmp(keytext, "pure-pub:", 9) == 0) /* as pure serve prints it */
+        keytext += 9;
+    if (pure_addr_from_string(&to, target) || pure_key_from_base64(key, keytext)) {
         fprintf(stderr, "soak run: bad address '%s' or key '%s'\n", target, argv[optind + 1]);
         return 2;
     }

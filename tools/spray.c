@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* spray: sends junk datagrams at a Pure listener while real traffic runs, for the end-to-end
  * robustness test (tests/scripts/e2e_spray.sh). Only to the one address given with --to.
  *

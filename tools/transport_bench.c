@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* transport_bench: Pure's own cost per message without sockets or a second process: a
  * backlog of N messages drained through a link from one context to another in the same
  * process, datagrams handed over in memory (GSO-sized bursts, as the I/O loop would), real

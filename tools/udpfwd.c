@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* udpfwd: a fault-injecting UDP forwarder for end-to-end tests (in the spirit of quicly's
  * t/udpfw.c). Datagrams from a client (whoever last sent to --listen) go to the server at --to
  * ("up"), and the server's replies go back to the latest client ("down"), one datagram at a time

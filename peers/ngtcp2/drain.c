@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ngtcp2 drain peer for the Pure benchmark (see /work/shared/design.md and
  * peers/ngtcp2/README.md).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ngtcp2 idle-links mode (the idle-links experiment of /work/shared/design.md; it mirrors
  * `pure bench idle`, src/cli/bench_idle.c):

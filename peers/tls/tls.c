@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls: the drain benchmark over TCP + TLS 1.3 (OpenSSL 3.0), or plain TCP.
  *
  *   tls serve [--plain]

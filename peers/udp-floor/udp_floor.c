@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* udp-floor: the drain stream over raw UDP with GSO/GRO and nothing else —
  * no retransmission, no congestion control: the floor under every UDP stack.
  *

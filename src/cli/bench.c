@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench.c: `pure bench`: the entry for Pure's own benchmarks (a table of them: `idle`,
  * `handshakes`).
  * The comparison with other stacks is bench/run.py. */

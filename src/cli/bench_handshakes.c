@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_handshakes.c: `pure bench handshakes`: N links one after another from one context and
  * one socket, each {connect, send one message, wait for its echo, close}; links per second. */
 #include <stdio.h>
@@ -35,7 +36,8 @@ static const char handshakes_help[] =
     "\n"
     "exit codes: 0 N links each echoed their message exactly; 1 a link failed, an echo\n"
     "            differed or the timeout passed; 2 usage error; 3 refused (unknown service,\n"
-    "            our key not allowed, wrong --peer-key)\n";
+    "            our key not allowed, wrong --peer-key);\n"
+    "            130 / 143 stopped by SIGINT / SIGTERM before done\n";
 
 typedef struct hs {
     cli_client cl;
@@ -207,7 +209,7 @@ int cli_bench_handshakes(int argc, char **argv)
                     (double)(pure_now() - t0) / 1e9, (unsigned long long)h.done,
                     (unsigned long long)h.n,
                     h.cl.established ? "waiting for its echo" : "still in its handshake");
-        h.code = CLI_FAIL;
+        h.code = cli_signals_received() ? cli_signal_exit_code() : CLI_FAIL;
     }
     /* let the last CLOSE packets go out (a closing link repeats them a few RTTs) */
     uint64_t until = pure_now() + 200000000u;

@@ -1,6 +1,7 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_idle.c: `pure bench idle`: K links between two processes on loopback, left idle, then
  * woken: memory per link on each side, CPU, packets and timers while idle, handshake and wake
- * times (the idle-links experiment of design.md). The server is a forked child that reports its
+ * times (the idle-links experiment of bench/README.md). The server is a forked child that reports its
  * counters over a pipe. */
 #include <errno.h>
 #include <malloc.h>

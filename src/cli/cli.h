@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cli.h: the `pure` command's shared parts: the subcommand table's entry type, exit codes,
  * option and key parsing with messages a person can act on, and the client side's link
  * error reporting. */
@@ -46,12 +47,41 @@ int cli_parse_count(const char *s, uint64_t max, uint64_t *out);
 /* Parses seconds ("30", "2.5", "0.1") into nanoseconds, at most one day. Returns 0 or -1. */
 int cli_parse_seconds(const char *s, uint64_t *ns);
 
-/* Parses a base64 key given on the command line; on error prints what `what` should be and
- * returns CLI_USAGE. */
+/* Key text: a private key is "pure-priv:" and 44 characters of base64, a public key "pure-pub:"
+ * and 44, so one can never pass for the other. Bare base64 is still read as a public key (pure
+ * 0.1 printed keys that way), never as a private one. */
+#define CLI_PRIV_PREFIX "pure-priv:"
+#define CLI_PUB_PREFIX "pure-pub:"
+#define CLI_KEY_TEXT 56 /* bytes cli_key_text writes, with the NUL */
+
+/* Writes a key's text (priv: 1 for a private key, 0 for a public one). */
+void cli_key_text(char out[CLI_KEY_TEXT], const uint8_t key[PURE_KEY_LEN], int priv);
+
+/* Results of the *_from_text functions besides 0. */
+enum { CLI_KEY_MALFORMED = -1, CLI_KEY_WRONG_KIND = -2, CLI_KEY_BARE = -3 };
+
+/* Parses a public key ("pure-pub:..." or bare base64; surrounding white space allowed).
+ * Returns 0, CLI_KEY_WRONG_KIND for a private key's text, or CLI_KEY_MALFORMED. */
+int cli_public_key_from_text(uint8_t key[PURE_KEY_LEN], const char *text);
+
+/* Parses a private key ("pure-priv:..."). Returns 0, CLI_KEY_WRONG_KIND for a public key's text,
+ * CLI_KEY_BARE for bare base64 (key filled in: ambiguous, refused by the CLI), or
+ * CLI_KEY_MALFORMED. */
+int cli_private_key_from_text(uint8_t key[PURE_KEY_LEN], const char *text);
+
+/* Parses a public key given on the command line; on error prints what `what` should be (and
+ * a distinct line for a private key) and returns CLI_USAGE. */
 int cli_parse_key(const char *cmd, const char *what, const char *text, uint8_t key[PURE_KEY_LEN]);
 
-/* Reads a private key file (base64 text as printed by `pure keygen`); on error prints the file
- * name and the problem and returns CLI_USAGE. */
+/* Parses a private key's text read from `what` (a file name or "stdin", for messages); on error
+ * prints one line saying what is wrong (a public key, bare base64, not a key) and returns
+ * CLI_USAGE. */
+int cli_read_private_key(const char *cmd, const char *what, const char *text,
+                         uint8_t key[PURE_KEY_LEN]);
+
+/* Reads a private key file (as written by `pure keygen`); warns on stderr if the file is
+ * readable by its group or others; on error prints the file name and the problem and returns
+ * CLI_USAGE. */
 int cli_read_key_file(const char *cmd, const char *path, uint8_t key[PURE_KEY_LEN]);
 
 /* Parses a peer address "HOST:PORT" (numeric, or a name looked up once) with a non-zero port;
@@ -65,6 +95,8 @@ const char *cli_any_bind(const pure_addr *a);
  * to detach. Returns the number of stop signals received so far. */
 int cli_stop_on_signals(pure_loop *loop);
 int cli_signals_received(void);
+/* The exit code for a run a signal stopped: 128 + its number (130 SIGINT, 143 SIGTERM). */
+int cli_signal_exit_code(void);
 
 /* What a client knows about its link, for error messages. */
 typedef struct cli_client {

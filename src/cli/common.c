@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* common.c: option, key and address parsing for every subcommand, signal handling, and the
  * client's account of why a link failed. */
 #include <errno.h>
@@ -10,6 +11,7 @@
 #include <time.h>
 #include <arpa/inet.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -152,13 +154,77 @@ int cli_parse_seconds(const char *s, uint64_t *ns)
     return *ns > 86400ull * 1000000000u ? -1 : 0;
 }
 
+void cli_key_text(char out[CLI_KEY_TEXT], const uint8_t key[PURE_KEY_LEN], int priv)
+{
+    char b64[45];
+    pure_key_to_base64(b64, key);
+    snprintf(out, CLI_KEY_TEXT, "%s%s", priv ? CLI_PRIV_PREFIX : CLI_PUB_PREFIX, b64);
+    memset(b64, 0, sizeof b64);
+}
+
+/* Skips leading white space; returns the text after `prefix` if it starts with it, else NULL. */
+static const char *after_prefix(const char *text, const char *prefix)
+{
+    while (*text == ' ' || *text == '\t' || *text == '\r' || *text == '\n')
+        text++;
+    size_t n = strlen(prefix);
+    return strncmp(text, prefix, n) == 0 ? text + n : NULL;
+}
+
+int cli_public_key_from_text(uint8_t key[PURE_KEY_LEN], const char *text)
+{
+    if (after_prefix(text, CLI_PRIV_PREFIX))
+        return CLI_KEY_WRONG_KIND;
+    const char *b64 = after_prefix(text, CLI_PUB_PREFIX);
+    return pure_key_from_base64(key, b64 ? b64 : text) == 0 ? 0 : CLI_KEY_MALFORMED;
+}
+
+int cli_private_key_from_text(uint8_t key[PURE_KEY_LEN], const char *text)
+{
+    if (after_prefix(text, CLI_PUB_PREFIX))
+        return CLI_KEY_WRONG_KIND;
+    const char *b64 = after_prefix(text, CLI_PRIV_PREFIX);
+    if (!b64) /* bare base64 could as well be a public key */
+        return pure_key_from_base64(key, text) == 0 ? CLI_KEY_BARE : CLI_KEY_MALFORMED;
+    return pure_key_from_base64(key, b64) == 0 ? 0 : CLI_KEY_MALFORMED;
+}
+
 int cli_parse_key(const char *cmd, const char *what, const char *text, uint8_t key[PURE_KEY_LEN])
 {
-    if (pure_key_from_base64(key, text) != 0)
-        return cli_usage(cmd, "%s '%.60s' is not a key: expected 44 characters of base64 "
-                              "(as printed by pure keygen / pure pubkey / pure serve)",
+    switch (cli_public_key_from_text(key, text)) {
+    case 0: return 0;
+    case CLI_KEY_WRONG_KIND:
+        memset(key, 0, PURE_KEY_LEN);
+        fprintf(stderr, "pure %s: %s is a private key (pure-priv:...), not a public key: give "
+                        "the public key (pure pubkey < FILE prints it), and keep the private key "
+                        "off command lines\n", cmd, what);
+        return CLI_USAGE;
+    default:
+        return cli_usage(cmd, "%s '%.60s' is not a public key: expected pure-pub: and 44 "
+                              "characters of base64 (as printed by pure pubkey / pure serve)",
                          what, text);
-    return 0;
+    }
+}
+
+int cli_read_private_key(const char *cmd, const char *what, const char *text,
+                         uint8_t key[PURE_KEY_LEN])
+{
+    int rc = cli_private_key_from_text(key, text);
+    if (rc == 0)
+        return 0;
+    memset(key, 0, PURE_KEY_LEN);
+    if (rc == CLI_KEY_WRONG_KIND)
+        fprintf(stderr, "pure %s: %s holds a public key (pure-pub:...), not a private key: give "
+                        "the file pure keygen wrote\n", cmd, what);
+    else if (rc == CLI_KEY_BARE)
+        fprintf(stderr, "pure %s: %s holds bare base64, which may be a public key: private keys "
+                        "are written pure-priv:... since pure 0.2; if it is a private key from "
+                        "pure 0.1, prefix it with pure-priv:\n", cmd, what);
+    else
+        fprintf(stderr, "pure %s: %s does not hold a private key: expected one line "
+                        "pure-priv: and 44 base64 characters (make one with: pure keygen)\n",
+                cmd, what);
+    return CLI_USAGE;
 }
 
 int cli_read_key_file(const char *cmd, const char *path, uint8_t key[PURE_KEY_LEN])
@@ -168,19 +234,24 @@ int cli_read_key_file(const char *cmd, const char *path, uint8_t key[PURE_KEY_LE
         fprintf(stderr, "pure %s: cannot read key file %s: %s\n", cmd, path, strerror(errno));
         return CLI_USAGE;
     }
-    char buf[256];
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077))
+        fprintf(stderr, "pure %s: warning: private key file %s is readable by %s (mode %04o): "
+                        "chmod 600 %s\n", cmd, path,
+                (st.st_mode & 007) ? "everyone" : "its group",
+                (unsigned)(st.st_mode & 07777), path);
+    char buf[256], what[300];
     size_t n = fread(buf, 1, sizeof buf - 1, f);
     int big = !feof(f);
     fclose(f);
     buf[n] = 0;
-    if (big || pure_key_from_base64(key, buf) != 0) {
-        fprintf(stderr,
-                "pure %s: key file %s does not hold a private key: expected one line of 44 "
-                "base64 characters (make one with: pure keygen > %s)\n",
-                cmd, path, path);
-        return CLI_USAGE;
-    }
-    return 0;
+    snprintf(what, sizeof what, "key file %s", path);
+    int rc = big ? (fprintf(stderr, "pure %s: key file %s does not hold a private key: it is "
+                                    "larger than one key (make one with: pure keygen > %s)\n",
+                            cmd, path, path), CLI_USAGE)
+                 : cli_read_private_key(cmd, what, buf, key);
+    memset(buf, 0, sizeof buf);
+    return rc;
 }
 
 int cli_peer_addr(const char *cmd, const char *text, pure_addr *a)
@@ -230,11 +301,11 @@ const char *cli_any_bind(const pure_addr *a)
 }
 
 static pure_loop *volatile stop_loop;
-static volatile sig_atomic_t stop_signals;
+static volatile sig_atomic_t stop_signals, last_signal;
 
 static void on_signal(int sig)
 {
-    (void)sig;
+    last_signal = sig;
     stop_signals++;
     pure_loop *l = stop_loop;
     if (l)
@@ -256,10 +327,12 @@ int cli_stop_on_signals(pure_loop *loop)
 
 int cli_signals_received(void) { return stop_signals; }
 
+int cli_signal_exit_code(void) { return 128 + (last_signal ? last_signal : SIGINT); }
+
 int cli_link_failed(const cli_client *c, const pure_close_info *info)
 {
-    char pub[45];
-    pure_key_to_base64(pub, c->our_pub);
+    char pub[CLI_KEY_TEXT];
+    cli_key_text(pub, c->our_pub, 0);
     switch (info->error) {
     case PURE_EREFUSED:
         fprintf(stderr,

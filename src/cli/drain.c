@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* drain.c: `pure drain`: the benchmark client. One link to the drain service, N messages of
  * SIZE bytes (byte i of each body is i % 251), then the server's 16-byte count, checked. */
 #include <stdio.h>
@@ -31,7 +32,8 @@ static const char drain_help[] =
     "\n"
     "exit codes: 0 the server counted N messages and N*SIZE bytes; 1 it counted otherwise,\n"
     "            the link failed or the timeout passed; 2 usage error; 3 refused (unknown\n"
-    "            service, our key not allowed, wrong --peer-key)\n";
+    "            service, our key not allowed, wrong --peer-key);\n"
+    "            130 / 143 stopped by SIGINT / SIGTERM before done\n";
 
 typedef struct drain {
     cli_client cl;
@@ -208,7 +210,7 @@ int cli_drain(int argc, char **argv)
                     d.cl.established ? "no count from the server yet"
                                      : "the handshake never completed");
         pure_link_stats_get(d.link, &d.stats);
-        d.code = CLI_FAIL;
+        d.code = cli_signals_received() ? cli_signal_exit_code() : CLI_FAIL;
     }
     if (d.replied) {
         printf("{\"messages\": %llu, \"size\": %llu, \"bytes\": %llu, \"seconds\": %.6f, "

@@ -1,15 +1,21 @@
+/* SPDX-License-Identifier: MIT */
 /* keys.c: `pure keygen` (a new private key) and `pure pubkey` (a private key's public key). */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
 static const char keygen_help[] =
     "usage: pure keygen\n"
     "\n"
-    "Prints a new X25519 private key as one line of base64 (44 characters).\n"
-    "Keep it secret: store it in a file only you can read, e.g.\n"
-    "  umask 077; pure keygen > server.key\n"
+    "Prints a new X25519 private key as one line: pure-priv: and 44 characters of base64\n"
+    "(the prefix keeps it from being taken for a public key, which pure pubkey prints as\n"
+    "pure-pub:...). Keep it secret: when stdout is a file, keygen makes it readable by its\n"
+    "owner only (mode 0600), e.g.\n"
+    "  pure keygen > server.key\n"
     "and give pure serve/drain/send --key server.key. pure pubkey prints its public key.\n"
     "\n"
     "exit codes: 0 ok; 1 no randomness available; 2 usage error\n";
@@ -17,8 +23,8 @@ static const char keygen_help[] =
 static const char pubkey_help[] =
     "usage: pure pubkey < PRIVATE_KEY\n"
     "\n"
-    "Reads a private key (base64, as printed by pure keygen) on stdin and prints its\n"
-    "public key (base64): the text peers pass as --peer-key, or list in an --allow file.\n"
+    "Reads a private key (pure-priv:..., as printed by pure keygen) on stdin and prints its\n"
+    "public key (pure-pub:...): the text peers pass as --peer-key, or list in an --allow file.\n"
     "\n"
     "exit codes: 0 ok; 2 usage error or stdin is not a private key\n";
 
@@ -41,14 +47,21 @@ int cli_keygen(int argc, char **argv)
     if (rc >= 0)
         return rc;
     uint8_t priv[PURE_KEY_LEN];
-    char text[45];
+    char text[CLI_KEY_TEXT];
     if (pure_keygen(priv) != 0) {
         fprintf(stderr, "pure keygen: no randomness available from the operating system\n");
         return CLI_FAIL;
     }
-    pure_key_to_base64(text, priv);
+    /* a key file only its owner can read: ssh-keygen's habit, and what pure serve checks */
+    struct stat st;
+    if (fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077) &&
+        fchmod(STDOUT_FILENO, st.st_mode & 0700) != 0)
+        fprintf(stderr, "pure keygen: warning: cannot make the key file private (chmod 600 it): "
+                        "%s\n", strerror(errno));
+    cli_key_text(text, priv, 1);
     memset(priv, 0, sizeof priv);
     printf("%s\n", text);
+    memset(text, 0, sizeof text);
     return fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
 }
 
@@ -62,18 +75,21 @@ int cli_pubkey(int argc, char **argv)
     int big = !feof(stdin);
     buf[n] = 0;
     uint8_t priv[PURE_KEY_LEN], pub[PURE_KEY_LEN];
-    if (big || pure_key_from_base64(priv, buf) != 0) {
-        fprintf(stderr, "pure pubkey: stdin is not a private key: expected one line of 44 base64 "
-                        "characters, as printed by pure keygen\n");
+    if (big) {
+        fprintf(stderr, "pure pubkey: stdin is not a private key: more than one key's text\n");
         return CLI_USAGE;
     }
+    rc = cli_read_private_key("pubkey", "stdin", buf, priv);
+    memset(buf, 0, sizeof buf);
+    if (rc)
+        return rc;
     if (pure_public_key(pub, priv) != 0) {
         fprintf(stderr, "pure pubkey: could not compute the public key\n");
         return CLI_FAIL;
     }
     memset(priv, 0, sizeof priv);
-    char text[45];
-    pure_key_to_base64(text, pub);
+    char text[CLI_KEY_TEXT];
+    cli_key_text(text, pub, 0);
     printf("%s\n", text);
     return fflush(stdout) == 0 ? CLI_OK : CLI_FAIL;
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ping.c: `pure ping`: the latency client. One link to the echo service, N round trips of one
  * SIZE-byte message each (one in flight at a time), every echo checked byte for byte; prints
  * the round-trip percentiles. */
@@ -35,7 +36,8 @@ static const char ping_help[] =
     "\n"
     "exit codes: 0 N echoes came back, each identical to what was sent; 1 an echo differed\n"
     "            or was missing, the link failed or the timeout passed; 2 usage error;\n"
-    "            3 refused (unknown service, our key not allowed, wrong --peer-key)\n";
+    "            3 refused (unknown service, our key not allowed, wrong --peer-key);\n"
+    "            130 / 143 stopped by SIGINT / SIGTERM before done\n";
 
 typedef struct ping {
     cli_client cl;
@@ -219,7 +221,7 @@ int cli_ping(int argc, char **argv)
                     (unsigned long long)p.n,
                     p.cl.established ? "waiting for an echo" : "the handshake never completed");
         pure_link_stats_get(p.link, &p.stats);
-        p.code = CLI_FAIL;
+        p.code = cli_signals_received() ? cli_signal_exit_code() : CLI_FAIL;
     }
     if (p.done == p.n && p.cl.established) {
         double sum = 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* send.c: `pure send`: each line of stdin becomes one message (without its newline) on one
  * link; each message the server sends back is printed on stdout followed by a newline. At end
  * of input the stream is finished and the replies awaited until the server finishes too. */
@@ -34,7 +35,8 @@ static const char send_help[] =
     "\n"
     "exit codes: 0 done (with echo: one reply per line); 1 runtime failure (link error,\n"
     "            timeout, missing replies, unreadable stdin); 2 usage error; 3 refused\n"
-    "            (unknown service, our key not allowed, wrong --peer-key)\n";
+    "            (unknown service, our key not allowed, wrong --peer-key);\n"
+    "            130 / 143 stopped by SIGINT / SIGTERM before done\n";
 
 #define LINE_MAX_BYTES (16u << 20)
 
@@ -299,7 +301,7 @@ int cli_send(int argc, char **argv)
                         : !s.finished     ? "stdin still open"
                                           : "the server has not finished");
             pure_link_stats_get(s.link, &s.stats);
-            s.code = CLI_FAIL;
+            s.code = cli_signals_received() ? cli_signal_exit_code() : CLI_FAIL;
         }
     }
     if (fflush(stdout) != 0 && s.code == CLI_OK) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* serve.c: `pure serve`: a listener offering the built-in services — drain (count messages and
  * bytes, confirm the count when the peer finishes), echo (send every message back) and sink
  * (discard) — until SIGINT or SIGTERM, then a graceful close of every link. */
@@ -11,7 +12,7 @@
 static const char serve_help[] =
     "usage: pure serve --listen ADDR:PORT (--key FILE | --ephemeral)\n"
     "                  [--allow FILE | --allow-any] [--services LIST]\n"
-    "                  [--keepalive SECONDS] [--verbose]\n"
+    "                  [--keepalive SECONDS] [--stats-every SECONDS] [--verbose]\n"
     "\n"
     "Accepts links on a UDP socket and serves them until SIGINT or SIGTERM, then closes\n"
     "every link gracefully and exits 0. First prints one JSON line on stdout:\n"
@@ -23,7 +24,7 @@ static const char serve_help[] =
     "  --key FILE          this server's private key (made by pure keygen)\n"
     "  --ephemeral         a new random key for this run instead of --key\n"
     "  --allow FILE        accept only clients whose public key is listed in FILE (one\n"
-    "                      base64 key per line; # starts a comment)\n"
+    "                      pure-pub:... key per line; # starts a comment)\n"
     "  --allow-any         accept any client key (the default with --ephemeral; with --key,\n"
     "                      one of --allow/--allow-any is required)\n"
     "  --services LIST     comma-separated services to offer (default drain,echo,sink):\n"
@@ -35,6 +36,15 @@ static const char serve_help[] =
     "                        sink   discards messages; finishes when the client finishes\n"
     "  --keepalive SECONDS send a keepalive PING on each idle link after SECONDS of quiet\n"
     "                      (default 0: none; set it on one side of a link only)\n"
+    "  --stats-every SECONDS  every SECONDS, JSON lines on stdout: one per open link\n"
+    "                      {\"stats\": \"link\", \"t\": S, \"id\": N, \"service\": ..., \"peer\": ...,\n"
+    "                      \"messages_received\": N, \"bytes_received\": N, \"messages_sent\": N,\n"
+    "                      \"messages_acked\": N, \"backlog\": N, \"queued\": N, \"rtt_us\": X,\n"
+    "                      \"packets_lost\": N}, then one total {\"stats\": \"total\", \"t\": S,\n"
+    "                      \"links\": N, \"accepted\": N, \"closed\": N, \"messages_received\": N,\n"
+    "                      \"bytes_received\": N, \"datagrams_in\": N, \"datagrams_out\": N,\n"
+    "                      \"handshakes_refused\": N, \"dropped\": N} (t: seconds since start;\n"
+    "                      totals count closed links too)\n"
     "  --verbose           on stderr: a line per link opened, and per link closed with its\n"
     "                      counters and the loop's (RTT, cwnd, losses, datagrams per call);\n"
     "                      on exit, the listener's counters: datagrams, handshakes, cookies,\n"
@@ -51,14 +61,16 @@ static const struct {
     enum svc_kind kind;
 } services[] = {{"drain", SVC_DRAIN}, {"echo", SVC_ECHO}, {"sink", SVC_SINK}};
 
-/* An echo held back by a full backlog, resent on on_writable (the core cannot pause reading). */
+/* An echo held back by a full backlog, resent on on_writable. While any is queued the link's
+ * receive is paused (pure_link_pause_recv), so the queue holds at most what the client had in
+ * flight: its receive window. */
 typedef struct qmsg {
     struct qmsg *next;
     size_t len;
     uint8_t data[];
 } qmsg;
 
-/* Echo queues beyond this close the link: the client is not reading its replies. */
+/* Echo queues beyond this close the link (a safety net: the pause bounds them well below). */
 #define QUEUE_MAX (64u << 20)
 
 typedef struct srv_link {
@@ -66,6 +78,7 @@ typedef struct srv_link {
     struct server *srv;
     pure_link *link;
     enum svc_kind kind;
+    uint64_t id;               /* order of acceptance, from 1: names the link in --stats-every */
     uint64_t messages, bytes;
     qmsg *qhead, *qtail;
     size_t qbytes;
@@ -85,6 +98,7 @@ typedef struct server {
     int depth;      /* callbacks under way (they nest) */
     int verbose;
     uint64_t accepted, closed;
+    uint64_t messages, bytes; /* received on every link, closed ones included */
 } server;
 
 static void sl_free_queue(srv_link *sl)
@@ -115,6 +129,7 @@ static void sl_flush(srv_link *sl)
     if (sl->closed)
         return;
     sl->qtail = NULL;
+    pure_link_resume_recv(sl->link); /* the replies are out: take requests again */
     if (sl->finish_when_empty) {
         sl->finish_when_empty = 0;
         pure_link_finish(sl->link);
@@ -133,6 +148,7 @@ static void sl_send(srv_link *sl, const uint8_t *d, size_t n)
         pure_link_abort(sl->link, PURE_CLOSE_APP, "echo backlog over 64 MiB: the client is not reading replies");
         return;
     }
+    pure_link_pause_recv(sl->link); /* no new credit until the queue is out */
     qmsg *q = malloc(sizeof *q + n);
     if (!q) {
         pure_link_abort(sl->link, PURE_CLOSE_APP, "server out of memory");
@@ -153,9 +169,9 @@ static void log_link(const srv_link *sl, const char *what, const char *detail)
 {
     if (!sl->srv->verbose)
         return;
-    char addr[PURE_ADDR_STRLEN], key[45];
+    char addr[PURE_ADDR_STRLEN], key[CLI_KEY_TEXT];
     pure_addr_to_string(pure_link_peer_addr(sl->link), addr, sizeof addr);
-    pure_key_to_base64(key, pure_link_peer_key(sl->link));
+    cli_key_text(key, pure_link_peer_key(sl->link), 0);
     fprintf(stderr, "pure serve: %s %s from %s key %s: %llu messages, %llu bytes%s%s\n", what,
             sl->kind == SVC_DRAIN ? "drain" : sl->kind == SVC_ECHO ? "echo" : "sink", addr, key,
             (unsigned long long)sl->messages, (unsigned long long)sl->bytes,
@@ -182,6 +198,7 @@ static int on_accept(pure_link *link, const char *service, const uint8_t *key, v
         srv->links->prev = sl;
     srv->links = sl;
     srv->accepted++;
+    sl->id = srv->accepted;
     pure_link_set_user(link, sl);
     log_link(sl, "accepted", NULL);
     return 0;
@@ -223,6 +240,8 @@ static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
     server *srv = sl->srv;
     sl->messages++;
     sl->bytes += n;
+    srv->messages++;
+    srv->bytes += n;
     if (sl->kind == SVC_ECHO)
         sl_send(sl, d, n);
     leave(srv);
@@ -304,6 +323,46 @@ static const pure_callbacks callbacks = {
     .on_closed = on_closed,
 };
 
+static const char *kind_name(enum svc_kind k)
+{
+    return k == SVC_DRAIN ? "drain" : k == SVC_ECHO ? "echo" : "sink";
+}
+
+/* --stats-every: a JSON line per open link, then the totals, on stdout. */
+static void print_stats(const server *srv, uint64_t t_ns)
+{
+    double t = (double)t_ns / 1e9;
+    uint64_t open = 0;
+    for (const srv_link *sl = srv->links; sl; sl = sl->next, open++) {
+        pure_link_stats ls;
+        char addr[PURE_ADDR_STRLEN];
+        pure_link_stats_get(sl->link, &ls);
+        pure_addr_to_string(pure_link_peer_addr(sl->link), addr, sizeof addr);
+        printf("{\"stats\": \"link\", \"t\": %.3f, \"id\": %llu, \"service\": \"%s\", "
+               "\"peer\": \"%s\", \"messages_received\": %llu, \"bytes_received\": %llu, "
+               "\"messages_sent\": %llu, \"messages_acked\": %llu, \"backlog\": %llu, "
+               "\"queued\": %llu, \"rtt_us\": %.1f, \"packets_lost\": %llu}\n",
+               t, (unsigned long long)sl->id, kind_name(sl->kind), addr,
+               (unsigned long long)sl->messages, (unsigned long long)sl->bytes,
+               (unsigned long long)ls.messages_sent, (unsigned long long)ls.messages_acked,
+               (unsigned long long)pure_link_backlog(sl->link), (unsigned long long)sl->qbytes,
+               (double)ls.rtt_ns / 1e3, (unsigned long long)ls.packets_lost);
+    }
+    pure_ctx_stats cs;
+    pure_ctx_stats_get(srv->ctx, &cs);
+    printf("{\"stats\": \"total\", \"t\": %.3f, \"links\": %llu, \"accepted\": %llu, "
+           "\"closed\": %llu, \"messages_received\": %llu, \"bytes_received\": %llu, "
+           "\"datagrams_in\": %llu, \"datagrams_out\": %llu, \"handshakes_refused\": %llu, "
+           "\"dropped\": %llu}\n",
+           t, (unsigned long long)open, (unsigned long long)srv->accepted,
+           (unsigned long long)srv->closed, (unsigned long long)srv->messages,
+           (unsigned long long)srv->bytes, (unsigned long long)cs.datagrams_in,
+           (unsigned long long)cs.datagrams_out, (unsigned long long)cs.handshakes_refused,
+           (unsigned long long)(cs.dropped_malformed + cs.dropped_auth + cs.dropped_replay +
+                                cs.dropped_unknown_link));
+    fflush(stdout);
+}
+
 /* Reads an allow file into the context. Returns 0 or CLI_USAGE (message printed). */
 static int load_allow(pure_ctx *ctx, const char *path)
 {
@@ -326,10 +385,18 @@ static int load_allow(pure_ctx *ctx, const char *path)
         if (!*p)
             continue;
         uint8_t key[PURE_KEY_LEN];
-        if (pure_key_from_base64(key, p) != 0) {
+        int krc = cli_public_key_from_text(key, p);
+        if (krc == CLI_KEY_WRONG_KIND) {
+            fprintf(stderr, "pure serve: %s line %d is a private key (pure-priv:...): list the "
+                            "clients' public keys (pure pubkey < KEYFILE), and delete that line\n",
+                    path, lineno);
+            fclose(f);
+            return CLI_USAGE;
+        }
+        if (krc != 0) {
             fprintf(stderr,
-                    "pure serve: %s line %d is not a public key: expected 44 base64 characters "
-                    "(as printed by pure pubkey), one per line\n",
+                    "pure serve: %s line %d is not a public key: expected pure-pub: and 44 base64 "
+                    "characters (as printed by pure pubkey), one per line\n",
                     path, lineno);
             fclose(f);
             return CLI_USAGE;
@@ -380,10 +447,11 @@ int cli_serve(int argc, char **argv)
         {"ephemeral", no_argument, NULL, 'e'},    {"allow", required_argument, NULL, 'a'},
         {"allow-any", no_argument, NULL, 'A'},    {"services", required_argument, NULL, 's'},
         {"keepalive", required_argument, NULL, 'K'}, {"verbose", no_argument, NULL, 'v'},
+        {"stats-every", required_argument, NULL, 'E'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *listen = NULL, *keyfile = NULL, *allow = NULL, *svc = "drain,echo,sink";
     int ephemeral = 0, allow_any = 0, verbose = 0, c;
-    uint64_t keepalive = 0;
+    uint64_t keepalive = 0, stats_every = 0;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":hv", opts, NULL)) != -1) {
@@ -398,6 +466,11 @@ int cli_serve(int argc, char **argv)
         case 'K':
             if (cli_parse_seconds(optarg, &keepalive))
                 return cli_usage("serve", "--keepalive '%s' is not a number of seconds", optarg);
+            break;
+        case 'E':
+            if (cli_parse_seconds(optarg, &stats_every) || stats_every < 1000000u)
+                return cli_usage("serve", "--stats-every '%s' is not a number of seconds "
+                                          "(0.001 or more)", optarg);
             break;
         case 'h': fputs(serve_help, stdout); return CLI_OK;
         default: return cli_bad_option("serve", c, argv);
@@ -464,12 +537,27 @@ int cli_serve(int argc, char **argv)
         return rc == PURE_EIO ? CLI_USAGE : CLI_FAIL;
     }
     cli_stop_on_signals(srv.loop);
-    char pub[45];
-    pure_key_to_base64(pub, pure_ctx_public_key(srv.ctx));
+    char pub[CLI_KEY_TEXT];
+    cli_key_text(pub, pure_ctx_public_key(srv.ctx), 0);
     printf("{\"port\": %u, \"public_key\": \"%s\"}\n", pure_loop_port(srv.loop), pub);
     fflush(stdout);
 
-    rc = pure_loop_run(srv.loop, PURE_LOOP_FOREVER);
+    uint64_t t_start = pure_now(), next_stats = t_start + stats_every;
+    for (;;) {
+        uint64_t now = pure_now();
+        if (!stats_every) {
+            rc = pure_loop_run(srv.loop, PURE_LOOP_FOREVER);
+            break;
+        }
+        if (now >= next_stats) {
+            print_stats(&srv, now - t_start);
+            while (next_stats <= now) /* no burst of lines after a stall */
+                next_stats += stats_every;
+        }
+        rc = pure_loop_run(srv.loop, next_stats - now);
+        if (rc || cli_signals_received())
+            break;
+    }
     int code = CLI_OK;
     if (rc) {
         perror("pure serve: the socket failed");

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* aead_gnutls.h: AES-GCM through GnuTLS, the AEAD of the default crypto backend (why: see
  * aead_gnutls.c). Same contracts as the seam's aead_* functions in crypto.h. */
 #ifndef PURE_AEAD_GNUTLS_H

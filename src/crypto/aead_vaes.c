@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* aead_vaes.c: AES-128-GCM with VAES and VPCLMULQDQ on 512-bit registers, the transport AEAD of
  * the default backend on CPUs that have them (x86-64 with AVX-512F/BW/VL, VAES, VPCLMULQDQ).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* aead_vaes.h: AES-128-GCM on VAES + VPCLMULQDQ (AVX-512), the transport AEAD of the default
  * backend where the CPU has them (why and how: aead_vaes.c). Same contracts as the seam's aead_*
  * functions in crypto.h, for PURE_AEAD_AES128_GCM only; init says PURE_EINVAL for another

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* crypto_null.c: the deterministic, insecure backend of the crypto seam, for tests and fuzzing.
  *
  * It has no secrets worth the name: random is a seeded PRNG, DH is XOR, and the AEAD does not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* crypto_openssl.c: the OpenSSL 3.0 libcrypto backend of the crypto seam (crypto.h). */
 #include "crypto.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* prims_nettle.c: X25519 public keys, SHA-256 and HMAC-SHA256 through Nettle, for the default
  * backend (pure_crypto_default) when the build has Nettle (it comes with GnuTLS).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* addr.c: the I/O loop's clock and its text form of socket addresses ("1.2.3.4:5",
  * "[::1]:5") stored in a pure_addr as a struct sockaddr_in or sockaddr_in6. */
 #include <arpa/inet.h>

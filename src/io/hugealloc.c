@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hugealloc.c: an allocator for pure_settings that backs large blocks (a busy link's send ring)
  * with transparent huge pages; see pure_settings_use_huge_pages in pure_loop.h.
  *

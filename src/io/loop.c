@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loop.c: the I/O loop: one epoll set holding the UDP socket, an eventfd for pure_loop_stop
  * and the application's descriptors; each wakeup reads a batch, runs due timers, then sends
  * every burst the core has, and sleeps until the core's next deadline. */

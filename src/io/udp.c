@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* udp.c: the I/O loop's UDP socket on Linux: GSO bursts out, GRO batches in, with
  * sendmmsg/recvmmsg fallbacks, and IPv4 peers kept as sockaddr_in even on an IPv6 socket. */
 #ifndef _GNU_SOURCE

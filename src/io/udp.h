@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* udp.h: the I/O loop's UDP socket (Linux): opening and tuning it, sending one burst of
  * equal-sized datagrams (one UDP_SEGMENT sendmsg, or sendmmsg without GSO) and receiving a
  * batch of datagrams (recvmsg with UDP_GRO, or recvmmsg without GRO) into pure_ctx_read. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* alloc.h: the injected allocator every core module allocates through (no malloc in the core). */
 #ifndef PURE_ALLOC_H
 #define PURE_ALLOC_H

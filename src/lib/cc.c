@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cc.c: the bookkeeping shared by every congestion controller (bytes in flight, the recovery
  * period) and NewReno (RFC 9002 7.3); CUBIC lives in cc_cubic.c. See cc.h. */
 #include <stddef.h>

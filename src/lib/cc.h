@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cc.h: congestion control — the bookkeeping every controller shares (bytes in flight, the
  * recovery period of RFC 9002 7.3.2) and a small table of hooks behind which NewReno (RFC 9002
  * 7.3) and CUBIC (RFC 9438) implement their window growth and reduction.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cc_cubic.c: CUBIC congestion control (RFC 9438) with fast convergence and the Reno-friendly
  * region, in integer arithmetic (the library does not link libm). See cc.h.
  *

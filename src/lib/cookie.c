@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cookie.c: stateless anti-DoS cookies (cookie.h).
  *
  * cookie = first 16 bytes of HMAC-SHA256(secret, addr). The responder keeps only two secrets,

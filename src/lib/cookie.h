@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cookie.h: stateless anti-DoS cookies: a MAC of the sender's address under a secret that
  * rotates every two minutes, so a responder under load can demand proof that the initiator
  * receives packets at the address it claims before spending a DH or any state on it (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* crypto.h: the narrow seam between Pure and its cryptography backend (OpenSSL libcrypto, or the
  * deterministic null backend for tests and fuzzing).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* crypto_common.c: backend-independent helpers of the crypto seam (Noise's HKDF, wiping). */
 #include "crypto.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ctx.c: the context: settings, services and allow list, the table of links by index, the
  * timer heap shared by all links, the list of links with something to send, and the public
  * read/write/timeout entry points that dispatch datagrams and time to links. */
@@ -68,7 +69,7 @@ int pure_ctx_random(pure_ctx *ctx, uint8_t *buf, size_t len)
 
 int pure_ctx_new(const pure_settings *s, pure_ctx **out)
 {
-    if (!s || !out || s->version != PURE_SETTINGS_VERSION)
+    if (!s || !out || s->version < 1 || s->version > PURE_SETTINGS_VERSION)
         return PURE_EINVAL;
     if (s->max_udp_payload < PURE_MIN_UDP_PAYLOAD || s->max_udp_payload > PURE_MAX_UDP_PAYLOAD ||
         s->max_message_size == 0 || s->max_message_size > (1u << 30) || s->send_backlog < 4096 ||
@@ -90,8 +91,11 @@ int pure_ctx_new(const pure_settings *s, pure_ctx **out)
     ctx->s = *s;
     ctx->alloc = a;
     ctx->crypto = s->crypto ? (const pure_crypto *)s->crypto : &pure_crypto_default;
+    /* a caller built against an older pure.h has a shorter callbacks struct: copy only what its
+     * settings version knows (version 1: up to on_closed) */
     if (s->callbacks)
-        ctx->cb = *s->callbacks;
+        memcpy(&ctx->cb, s->callbacks,
+               s->version >= 2 ? sizeof ctx->cb : offsetof(pure_callbacks, on_acked));
     if (ctx->crypto->dh_public(ctx->public_key, s->private_key) != 0) {
         pure_mem_free(&a, ctx, sizeof *ctx);
         return PURE_EINVAL;
@@ -503,6 +507,33 @@ static void end_call(pure_ctx *ctx)
         free_dead(ctx);
 }
 
+uint64_t pure_ctx_links(pure_ctx *ctx, int (*visit)(pure_link *link, void *user, void *arg),
+                        void *arg)
+{
+    if (!ctx || !visit || ctx->freeing)
+        return 0;
+    /* While the walk runs, a link the visitor ends stays in the table (pure_link_terminate
+     * leaves it to pure_link_release at the end of the call) and pure_connect is refused, so
+     * the table does not move under the walk. */
+    ctx->depth++;
+    ctx->walking++;
+    uint64_t n = 0;
+    for (uint32_t i = 0; i < ctx->table_cap; i++) {
+        pure_link *l = ctx->table[i];
+        if (!l || l->closed_notified || l->state == PURE_LS_CLOSED || (!l->initiator && !l->accepted))
+            continue; /* gone, or a responder's link the application never accepted */
+        n++;
+        if (visit(l, l->user, arg) != 0)
+            break;
+    }
+    if (--ctx->walking == 0) /* take the links the visitors ended out of the table now */
+        for (pure_link *l = ctx->dead; l; l = l->dead_next)
+            if (pure_ctx_table_find(ctx, l->local_index) == l)
+                pure_ctx_table_remove(ctx, l);
+    end_call(ctx);
+    return n;
+}
+
 void pure_ctx_timeout(pure_ctx *ctx, uint64_t now)
 {
     ctx->depth++;
@@ -721,7 +752,9 @@ int pure_ctx_burst_too_big(pure_ctx *ctx, uint64_t now)
     return rc;
 }
 
-/* ---- errors and keys ---- */
+/* ---- version, errors and keys ---- */
+
+const char *pure_version(void) { return PURE_VERSION_STRING; }
 
 const char *pure_strerror(int err)
 {

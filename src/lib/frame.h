@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* frame.h: encoding and parsing of the frames inside a sealed packet (DATA, ACK, CREDIT, PING,
  * CLOSE, REKEY, PADDING). Parsing never reads past the end and rejects every malformed frame. */
 #ifndef PURE_FRAME_H

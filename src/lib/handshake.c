@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* handshake.c: the link handshake on top of Noise IK: the initiator's INIT (Noise message 1,
  * carrying the service name), the responder's RESP (message 2, carrying accept or refusal), the
  * stateless COOKIE reply the responder gives under load, and the REJECT hint for an INIT that did

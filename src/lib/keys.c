@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* keys.c: transport keys. Each direction's AES-128-GCM key and IV come from its Noise split key
  * through HKDF (key = out1[0..16), iv = out2[0..12) of HKDF(ck = split key, "pure transport")); a
  * packet's nonce is the IV XOR its packet number, as in TLS 1.3, so no nonce is ever reused

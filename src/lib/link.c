@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* link.c: a link's life: creation, the checked state machine, its one timer (the earliest of
  * handshake retry, loss/probe timeout, ACK delay, idle timeout, keepalive and pacing), closing,
  * and the public pure_link_* calls.
@@ -301,7 +302,8 @@ void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *
     pure_link_set_state(link, PURE_LS_CLOSED);
     pure_link_notify_closed(link, error, reason);
     pure_ctx_timer_set(ctx, link, UINT64_MAX);
-    pure_ctx_table_remove(ctx, link);
+    if (!ctx->walking) /* else pure_link_release removes it after the walk */
+        pure_ctx_table_remove(ctx, link);
     link->dead_next = ctx->dead;
     ctx->dead = link;
     if (ctx->depth == 0) { /* called outside any context call: free now */
@@ -350,7 +352,7 @@ int pure_connect(pure_ctx *ctx, const pure_addr *to, const uint8_t peer_key[PURE
     size_t slen = strlen(service);
     if (slen == 0 || slen > PURE_SERVICE_MAX)
         return PURE_EINVAL;
-    if (ctx->freeing)
+    if (ctx->freeing || ctx->walking)
         return PURE_ESTATE;
     if (ctx->table_used >= ctx->s.max_links)
         return PURE_ELIMIT;
@@ -504,6 +506,32 @@ void pure_link_check_writable(pure_link *link)
             link->ctx->cb.on_writable(link, link->user);
     }
 }
+
+int pure_link_pause_recv(pure_link *link)
+{
+    if (!link)
+        return PURE_EINVAL;
+    if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED)
+        return PURE_ESTATE;
+    link->recv_paused = 1;
+    return 0;
+}
+
+int pure_link_resume_recv(pure_link *link)
+{
+    if (!link)
+        return PURE_EINVAL;
+    if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED)
+        return PURE_ESTATE;
+    if (link->recv_paused) {
+        link->recv_paused = 0;
+        if (link->state == PURE_LS_OPEN)
+            pure_link_recv_resumed(link, link->ctx->now);
+    }
+    return 0;
+}
+
+int pure_link_recv_is_paused(const pure_link *link) { return link && link->recv_paused; }
 
 void pure_link_set_user(pure_link *link, void *user) { link->user = user; }
 void *pure_link_user(const pure_link *link) { return link->user; }

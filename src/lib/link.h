@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* link.h: the internal state of a link and of the context that owns it, shared by the core's
  * modules (ctx.c context and tables, handshake.c, link.c lifecycle, link_send.c packet building,
  * link_recv.c packet processing, recovery.c loss detection, keys.c transport keys). */
@@ -129,6 +130,7 @@ struct pure_link {
     uint8_t accepted;      /* responder: the application accepted the link (on_accept) */
     uint8_t preamble_seen; /* the peer's stream preamble was checked (kept while b is released) */
     uint8_t close_requested; /* pure_link_close: CLOSE goes once everything accepted is acked */
+    uint8_t recv_paused;   /* pure_link_pause_recv: no new receive credit is granted */
     uint32_t ck_gen;           /* rekeys mixed into ck so far */
     uint32_t msg_len;      /* length of the message at msg_boundary, once read */
     uint32_t sent_cap;
@@ -254,6 +256,7 @@ struct pure_ctx {
     pure_link *dead;
     int depth; /* nesting of public calls (callbacks may re-enter) */
     int freeing; /* pure_ctx_free runs: no new links (on_closed may try) */
+    int walking; /* pure_ctx_links runs: the link table must not change shape */
 
     /* the burst pure_ctx_write returned last, in case the I/O layer cannot send it */
     uint32_t last_burst_link;
@@ -347,6 +350,8 @@ int pure_link_busy(pure_link *link, uint64_t now);
 #define PURE_IDLE_RELEASE 500000000ull /* 500 ms */
 /* If the application waits for on_writable and the queues are half empty, tell it. */
 void pure_link_check_writable(pure_link *link);
+/* pure_link_resume_recv: grants the credit a paused link held back, if it is due. */
+void pure_link_recv_resumed(pure_link *link, uint64_t now);
 
 /* link_recv.c */
 int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n, uint64_t now);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* link_recv.c: processing a link's incoming packets: replay check, decryption in place, frame
  * dispatch, in-order delivery straight from the packet, out-of-order bytes held in a ring until
  * the gap fills, flow-control credit (a window that doubles while the reader keeps up), and the
@@ -78,6 +79,8 @@ static void update_credit(pure_link *link, uint64_t now)
     const pure_settings *s = &link->ctx->s;
     if (link->credit_sent - link->recv_next > link->recv_window / 2)
         return;
+    if (link->recv_paused) /* the application holds the peer back: grant nothing new */
+        return;
     /* The reader consumed half the window: grant more. If that took less than two round trips,
      * the window is what limits the sender, so double it (up to the maximum). */
     uint64_t rtt = link->rtt.has_sample ? link->rtt.smoothed : 0;
@@ -90,6 +93,13 @@ static void update_credit(pure_link *link, uint64_t now)
     link->credit_sent = link->recv_next + link->recv_window;
     link->credit_time = now;
     link->credit_pending = 1;
+}
+
+void pure_link_recv_resumed(pure_link *link, uint64_t now)
+{
+    update_credit(link, now);
+    if (link->credit_pending)
+        pure_ctx_mark_pending(link->ctx, link);
 }
 
 static int on_data(pure_link *link, const pure_frame *f, uint64_t now)

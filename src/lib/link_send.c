@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* link_send.c: building a link's packets: a burst of equal-sized packets (one GSO send) each
  * holding an ACK when one is owed, control frames, and as much stream data as fits, copied once
  * from the send buffer and sealed in place. */

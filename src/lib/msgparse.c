@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "msgparse.h"
 
 #include <string.h>

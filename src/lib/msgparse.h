@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* msgparse.h: the receiver's message framer: turns in-order stream bytes (the preamble "pure",
  * then u32 big-endian length + body, repeated) into whole messages. A message lying inside one
  * contiguous piece is delivered straight from that memory; one spread over pieces is assembled in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* noise.c: the Noise IK handshake, Noise_IK_25519_AESGCM_SHA256 (noise.h), written from the Noise
  * Protocol Framework specification revision 34, sections 5 (processing rules) and 7.5 (IK). */
 #include "noise.h"

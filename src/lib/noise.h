@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* noise.h: the Noise IK handshake (Noise_IK_25519_AESGCM_SHA256) over the crypto seam.
  *
  *   <- s

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pacer.c: token-bucket pacing at 1.25 * cwnd / srtt; see pacer.h.
  *
  * The rate is kept as the fraction num / den bytes per nanosecond, num = 5 * cwnd and

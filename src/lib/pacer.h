@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pacer.h: a token bucket that spreads a congestion window over the round trip, so packets leave at
  * about 1.25 * cwnd / srtt (the 1.25 leaves room to grow the window, as RFC 9002 7.7 suggests)
  * instead of in one line-rate burst that overflows a router queue, while still letting the I/O

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "ranges.h"
 
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ranges.h: a set of disjoint half-open u64 intervals [start, end), kept sorted and merged; used
  * for received packet numbers (ACK ranges), acknowledged and lost stream bytes, and out-of-order
  * stream data. Storage grows through the injected allocator up to a fixed cap. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* recovery.c: loss recovery in the manner of RFC 9002: every ack-eliciting packet is kept in a
  * ring indexed by packet number until acknowledged or declared lost (3 packets or 9/8 RTT behind
  * the largest acknowledged), with a probe timeout when acknowledgements stop. Lost stream bytes
@@ -225,6 +226,7 @@ void pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t n
     /* Stream bytes acknowledged as a prefix can be forgotten. */
     uint64_t base = pure_ranges_contiguous_end(&link->b->acked, link->sb.base);
     int progress = base > link->sb.base;
+    uint64_t msgs_acked = link->msgs_acked;
     if (progress) {
         count_acked_messages(link, base);
         pure_sendbuf_release(&link->sb, base);
@@ -238,7 +240,10 @@ void pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t n
     pure_link_check_writable(link);
     if (link->sb.base == link->sb.end && link->eliciting_in_flight == 0)
         pure_link_maybe_idle(link, now);
-    if (progress)
+    /* on_writable may have ended the link: no callback after on_closed */
+    if (link->msgs_acked != msgs_acked && link->ctx->cb.on_acked && !link->closed_notified)
+        link->ctx->cb.on_acked(link, link->user, link->msgs_acked - 1);
+    if (progress && link->state == PURE_LS_OPEN)
         pure_link_on_acked(link, now); /* last: it may end the link */
 }
 

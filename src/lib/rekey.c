@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rekey.c: new transport keys inside an open link, with forward secrecy: a fresh X25519
  * exchange in one round trip, mixed into the link's chaining key.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* replay.c: the receive-side replay window (replay.h).
  *
  * This is RFC 6479's bitmap, as WireGuard uses it: a ring of 16 words of 64 bits where bit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* replay.h: the sliding replay window that rejects duplicate and too-old packet numbers on
  * receive, an RFC 6479-style bitmap of 1024 bits over 64-bit packet numbers. */
 #ifndef PURE_REPLAY_H

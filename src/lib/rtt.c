@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rtt.c: RFC 9002 section 5 RTT estimation; see rtt.h. */
 #include "rtt.h"
 

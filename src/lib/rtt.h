@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rtt.h: the round-trip-time estimator of RFC 9002 section 5 (latest, smoothed, variation and
  * minimum RTT), and the two durations loss recovery derives from it: the probe timeout and the
  * time threshold for declaring a packet lost.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "sendbuf.h"
 
 #include <string.h>

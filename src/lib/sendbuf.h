@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sendbuf.h: the send buffer, a ring of stream bytes from the lowest unacknowledged offset to the
  * last byte the application wrote. Packets are built by copying out of it by stream offset, so a
  * retransmission is just another copy of the same offsets. */

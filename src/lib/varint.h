@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* varint.h: QUIC-style variable-length integers (RFC 9000 section 16): 1, 2, 4 or 8 bytes, the top
  * two bits of the first byte giving the length; values up to 2^62-1. */
 #ifndef PURE_VARINT_H

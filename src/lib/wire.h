@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* wire.h: every on-the-wire constant, packet layout and limit of Pure's protocol, in one place
  * (docs/protocol.md explains them). */
 #ifndef PURE_WIRE_H

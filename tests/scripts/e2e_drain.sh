@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # End-to-end drain over loopback: `pure serve` and `pure drain` as separate processes over real
 # UDP sockets, IPv4 and IPv6, at 61 B, 1 KiB and 16 KiB. Fails unless every drain exits 0 and
 # its JSON line shows the server counted exactly N messages and N*SIZE bytes, and its --stats

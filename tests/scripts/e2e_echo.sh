@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # End-to-end echo: `pure send` to `pure serve`'s echo service over loopback; what comes back must
 # be byte-identical to what went in (an empty line, a 300 KB line, non-ASCII bytes, a last line
 # without a newline, many lines that overflow the send backlog), from a file and from a pipe;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # End-to-end refusals and usage errors: a wrong --peer-key, a key not on the allow list and an
 # unknown service give exit code 3 and a message naming the problem; a client with no server at
 # the address, with a wrong --peer-key, or aiming at the other address family fails within its
@@ -57,7 +58,7 @@ expect_timed() {
 "$pure" keygen >"$tmp/server.key"
 "$pure" keygen >"$tmp/client.key"
 "$pure" keygen >"$tmp/other.key"
-[ "$(wc -c <"$tmp/server.key")" -eq 45 ] || { echo "e2e_errors: FAIL keygen output is not 44 chars + newline" >&2; fail=1; }
+[ "$(wc -c <"$tmp/server.key")" -eq 55 ] || { echo "e2e_errors: FAIL keygen output is not pure-priv: + 44 chars + newline" >&2; fail=1; }
 cmp -s "$tmp/server.key" "$tmp/client.key" && { echo "e2e_errors: FAIL keygen repeated a key" >&2; fail=1; }
 "$pure" pubkey <"$tmp/server.key" >"$tmp/server.pub"
 "$pure" pubkey <"$tmp/client.key" >"$tmp/allow"
@@ -119,7 +120,7 @@ srv=""
 
 # usage errors: exit 2 with a message naming the problem
 printf 'not a key\n' >"$tmp/bad.key"
-expect "bad --peer-key text" 2 "--peer-key 'abc' is not a key" "$pure" drain 127.0.0.1:9 1 1 --peer-key abc
+expect "bad --peer-key text" 2 "--peer-key 'abc' is not a public key" "$pure" drain 127.0.0.1:9 1 1 --peer-key abc
 expect "unknown flag" 2 "unknown option --frobnicate" "$pure" drain 127.0.0.1:9 1 1 --peer-key "$key" --frobnicate
 # the client commands share one option parser: another command's option is still unknown here
 expect "another command's flag" 2 "unknown option --service" "$pure" drain 127.0.0.1:9 1 1 --peer-key "$key" --service x
@@ -136,7 +137,7 @@ expect "bad timeout" 2 "--timeout 'soon' is not" "$pure" send 127.0.0.1:9 --peer
 expect "bad handshake timeout" 2 "--handshake-timeout '0' is not a positive" "$pure" send 127.0.0.1:9 --peer-key "$key" --handshake-timeout 0
 expect "bad key file" 2 "bad.key does not hold a private key" "$pure" drain 127.0.0.1:9 1 1 --peer-key "$key" --key "$tmp/bad.key"
 expect "missing key file" 2 "cannot read key file $tmp/none" "$pure" serve --listen 127.0.0.1:0 --key "$tmp/none" --allow-any
-expect "bad pubkey stdin" 2 "stdin is not a private key" "$pure" pubkey
+expect "bad pubkey stdin" 2 "stdin does not hold a private key" "$pure" pubkey
 expect "serve --key without allow policy" 2 "--allow FILE (client public keys) or --allow-any" "$pure" serve --listen 127.0.0.1:0 --key "$tmp/server.key"
 expect "serve without a key" 2 "exactly one of --key FILE" "$pure" serve --listen 127.0.0.1:0
 expect "serve bad listen" 2 "--listen 'localhost' is not an address" "$pure" serve --listen localhost --ephemeral

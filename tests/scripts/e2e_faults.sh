@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # End-to-end drains through the fault-injecting forwarder (tools/udpfwd.c): `pure serve`,
 # `udpfwd` in front of it, and `pure drain` through the forwarder, over loopback. Cases: no
 # fault (the baseline at the same path), 1%, 5% and 20% random loss, reordering together with

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # e2e_idle: 2,000 links between two processes over loopback, idle, then woken (pure bench idle).
 # Without keepalive: no packet and no timer while idle, every link answers on wake-up, and the
 # memory per link stays small. With a 1 s keepalive: about one PING per link per second from the

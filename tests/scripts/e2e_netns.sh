@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # End-to-end drain between two network namespaces joined by a veth pair: a real link between
 # two network stacks rather than loopback, with a 1500-byte MTU for IPv4 (the design's path).
 # `pure serve` listens on its veth address in one

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # End-to-end `pure ping` and `pure bench handshakes` against `pure serve`'s echo service: the
 # JSON line of each must report every round trip / link done and no mismatch (61-byte, 0-byte
 # and 100 KB messages); a service that does not echo (sink) makes ping fail with exit 1 at its

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # End-to-end soak over real sockets (issue #10): build/soak opens many links at once and checks
 # every echo byte for byte and by hash (tools/soak.c). Checks, each printing one line:
 #  (a) 50 links x seeded random sizes up to 1 MiB (with 0, 1, max, and max+1 refused) both

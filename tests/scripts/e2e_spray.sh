@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # End-to-end robustness against junk: while two drains run against one `pure serve` listener,
 # tools/spray.c sprays the listener's port (127.0.0.1 only) with random datagrams, truncated
 # ones, datagrams with valid type bytes (0x01-0x04, 0x08, 0x09) and random link indices, forged

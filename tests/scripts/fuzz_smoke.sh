@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # fuzz_smoke.sh: builds the libFuzzer targets (fuzz/*_fuzz.c) with clang in their own build
 # directory and runs each one for a bounded time over its seed corpus (fuzz/corpus/<target>/).
 # Fails if any target crashes, leaks, times out or breaks one of its checks.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Checks Pure's Noise IK against dissononce (an independent Noise implementation) and the
 # cacophony test vector. Usage: noise_interop.sh BUILD_DIR. Exits non-zero on any mismatch.
 set -euo pipefail

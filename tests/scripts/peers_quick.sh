@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Smoke test of the comparison runner and every drain peer: builds the peers that are missing
 # (peers/*/build.sh into BUILD_DIR/peers; CI starts from a fresh clone), then runs
 # `bench/run.py --quick` — one small drain per implementation and size (N = 2000 / 1000 / 200) —

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Self-test of the fault-injecting forwarder BUILD_DIR/udpfwd (tools/udpfwd.c) on loopback.
 # /usr/bin/python3 (standard library only) plays a UDP echo server and a client through it and
 # checks: 1000 numbered datagrams (up to 65507 bytes) forwarded both ways intact, over IPv4 and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* basic_test: a link comes up in the simulator and carries messages intact and in order. */
 #include "sim_app.h"
 #include "test.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* idle_test: many links open and idle in the simulator. Without keepalive an idle link sends
  * nothing and fires no timer for a virtual hour; with keepalive it sends exactly one PING per
  * interval; after the idle hour every link still delivers a message at once (no new handshake);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lifecycle_test: a link's life at its edges, each a regression test of a fault a service hit:
  * an ACK that fills a small coalesced packet followed by a PING (a heap overflow of up to 1 MiB),
  * messages delivered after on_closed, pure_ctx_free without on_closed, a graceful close that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* scenarios_test: whole-protocol scenarios in the deterministic simulator, each over many seeds
  * (PURE_SIM_SEEDS, default 20): every message delivered exactly once, in order and intact
  * (compared byte for byte and by a hash of all bodies) through loss, bursts, reordering,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sim.h: a deterministic network simulator for Pure's sans-I/O core: virtual time, a seeded
  * PRNG, any number of endpoints (each a pure_ctx), and per-direction paths with delay, jitter,
  * bandwidth, a queue limit, random and burst loss, reordering, duplication, corruption and

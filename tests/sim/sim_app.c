@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "sim_app.h"
 
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sim_app.h: a message sender and a checking receiver on top of the simulator: the client sends
  * n messages whose sizes and bytes derive from a seed, the service checks each one in order
  * against what it must be, and both sides hash every body so a test can compare them. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sim_wl.c: the service workload of sim_wl.h. */
 #include "sim_wl.h"
 

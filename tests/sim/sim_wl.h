@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sim_wl.h: a service workload on the simulator: one client endpoint opens many links at once to an
  * echo service on a server endpoint and sends each a planned sequence of messages (sizes from a
  * seeded mix of tiny, medium and huge, with the limits' edges), the service answers every

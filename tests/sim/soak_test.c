@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* soak_test: the service workload (sim_wl.h) in the simulator, seeded: many links at once, messages
  * from 0 B to 4 MiB both ways with the limits' edges, replies from inside on_message with the
  * application's own queue on PURE_EAGAIN; then the same under loss, reordering, duplication and

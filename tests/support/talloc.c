@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 #include "talloc.h"
 
 #include <stdlib.h>

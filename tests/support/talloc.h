@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* talloc.h: a counting test allocator for the core's injected-allocator interface: it counts
  * live blocks, checks every free is given the size that was allocated, and fails on demand. */
 #ifndef PURE_TALLOC_H

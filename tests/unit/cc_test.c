@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cc_test.c: NewReno and CUBIC window arithmetic, driven by simulated round trips on virtual
  * time and checked against hand-computed values and the RFC 9438 curve. */
 #include "cc.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cookie_test.c: DoS cookies: valid for the same address for 120-240 s, never for another. */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* crypto_test.c: known-answer and tamper tests of the crypto seam's two backends. */
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ctx_test.c: the context's public API: settings validation (every limit, just inside and just
  * outside), pure_strerror and pure_err_is_fatal for every code, base64 keys (round trips, known
  * text, white space, and rejection of every kind of bad text), the service and allow lists as a
@@ -255,7 +256,7 @@ static void test_base64(void)
         "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=x",  /* trailing garbage */
         "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8= x", /* garbage after space */
         "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\x80",
-        "\xc3\xa9" "AECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=",
+        ("\xc3\xa9" "AECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="), /* split: \xa9 then A */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         memset(back, 0x5c, sizeof back);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* frame_test.c: frame encoding and parsing (frame.c): round trips of every frame, ACKs with many
  * ranges and a limited room, and every malformed case the parser must refuse with PURE_EPROTO
  * without moving its cursor: truncation at every byte, ACK ranges underflowing zero, too many

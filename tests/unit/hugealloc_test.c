@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hugealloc_test.c: the huge-page allocator of the I/O layer (src/io/hugealloc.c): small blocks
  * through malloc, large ones as 2 MiB-aligned mappings advised for transparent huge pages (the
  * kernel's smaps says so when THP is enabled), contents kept across every kind of growth and

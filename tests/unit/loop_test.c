@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loop_test.c: the I/O loop over real loopback sockets: two contexts, each driven by its own
  * pure_loop (the server's on a thread), exchanging messages over IPv4 and IPv6, with and without
  * GSO/GRO; address parsing; timeouts; junk datagrams. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* msgparse_test.c: the receiver's message framer (msgparse.c): the preamble check, a stream split
  * at every possible point (and every pair of points), zero-length messages, whole messages
  * delivered straight from the input, the maximum size (PURE_EMSGSIZE), the stop return,

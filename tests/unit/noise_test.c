@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* noise_test.c: the Noise IK handshake against the published cacophony vector, round trips on
  * both backends, and every way a message or a call can be wrong. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pacer_test.c: the pacer's rate, burst cap, next-send time, debt, and behaviour before the first
  * RTT sample and at the extremes of window, RTT and time. */
 #include "pacer.h"

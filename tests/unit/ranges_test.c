@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ranges_test.c: the interval set (ranges.c): merging, removal and splitting, trimming, the
  * queries, growth up to the cap, allocation failure, and a randomized run against a bitmap. */
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* replay_test.c: the RFC 6479 replay window against a straightforward reference model. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rtt_test.c: the RFC 9002 RTT estimator against hand-computed values. */
 #include "rtt.h"
 #include "test.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sendbuf_test.c: the send ring (sendbuf.c): copies across the wrap, growth that keeps every live
  * byte at its offset, PURE_EAGAIN at the backlog limit (and the one oversized write an empty
  * buffer takes), release and shrink, allocation failure, and a randomized run against a flat

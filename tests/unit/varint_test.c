@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* varint_test.c: QUIC-style varints (varint.h): lengths at every boundary, exact encodings (the
  * RFC 9000 appendix A.1 examples), round trips, truncation at every byte, and the u32 helpers. */
 #include <string.h>

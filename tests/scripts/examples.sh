@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Runs the examples (examples/*.c, built into BUILD_DIR/examples): echo_server, then against it
+# echo_client (2,000 messages), request_client (20,000 requests, 512 outstanding) and
+# poll_sansio (the core in its own poll() loop); each must exit 0, and the server must exit 0
+# on SIGTERM after closing its links. Also: the examples use only pure.h and pure_loop.h.
+# Usage: tests/scripts/examples.sh BUILD_DIR
+set -euo pipefail
+if [ $# -ne 1 ]; then echo "usage: $0 BUILD_DIR" >&2; exit 2; fi
+ex="$(cd "$1" && pwd)/examples"
+src=$(cd "$(dirname "$0")/../.." && pwd)/examples
+tmp=$(mktemp -d)
+srv=""
+cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail=0
+for f in "$src"/*.c; do
+    if grep -E '^#include "' "$f" >/dev/null || grep -E '^#include <pure' "$f" | grep -vqE '<pure(_loop)?\.h>'; then
+        echo "examples: FAIL $(basename "$f") includes more than the public headers" >&2; fail=1
+    fi
+done
+
+"$ex/echo_server" 127.0.0.1:0 >"$tmp/srv.out" 2>"$tmp/srv.err" &
+srv=$!
+for _ in $(seq 100); do [ -s "$tmp/srv.out" ] && break; sleep 0.05; done
+read -r port key <"$tmp/srv.out" || { echo "examples: FAIL echo_server printed no port and key: $(cat "$tmp/srv.err")" >&2; exit 1; }
+
+run() { # NAME CMD...: must exit 0 within 60 s
+    local name=$1 rc=0
+    shift
+    timeout 60 "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" || rc=$?
+    if [ "$rc" -ne 0 ]; then
+        echo "examples: FAIL $name exited $rc: $(cat "$tmp/$name.out" "$tmp/$name.err")" >&2; fail=1
+    else
+        echo "examples: ok $(cat "$tmp/$name.out")"
+    fi
+}
+run echo_client "$ex/echo_client" "127.0.0.1:$port" "$key" 2000
+run request_client "$ex/request_client" "127.0.0.1:$port" "$key" 20000 512
+run poll_sansio "$ex/poll_sansio" "127.0.0.1:$port" "$key" 300
+kill -TERM "$srv"; rc=0; wait "$srv" || rc=$?; srv=""
+[ "$rc" -eq 0 ] && echo "examples: ok echo_server stopped by SIGTERM" ||
+    { echo "examples: FAIL echo_server exited $rc: $(cat "$tmp/srv.err")" >&2; fail=1; }
+exit $fail
