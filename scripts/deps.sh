@@ -6,6 +6,7 @@ set -euo pipefail
 pkgs=(
   build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
   libssl-dev
+  debhelper lintian
   python3 python3-dissononce python3-matplotlib
   libngtcp2-dev libngtcp2-crypto-gnutls-dev libgnutls28-dev nettle-dev
   librust-quinn-dev librust-quinn-udp-dev librust-quinn-proto-dev librust-tokio-dev librust-rustls-dev

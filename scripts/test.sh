@@ -25,12 +25,13 @@ cmake -S . -B build-asan -G Ninja -DPURE_WERROR=ON -DPURE_SANITIZE=ON \
     { echo "test.sh: sanitizer build failed" >&2; exit 1; }
 
 step "tests under ASan + UBSan"
-# The peers are other projects' code and the fuzz smoke test is sanitized already. The
+# The peers are other projects' code, the fuzz smoke test is sanitized already and deb_test
+# builds its own (unsanitized) Debian packages, as the first run did. The
 # simulator runs fewer seeds and links here: the full 20 seeds and 10,000 links ran above, and
 # the soak's long run 1,000,000 messages instead of 10,000,000.
 PURE_SIM_SEEDS=5 PURE_IDLE_LINKS=2000 PURE_SOAK_MESSAGES=1000000 \
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-asan --output-on-failure -j "$jobs" -E 'peers_quick|fuzz_smoke' ||
+    ctest --test-dir build-asan --output-on-failure -j "$jobs" -E 'peers_quick|fuzz_smoke|deb_test' ||
     status=1
 
 echo
