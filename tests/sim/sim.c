@@ -53,6 +53,15 @@ uint64_t sim_rand(sim *s)
     return z ^ (z >> 31);
 }
 
+uint64_t sim_mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
 double sim_rand01(sim *s) { return (double)(sim_rand(s) >> 11) / 9007199254740992.0; }
 
 static int sim_random(void *user, uint8_t *buf, size_t len)

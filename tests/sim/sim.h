@@ -45,6 +45,8 @@ void sim_free(sim *s);
 /* Deterministic PRNG shared by the simulation (also usable by tests for their own choices). */
 uint64_t sim_rand(sim *s);
 double sim_rand01(sim *s);
+/* A 64-bit finaliser (MurmurHash3's): the harnesses derive sizes and bytes from it by seed. */
+uint64_t sim_mix(uint64_t x);
 /* An endpoint with the given settings (its private key is derived from the seed and index);
  * its random source is the simulator's PRNG. Returns its index. */
 int sim_add(sim *s, pure_settings *settings);

@@ -5,18 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    return x ^ (x >> 33);
-}
-
 static size_t gen(const sim_app *a, uint64_t i, uint8_t *out)
 {
-    uint64_t h = mix(a->seed * 1000003 + i);
+    uint64_t h = sim_mix(a->seed * 1000003 + i);
     size_t len = a->min_size + (size_t)(h % (a->max_size - a->min_size + 1));
     for (size_t j = 0; j < len; j++)
         out[j] = (uint8_t)(h + j * 131 + (j >> 8));

@@ -73,15 +73,6 @@ static int scan_due(wl *w)
     return 1;
 }
 
-static uint64_t mix(uint64_t x)
-{
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    return x ^ (x >> 33);
-}
-
 /* A running hash of a direction's messages, eight bytes at a step (a soak hashes gigabytes). */
 static uint64_t fnv(uint64_t h, const uint8_t *p, size_t n)
 {
@@ -105,7 +96,7 @@ static size_t plan_size(const wl *w, uint32_t id, uint64_t k)
 {
     if (k == 0)
         return 8;
-    uint64_t h = mix(w->cfg.seed * 0x9e3779b97f4a7c15ull ^ ((uint64_t)id << 32) ^ k);
+    uint64_t h = sim_mix(w->cfg.seed * 0x9e3779b97f4a7c15ull ^ ((uint64_t)id << 32) ^ k);
     uint32_t r = (uint32_t)(h % 100), top = w->cfg.max_size;
     h >>= 8;
     size_t n;
@@ -133,7 +124,7 @@ static void plan_bytes(const wl *w, uint32_t id, uint64_t k, uint8_t *out, size_
             out[i] = (uint8_t)((uint64_t)id >> (8 * i));
         return;
     }
-    uint64_t x = mix(w->cfg.seed ^ ((uint64_t)id << 20) ^ (k << 44) ^ 0x5bd1e995ull) | 1;
+    uint64_t x = sim_mix(w->cfg.seed ^ ((uint64_t)id << 20) ^ (k << 44) ^ 0x5bd1e995ull) | 1;
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         x ^= x << 13;
