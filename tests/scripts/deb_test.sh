@@ -144,8 +144,10 @@ if cc -Wall -Werror -o "$tmp/prog" "$tmp/prog.c" $cflags $libs; then
     out=$("${run[@]}" "$tmp/prog" 2>&1) || true
     [ "$out" = "ok $version" ] && say "ok program built with pkg-config against the packages: $out" ||
         bad "program against the packages printed '$out'"
-    [ -z "$root" ] && { ldd "$tmp/prog" | grep -Eq "libpure\.so\.0 => (/usr)?/lib/$ma/libpure\.so\.0" ||
-        bad "the program does not load the packaged libpure.so.0: $(ldd "$tmp/prog" | grep pure)"; }
+    # ldd's output held first: with pipefail, grep -q quitting early could fail ldd on SIGPIPE
+    deps=$(ldd "$tmp/prog")
+    [ -z "$root" ] && { grep -Eq "libpure\.so\.0 => (/usr)?/lib/$ma/libpure\.so\.0" <<<"$deps" ||
+        bad "the program does not load the packaged libpure.so.0: $(grep pure <<<"$deps")"; }
 else
     bad "a program does not build with pkg-config --cflags --libs pure against the packages"
 fi

@@ -38,7 +38,7 @@ expect() {
 # --version
 v=$("$pure" --version)
 [[ "$v" =~ ^pure\ [0-9]+\.[0-9]+\.[0-9]+$ ]] && ok "--version: $v" || bad "--version printed '$v'"
-"$pure" --help | grep -q -- "--version" && ok "--help lists --version" || bad "--help does not list --version"
+grep -q -- "--version" <<<"$("$pure" --help)" && ok "--help lists --version" || bad "--help does not list --version"
 
 # keys
 umask 022

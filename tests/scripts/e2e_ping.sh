@@ -88,8 +88,8 @@ expect "handshakes: missing --size value" 2 "size" "$pure" bench handshakes "$ad
 expect "handshakes: extra argument" 2 "expected HOST:PORT N" \
     "$pure" bench handshakes "$addr" 5 6 --peer-key "$key"
 expect "bench: unknown benchmark" 2 "no benchmark" "$pure" bench nosuch
-"$pure" ping --help | grep -q "usage: pure ping" || { echo "e2e_ping: FAIL ping --help" >&2; fail=1; }
-"$pure" bench handshakes --help | grep -q "usage: pure bench handshakes" ||
+grep -q "usage: pure ping" <<<"$("$pure" ping --help)" || { echo "e2e_ping: FAIL ping --help" >&2; fail=1; }
+grep -q "usage: pure bench handshakes" <<<"$("$pure" bench handshakes --help)" ||
     { echo "e2e_ping: FAIL bench handshakes --help" >&2; fail=1; }
 
 kill -TERM "$srv"; rc=0; wait "$srv" || rc=$?; srv=""

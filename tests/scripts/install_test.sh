@@ -44,7 +44,7 @@ for lib in gnutls nettle; do
     fi
 done
 
-"$prefix/bin/pure" --version | grep -qx "pure [0-9]*\.[0-9]*\.[0-9]*" || bad "installed pure --version: $("$prefix/bin/pure" --version)"
+grep -qx "pure [0-9]*\.[0-9]*\.[0-9]*" <<<"$("$prefix/bin/pure" --version)" || bad "installed pure --version: $("$prefix/bin/pure" --version)"
 MANPAGER=cat man -l "$prefix/share/man/man1/pure.1" >/dev/null 2>&1 ||
     { command -v man >/dev/null && bad "man -l cannot format the installed pure.1"; }
 
