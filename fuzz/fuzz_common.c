@@ -31,6 +31,19 @@ void fz_free(void *heap, void *q, size_t n)
     free(p);
 }
 
+void fz_settings(pure_settings *s, uint8_t key_byte, uint64_t *rng, fz_heap *heap)
+{
+    pure_settings_default(s);
+    memset(s->private_key, key_byte, sizeof s->private_key);
+    s->private_key[31] = 0x40;
+    s->crypto = &pure_crypto_null;
+    s->random = fz_random;
+    s->random_user = rng;
+    s->alloc = fz_alloc;
+    s->free = fz_free;
+    s->alloc_user = heap;
+}
+
 int fz_random(void *state, uint8_t *buf, size_t len)
 {
     uint64_t *s = state;

@@ -32,6 +32,10 @@ void fz_free(void *heap, void *p, size_t n);
 /* splitmix64 over the uint64_t state at user: a deterministic pure_settings.random. */
 int fz_random(void *state, uint8_t *buf, size_t len);
 
+/* Defaults plus what every target wants: a private key of key_byte (clamped), the null crypto
+ * backend, fz_random over *rng and the counting allocator over *heap. */
+void fz_settings(pure_settings *s, uint8_t key_byte, uint64_t *rng, fz_heap *heap);
+
 /* 10.0.0.host:port */
 void fz_addr(pure_addr *a, uint8_t host, uint16_t port);
 

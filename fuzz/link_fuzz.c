@@ -363,16 +363,8 @@ static const pure_callbacks g_cb = {.on_accept = on_accept,
 static void ctx_start(int side)
 {
     pure_settings s;
-    pure_settings_default(&s);
-    memset(s.private_key, 0x11 + 0x22 * side, sizeof s.private_key);
+    fz_settings(&s, (uint8_t)(0x11 + 0x22 * side), &G.rng[side], &G.heap[side]);
     s.private_key[0] = G.key_gen[side]; /* a restarted side has a new key */
-    s.private_key[31] = 0x40;
-    s.crypto = &pure_crypto_null;
-    s.random = fz_random;
-    s.random_user = &G.rng[side];
-    s.alloc = fz_alloc;
-    s.free = fz_free;
-    s.alloc_user = &G.heap[side];
     s.allow_any = 1;
     s.callbacks = &g_cb;
     s.user = (void *)(intptr_t)side;

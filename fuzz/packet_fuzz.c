@@ -141,15 +141,7 @@ static pure_ctx *make_ctx(uint8_t key_byte, uint64_t *rng, const pure_callbacks 
                           int cookie_always, int newreno, int allow_any)
 {
     pure_settings s;
-    pure_settings_default(&s);
-    memset(s.private_key, key_byte, sizeof s.private_key);
-    s.private_key[31] = 0x40;
-    s.crypto = &pure_crypto_null;
-    s.random = fz_random;
-    s.random_user = rng;
-    s.alloc = fz_alloc;
-    s.free = fz_free;
-    s.alloc_user = &g_heap;
+    fz_settings(&s, key_byte, rng, &g_heap);
     s.allow_any = allow_any;
     s.callbacks = cb;
     s.user = &W;

@@ -274,15 +274,7 @@ static const pure_callbacks g_cb = {.on_accept = on_accept,
 static pure_ctx *make_ctx(uint8_t key, uint64_t *rng, fz_heap *heap, uint8_t opts)
 {
     pure_settings s;
-    pure_settings_default(&s);
-    memset(s.private_key, key, sizeof s.private_key);
-    s.private_key[31] = 0x40;
-    s.crypto = &pure_crypto_null;
-    s.random = fz_random;
-    s.random_user = rng;
-    s.alloc = fz_alloc;
-    s.free = fz_free;
-    s.alloc_user = heap;
+    fz_settings(&s, key, rng, heap);
     s.allow_any = 1;
     s.callbacks = &g_cb;
     s.max_message_size = MAX_MSG;
