@@ -173,7 +173,7 @@ enum pure_cc_algo { PURE_CC_NEWRENO = 1, PURE_CC_CUBIC = 2 };
 
 /* 2 since 0.2 (pure_callbacks.on_acked); pure_ctx_new still takes 1, and then never reads the
  * callbacks that version did not have. */
-#define PURE_SETTINGS_VERSION 2
+#define PURE_SETTINGS_VERSION 3
 
 /* Settings of a context. Initialise with pure_settings_default, then change fields. Unknown future
  * fields keep their defaults: `version` lets the library grow this struct without breaking callers. */
@@ -230,6 +230,29 @@ typedef struct pure_settings {
      * ring that doubles in place (glibc moves large blocks with mremap) touches no fresh memory
      * for the bytes it already holds: page faults cost ~14 us each on some VMs. */
     void *(*realloc)(void *alloc_user, void *p, size_t old_size, size_t new_size);
+
+    /* ---- version 3: limits against hostile peers (docs/protocol.md, "Threat model") ---- */
+    uint64_t max_receive_memory;      /* bytes all of a context's links may hold in partly
+                                         received messages and out-of-order data at once
+                                         (default 256 MiB; at least max_message_size). Over it,
+                                         links stop granting credit until memory is freed. */
+    uint64_t max_failed_opens;        /* packets per receive key that fail authentication before
+                                         the link closes with PURE_ECRYPTO (default 2^36; the
+                                         AEAD's integrity limit) */
+    int respond_to_unknown;           /* responder: answer an INIT that does not authenticate or
+                                         names a key not allowed (default 1; 0 = silent: such
+                                         INITs are dropped and counted, no reply) */
+    uint32_t max_half_open;           /* responder: half-open handshakes per context (default
+                                         16384); INITs over it are dropped and counted */
+    uint32_t half_open_per_addr;      /* responder: half-open handshakes per source IP address
+                                         (IPv6: per /64) (default 64) */
+    uint32_t inits_per_addr;          /* responder under load: INITs per second each source IP
+                                         (IPv6: /64) may make the responder work on, burst the
+                                         same (default 32) */
+    /* Wall clock, ns since 1970 (the INIT's timestamp, against replay). Default: the system's
+     * CLOCK_REALTIME. Tests inject one so runs repeat exactly. */
+    uint64_t (*realtime)(void *realtime_user);
+    void *realtime_user;
 } pure_settings;
 
 /* Fills s with the defaults above (private_key zero: the caller must set it). */
@@ -309,6 +332,32 @@ typedef struct pure_ctx_stats {
 
 /* Copies the context's counters. */
 PURE_API void pure_ctx_stats_get(const pure_ctx *ctx, pure_ctx_stats *st);
+
+/* What hostile traffic cost a context, and what its defences dropped (docs/protocol.md, "Threat
+ * model"). A struct apart from pure_ctx_stats so it can grow: pure_ctx_guard_stats_get writes
+ * only the first `size` bytes (pass sizeof, from the header the program was built with). */
+typedef struct pure_guard_stats {
+    uint64_t dh_ops;                /* X25519 operations done (both roles) */
+    uint64_t inits_replayed;        /* INITs dropped as replays (seen before, or a timestamp not
+                                       above the greatest seen from that key) */
+    uint64_t inits_throttled;       /* INITs dropped by the per-address token bucket */
+    uint64_t inits_half_open_cap;   /* INITs dropped: too many half-open links (address or
+                                       context) */
+    uint64_t inits_bad_mac;         /* INITs whose outer MAC failed: no DH was done */
+    uint64_t inits_silent;          /* INITs left unanswered (respond_to_unknown = 0) */
+    uint64_t inits_duplicate;       /* resent INITs answered from the link they made */
+    uint64_t cookie_replies_bad;    /* COOKIE replies dropped: forged, wrong address or late */
+    uint64_t rejects_bad;           /* REJECTs dropped: forged or wrong address */
+    uint64_t failed_opens;          /* link packets that failed authentication */
+    uint64_t links_integrity_closed;/* links closed at max_failed_opens */
+    uint64_t rx_memory;             /* bytes held now for partly received messages and
+                                       out-of-order data */
+    uint64_t rx_memory_peak;        /* the most rx_memory ever was */
+    uint64_t rx_memory_stalls;      /* credit grants held back because of max_receive_memory */
+} pure_guard_stats;
+
+/* Copies up to `size` bytes of the context's guard counters into st. */
+PURE_API void pure_ctx_guard_stats_get(const pure_ctx *ctx, pure_guard_stats *st, size_t size);
 
 /* Calls visit(link, user, arg) for each link of the context the application knows of and
  * on_closed has not yet reported: initiator links from pure_connect (also while their handshake

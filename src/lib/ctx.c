@@ -58,6 +58,27 @@ void pure_settings_default(pure_settings *s)
     s->handshake_load = 1024;
     s->rekey_after_packets = 1ull << 32;
     s->rekey_after_time = 120ull * 1000000000;
+    s->max_receive_memory = 256ull << 20;
+    s->max_failed_opens = 1ull << 36;
+    s->respond_to_unknown = 1;
+    s->max_half_open = 16384;
+    s->half_open_per_addr = 64;
+    s->inits_per_addr = 32;
+}
+
+/* The fields settings version 3 added, for a caller built against an older pure.h. */
+static void settings_v3_defaults(pure_settings *s)
+{
+    pure_settings d;
+    pure_settings_default(&d);
+    s->max_receive_memory = d.max_receive_memory;
+    s->max_failed_opens = d.max_failed_opens;
+    s->respond_to_unknown = d.respond_to_unknown;
+    s->max_half_open = d.max_half_open;
+    s->half_open_per_addr = d.half_open_per_addr;
+    s->inits_per_addr = d.inits_per_addr;
+    s->realtime = NULL;
+    s->realtime_user = NULL;
 }
 
 int pure_ctx_random(pure_ctx *ctx, uint8_t *buf, size_t len)
@@ -67,9 +88,22 @@ int pure_ctx_random(pure_ctx *ctx, uint8_t *buf, size_t len)
     return ctx->crypto->random(buf, len);
 }
 
-int pure_ctx_new(const pure_settings *s, pure_ctx **out)
+int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
 {
-    if (!s || !out || s->version < 1 || s->version > PURE_SETTINGS_VERSION)
+    if (!user_settings || !out || user_settings->version < 1 ||
+        user_settings->version > PURE_SETTINGS_VERSION)
+        return PURE_EINVAL;
+    /* a caller built against an older pure.h has a shorter struct: read only what it has */
+    pure_settings full;
+    if (user_settings->version >= 3) {
+        full = *user_settings;
+    } else {
+        memcpy(&full, user_settings, offsetof(pure_settings, max_receive_memory));
+        settings_v3_defaults(&full);
+    }
+    const pure_settings *s = &full;
+    if (s->max_receive_memory < s->max_message_size || s->max_failed_opens == 0 ||
+        s->max_half_open == 0 || s->half_open_per_addr == 0 || s->inits_per_addr == 0)
         return PURE_EINVAL;
     if (s->max_udp_payload < PURE_MIN_UDP_PAYLOAD || s->max_udp_payload > PURE_MAX_UDP_PAYLOAD ||
         s->max_message_size == 0 || s->max_message_size > (1u << 30) || s->send_backlog < 4096 ||
@@ -228,6 +262,13 @@ void pure_ctx_stats_get(const pure_ctx *ctx, pure_ctx_stats *st)
 {
     *st = ctx->st;
     st->links = ctx->table_used;
+}
+
+void pure_ctx_guard_stats_get(const pure_ctx *ctx, pure_guard_stats *st, size_t size)
+{
+    if (!ctx || !st)
+        return;
+    memcpy(st, &ctx->guard, size < sizeof ctx->guard ? size : sizeof ctx->guard);
 }
 
 /* ---- the link table: open addressing with linear probing, keyed by random local index ---- */

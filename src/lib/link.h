@@ -272,6 +272,7 @@ struct pure_ctx {
 
     pure_cookie_jar cookies;
     pure_ctx_stats st;
+    pure_guard_stats guard;
     uint64_t now;
 };
 

@@ -5,6 +5,7 @@
  * responder applies them to real handshakes, and pure_ctx_read of junk: never a crash, always a
  * documented code, always counted. Runs on the null crypto backend (no OpenSSL needed) except
  * where a test says otherwise. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,6 +67,24 @@ static void test_settings_defaults(void)
     CHECK_EQ(s.recv_window_max, 16u << 20);
     CHECK_EQ(s.congestion, PURE_CC_CUBIC);
     CHECK_EQ(s.allow_any, 0);
+    CHECK_EQ(s.max_receive_memory, 256u << 20);
+    CHECK_EQ(s.max_failed_opens, 1ull << 36);
+    CHECK_EQ(s.respond_to_unknown, 1);
+    CHECK_EQ(s.max_half_open, 16384);
+    CHECK_EQ(s.half_open_per_addr, 64);
+    CHECK_EQ(s.inits_per_addr, 32);
+    CHECK(s.realtime == NULL);
+    /* a caller built against settings version 2 has no version-3 fields: they are not read */
+    {
+        pure_settings v2;
+        base_settings(&v2);
+        v2.version = 2;
+        memset((char *)&v2 + offsetof(pure_settings, max_receive_memory), 0,
+               sizeof v2 - offsetof(pure_settings, max_receive_memory));
+        CHECK_EQ(try_new(&v2), 0);
+        v2.version = 3;
+        CHECK_EQ(try_new(&v2), PURE_EINVAL); /* zero limits are invalid when they are read */
+    }
     /* the defaults alone lack a key */
     s.crypto = &pure_crypto_null;
     CHECK_EQ(try_new(&s), PURE_EINVAL);
@@ -98,8 +117,22 @@ static void test_settings_validation(void)
     EXPECT(max_udp_payload, PURE_MAX_UDP_PAYLOAD + 1, PURE_EINVAL);
     EXPECT(max_message_size, 0, PURE_EINVAL);
     EXPECT(max_message_size, 1, 0);
-    EXPECT(max_message_size, 1u << 30, 0);
-    EXPECT(max_message_size, (1u << 30) + 1, PURE_EINVAL);
+    /* a message must fit the receive memory budget (default 256 MiB) */
+    EXPECT(max_message_size, 256u << 20, 0);
+    EXPECT(max_message_size, (256u << 20) + 1, PURE_EINVAL);
+    base_settings(&s);
+    s.max_message_size = 1u << 30;
+    s.max_receive_memory = 1u << 30;
+    CHECK_EQ(try_new(&s), 0);
+    EXPECT(max_receive_memory, (16u << 20) - 1, PURE_EINVAL); /* below max_message_size */
+    EXPECT(max_failed_opens, 0, PURE_EINVAL);
+    EXPECT(max_half_open, 0, PURE_EINVAL);
+    EXPECT(half_open_per_addr, 0, PURE_EINVAL);
+    EXPECT(inits_per_addr, 0, PURE_EINVAL);
+    base_settings(&s);
+    s.max_message_size = (1u << 30) + 1;
+    s.max_receive_memory = 2u << 30;
+    CHECK_EQ(try_new(&s), PURE_EINVAL);
     EXPECT(send_backlog, 4095, PURE_EINVAL);
     EXPECT(send_backlog, 4096, 0);
     EXPECT(recv_window, 4095, PURE_EINVAL);
