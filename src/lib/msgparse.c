@@ -11,30 +11,52 @@ void pure_msgparse_init(pure_msgparse *m, uint32_t max_len)
 {
     memset(m, 0, sizeof *m);
     m->max_len = max_len;
+    m->cap_limit = UINT32_MAX;
 }
 
+/* The size a buffer of `cap` bytes grows to so it holds `need` bytes of a message of `len`:
+ * doubling (from PURE_MSGPARSE_MIN), never past len. Doubling keeps the copies linear in the
+ * message's size; the cap at len means a buffer is at most twice what arrived, and never more than
+ * the message. */
+static uint32_t grown(uint32_t cap, uint32_t need, uint32_t len)
+{
+    uint64_t c = (uint64_t)cap * 2;
+    if (c < PURE_MSGPARSE_MIN)
+        c = PURE_MSGPARSE_MIN;
+    while (c < need)
+        c *= 2;
+    return c > len ? len : (uint32_t)c;
+}
+
+/* Makes the buffer hold at least `need` bytes of the current message, as far as cap_limit allows.
+ * Returns 0, PURE_EAGAIN (the limit allows less: the buffer grew as far as it may) or
+ * PURE_ENOMEM. */
 static int reserve(pure_msgparse *m, const pure_alloc *a, uint32_t need)
 {
     if (need <= m->body_cap)
         return 0;
-    uint32_t cap = m->body_cap ? m->body_cap : 4096;
-    while (cap < need)
-        cap = cap > UINT32_MAX / 2 ? need : cap * 2;
-    uint8_t *b = pure_mem_alloc(a, cap);
+    uint32_t cap = grown(m->body_cap, need, m->body_len);
+    int rc = 0;
+    if (cap > m->cap_limit) {
+        cap = m->cap_limit;
+        if (need > cap)
+            rc = PURE_EAGAIN;
+        if (cap <= m->body_cap)
+            return rc;
+    }
+    uint8_t *b = pure_mem_realloc(a, m->body, m->body_cap, cap);
     if (!b)
         return PURE_ENOMEM;
-    if (m->body_have)
-        memcpy(b, m->body, m->body_have);
-    pure_mem_free(a, m->body, m->body_cap);
     m->body = b;
     m->body_cap = cap;
-    return 0;
+    return rc;
 }
 
 int pure_msgparse_feed(pure_msgparse *m, const pure_alloc *a, const uint8_t *p, size_t n,
                        pure_msg_fn fn, void *arg)
 {
     const uint8_t *end = p + n;
+    m->unfed = 0;
     if (!m->preamble_done) {
         while (p < end && m->hdr_have < 4)
             m->hdr[m->hdr_have++] = *p++;
@@ -72,18 +94,33 @@ int pure_msgparse_feed(pure_msgparse *m, const pure_alloc *a, const uint8_t *p, 
             }
             m->in_body = 1;
             m->body_have = 0;
-            if (reserve(m, a, m->body_len ? m->body_len : 1))
-                return PURE_ENOMEM;
         }
+        /* Only the bytes in hand are given room: an announced length costs nothing by itself. */
         size_t take = (size_t)(m->body_len - m->body_have);
         if (take > (size_t)(end - p))
             take = (size_t)(end - p);
-        memcpy(m->body + m->body_have, p, take);
-        m->body_have += (uint32_t)take;
-        p += take;
+        int rc = 0;
+        if (take) {
+            rc = reserve(m, a, m->body_have + (uint32_t)take);
+            if (rc == PURE_ENOMEM)
+                return rc;
+            if (rc == PURE_EAGAIN && take > m->body_cap - m->body_have)
+                take = m->body_cap - m->body_have;
+            if (take)
+                memcpy(m->body + m->body_have, p, take);
+            m->body_have += (uint32_t)take;
+            p += take;
+            if (rc == PURE_EAGAIN) {
+                m->unfed = (size_t)(end - p);
+                return rc;
+            }
+        }
         if (m->body_have == m->body_len) {
             m->in_body = 0;
-            if (fn(arg, m->body, m->body_len))
+            int stop = fn(arg, m->body_len ? m->body : (const uint8_t *)"", m->body_len);
+            if (m->body_cap > PURE_MSGPARSE_KEEP) /* a big message is gone: so is its memory */
+                pure_msgparse_free(m, a);
+            if (stop)
                 return 1;
         }
     }
@@ -93,6 +130,11 @@ int pure_msgparse_feed(pure_msgparse *m, const pure_alloc *a, const uint8_t *p, 
 int pure_msgparse_at_boundary(const pure_msgparse *m)
 {
     return !m->in_body && m->hdr_have == 0;
+}
+
+int pure_msgparse_wants_memory(const pure_msgparse *m)
+{
+    return m->in_body && m->body_cap < m->body_len;
 }
 
 void pure_msgparse_shrink(pure_msgparse *m, const pure_alloc *a)

@@ -2,7 +2,9 @@
 /* msgparse_test.c: the receiver's message framer (msgparse.c): the preamble check, a stream split
  * at every possible point (and every pair of points), zero-length messages, whole messages
  * delivered straight from the input, the maximum size (PURE_EMSGSIZE), the stop return,
- * boundaries, shrinking, and allocation through the injected allocator. */
+ * boundaries, shrinking, and allocation through the injected allocator: memory follows the bytes
+ * that arrived, never the length announced; it is capped at the length and at cap_limit, and a
+ * big buffer is freed once its message is delivered. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,17 +133,25 @@ static void test_every_split(void)
                 bad++;
         }
     CHECK_EQ(bad, 0);
-    /* one byte at a time */
+    /* one byte at a time: each message is delivered by the byte that completes it, not before
+     * and not later (ends[k]: stream bytes up to the end of message k) */
+    size_t ends[NSIZES], at = 4;
+    for (int k = 0; k < NSIZES; k++)
+        ends[k] = at += 4 + SIZES[k];
     pure_msgparse m;
     pure_msgparse_init(&m, 1000);
     static seen s;
     memset(&s, 0, sizeof s);
-    int rc = 0;
+    int rc = 0, early_or_late = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         rc = pure_msgparse_feed(&m, &A, b + i, 1, on_msg, &s);
-        if (i + 1 < n && s.count == NSIZES)
-            bad++;
+        int due = 0;
+        while (due < NSIZES && ends[due] <= i + 1)
+            due++;
+        if (s.count != due)
+            early_or_late++;
     }
+    CHECK_EQ(early_or_late, 0);
     CHECK_EQ(rc, 0);
     CHECK(matches(&s, SIZES, NSIZES));
     CHECK_EQ(pure_msgparse_at_boundary(&m), 1);
@@ -308,6 +318,223 @@ static void test_alloc_failure(void)
     CHECK_EQ(t_size_mismatch, 0);
 }
 
+/* ---- memory follows the bytes received ---- */
+
+/* A byte-counting allocator (sizes from the interface), with an optional realloc. */
+static int64_t mem_live, mem_peak, mem_allocs, mem_biggest; /* biggest: one block */
+static void *cnt_alloc(void *user, size_t n)
+{
+    (void)user;
+    mem_live += (int64_t)n;
+    mem_allocs++;
+    if (mem_live > mem_peak)
+        mem_peak = mem_live;
+    if ((int64_t)n > mem_biggest)
+        mem_biggest = (int64_t)n;
+    return malloc(n);
+}
+static void cnt_free(void *user, void *p, size_t n)
+{
+    (void)user;
+    mem_live -= (int64_t)n;
+    free(p);
+}
+static void *cnt_realloc(void *user, void *p, size_t old, size_t n)
+{
+    (void)user;
+    void *q = realloc(p, n);
+    if (q) {
+        mem_live += (int64_t)n - (int64_t)old;
+        mem_allocs++;
+        if (mem_live > mem_peak)
+            mem_peak = mem_live;
+        if ((int64_t)n > mem_biggest)
+            mem_biggest = (int64_t)n;
+    }
+    return q;
+}
+static const pure_alloc CA = {cnt_alloc, cnt_free, NULL, NULL};
+static const pure_alloc CR = {cnt_alloc, cnt_free, NULL, cnt_realloc};
+
+static void mem_reset(void) { mem_live = mem_peak = mem_allocs = mem_biggest = 0; }
+
+/* Counts deliveries and checks the bytes of message k: byte i is (i * 7 + k) & 255. */
+typedef struct bigseen {
+    int count;
+    size_t len;
+    int bad;
+} bigseen;
+
+static int on_big(void *arg, const uint8_t *d, size_t n)
+{
+    bigseen *b = arg;
+    for (size_t i = 0; i < n; i++)
+        if (d[i] != (uint8_t)((i * 7 + (size_t)b->count) & 255)) {
+            b->bad++;
+            break;
+        }
+    b->len = n;
+    b->count++;
+    return 0;
+}
+
+/* Feeds bytes [from, to) of the body of message k (length len) in pieces of `piece`. */
+static int feed_body(pure_msgparse *m, const pure_alloc *a, size_t from, size_t to, size_t piece,
+                     int k, bigseen *b)
+{
+    static uint8_t buf[65536];
+    int rc = 0;
+    for (size_t at = from; at < to && rc == 0; at += piece) {
+        size_t n = to - at < piece ? to - at : piece;
+        for (size_t i = 0; i < n; i++)
+            buf[i] = (uint8_t)(((at + i) * 7 + (size_t)k) & 255);
+        rc = pure_msgparse_feed(m, a, buf, n, on_big, b);
+    }
+    return rc;
+}
+
+/* The fault of issue #11: a 16 MiB announcement followed by a few bytes allocated 16 MiB. Now the
+ * buffer holds what arrived (at least PURE_MSGPARSE_MIN, at most twice what arrived), grows to
+ * exactly the message's length (not the next power of two), and is freed after delivery. */
+static void test_memory_follows_bytes(void)
+{
+    for (int with_realloc = 0; with_realloc < 2; with_realloc++) {
+        const pure_alloc *a = with_realloc ? &CR : &CA;
+        const uint32_t len = 10000001; /* over 8 MiB, not a power of two */
+        mem_reset();
+        pure_msgparse m;
+        pure_msgparse_init(&m, 16u << 20);
+        uint8_t h[8] = {'p', 'u', 'r', 'e'};
+        pure_put_u32be(h + 4, len);
+        bigseen b = {0};
+        CHECK_EQ(pure_msgparse_feed(&m, a, h, 8, on_big, &b), 0);
+        CHECK_EQ(mem_live, 0); /* the announcement alone costs nothing */
+        CHECK_EQ(feed_body(&m, a, 0, 1400, 1400, 0, &b), 0);
+        CHECK(mem_live <= (int64_t)PURE_MSGPARSE_MIN);
+        int64_t worst = 0; /* the largest buffer / bytes-held ratio seen, in percent */
+        for (size_t have = 1400; have < len; have += 61440) {
+            size_t to = have + 61440 < len ? have + 61440 : len;
+            CHECK_EQ(feed_body(&m, a, have, to, 1400, 0, &b), 0);
+            if (to < len) {
+                CHECK_EQ(mem_live, m.body_cap);
+                int64_t ratio = mem_live * 100 / (int64_t)to;
+                if (ratio > worst)
+                    worst = ratio;
+            }
+        }
+        CHECK(worst <= 200);
+        CHECK_EQ(b.count, 1);
+        CHECK_EQ(b.len, len);
+        CHECK_EQ(b.bad, 0);
+        CHECK_EQ(mem_biggest, len); /* capped at the length: not 16 MiB */
+        /* in place with realloc; else the old buffer lives while it is copied */
+        CHECK(with_realloc ? mem_peak == len : mem_peak < 2 * (int64_t)len);
+        CHECK_EQ(mem_live, 0);   /* over PURE_MSGPARSE_KEEP: freed once delivered */
+        CHECK(m.body == NULL);
+        CHECK(mem_allocs <= 20); /* doubling: a few dozen growths at most, not one per piece */
+        pure_msgparse_free(&m, a);
+        CHECK_EQ(mem_live, 0);
+    }
+}
+
+/* A buffer up to PURE_MSGPARSE_KEEP stays for the next message; a message shorter than
+ * PURE_MSGPARSE_MIN gets a buffer of its own length. */
+static void test_small_buffers_kept(void)
+{
+    mem_reset();
+    pure_msgparse m;
+    pure_msgparse_init(&m, 1u << 20);
+    uint8_t h[8] = {'p', 'u', 'r', 'e'};
+    pure_put_u32be(h + 4, 100);
+    bigseen b = {0};
+    CHECK_EQ(pure_msgparse_feed(&m, &CA, h, 8, on_big, &b), 0);
+    CHECK_EQ(feed_body(&m, &CA, 0, 100, 30, 0, &b), 0);
+    CHECK_EQ(b.count, 1);
+    CHECK_EQ(mem_live, 100);
+    /* then a 40,000-byte message in pieces: grows to its length, kept after delivery */
+    pure_put_u32be(h + 4, 40000);
+    CHECK_EQ(pure_msgparse_feed(&m, &CA, h + 4, 4, on_big, &b), 0);
+    CHECK_EQ(feed_body(&m, &CA, 0, 40000, 1400, 1, &b), 0);
+    CHECK_EQ(b.count, 2);
+    CHECK_EQ(b.bad, 0);
+    CHECK_EQ(mem_live, 40000);
+    int64_t allocs = mem_allocs;
+    /* the next one of the same size needs no allocation at all */
+    CHECK_EQ(pure_msgparse_feed(&m, &CA, h + 4, 4, on_big, &b), 0);
+    CHECK_EQ(feed_body(&m, &CA, 0, 40000, 1400, 2, &b), 0);
+    CHECK_EQ(b.count, 3);
+    CHECK_EQ(mem_allocs, allocs);
+    pure_msgparse_free(&m, &CA);
+    CHECK_EQ(mem_live, 0);
+}
+
+/* Empty messages never allocate, even with their length prefix split across pieces. */
+static void test_empty_never_allocates(void)
+{
+    mem_reset();
+    pure_msgparse m;
+    pure_msgparse_init(&m, 100);
+    static const uint8_t st[] = {'p', 'u', 'r', 'e', 0, 0, 0, 0, 0, 0, 0, 0};
+    bigseen b = {0};
+    for (size_t i = 0; i < sizeof st; i++)
+        CHECK_EQ(pure_msgparse_feed(&m, &CA, st + i, 1, on_big, &b), 0);
+    CHECK_EQ(b.count, 2);
+    CHECK_EQ(mem_allocs, 0);
+    pure_msgparse_free(&m, &CA);
+}
+
+/* cap_limit: the buffer never grows past it; the feed stops with PURE_EAGAIN and says how many
+ * bytes it left, and goes on where it stopped once the limit is raised. */
+static void test_cap_limit(void)
+{
+    for (int with_realloc = 0; with_realloc < 2; with_realloc++) {
+        const pure_alloc *a = with_realloc ? &CR : &CA;
+        mem_reset();
+        pure_msgparse m;
+        pure_msgparse_init(&m, 1u << 20);
+        const uint32_t len = 100000;
+        uint8_t st[8 + 100000 + 8];
+        memcpy(st, "pure", 4);
+        pure_put_u32be(st + 4, len);
+        for (uint32_t i = 0; i < len; i++)
+            st[8 + i] = (uint8_t)((i * 7) & 255);
+        pure_put_u32be(st + 8 + len, 3); /* a second message starts: "abc" follows */
+        bigseen b = {0};
+        m.cap_limit = 5000;
+        /* 6,000 body bytes in one piece: 5,000 fit, 1,000 are left */
+        CHECK_EQ(pure_msgparse_feed(&m, a, st, 8 + 6000, on_big, &b), PURE_EAGAIN);
+        CHECK_EQ(m.unfed, 1000);
+        CHECK_EQ(m.body_cap, 5000);
+        CHECK_EQ(mem_live, 5000);
+        /* at the limit already: nothing of the next piece goes in */
+        CHECK_EQ(pure_msgparse_feed(&m, a, st + 8 + 5000, 10, on_big, &b), PURE_EAGAIN);
+        CHECK_EQ(m.unfed, 10);
+        CHECK_EQ(b.count, 0);
+        /* raised: the rest in 1,400-byte pieces, each within a limit that grows with it */
+        size_t at = 8 + 5000;
+        int rc = 0;
+        while (at < sizeof st - 8) {
+            m.cap_limit = (uint32_t)(at - 8 + 1400);
+            size_t n = sizeof st - 8 - at < 1400 ? sizeof st - 8 - at : 1400;
+            rc = pure_msgparse_feed(&m, a, st + at, n, on_big, &b);
+            CHECK(rc == 0 || rc == PURE_EAGAIN);
+            at += n - (rc == PURE_EAGAIN ? m.unfed : 0);
+            CHECK(m.body_cap <= m.cap_limit);
+        }
+        CHECK_EQ(b.count, 1);
+        CHECK_EQ(b.len, len);
+        CHECK_EQ(b.bad, 0);
+        CHECK(mem_biggest <= (int64_t)len);
+        /* the next message's prefix and body: a limit of 0 still allows what needs no memory */
+        m.cap_limit = 0;
+        static const uint8_t two[] = {0, 0, 0, 3, 'x', 'y', 'z', 0, 0, 0, 0};
+        CHECK_EQ(pure_msgparse_feed(&m, a, two, sizeof two, on_big, &b), 0);
+        CHECK_EQ(b.count, 3);
+        pure_msgparse_free(&m, a);
+        CHECK_EQ(mem_live, 0);
+    }
+}
+
 int main(void)
 {
     RUN(test_preamble);
@@ -317,5 +544,9 @@ int main(void)
     RUN(test_max_size);
     RUN(test_stop);
     RUN(test_alloc_failure);
+    RUN(test_memory_follows_bytes);
+    RUN(test_small_buffers_kept);
+    RUN(test_empty_never_allocates);
+    RUN(test_cap_limit);
     return pure_test_finish();
 }
