@@ -287,11 +287,15 @@ void pure_recovery_on_timeout(pure_link *link, uint64_t now)
     if (link->eliciting_in_flight == 0)
         return;
     /* Probe timeout: send up to two ack-eliciting packets, ignoring the congestion window. If
-     * nothing new or lost waits, resend the oldest outstanding data. */
+     * nothing new or lost waits, resend the oldest outstanding data; from the second timeout in
+     * a row, resend it anyway: the peer acknowledged none of the new data the first probe
+     * carried, as when a receiver short of memory (max_receive_memory) drops what it cannot
+     * hold, and only the oldest bytes can move it on. */
     link->pto_count++;
     link->st.ptos++;
     link->probe_pending = 2;
-    if (pure_ranges_empty(&link->b->lost) && link->send_next >= link->sb.end) {
+    if (pure_ranges_empty(&link->b->lost) &&
+        (link->send_next >= link->sb.end || link->pto_count >= 2)) {
         for (uint64_t pn = link->sent_lo; pn < link->next_pn; pn++) {
             pure_sent *e = slot(link, pn);
             if ((e->flags & PURE_SENT_LIVE) && e->data_len) {
