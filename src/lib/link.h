@@ -370,6 +370,9 @@ int pure_link_wants_send(const pure_link *link, uint64_t now);
 int pure_recovery_on_sent(pure_link *link, uint64_t pn, const pure_sent *s);
 void pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t now);
 void pure_recovery_on_timeout(pure_link *link, uint64_t now);
+/* The peer says it has room again (a CREDIT frame) while this side backs off its probe timeouts:
+ * resend the oldest outstanding data now instead of after the backed-off timeout. */
+void pure_recovery_probe_now(pure_link *link);
 uint64_t pure_recovery_deadline(const pure_link *link);
 /* Packets from first_pn on never left (the I/O layer refused them): send their contents again
  * now, without a congestion signal. */

@@ -275,6 +275,31 @@ uint64_t pure_recovery_deadline(const pure_link *link)
     return link->last_eliciting_sent + (pto << shift);
 }
 
+/* Queues the oldest unacknowledged stream bytes (a packet's worth from sb.base, up to the first
+ * acknowledged range) to be sent again: what the peer needs before anything else. The oldest
+ * packet in flight may carry later bytes (a resend of a hole is newer than packets sent after
+ * the hole), so the offset decides, not the packet number. */
+static void resend_oldest(pure_link *link)
+{
+    uint64_t from = link->sb.base, to = pure_ranges_next_start(&link->b->acked, from);
+    if (to > link->send_next)
+        to = link->send_next;
+    if (to - from > link->mss)
+        to = from + link->mss;
+    if (to > from)
+        pure_ranges_add(&link->b->lost, &link->ctx->alloc, from, to);
+}
+
+void pure_recovery_probe_now(pure_link *link)
+{
+    if (!link->b || link->pto_count == 0 || link->eliciting_in_flight == 0)
+        return;
+    link->probe_pending = 1;
+    if (pure_ranges_empty(&link->b->lost))
+        resend_oldest(link);
+    pure_ctx_mark_pending(link->ctx, link);
+}
+
 void pure_recovery_on_timeout(pure_link *link, uint64_t now)
 {
     if (!link->b)
@@ -295,15 +320,7 @@ void pure_recovery_on_timeout(pure_link *link, uint64_t now)
     link->st.ptos++;
     link->probe_pending = 2;
     if (pure_ranges_empty(&link->b->lost) &&
-        (link->send_next >= link->sb.end || link->pto_count >= 2)) {
-        for (uint64_t pn = link->sent_lo; pn < link->next_pn; pn++) {
-            pure_sent *e = slot(link, pn);
-            if ((e->flags & PURE_SENT_LIVE) && e->data_len) {
-                pure_ranges_add(&link->b->lost, &link->ctx->alloc, e->data_off,
-                                e->data_off + e->data_len);
-                break;
-            }
-        }
-    }
+        (link->send_next >= link->sb.end || link->pto_count >= 2))
+        resend_oldest(link);
     pure_ctx_mark_pending(link->ctx, link);
 }
