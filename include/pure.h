@@ -234,8 +234,13 @@ typedef struct pure_settings {
     /* ---- version 3: limits against hostile peers (docs/protocol.md, "Threat model") ---- */
     uint64_t max_receive_memory;      /* bytes all of a context's links may hold in partly
                                          received messages and out-of-order data at once
-                                         (default 256 MiB; at least max_message_size). Over it,
-                                         links stop granting credit until memory is freed. */
+                                         (default 256 MiB; at least max_message_size). At it, a
+                                         link that needs more memory gets no new credit and
+                                         what it cannot hold is dropped for the peer to send
+                                         again, until memory is freed; one link at a time may
+                                         finish its message past it, so at most this +
+                                         max_message_size + 4 KiB per link is held
+                                         (docs/protocol.md, "Receive memory"). */
     uint64_t max_failed_opens;        /* packets per receive key that fail authentication before
                                          the link closes with PURE_ECRYPTO (default 2^36; the
                                          AEAD's integrity limit) */
@@ -353,7 +358,8 @@ typedef struct pure_guard_stats {
     uint64_t rx_memory;             /* bytes held now for partly received messages and
                                        out-of-order data */
     uint64_t rx_memory_peak;        /* the most rx_memory ever was */
-    uint64_t rx_memory_stalls;      /* credit grants held back because of max_receive_memory */
+    uint64_t rx_memory_stalls;      /* times a link was held back (no new credit, buffers not
+                                       grown) because of max_receive_memory */
 } pure_guard_stats;
 
 /* Copies up to `size` bytes of the context's guard counters into st. */

@@ -597,6 +597,8 @@ void pure_ctx_timeout(pure_ctx *ctx, uint64_t now)
         if (l->state != PURE_LS_CLOSED)
             pure_link_on_timer(l, now);
     }
+    if (ctx->rx_wake)
+        pure_rxmem_wake(ctx, now);
     end_call(ctx);
 }
 
@@ -758,6 +760,8 @@ int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, ui
     }
     if (rc == PURE_EPROTO)
         ctx->st.dropped_malformed++;
+    if (ctx->rx_wake)
+        pure_rxmem_wake(ctx, now);
     end_call(ctx);
     return rc;
 }

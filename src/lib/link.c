@@ -630,8 +630,10 @@ static void unbusy(pure_link *link)
     pure_ranges_free(&b->acked, a);
     pure_ranges_free(&b->lost, a);
     pure_ranges_free(&b->oo, a);
-    pure_msgparse_free(&b->parse, a);
-    pure_mem_free(a, b->ring, (size_t)b->ring_cap);
+    pure_rxmem_forget(link);
+    pure_alloc ra = pure_rxmem_alloc(link->ctx); /* receive buffers leave the accounting */
+    pure_msgparse_free(&b->parse, &ra);
+    pure_mem_free(&ra, b->ring, (size_t)b->ring_cap);
     pure_wipe(b, sizeof *b);
     pure_mem_free(a, b, sizeof *b);
     link->b = NULL;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* link.h: the internal state of a link and of the context that owns it, shared by the core's
  * modules (ctx.c context and tables, handshake.c, link.c lifecycle, link_send.c packet building,
- * link_recv.c packet processing, recovery.c loss detection, keys.c transport keys). */
+ * link_recv.c packet processing, recovery.c loss detection, keys.c transport keys, rxmem.c the
+ * receive memory budget). */
 #ifndef PURE_LINK_H
 #define PURE_LINK_H
 
@@ -20,6 +21,7 @@
 #include "pacer.h"
 #include "ranges.h"
 #include "replay.h"
+#include "rxmem.h"
 #include "rtt.h"
 #include "sendbuf.h"
 #include "wire.h"
@@ -78,6 +80,10 @@ typedef struct pure_busy {
     pure_ranges oo;        /* out-of-order byte ranges held in ring */
     pure_msgparse parse;
     char close_reason[48];
+    /* rxmem.c: the context's list of links held back by max_receive_memory, oldest first */
+    pure_link *held_prev, *held_next;
+    uint8_t held;
+    uint32_t orphaned;     /* a former owner: what it held then, counted in ctx->rx_orphaned */
 } pure_busy;
 
 /* What only the initiator's handshake needs: freed once the link is open. */
@@ -272,7 +278,15 @@ struct pure_ctx {
 
     pure_cookie_jar cookies;
     pure_ctx_stats st;
-    pure_guard_stats guard;
+    pure_guard_stats guard; /* rx_memory* kept by rxmem.c */
+
+    /* receive memory (rxmem.c) */
+    pure_link *rx_owner;      /* the one link max_receive_memory does not hold back (or NULL) */
+    uint64_t rx_owner_moved;  /* when it last consumed stream bytes */
+    uint64_t rx_orphaned;     /* bytes displaced owners hold for messages not yet delivered */
+    pure_link *rx_held_head, *rx_held_tail; /* links held back, oldest first */
+    uint32_t rx_held_n;
+    uint8_t rx_wake;          /* memory was freed (or ownership passed) with links held back */
     uint64_t now;
 };
 
@@ -356,6 +370,9 @@ void pure_link_recv_resumed(pure_link *link, uint64_t now);
 
 /* link_recv.c */
 int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n, uint64_t now);
+/* The link was held back by max_receive_memory and memory came free: consume what its ring
+ * holds, grant the credit held back, and queue what it owes the peer. */
+void pure_link_recv_unheld(pure_link *link, uint64_t now);
 
 /* link_send.c */
 /* Writes the link's next burst into buf (cap bytes). With pad, writes at most one packet, padded

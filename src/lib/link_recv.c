@@ -19,27 +19,51 @@ static int deliver(void *arg, const uint8_t *data, size_t len)
     return link->state != PURE_LS_OPEN; /* stop if the application closed the link */
 }
 
-static int feed(pure_link *link, const uint8_t *p, size_t n)
+/* Feeds in-order bytes to the framer within the receive-memory budget (rxmem.c). Returns 0, a
+ * code that closes the link, or PURE_EAGAIN: the budget let in all but the last
+ * link->b->parse.unfed bytes and the link is held back. */
+static int feed(pure_link *link, const uint8_t *p, size_t n, uint64_t now)
 {
-    int rc = pure_msgparse_feed(&link->b->parse, &link->ctx->alloc, p, n, deliver, link);
+    pure_msgparse *m = &link->b->parse;
+    pure_alloc a = pure_rxmem_alloc(link->ctx);
+    /* without realloc the old buffer lives on while the new one fills: it must fit beside it */
+    uint64_t lim = pure_rxmem_limit(link, a.realloc ? m->body_cap : 0, PURE_MSGPARSE_MIN);
+    m->cap_limit = lim > UINT32_MAX ? UINT32_MAX : (uint32_t)lim;
+    int rc = pure_msgparse_feed(m, &a, p, n, deliver, link);
+    size_t done = rc == PURE_EAGAIN ? n - m->unfed : n;
+    if (rc == PURE_EAGAIN && link->state == PURE_LS_OPEN && pure_rxmem_claim(link, now)) {
+        /* the link is now the one exempt from the budget: it goes on */
+        m->cap_limit = UINT32_MAX;
+        rc = pure_msgparse_feed(m, &a, p + done, n - done, deliver, link);
+        done = n;
+    }
+    pure_rxmem_consumed(link, done, now);
     return rc == 1 ? 0 : rc; /* 1: stopped because the link closed */
 }
 
-/* Makes the ring hold at least `need` bytes past recv_next, keeping what it holds. */
-static int ring_reserve(pure_link *link, uint64_t need)
+/* Makes the ring hold at least `need` bytes past recv_next, keeping what it holds. Returns 0,
+ * PURE_EAGAIN (max_receive_memory leaves no room for it) or PURE_ENOMEM. */
+static int ring_reserve(pure_link *link, uint64_t need, uint64_t now)
 {
     if (need <= link->b->ring_cap)
         return 0;
     uint64_t cap = link->b->ring_cap ? link->b->ring_cap : 65536;
     while (cap < need)
         cap *= 2;
-    uint8_t *r = pure_mem_alloc(&link->ctx->alloc, (size_t)cap);
+    /* Both rings live during the copy, so the new one must fit in what is left beside the old.
+     * If not, the link is held back (or becomes the owner and tries again); out-of-order bytes
+     * dropped here are simply sent again. */
+    if (cap > pure_rxmem_ring_limit(link) &&
+        (!pure_rxmem_claim(link, now) || cap > pure_rxmem_ring_limit(link)))
+        return PURE_EAGAIN;
+    pure_alloc a = pure_rxmem_alloc(link->ctx);
+    uint8_t *r = pure_mem_alloc(&a, (size_t)cap);
     if (!r)
         return PURE_ENOMEM;
     for (uint32_t i = 0; i < link->b->oo.n; i++)
         for (uint64_t o = link->b->oo.r[i].start; o < link->b->oo.r[i].end; o++)
             r[o & (cap - 1)] = link->b->ring[o & (link->b->ring_cap - 1)];
-    pure_mem_free(&link->ctx->alloc, link->b->ring, (size_t)link->b->ring_cap);
+    pure_mem_free(&a, link->b->ring, (size_t)link->b->ring_cap);
     link->b->ring = r;
     link->b->ring_cap = cap;
     return 0;
@@ -54,23 +78,27 @@ static void ring_put(pure_link *link, uint64_t off, const uint8_t *src, size_t l
         memcpy(link->b->ring, src + first, len - first);
 }
 
-/* Consumes held out-of-order bytes that the in-order point has reached. */
-static int drain_ring(pure_link *link)
+/* Consumes held out-of-order bytes that the in-order point has reached. Returns 0, a code that
+ * closes the link, or PURE_EAGAIN: the budget stopped it (the rest stays in the ring). */
+static int drain_ring(pure_link *link, uint64_t now)
 {
-    while (!pure_ranges_empty(&link->b->oo) && link->b->oo.r[0].start <= link->recv_next) {
-        uint64_t end = link->b->oo.r[0].end;
-        pure_ranges_drop_first(&link->b->oo);
-        while (link->recv_next < end) {
-            uint64_t i = link->recv_next & (link->b->ring_cap - 1);
-            uint64_t chunk = link->b->ring_cap - i;
-            if (chunk > end - link->recv_next)
-                chunk = end - link->recv_next;
-            int rc = feed(link, link->b->ring + i, (size_t)chunk);
-            link->recv_next += chunk;
-            if (rc || link->state != PURE_LS_OPEN)
-                return rc;
+    pure_busy *b = link->b;
+    for (;;) {
+        pure_ranges_trim_below(&b->oo, link->recv_next);
+        if (pure_ranges_empty(&b->oo) || b->oo.r[0].start > link->recv_next)
+            break;
+        uint64_t i = link->recv_next & (b->ring_cap - 1);
+        uint64_t chunk = b->ring_cap - i;
+        if (chunk > b->oo.r[0].end - link->recv_next)
+            chunk = b->oo.r[0].end - link->recv_next;
+        int rc = feed(link, b->ring + i, (size_t)chunk, now);
+        link->recv_next += rc == PURE_EAGAIN ? chunk - b->parse.unfed : chunk;
+        if (rc || link->state != PURE_LS_OPEN) {
+            pure_ranges_trim_below(&b->oo, link->recv_next);
+            return rc;
         }
     }
+    pure_rxmem_settle(link); /* an empty ring goes back if memory is short */
     return 0;
 }
 
@@ -80,6 +108,8 @@ static void update_credit(pure_link *link, uint64_t now)
     if (link->credit_sent - link->recv_next > link->recv_window / 2)
         return;
     if (link->recv_paused) /* the application holds the peer back: grant nothing new */
+        return;
+    if (!pure_rxmem_may_credit(link, now)) /* over max_receive_memory: held back (rxmem.c) */
         return;
     /* The reader consumed half the window: grant more. If that took less than two round trips,
      * the window is what limits the sender, so double it (up to the maximum). */
@@ -102,6 +132,19 @@ void pure_link_recv_resumed(pure_link *link, uint64_t now)
         pure_ctx_mark_pending(link->ctx, link);
 }
 
+/* The peer's stream ended here: tell the application (PURE_EPROTO if it ended inside a message). */
+static int check_fin(pure_link *link)
+{
+    if (link->peer_fin_known && link->recv_next == link->peer_fin && !link->peer_finished) {
+        link->peer_finished = 1;
+        if (!pure_msgparse_at_boundary(&link->b->parse))
+            return PURE_EPROTO; /* the stream ended inside a message */
+        if (link->ctx->cb.on_peer_finished)
+            link->ctx->cb.on_peer_finished(link, link->user);
+    }
+    return 0;
+}
+
 static int on_data(pure_link *link, const pure_frame *f, uint64_t now)
 {
     uint64_t off = f->u.data.offset, len = f->u.data.len, end = off + len;
@@ -120,32 +163,31 @@ static int on_data(pure_link *link, const pure_frame *f, uint64_t now)
     if (end > link->recv_next) {
         if (off <= link->recv_next) {
             uint64_t skip = link->recv_next - off;
-            int rc = feed(link, f->u.data.bytes + skip, (size_t)(len - skip));
+            int rc = feed(link, f->u.data.bytes + skip, (size_t)(len - skip), now);
+            if (rc == PURE_EAGAIN) { /* held back: the rest comes again when there is room */
+                link->recv_next = end - link->b->parse.unfed;
+                return DATA_DROPPED;
+            }
             link->recv_next = end;
             if (rc)
                 return rc;
             if (link->state != PURE_LS_OPEN)
                 return 0;
-            rc = drain_ring(link);
+            rc = drain_ring(link, now);
+            if (rc == PURE_EAGAIN)
+                return 0; /* this packet was consumed whole; the ring waits for memory */
             if (rc || link->state != PURE_LS_OPEN)
                 return rc;
             update_credit(link, now);
         } else {
-            if (ring_reserve(link, link->credit_sent - link->recv_next) != 0)
+            if (ring_reserve(link, link->credit_sent - link->recv_next, now) != 0)
                 return DATA_DROPPED;
             if (pure_ranges_add(&link->b->oo, &link->ctx->alloc, off, end) != 0)
                 return DATA_DROPPED;
             ring_put(link, off, f->u.data.bytes, (size_t)len);
         }
     }
-    if (link->peer_fin_known && link->recv_next == link->peer_fin && !link->peer_finished) {
-        link->peer_finished = 1;
-        if (!pure_msgparse_at_boundary(&link->b->parse))
-            return PURE_EPROTO; /* the stream ended inside a message */
-        if (link->ctx->cb.on_peer_finished)
-            link->ctx->cb.on_peer_finished(link, link->user);
-    }
-    return 0;
+    return check_fin(link);
 }
 
 static int close_code_for(int err)
@@ -155,6 +197,30 @@ static int close_code_for(int err)
     case PURE_EMSGSIZE: return PURE_CLOSE_MSGSIZE;
     default: return PURE_CLOSE_PROTOCOL;
     }
+}
+
+void pure_link_recv_unheld(pure_link *link, uint64_t now)
+{
+    if (link->state != PURE_LS_OPEN || !link->b)
+        return;
+    int rc = drain_ring(link, now);
+    if (rc == 0 && link->state == PURE_LS_OPEN)
+        rc = check_fin(link);
+    if (rc && rc != PURE_EAGAIN) {
+        pure_link_terminate(link, rc, (uint64_t)close_code_for(rc), pure_strerror(rc), 1, now);
+        return;
+    }
+    if (link->state != PURE_LS_OPEN)
+        return;
+    if (rc == 0)
+        update_credit(link, now);
+    /* A CREDIT frame goes even if the limit did not move: it tells a peer whose packets were
+     * dropped that there is room again (it resends at once, pure_recovery_probe_now). */
+    if (rc == 0 && pure_rxmem_may_credit(link, now))
+        link->credit_pending = 1;
+    if (link->credit_pending)
+        pure_ctx_mark_pending(link->ctx, link);
+    pure_link_update_timer(link, now);
 }
 
 /* A packet for a link that is closing: the application heard on_closed already, so nothing in
@@ -292,6 +358,9 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
                 link->peer_credit = f.u.credit;
                 pure_ctx_mark_pending(ctx, link);
             }
+            /* the peer has room: if our packets went unanswered (it may have dropped them, short
+             * of memory), the oldest bytes go again now rather than after the backed-off PTO */
+            pure_recovery_probe_now(link);
             eliciting = 1;
             break;
         case PURE_FRAME_CLOSE: {
@@ -324,8 +393,20 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         if (link->state != PURE_LS_OPEN)
             return 0;
     }
-    if (dropped)
+    if (dropped) {
+        /* Not acknowledged, so the peer sends it again. An ACK of what came before still goes
+         * (or a PING if there is nothing to acknowledge), so a peer held back by
+         * max_receive_memory hears from this side and does not time the link out. */
+        if (link->rx_pns.n) {
+            link->ack_now = 1;
+            if (!link->rx_unacked)
+                link->rx_unacked = 1;
+        } else {
+            link->ping_pending = 1;
+        }
+        pure_ctx_mark_pending(ctx, link);
         return 0;
+    }
     /* Record the packet number for our ACKs; old ranges fall off the end. */
     uint64_t prev_largest = link->rx_pns.n ? link->rx_pns.r[link->rx_pns.n - 1].end : 0;
     if (pure_ranges_add(&link->rx_pns, &ctx->alloc, pn, pn + 1) != 0) {
