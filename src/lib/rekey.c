@@ -15,7 +15,14 @@
  * responder drops its own and answers. Each REKEY frame names the generation it creates (the
  * count of exchanges mixed into ck, plus one), so a late duplicate of an exchange already done is
  * recognised and ignored rather than mixed in twice. Ephemeral private keys are wiped as soon as
- * used. */
+ * used.
+ *
+ * Limits (docs/crypto.md): a transmit key seals at most rekey_after_packets packets (2^23 by
+ * default and at most, AES-128-GCM's confidentiality limit). The exchange starts at half of them
+ * (or after rekey_after_time with data to send); a side whose key reaches its last packet before
+ * the exchange completes closes the link with PURE_ECRYPTO, that last packet its CLOSE. The
+ * receive key a switch retires is wiped three probe timeouts after the first packet under its
+ * successor (keys.c). */
 #include <string.h>
 
 #include "link.h"
@@ -33,12 +40,17 @@ typedef struct pure_rekey {
 
 int pure_rekey_due(const pure_link *link, uint64_t now)
 {
-    /* Keys protect data: a link that only sends keepalives or ACKs keeps its keys, so an idle
-     * link costs exactly one packet per keepalive interval. */
     const pure_settings *s = &link->ctx->s;
-    return link->state == PURE_LS_OPEN && link->send_next < link->sb.end &&
-           (link->keys_packets >= s->rekey_after_packets ||
-            now - link->keys_time >= s->rekey_after_time);
+    if (link->state != PURE_LS_OPEN)
+        return 0;
+    /* A key seals at most rekey_after_packets packets (link_send.c stops it there): its
+     * successor is sought from half of them, whatever the link sends (ACKs count too), so the
+     * exchange has the other half to complete in, lost REKEY frames and all. */
+    if (link->keys_packets >= s->rekey_after_packets / 2)
+        return 1;
+    /* By age, only while there is data to send: a link that only sends keepalives or ACKs keeps
+     * its keys, so an idle link costs exactly one packet per keepalive interval. */
+    return link->send_next < link->sb.end && now - link->keys_time >= s->rekey_after_time;
 }
 
 int pure_rekey_send_pending(const pure_link *link) { return link->rk && link->rk->send_pending; }
