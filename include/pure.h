@@ -249,8 +249,12 @@ typedef struct pure_settings {
                                          (default 256 MiB; at least max_message_size). Over it,
                                          links stop granting credit until memory is freed. */
     uint64_t max_failed_opens;        /* packets per receive key that fail authentication before
-                                         the link closes with PURE_ECRYPTO (default 2^36; the
-                                         AEAD's integrity limit) */
+                                         the link closes with PURE_ECRYPTO, telling the peer
+                                         (default 2^36, under AES-GCM's integrity limit of 2^52
+                                         forgeries; at least 1). Counted in 32 bits per key: a
+                                         value above 2^32 - 1 acts as 2^32 - 1. Each new key
+                                         (every rekey) starts from zero; a packet naming a key
+                                         the link does not hold is dropped without counting */
     int respond_to_unknown;           /* responder: answer an INIT that does not authenticate or
                                          names a key not allowed (default 1; 0 = silent: such
                                          INITs are dropped and counted, no reply) */
@@ -360,7 +364,8 @@ typedef struct pure_guard_stats {
     uint64_t inits_duplicate;       /* resent INITs answered from the link they made */
     uint64_t cookie_replies_bad;    /* COOKIE replies dropped: forged, wrong address or late */
     uint64_t rejects_bad;           /* REJECTs dropped: forged or wrong address */
-    uint64_t failed_opens;          /* link packets that failed authentication */
+    uint64_t failed_opens;          /* link packets that failed authentication under one of
+                                       their link's keys (max_failed_opens counts these) */
     uint64_t links_integrity_closed;/* links closed at max_failed_opens */
     uint64_t rx_memory;             /* bytes held now for partly received messages and
                                        out-of-order data */

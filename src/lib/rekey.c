@@ -116,6 +116,7 @@ static void switched(pure_link *link, uint64_t now)
     link->keys_time = now;
     link->keys_packets = 0;
     link->st.rekeys++;
+    pure_keys_retire_wait(link); /* the receive key of the old phase is now the previous one */
 }
 
 void pure_rekey_on_frame(pure_link *link, const uint8_t *frame, uint64_t now)
@@ -137,7 +138,7 @@ void pure_rekey_on_frame(pure_link *link, const uint8_t *frame, uint64_t now)
             return;
         }
         next_keys(link, dh, k1, k2);
-        int rc = pure_keys_derive(ctx, &link->rx[next], k2);
+        int rc = pure_keys_derive_rx(link, next, k2);
         if (rc == 0)
             rc = pure_keys_derive(ctx, &link->tx, k1);
         pure_wipe(dh, sizeof dh);
@@ -149,6 +150,11 @@ void pure_rekey_on_frame(pure_link *link, const uint8_t *frame, uint64_t now)
             return;
         }
         switched(link, now);
+        /* A packet under the new keys at once, one the peer answers: seeing it, the peer moves
+         * its sending over, and its answer under the new key starts the retirement of our old
+         * receive key (keys.c), even on a link with nothing else to say. */
+        link->ping_pending = 1;
+        pure_ctx_mark_pending(ctx, link);
         return;
     }
 
@@ -181,7 +187,7 @@ void pure_rekey_on_frame(pure_link *link, const uint8_t *frame, uint64_t now)
         return;
     }
     next_keys(link, dh, k1, k2);
-    rc = pure_keys_derive(ctx, &link->rx[next], k1);
+    rc = pure_keys_derive_rx(link, next, k1);
     if (rc == 0)
         rc = pure_keys_derive(ctx, &rk->tx_next, k2);
     pure_wipe(dh, sizeof dh);
@@ -208,6 +214,7 @@ void pure_rekey_on_phase(pure_link *link, uint8_t phase, uint64_t now)
     memset(&rk->tx_next, 0, sizeof rk->tx_next); /* moved, not copied: do not free it twice */
     pure_rekey_free(link);
     switched(link, now);
+    pure_keys_retire_later(link, now); /* this packet was the peer's first under the new key */
 }
 
 void pure_rekey_on_lost(pure_link *link)
