@@ -88,13 +88,19 @@ int pure_ctx_random(pure_ctx *ctx, uint8_t *buf, size_t len)
     return ctx->crypto->random(buf, len);
 }
 
+/* A copy of settings holds the private key: wiped as it goes out of scope, on every path. */
+static void wipe_settings(pure_settings *s)
+{
+    pure_wipe(s, sizeof *s);
+}
+
 int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
 {
     if (!user_settings || !out || user_settings->version < 1 ||
         user_settings->version > PURE_SETTINGS_VERSION)
         return PURE_EINVAL;
     /* a caller built against an older pure.h has a shorter struct: read only what it has */
-    pure_settings full;
+    pure_settings full __attribute__((cleanup(wipe_settings)));
     if (user_settings->version >= 3) {
         full = *user_settings;
     } else {

@@ -134,6 +134,7 @@ void pure_rekey_on_frame(pure_link *link, const uint8_t *frame, uint64_t now)
         if (!rk || rk->state != RK_REQUESTED || gen != link->ck_gen + 1)
             return;
         if (ctx->crypto->dh(dh, rk->priv, peer_pub) != 0) {
+            pure_wipe(dh, sizeof dh);
             pure_link_terminate(link, PURE_ECRYPTO, PURE_CLOSE_PROTOCOL, "bad rekey", 1, now);
             return;
         }
@@ -182,6 +183,7 @@ void pure_rekey_on_frame(pure_link *link, const uint8_t *frame, uint64_t now)
         rc = ctx->crypto->dh(dh, priv, peer_pub);
     pure_wipe(priv, sizeof priv);
     if (rc != 0) {
+        pure_wipe(dh, sizeof dh);
         pure_rekey_free(link);
         pure_link_terminate(link, PURE_ECRYPTO, PURE_CLOSE_PROTOCOL, "bad rekey", 1, now);
         return;
