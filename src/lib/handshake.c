@@ -322,7 +322,7 @@ static void send_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, 
     pure_wipe(cookie, sizeof cookie);
 }
 
-void pure_hs_half_open_end(pure_link *link)
+void pure_hs_half_open_end(pure_link *link, int validated)
 {
     if (!link->half_open)
         return;
@@ -333,6 +333,11 @@ void pure_hs_half_open_end(pure_link *link)
     pure_src_bucket *b = pure_admit_bucket(&ctx->admit, &ctx->alloc, &link->peer);
     if (b && b->half_open)
         b->half_open--;
+    /* A handshake the source completed gives its token back: the bucket limits INITs that
+     * lead nowhere, not a real client's links. */
+    if (b && validated && b->tokens != UINT32_MAX &&
+        b->tokens + 1000ull <= (uint64_t)ctx->s.inits_per_addr * 1000)
+        b->tokens += 1000;
 }
 
 
@@ -475,8 +480,9 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
         ctx->guard.inits_throttled++;
         return;
     }
-    /* 5. Half-open caps: per context and per source. */
-    if (ctx->half_open >= ctx->s.max_half_open || bucket->half_open >= ctx->s.half_open_per_addr) {
+    /* 5. Half-open caps: per context always, per source under load. */
+    if (ctx->half_open >= ctx->s.max_half_open ||
+        (load && bucket->half_open >= ctx->s.half_open_per_addr)) {
         ctx->guard.inits_half_open_cap++;
         return;
     }

@@ -88,7 +88,7 @@ void pure_link_set_state(pure_link *link, enum pure_link_state st)
         return;
     }
     if (link->half_open)
-        pure_hs_half_open_end(link); /* every way out of UNVALIDATED */
+        pure_hs_half_open_end(link, st == PURE_LS_OPEN); /* every way out of UNVALIDATED */
     link->state = (uint8_t)st;
 }
 

@@ -321,7 +321,7 @@ int pure_hs_on_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, si
 int pure_hs_on_reject(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
                       uint64_t now);
 /* A responder link leaves the half-open state (validated or closed): uncounts it once. */
-void pure_hs_half_open_end(pure_link *link);
+void pure_hs_half_open_end(pure_link *link, int validated);
 void pure_hs_timeout(pure_link *link, uint64_t now);
 void pure_hs_free(pure_link *link);
 
