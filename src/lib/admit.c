@@ -199,23 +199,24 @@ int pure_admit_take_token(pure_src_bucket *b, uint32_t rate, uint64_t now)
     return 1;
 }
 
-/* Fresh: less than PURE_INIT_TS_WINDOW older than the greatest seen (which it may raise). */
-static int newer(uint64_t *greatest, uint64_t ts)
+/* Fresh: see pure_admit_fresh. */
+static int newer(pure_ts_seen *g, uint64_t ts, uint64_t now)
 {
-    if (ts + PURE_INIT_TS_WINDOW <= *greatest)
-        return 0;
-    if (ts > *greatest)
-        *greatest = ts;
-    return 1;
+    if (ts > g->ts) {
+        g->ts = ts;
+        g->at = now;
+        return 1;
+    }
+    return ts + PURE_INIT_TS_WINDOW > g->ts && now - g->at < PURE_INIT_TS_WINDOW;
 }
 
 int pure_admit_fresh(pure_admit *a, const pure_alloc *al, const uint8_t key[PURE_KEY_LEN],
-                     int64_t allow_index, uint32_t allow_cap, uint64_t ts)
+                     int64_t allow_index, uint32_t allow_cap, uint64_t ts, uint64_t now)
 {
     if (allow_index >= 0) {
         if ((uint64_t)allow_index >= a->allow_ts_cap) {
             uint32_t cap = allow_cap > (uint64_t)allow_index ? allow_cap : (uint32_t)allow_index + 1;
-            uint64_t *t = pure_mem_alloc(al, cap * sizeof *t);
+            pure_ts_seen *t = pure_mem_alloc(al, cap * sizeof *t);
             if (!t)
                 return PURE_ENOMEM;
             memset(t, 0, cap * sizeof *t);
@@ -225,7 +226,7 @@ int pure_admit_fresh(pure_admit *a, const pure_alloc *al, const uint8_t key[PURE
             a->allow_ts = t;
             a->allow_ts_cap = cap;
         }
-        return newer(&a->allow_ts[allow_index], ts);
+        return newer(&a->allow_ts[allow_index], ts, now);
     }
     if (!a->ts) {
         a->ts = pure_mem_alloc(al, PURE_ADMIT_TS_SETS * 4 * sizeof *a->ts);
@@ -245,8 +246,8 @@ int pure_admit_fresh(pure_admit *a, const pure_alloc *al, const uint8_t key[PURE
     pure_ts_entry *set = a->ts + s * 4;
     for (int i = 0; i < 4; i++)
         if (set[i].key_hash == h)
-            return newer(&set[i].ts, ts);
-    set[a->ts_next[s]] = (pure_ts_entry){h, ts};
+            return newer(&set[i].seen, ts, now);
+    set[a->ts_next[s]] = (pure_ts_entry){h, {ts, now}};
     a->ts_next[s] = (uint8_t)((a->ts_next[s] + 1) & 3);
     return 1;
 }

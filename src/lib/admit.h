@@ -36,9 +36,14 @@ typedef struct pure_src_bucket {
     uint32_t half_open; /* half-open links from this source */
 } pure_src_bucket;
 
+typedef struct pure_ts_seen {
+    uint64_t ts; /* greatest INIT timestamp seen from a key */
+    uint64_t at; /* our time when it was seen */
+} pure_ts_seen;
+
 typedef struct pure_ts_entry {
     uint64_t key_hash; /* 0: empty */
-    uint64_t ts;       /* greatest INIT timestamp seen from that key */
+    pure_ts_seen seen;
 } pure_ts_entry;
 
 typedef struct pure_admit {
@@ -50,7 +55,7 @@ typedef struct pure_admit {
     pure_src_bucket *src;
     pure_ts_entry *ts;
     uint8_t *ts_next;
-    uint64_t *allow_ts; /* greatest timestamp per allow-list entry (cap_allow of them) */
+    pure_ts_seen *allow_ts; /* greatest timestamp per allow-list entry (cap_allow of them) */
     uint32_t allow_ts_cap;
     uint64_t window;                  /* start of the current second */
     uint32_t inits_in_window;         /* INITs with a good mac1 in it */
@@ -100,15 +105,16 @@ pure_src_bucket *pure_admit_bucket(pure_admit *a, const pure_alloc *al, const pu
  * 1 if there was one, 0 if the source is over its rate. */
 int pure_admit_take_token(pure_src_bucket *b, uint32_t rate, uint64_t now);
 
-/* Replay check of an authenticated INIT's timestamp for the initiator key `key`: returns 1 (and
- * raises the greatest seen to ts) if ts is less than PURE_INIT_TS_WINDOW below the greatest
- * seen from that key, 0 if not (a replay). The window lets processes sharing one key connect at
- * once (their clocks race); an exact copy of an INIT inside it is caught by the cache of
- * ephemeral keys (pure_admit_seen) before any DH. allow_index is
+/* Replay check of an authenticated INIT's timestamp for the initiator key `key` at our time
+ * `now`: returns 1 (and raises the greatest seen to ts) if ts is above the greatest seen from
+ * that key, or below it by less than PURE_INIT_TS_WINDOW while that greatest arrived less than
+ * PURE_INIT_TS_WINDOW ago; 0 if not (a replay). The window lets processes sharing one key
+ * connect at once (their clocks race); an exact copy of an INIT inside it is caught by the
+ * cache of ephemeral keys (pure_admit_seen) before any DH. allow_index is
  * the key's index in the allow list, or -1 (allow_any: the set-associative table, which forgets
  * the least recently written key of a full set). Returns PURE_ENOMEM if a table cannot be
  * allocated. */
 int pure_admit_fresh(pure_admit *a, const pure_alloc *al, const uint8_t key[PURE_KEY_LEN],
-                     int64_t allow_index, uint32_t allow_cap, uint64_t ts);
+                     int64_t allow_index, uint32_t allow_cap, uint64_t ts, uint64_t now);
 
 #endif

@@ -507,7 +507,7 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
         status = PURE_RESP_NOT_ALLOWED;
     } else {
         int fresh = pure_admit_fresh(&ctx->admit, &ctx->alloc, noise.rs, allow_index,
-                                     ctx->cap_allow, get_u64be(payload));
+                                     ctx->cap_allow, get_u64be(payload), now);
         if (fresh != 1) {
             if (fresh == 0)
                 ctx->guard.inits_replayed++;
