@@ -58,8 +58,9 @@ static int build_init(pure_link *link)
     pure_hs *hs = link->hs;
     size_t slen = strlen(hs->service);
     pure_noise_wipe(&hs->noise);
-    int rc = pure_noise_init(&hs->noise, ctx->crypto, 1, (const uint8_t *)PURE_PROLOGUE,
-                             strlen(PURE_PROLOGUE), ctx->s.private_key, link->peer_key);
+    int rc = pure_noise_init_keys(&hs->noise, ctx->crypto, 1, (const uint8_t *)PURE_PROLOGUE,
+                                  strlen(PURE_PROLOGUE), ctx->s.private_key, ctx->public_key,
+                                  link->peer_key);
     if (rc)
         return rc;
     uint8_t e[PURE_DH_LEN];
@@ -347,8 +348,9 @@ static int read_init(pure_ctx *ctx, pure_noise *noise, const uint8_t *d, size_t 
                      uint8_t *payload, size_t cap)
 {
     size_t plen = 0;
-    if (pure_noise_init(noise, ctx->crypto, 0, (const uint8_t *)PURE_PROLOGUE,
-                        strlen(PURE_PROLOGUE), ctx->s.private_key, NULL) != 0)
+    if (pure_noise_init_keys(noise, ctx->crypto, 0, (const uint8_t *)PURE_PROLOGUE,
+                             strlen(PURE_PROLOGUE), ctx->s.private_key, ctx->public_key,
+                             NULL) != 0)
         return -1;
     ctx->guard.dh_ops += 2;
     if (pure_noise_read_msg1(noise, d + PURE_INIT_FIXED, n - PURE_INIT_FIXED - 2 * PURE_MAC_LEN,
@@ -551,6 +553,7 @@ int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size
     pure_noise *noise = &link->hs->noise;
     uint8_t payload[PURE_RESP_PAYLOAD];
     size_t plen = 0;
+    ctx->guard.dh_ops += 2; /* ee, se */
     int rc = pure_noise_read_msg2(noise, d + PURE_RESP_FIXED, n - PURE_RESP_FIXED, payload,
                                   sizeof payload, &plen);
     if (rc != 0 || plen != PURE_RESP_PAYLOAD) {
