@@ -58,8 +58,9 @@ static int build_init(pure_link *link)
     pure_hs *hs = link->hs;
     size_t slen = strlen(hs->service);
     pure_noise_wipe(&hs->noise);
-    int rc = pure_noise_init(&hs->noise, ctx->crypto, 1, (const uint8_t *)PURE_PROLOGUE,
-                             strlen(PURE_PROLOGUE), ctx->s.private_key, link->peer_key);
+    int rc = pure_noise_init_keys(&hs->noise, ctx->crypto, 1, (const uint8_t *)PURE_PROLOGUE,
+                                  strlen(PURE_PROLOGUE), ctx->s.private_key, ctx->public_key,
+                                  link->peer_key);
     if (rc)
         return rc;
     uint8_t e[PURE_DH_LEN];
@@ -274,26 +275,30 @@ static void send_reject(pure_ctx *ctx, const pure_addr *from, uint32_t sender,
     c->len = PURE_REJECT_PKT;
 }
 
-/* The cookie for an INIT: a MAC of its source address and ephemeral key under the jar's
- * rotating secret, so it proves the address and admits only that INIT (and its resends). */
-static int cookie_for(pure_ctx *ctx, const pure_addr *from, const uint8_t *init, uint64_t now,
-                      int verify, const uint8_t *mac2_of, size_t mac2_len, const uint8_t *mac2)
+/* What a cookie is a MAC of: the INIT's source address and its ephemeral key, so a cookie
+ * proves the address and admits only that INIT (and its resends). Returns the length. */
+static size_t cookie_input(const pure_addr *from, const uint8_t *init,
+                           uint8_t what[sizeof from->bytes + PURE_DH_LEN])
 {
-    uint8_t what[sizeof from->bytes + PURE_DH_LEN];
     size_t alen = from->len <= sizeof from->bytes ? from->len : sizeof from->bytes;
     memcpy(what, from->bytes, alen);
     memcpy(what + alen, init + PURE_INIT_FIXED, PURE_DH_LEN);
-    if (!verify)
-        return pure_cookie_make(&ctx->cookies, ctx->crypto, now, what, alen + PURE_DH_LEN,
-                                (uint8_t *)mac2); /* mac2 is the output here */
-    /* mac2 = MAC(cookie, INIT up to mac2), for the current and the previous secret */
-    uint8_t cookies[2][PURE_COOKIE_LEN];
-    int n = pure_cookie_both(&ctx->cookies, ctx->crypto, now, what, alen + PURE_DH_LEN, cookies);
+    return alen + PURE_DH_LEN;
+}
+
+/* 0 if the INIT's mac2 was made with a cookie of ours (current or previous secret) for its
+ * source address and ephemeral key. */
+static int mac2_valid(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
+                      uint64_t now)
+{
+    uint8_t what[sizeof from->bytes + PURE_DH_LEN], cookies[2][PURE_COOKIE_LEN];
+    int k = pure_cookie_both(&ctx->cookies, ctx->crypto, now, what, cookie_input(from, d, what),
+                             cookies);
     int ok = 0;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < k; i++) {
         uint8_t want[PURE_MAC_LEN];
-        pure_admit_mac(ctx->crypto, cookies[i], PURE_COOKIE_LEN, mac2_of, mac2_len, want);
-        ok |= pure_admit_mac_equal(want, mac2);
+        pure_admit_mac(ctx->crypto, cookies[i], PURE_COOKIE_LEN, d, n - PURE_MAC_LEN, want);
+        ok |= pure_admit_mac_equal(want, d + n - PURE_MAC_LEN);
     }
     pure_wipe(cookies, sizeof cookies);
     return ok ? 0 : PURE_ECRYPTO;
@@ -303,8 +308,9 @@ static int cookie_for(pure_ctx *ctx, const pure_addr *from, const uint8_t *init,
 static void send_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
                         uint32_t sender, uint64_t now)
 {
-    uint8_t cookie[PURE_COOKIE_LEN], nonce[PURE_NONCE_LEN];
-    if (cookie_for(ctx, from, d, now, 0, NULL, 0, cookie) != 0 ||
+    uint8_t what[sizeof from->bytes + PURE_DH_LEN], cookie[PURE_COOKIE_LEN], nonce[PURE_NONCE_LEN];
+    if (pure_cookie_make(&ctx->cookies, ctx->crypto, now, what, cookie_input(from, d, what),
+                         cookie) != 0 ||
         pure_ctx_random(ctx, nonce, sizeof nonce) != 0)
         return;
     pure_ctl *c = pure_ctx_ctl_push(ctx, from);
@@ -347,8 +353,9 @@ static int read_init(pure_ctx *ctx, pure_noise *noise, const uint8_t *d, size_t 
                      uint8_t *payload, size_t cap)
 {
     size_t plen = 0;
-    if (pure_noise_init(noise, ctx->crypto, 0, (const uint8_t *)PURE_PROLOGUE,
-                        strlen(PURE_PROLOGUE), ctx->s.private_key, NULL) != 0)
+    if (pure_noise_init_keys(noise, ctx->crypto, 0, (const uint8_t *)PURE_PROLOGUE,
+                             strlen(PURE_PROLOGUE), ctx->s.private_key, ctx->public_key,
+                             NULL) != 0)
         return -1;
     ctx->guard.dh_ops += 2;
     if (pure_noise_read_msg1(noise, d + PURE_INIT_FIXED, n - PURE_INIT_FIXED - 2 * PURE_MAC_LEN,
@@ -431,7 +438,7 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
     }
     admit_window(ctx, now);
     uint32_t sender = get_u32le(d + 1);
-    const uint8_t *mac1 = d + n - 2 * PURE_MAC_LEN, *mac2 = d + n - PURE_MAC_LEN;
+    const uint8_t *mac1 = d + n - 2 * PURE_MAC_LEN;
 
     /* 1. mac1: the sender knows our public key. One HMAC; nothing else is spent on a datagram
      *    that fails it. */
@@ -469,7 +476,7 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
     /* 4. Under load: proof of the source address (mac2, from a cookie bound to this INIT), then
      *    the source's share: its token bucket. */
     int load = under_load(ctx);
-    if (load && cookie_for(ctx, from, d, now, 1, d, n - PURE_MAC_LEN, mac2) != 0) {
+    if (load && mac2_valid(ctx, from, d, n, now) != 0) {
         send_cookie(ctx, from, d, n, sender, now);
         return;
     }
@@ -551,6 +558,7 @@ int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size
     pure_noise *noise = &link->hs->noise;
     uint8_t payload[PURE_RESP_PAYLOAD];
     size_t plen = 0;
+    ctx->guard.dh_ops += 2; /* ee, se */
     int rc = pure_noise_read_msg2(noise, d + PURE_RESP_FIXED, n - PURE_RESP_FIXED, payload,
                                   sizeof payload, &plen);
     if (rc != 0 || plen != PURE_RESP_PAYLOAD) {
