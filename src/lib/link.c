@@ -87,6 +87,8 @@ void pure_link_set_state(pure_link *link, enum pure_link_state st)
         link->state = PURE_LS_CLOSED;
         return;
     }
+    if (link->half_open)
+        pure_hs_half_open_end(link, st == PURE_LS_OPEN); /* every way out of UNVALIDATED */
     link->state = (uint8_t)st;
 }
 
@@ -163,6 +165,8 @@ void pure_link_update_timer(pure_link *link, uint64_t now)
             d = min64(d, link->close_deadline);
         d = min64(d, link->pace_at);
         d = min64(d, link->release_at);
+        if (link->rx_retire == PURE_RX_RETIRE_TIMED && link->b)
+            d = min64(d, link->b->rx_retire_at);
         break;
     case PURE_LS_CLOSING:
         d = min64(link->close_deadline, link->pace_at);
@@ -213,6 +217,8 @@ void pure_link_on_timer(pure_link *link, uint64_t now)
             link->pace_at = UINT64_MAX;
             pure_ctx_mark_pending(link->ctx, link);
         }
+        if (link->rx_retire == PURE_RX_RETIRE_TIMED && link->b && now >= link->b->rx_retire_at)
+            pure_keys_retire(link);
         if (now >= link->release_at) {
             /* Only a link quiet for the whole period gives its state back; one still receiving
              * (or sending) is looked at again a period after its last packet. */
@@ -297,8 +303,6 @@ void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *
         pure_link_notify_closed(link, error, NULL);
         return;
     }
-    if (link->state == PURE_LS_UNVALIDATED && ctx->half_open)
-        ctx->half_open--;
     pure_link_set_state(link, PURE_LS_CLOSED);
     pure_link_notify_closed(link, error, reason);
     pure_ctx_timer_set(ctx, link, UINT64_MAX);
@@ -620,6 +624,10 @@ static void unbusy(pure_link *link)
     pure_busy *b = link->b;
     if (!b)
         return;
+    /* The previous receive key's deadline lives here: a link quiet for this long has no late
+     * packets on the way, so the key goes now. */
+    if (link->rx_retire == PURE_RX_RETIRE_TIMED)
+        pure_keys_retire(link);
     const pure_alloc *a = &link->ctx->alloc;
     /* After idleness the RTT estimate is stale: a peer waking many links at once may take far
      * longer to answer than the path's old RTT, and probes sent on that old estimate only add to

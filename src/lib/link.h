@@ -11,6 +11,7 @@
 
 #include "pure.h"
 
+#include "admit.h"
 #include "alloc.h"
 #include "cc.h"
 #include "cookie.h"
@@ -80,6 +81,7 @@ typedef struct pure_busy {
     pure_ranges oo;        /* out-of-order byte ranges held in ring */
     pure_msgparse parse;
     char close_reason[48];
+    uint64_t rx_retire_at; /* when the previous receive key is wiped (link->rx_retire) */
     /* rxmem.c: the context's list of links held back by max_receive_memory, oldest first */
     pure_link *held_prev, *held_next;
     uint8_t held;
@@ -94,12 +96,27 @@ typedef struct pure_hs {
     uint8_t retries;
     uint8_t rejected;  /* a REJECT hint arrived: report PURE_EKEY if nothing better comes */
     uint8_t send_pending;
-    uint8_t cookie[PURE_COOKIE_LEN];
-    uint8_t has_cookie;
     uint64_t started;
     uint64_t retry_at;
     char service[PURE_SERVICE_MAX + 1];
+    uint8_t in_flight;            /* counted in ctx->hs_in_flight */
+    uint8_t queued;               /* waiting in the context's handshake queue */
+    struct pure_link *queue_prev, *queue_next;
 } pure_hs;
+
+/* Handshakes a context runs at once as initiator; more wait in a queue, so a program that opens
+ * thousands of links at once stays within a responder's half-open limit per address
+ * (pure_settings.half_open_per_addr, default 64). */
+#define PURE_HS_IN_FLIGHT 64
+
+/* Where the receive key of the phase not in use stands after a switch (link->rx_retire): a
+ * previous key is kept for late packets until three probe timeouts after the peer's first packet
+ * under its successor, then wiped (keys.c). */
+enum pure_rx_retire {
+    PURE_RX_RETIRE_NONE = 0, /* rx[key_phase ^ 1] is empty or the next key */
+    PURE_RX_RETIRE_WAIT,     /* it is the previous key; the peer has not yet sent under the new */
+    PURE_RX_RETIRE_TIMED,    /* it is the previous key, wiped at b->rx_retire_at */
+};
 
 /* Transport keys of one direction and phase. The AEAD context (about 1 KB inside OpenSSL) is
  * scheduled from `key` on first use and released while the link is idle. */
@@ -137,6 +154,8 @@ struct pure_link {
     uint8_t preamble_seen; /* the peer's stream preamble was checked (kept while b is released) */
     uint8_t close_requested; /* pure_link_close: CLOSE goes once everything accepted is acked */
     uint8_t recv_paused;   /* pure_link_pause_recv: no new receive credit is granted */
+    uint8_t half_open;     /* responder: counted in ctx->half_open and its source's bucket */
+    uint8_t rx_retire;     /* enum pure_rx_retire: the previous receive key after a switch */
     uint32_t ck_gen;           /* rekeys mixed into ck so far */
     uint32_t msg_len;      /* length of the message at msg_boundary, once read */
     uint32_t sent_cap;
@@ -144,12 +163,15 @@ struct pure_link {
     uint32_t loss_rate;    /* EWMA of lost packets, 1/65536ths */
     uint32_t rx_unacked;   /* ack-eliciting packets since our last ACK */
     uint16_t mss;          /* largest datagram this link sends (shrinks if the path says so) */
+    uint16_t resp_len;     /* of resp, below */
 
     pure_addr peer;
     uint8_t peer_key[PURE_KEY_LEN];
+    uint32_t rx_failed[2]; /* packets that failed to open under each receive key (by phase) since
+                              it was installed: the integrity limit (max_failed_opens, clamped to
+                              32 bits) */
     pure_hs *hs;
     uint8_t *resp;         /* responder: the RESP datagram, kept until the link is validated */
-    uint16_t resp_len;
     uint64_t init_tag;     /* the INIT's sender index and ephemeral key, to spot its resends */
 
     /* keys */
@@ -248,9 +270,11 @@ struct pure_ctx {
     /* links by local index: open addressing, linear probing */
     pure_link **table;
     uint32_t table_cap, table_used;
-    uint32_t half_open;
-    uint64_t init_window;     /* start of the current second of INIT counting */
-    uint32_t inits_in_window; /* INITs seen in it (authentic or not) */
+    uint32_t half_open;       /* responder links not yet validated */
+    pure_admit admit;         /* handshake admission (admit.h) */
+    uint64_t last_init_ts;    /* the timestamp of the last INIT this context made */
+    uint32_t hs_in_flight;    /* initiator handshakes under way (PURE_HS_IN_FLIGHT at most) */
+    pure_link *hs_queue_head, *hs_queue_tail; /* initiator handshakes waiting their turn */
 
     /* timers: a binary min-heap of links by deadline */
     pure_link **heap;
@@ -299,13 +323,18 @@ pure_link *pure_ctx_table_find(pure_ctx *ctx, uint32_t index);
 pure_link *pure_ctx_link_new(pure_ctx *ctx);   /* zeroed, or NULL */
 void pure_ctx_link_free(pure_ctx *ctx, pure_link *link);
 int pure_ctx_hs_add(pure_ctx *ctx, pure_link *link);
-pure_link *pure_ctx_hs_find(pure_ctx *ctx, uint64_t tag);
+/* The unvalidated link an INIT with this tag from `from` with this sender index made, if any. */
+pure_link *pure_ctx_hs_find(pure_ctx *ctx, uint64_t tag, const pure_addr *from, uint32_t sender);
 void pure_ctx_hs_remove(pure_ctx *ctx, pure_link *link);
 void pure_ctx_timer_set(pure_ctx *ctx, pure_link *link, uint64_t deadline);
 void pure_ctx_mark_pending(pure_ctx *ctx, pure_link *link);
 pure_ctl *pure_ctx_ctl_push(pure_ctx *ctx, const pure_addr *to);
 int pure_ctx_service_index(const pure_ctx *ctx, const char *name, size_t len); /* -1 if none */
 int pure_ctx_allowed(const pure_ctx *ctx, const uint8_t key[PURE_KEY_LEN]);
+/* The key's index in the allow list; -1 if it is not there but allow_any is set; -2 if refused. */
+int64_t pure_ctx_allow_index(const pure_ctx *ctx, const uint8_t key[PURE_KEY_LEN]);
+/* The wall clock (settings.realtime, or CLOCK_REALTIME), ns since 1970. */
+uint64_t pure_ctx_realtime(const pure_ctx *ctx);
 int pure_addr_equal(const pure_addr *a, const pure_addr *b);
 
 /* handshake.c */
@@ -315,14 +344,33 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
                      uint64_t now);
 int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
                     uint64_t now);
-int pure_hs_on_cookie(pure_ctx *ctx, const uint8_t *d, size_t n, uint64_t now);
-int pure_hs_on_reject(pure_ctx *ctx, const uint8_t *d, size_t n, uint64_t now);
+int pure_hs_on_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
+                      uint64_t now);
+int pure_hs_on_reject(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
+                      uint64_t now);
+/* A responder link leaves the half-open state (validated or closed): uncounts it once. */
+void pure_hs_half_open_end(pure_link *link, int validated);
 void pure_hs_timeout(pure_link *link, uint64_t now);
 void pure_hs_free(pure_link *link);
 
 /* keys.c */
 int pure_keys_install(pure_link *link, const uint8_t k_send[32], const uint8_t k_recv[32]);
 int pure_keys_derive(pure_ctx *ctx, pure_dir_keys *k, const uint8_t split[32]);
+/* Derives the receive key of `phase`: its failed-open count starts from zero, and a previous key
+ * it replaces needs no retiring any more. */
+int pure_keys_derive_rx(pure_link *link, uint8_t phase, const uint8_t split[32]);
+/* Opens the DATA packet d (n bytes, packet number pn) in place under the receive key its phase
+ * bit names. Returns 0, or PURE_ECRYPTO: the link holds no such key (never installed, or
+ * retired), or the packet does not authenticate; it is counted then (dropped_auth; a failed
+ * open also in the key's rx_failed and guard.failed_opens), its payload zeroed, and a key that
+ * reaches max_failed_opens closes the link with PURE_ECRYPTO. */
+int pure_keys_open(pure_link *link, uint8_t *d, size_t n, uint64_t pn, uint64_t now);
+/* A switch made rx[key_phase ^ 1] the previous receive key: keep it for late packets. */
+void pure_keys_retire_wait(pure_link *link);
+/* The peer sent under the new receive key: wipe the previous one three probe timeouts from now. */
+void pure_keys_retire_later(pure_link *link, uint64_t now);
+/* Wipes the previous receive key now (its deadline passed, or the link fell idle). */
+void pure_keys_retire(pure_link *link);
 /* The direction's AEAD, scheduled on demand; NULL if it has no keys or scheduling failed. */
 pure_aead *pure_keys_aead(pure_ctx *ctx, pure_dir_keys *k);
 /* Releases the scheduled AEAD contexts of an idle link (keys are kept). */

@@ -272,23 +272,12 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         return PURE_EINVAL;
     }
     uint8_t phase = d[0] & 1;
-    pure_dir_keys *k = &link->rx[phase];
-    pure_aead *aead = pure_keys_aead(ctx, k);
-    if (!aead) {
-        ctx->st.dropped_auth++;
-        link->st.dropped_auth++;
-        return PURE_ECRYPTO;
-    }
-    uint8_t nonce[PURE_NONCE_LEN];
-    pure_keys_nonce(nonce, k->iv, pn);
     size_t plen = n - PURE_DATA_HEADER - PURE_TAG_LEN;
     uint8_t *payload = d + PURE_DATA_HEADER;
-    if (ctx->crypto->aead_open(aead, nonce, d, PURE_DATA_HEADER, payload, plen,
-                               payload + plen) != 0) {
-        ctx->st.dropped_auth++;
-        link->st.dropped_auth++;
-        return PURE_ECRYPTO;
-    }
+    /* decryption, and its limits: failed opens counted per key, old keys retired (keys.c) */
+    int orc = pure_keys_open(link, d, n, pn, now);
+    if (orc != 0)
+        return orc;
     if (pure_link_busy(link, now) != 0)
         return PURE_ENOMEM;
     pure_replay_commit(&link->b->replay, pn);
@@ -302,8 +291,6 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
 
     if (link->state == PURE_LS_UNVALIDATED) {
         /* The initiator holds the keys: the handshake is complete and its address proven. */
-        if (ctx->half_open)
-            ctx->half_open--;
         pure_hs_free(link); /* the RESP buffer */
         pure_link_open(link, now);
         ctx->st.handshakes_accepted++;
@@ -331,8 +318,8 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         link->amp_sent = 0;
         link->ping_pending = 1;
     }
-    if (link->path_unvalidated)
-        link->amp_received += n;
+    if (link->path_unvalidated && pure_addr_equal(from, &link->peer))
+        link->amp_received += n; /* only what came from the address being answered counts */
 
     const uint8_t *p = payload, *end = payload + plen;
     int eliciting = 0, dropped = 0;
