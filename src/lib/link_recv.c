@@ -41,21 +41,34 @@ static int feed(pure_link *link, const uint8_t *p, size_t n, uint64_t now)
     return rc == 1 ? 0 : rc; /* 1: stopped because the link closed */
 }
 
-/* Makes the ring hold at least `need` bytes past recv_next, keeping what it holds. Returns 0,
- * PURE_EAGAIN (max_receive_memory leaves no room for it) or PURE_ENOMEM. */
-static int ring_reserve(pure_link *link, uint64_t need, uint64_t now)
+/* The ring size, doubling from `from` (64 KiB at first), that holds n bytes. */
+static uint64_t ring_size(uint64_t from, uint64_t n)
 {
-    if (need <= link->b->ring_cap)
-        return 0;
-    uint64_t cap = link->b->ring_cap ? link->b->ring_cap : 65536;
-    while (cap < need)
+    uint64_t cap = from ? from : 65536;
+    while (cap < n)
         cap *= 2;
+    return cap;
+}
+
+/* Makes the ring hold at least `want` bytes past recv_next (the credit outstanding, so it grows
+ * once), or if memory is short at least `need` (the bytes at hand), keeping what it holds.
+ * Returns 0, PURE_EAGAIN (max_receive_memory leaves no room even for `need`) or PURE_ENOMEM. */
+static int ring_reserve(pure_link *link, uint64_t want, uint64_t need, uint64_t now)
+{
+    if (want <= link->b->ring_cap)
+        return 0;
     /* Both rings live during the copy, so the new one must fit in what is left beside the old.
-     * If not, the link is held back (or becomes the owner and tries again); out-of-order bytes
-     * dropped here are simply sent again. */
-    if (cap > pure_rxmem_ring_limit(link) &&
-        (!pure_rxmem_claim(link, now) || cap > pure_rxmem_ring_limit(link)))
-        return PURE_EAGAIN;
+     * If not even the bytes at hand fit, the link is held back (or becomes the owner and tries
+     * again); out-of-order bytes dropped here are simply sent again. */
+    uint64_t cap = ring_size(link->b->ring_cap, want);
+    if (cap > pure_rxmem_ring_limit(link)) {
+        if (need <= link->b->ring_cap)
+            return 0;
+        cap = ring_size(link->b->ring_cap, need);
+        if (cap > pure_rxmem_ring_limit(link) &&
+            (!pure_rxmem_claim(link, now) || cap > pure_rxmem_ring_limit(link)))
+            return PURE_EAGAIN;
+    }
     pure_alloc a = pure_rxmem_alloc(link->ctx);
     uint8_t *r = pure_mem_alloc(&a, (size_t)cap);
     if (!r)
@@ -180,7 +193,8 @@ static int on_data(pure_link *link, const pure_frame *f, uint64_t now)
                 return rc;
             update_credit(link, now);
         } else {
-            if (ring_reserve(link, link->credit_sent - link->recv_next, now) != 0)
+            if (ring_reserve(link, link->credit_sent - link->recv_next, end - link->recv_next,
+                             now) != 0)
                 return DATA_DROPPED;
             if (pure_ranges_add(&link->b->oo, &link->ctx->alloc, off, end) != 0)
                 return DATA_DROPPED;

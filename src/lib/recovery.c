@@ -295,8 +295,7 @@ void pure_recovery_probe_now(pure_link *link)
     if (!link->b || link->pto_count == 0 || link->eliciting_in_flight == 0)
         return;
     link->probe_pending = 1;
-    if (pure_ranges_empty(&link->b->lost))
-        resend_oldest(link);
+    resend_oldest(link); /* lost bytes go lowest first: these lead */
     pure_ctx_mark_pending(link->ctx, link);
 }
 
@@ -313,14 +312,14 @@ void pure_recovery_on_timeout(pure_link *link, uint64_t now)
         return;
     /* Probe timeout: send up to two ack-eliciting packets, ignoring the congestion window. If
      * nothing new or lost waits, resend the oldest outstanding data; from the second timeout in
-     * a row, resend it anyway: the peer acknowledged none of the new data the first probe
-     * carried, as when a receiver short of memory (max_receive_memory) drops what it cannot
-     * hold, and only the oldest bytes can move it on. */
+     * a row, resend it anyway, ahead of other lost bytes: the peer acknowledged nothing the
+     * first probe carried, as when a receiver short of memory (max_receive_memory) drops what
+     * it cannot hold, and only the oldest bytes can move it on. */
     link->pto_count++;
     link->st.ptos++;
     link->probe_pending = 2;
-    if (pure_ranges_empty(&link->b->lost) &&
-        (link->send_next >= link->sb.end || link->pto_count >= 2))
+    if ((pure_ranges_empty(&link->b->lost) && link->send_next >= link->sb.end) ||
+        link->pto_count >= 2)
         resend_oldest(link);
     pure_ctx_mark_pending(link->ctx, link);
 }
