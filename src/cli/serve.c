@@ -12,7 +12,7 @@
 
 static const char serve_help[] =
     "usage: pure serve --listen ADDR:PORT (--key FILE | --ephemeral)\n"
-    "                  [--allow FILE | --allow-any] [--services LIST]\n"
+    "                  [--allow FILE | --allow-any] [--silent] [--services LIST]\n"
     "                  [--keepalive SECONDS] [--stats-every SECONDS] [--verbose]\n"
     "\n"
     "Accepts links on a UDP socket and serves them until SIGINT or SIGTERM, then closes\n"
@@ -28,6 +28,9 @@ static const char serve_help[] =
     "                      pure-pub:... key per line; # starts a comment)\n"
     "  --allow-any         accept any client key (the default with --ephemeral; with --key,\n"
     "                      one of --allow/--allow-any is required)\n"
+    "  --silent            answer nothing to a client that does not know this server's public\n"
+    "                      key or whose key is not allowed (no REJECT, no refusal): a probe\n"
+    "                      cannot tell a Pure server is there\n"
     "  --services LIST     comma-separated services to offer (default drain,echo,sink):\n"
     "                        drain  counts messages and body bytes; when the client finishes\n"
     "                               its stream, replies with one 16-byte message (u64 count,\n"
@@ -482,10 +485,10 @@ int cli_serve(int argc, char **argv)
         {"ephemeral", no_argument, NULL, 'e'},    {"allow", required_argument, NULL, 'a'},
         {"allow-any", no_argument, NULL, 'A'},    {"services", required_argument, NULL, 's'},
         {"keepalive", required_argument, NULL, 'K'}, {"verbose", no_argument, NULL, 'v'},
-        {"stats-every", required_argument, NULL, 'E'},
+        {"stats-every", required_argument, NULL, 'E'}, {"silent", no_argument, NULL, 'S'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *listen = NULL, *keyfile = NULL, *allow = NULL, *svc = "drain,echo,sink";
-    int ephemeral = 0, allow_any = 0, verbose = 0, c;
+    int ephemeral = 0, allow_any = 0, verbose = 0, silent = 0, c;
     uint64_t keepalive = 0, stats_every = 0;
     opterr = 0;
     optind = 1;
@@ -496,6 +499,7 @@ int cli_serve(int argc, char **argv)
         case 'e': ephemeral = 1; break;
         case 'a': allow = optarg; break;
         case 'A': allow_any = 1; break;
+        case 'S': silent = 1; break;
         case 's': svc = optarg; break;
         case 'v': verbose = 1; break;
         case 'K':
@@ -547,6 +551,7 @@ int cli_serve(int argc, char **argv)
     }
     st.allow_any = allow_any || (ephemeral && !allow);
     st.keepalive = keepalive;
+    st.respond_to_unknown = !silent;
     st.callbacks = &callbacks;
     st.user = &srv;
     int rc = pure_ctx_new(&st, &srv.ctx);

@@ -100,6 +100,21 @@ int pure_cookie_verify(pure_cookie_jar *j, const pure_crypto *c, uint64_t now,
     return ok ? 0 : PURE_ECRYPTO;
 }
 
+int pure_cookie_both(pure_cookie_jar *j, const pure_crypto *c, uint64_t now, const uint8_t *addr,
+                     size_t addrlen, uint8_t cookies[2][PURE_COOKIE_LEN])
+{
+    int rc;
+    if (j == NULL || c == NULL || cookies == NULL || (addr == NULL && addrlen > 0) || !j->ready)
+        return PURE_EINVAL;
+    if ((rc = rotate(j, c, now)) != 0)
+        return rc;
+    mac(c, j->cur, addr, addrlen, cookies[0]);
+    if (!j->has_prev)
+        return 1;
+    mac(c, j->prev, addr, addrlen, cookies[1]);
+    return 2;
+}
+
 void pure_cookie_wipe(pure_cookie_jar *j)
 {
     if (j != NULL)

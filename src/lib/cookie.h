@@ -43,6 +43,12 @@ int pure_cookie_make(pure_cookie_jar *j, const pure_crypto *c, uint64_t now, con
 int pure_cookie_verify(pure_cookie_jar *j, const pure_crypto *c, uint64_t now,
                        const uint8_t *addr, size_t addrlen, const uint8_t cookie[PURE_COOKIE_LEN]);
 
+/* The cookies addr would get under the current and, if still valid, the previous secret, for a
+ * caller that checks a MAC made with the cookie rather than the cookie itself. Returns how many
+ * (1 or 2), or a negative code as pure_cookie_make. The caller wipes them after use. */
+int pure_cookie_both(pure_cookie_jar *j, const pure_crypto *c, uint64_t now, const uint8_t *addr,
+                     size_t addrlen, uint8_t cookies[2][PURE_COOKIE_LEN]);
+
 /* Zeroes the secrets (the jar must be initialised again before use). */
 void pure_cookie_wipe(pure_cookie_jar *j);
 

@@ -4,6 +4,7 @@
  * read/write/timeout entry points that dispatch datagrams and time to links. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "link.h"
 
@@ -134,7 +135,9 @@ int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
         pure_mem_free(&a, ctx, sizeof *ctx);
         return PURE_EINVAL;
     }
-    if (pure_cookie_init(&ctx->cookies, ctx->crypto, 0) != 0) {
+    if (pure_cookie_init(&ctx->cookies, ctx->crypto, 0) != 0 ||
+        pure_admit_init(&ctx->admit, ctx->crypto, ctx->public_key, s->random, s->random_user) !=
+            0) {
         pure_ctx_free(ctx);
         return PURE_ECRYPTO;
     }
@@ -185,6 +188,7 @@ void pure_ctx_free(pure_ctx *ctx)
     pure_mem_free(&ctx->alloc, ctx->services, ctx->cap_services * sizeof *ctx->services);
     pure_mem_free(&ctx->alloc, ctx->allow, ctx->cap_allow * sizeof *ctx->allow);
     pure_cookie_wipe(&ctx->cookies);
+    pure_admit_free(&ctx->admit, &ctx->alloc);
     pure_alloc a = ctx->alloc;
     pure_wipe(ctx, sizeof *ctx);
     pure_mem_free(&a, ctx, sizeof *ctx);
@@ -239,6 +243,23 @@ int pure_ctx_allow(pure_ctx *ctx, const uint8_t pub[PURE_KEY_LEN])
         return PURE_ENOMEM;
     memcpy(ctx->allow[ctx->n_allow++], pub, PURE_KEY_LEN);
     return 0;
+}
+
+int64_t pure_ctx_allow_index(const pure_ctx *ctx, const uint8_t key[PURE_KEY_LEN])
+{
+    for (uint32_t i = 0; i < ctx->n_allow; i++)
+        if (memcmp(ctx->allow[i], key, PURE_KEY_LEN) == 0)
+            return i;
+    return ctx->s.allow_any ? -1 : -2;
+}
+
+uint64_t pure_ctx_realtime(const pure_ctx *ctx)
+{
+    if (ctx->s.realtime)
+        return ctx->s.realtime(ctx->s.realtime_user);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 int pure_ctx_allowed(const pure_ctx *ctx, const uint8_t key[PURE_KEY_LEN])
@@ -424,13 +445,16 @@ int pure_ctx_hs_add(pure_ctx *ctx, pure_link *link)
     return 0;
 }
 
-pure_link *pure_ctx_hs_find(pure_ctx *ctx, uint64_t tag)
+pure_link *pure_ctx_hs_find(pure_ctx *ctx, uint64_t tag, const pure_addr *from, uint32_t sender)
 {
     if (!ctx->hs_cap)
         return NULL;
+    /* every entry with the tag is looked at: copies of an INIT from other addresses must not
+     * hide the one its own sender resends */
     uint32_t j = tag_slot(tag, ctx->hs_cap);
     for (pure_link *l; (l = ctx->hs_table[j]) != NULL; j = (j + 1) & (ctx->hs_cap - 1))
-        if (l->init_tag == tag)
+        if (l->init_tag == tag && l->state == PURE_LS_UNVALIDATED && l->remote_index == sender &&
+            pure_addr_equal(&l->peer, from))
             return l;
     return NULL;
 }
@@ -747,10 +771,10 @@ int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, ui
             rc = pure_hs_on_resp(ctx, from, d, n, now);
             break;
         case PURE_PKT_COOKIE:
-            rc = pure_hs_on_cookie(ctx, d, n, now);
+            rc = pure_hs_on_cookie(ctx, from, d, n, now);
             break;
         case PURE_PKT_REJECT:
-            rc = pure_hs_on_reject(ctx, d, n, now);
+            rc = pure_hs_on_reject(ctx, from, d, n, now);
             break;
         default:
             rc = PURE_EPROTO;

@@ -87,6 +87,8 @@ void pure_link_set_state(pure_link *link, enum pure_link_state st)
         link->state = PURE_LS_CLOSED;
         return;
     }
+    if (link->half_open)
+        pure_hs_half_open_end(link, st == PURE_LS_OPEN); /* every way out of UNVALIDATED */
     link->state = (uint8_t)st;
 }
 
@@ -297,8 +299,6 @@ void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *
         pure_link_notify_closed(link, error, NULL);
         return;
     }
-    if (link->state == PURE_LS_UNVALIDATED && ctx->half_open)
-        ctx->half_open--;
     pure_link_set_state(link, PURE_LS_CLOSED);
     pure_link_notify_closed(link, error, reason);
     pure_ctx_timer_set(ctx, link, UINT64_MAX);

@@ -10,6 +10,7 @@
 
 #include "pure.h"
 
+#include "admit.h"
 #include "alloc.h"
 #include "cc.h"
 #include "cookie.h"
@@ -88,12 +89,18 @@ typedef struct pure_hs {
     uint8_t retries;
     uint8_t rejected;  /* a REJECT hint arrived: report PURE_EKEY if nothing better comes */
     uint8_t send_pending;
-    uint8_t cookie[PURE_COOKIE_LEN];
-    uint8_t has_cookie;
     uint64_t started;
     uint64_t retry_at;
     char service[PURE_SERVICE_MAX + 1];
+    uint8_t in_flight;            /* counted in ctx->hs_in_flight */
+    uint8_t queued;               /* waiting in the context's handshake queue */
+    struct pure_link *queue_prev, *queue_next;
 } pure_hs;
+
+/* Handshakes a context runs at once as initiator; more wait in a queue, so a program that opens
+ * thousands of links at once stays within a responder's half-open limit per address
+ * (pure_settings.half_open_per_addr, default 64). */
+#define PURE_HS_IN_FLIGHT 64
 
 /* Transport keys of one direction and phase. The AEAD context (about 1 KB inside OpenSSL) is
  * scheduled from `key` on first use and released while the link is idle. */
@@ -131,6 +138,7 @@ struct pure_link {
     uint8_t preamble_seen; /* the peer's stream preamble was checked (kept while b is released) */
     uint8_t close_requested; /* pure_link_close: CLOSE goes once everything accepted is acked */
     uint8_t recv_paused;   /* pure_link_pause_recv: no new receive credit is granted */
+    uint8_t half_open;     /* responder: counted in ctx->half_open and its source's bucket */
     uint32_t ck_gen;           /* rekeys mixed into ck so far */
     uint32_t msg_len;      /* length of the message at msg_boundary, once read */
     uint32_t sent_cap;
@@ -242,9 +250,11 @@ struct pure_ctx {
     /* links by local index: open addressing, linear probing */
     pure_link **table;
     uint32_t table_cap, table_used;
-    uint32_t half_open;
-    uint64_t init_window;     /* start of the current second of INIT counting */
-    uint32_t inits_in_window; /* INITs seen in it (authentic or not) */
+    uint32_t half_open;       /* responder links not yet validated */
+    pure_admit admit;         /* handshake admission (admit.h) */
+    uint64_t last_init_ts;    /* the timestamp of the last INIT this context made */
+    uint32_t hs_in_flight;    /* initiator handshakes under way (PURE_HS_IN_FLIGHT at most) */
+    pure_link *hs_queue_head, *hs_queue_tail; /* initiator handshakes waiting their turn */
 
     /* timers: a binary min-heap of links by deadline */
     pure_link **heap;
@@ -285,13 +295,18 @@ pure_link *pure_ctx_table_find(pure_ctx *ctx, uint32_t index);
 pure_link *pure_ctx_link_new(pure_ctx *ctx);   /* zeroed, or NULL */
 void pure_ctx_link_free(pure_ctx *ctx, pure_link *link);
 int pure_ctx_hs_add(pure_ctx *ctx, pure_link *link);
-pure_link *pure_ctx_hs_find(pure_ctx *ctx, uint64_t tag);
+/* The unvalidated link an INIT with this tag from `from` with this sender index made, if any. */
+pure_link *pure_ctx_hs_find(pure_ctx *ctx, uint64_t tag, const pure_addr *from, uint32_t sender);
 void pure_ctx_hs_remove(pure_ctx *ctx, pure_link *link);
 void pure_ctx_timer_set(pure_ctx *ctx, pure_link *link, uint64_t deadline);
 void pure_ctx_mark_pending(pure_ctx *ctx, pure_link *link);
 pure_ctl *pure_ctx_ctl_push(pure_ctx *ctx, const pure_addr *to);
 int pure_ctx_service_index(const pure_ctx *ctx, const char *name, size_t len); /* -1 if none */
 int pure_ctx_allowed(const pure_ctx *ctx, const uint8_t key[PURE_KEY_LEN]);
+/* The key's index in the allow list; -1 if it is not there but allow_any is set; -2 if refused. */
+int64_t pure_ctx_allow_index(const pure_ctx *ctx, const uint8_t key[PURE_KEY_LEN]);
+/* The wall clock (settings.realtime, or CLOCK_REALTIME), ns since 1970. */
+uint64_t pure_ctx_realtime(const pure_ctx *ctx);
 int pure_addr_equal(const pure_addr *a, const pure_addr *b);
 
 /* handshake.c */
@@ -301,8 +316,12 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
                      uint64_t now);
 int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
                     uint64_t now);
-int pure_hs_on_cookie(pure_ctx *ctx, const uint8_t *d, size_t n, uint64_t now);
-int pure_hs_on_reject(pure_ctx *ctx, const uint8_t *d, size_t n, uint64_t now);
+int pure_hs_on_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
+                      uint64_t now);
+int pure_hs_on_reject(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
+                      uint64_t now);
+/* A responder link leaves the half-open state (validated or closed): uncounts it once. */
+void pure_hs_half_open_end(pure_link *link, int validated);
 void pure_hs_timeout(pure_link *link, uint64_t now);
 void pure_hs_free(pure_link *link);
 

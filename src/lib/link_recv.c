@@ -236,8 +236,6 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
 
     if (link->state == PURE_LS_UNVALIDATED) {
         /* The initiator holds the keys: the handshake is complete and its address proven. */
-        if (ctx->half_open)
-            ctx->half_open--;
         pure_hs_free(link); /* the RESP buffer */
         pure_link_open(link, now);
         ctx->st.handshakes_accepted++;
@@ -265,8 +263,8 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         link->amp_sent = 0;
         link->ping_pending = 1;
     }
-    if (link->path_unvalidated)
-        link->amp_received += n;
+    if (link->path_unvalidated && pure_addr_equal(from, &link->peer))
+        link->amp_received += n; /* only what came from the address being answered counts */
 
     const uint8_t *p = payload, *end = payload + plen;
     int eliciting = 0, dropped = 0;

@@ -110,6 +110,13 @@ static int decrypt_and_hash(pure_noise *hs, const uint8_t *ct, size_t ctlen, uin
 int pure_noise_init(pure_noise *hs, const pure_crypto *c, int initiator, const uint8_t *prologue,
                     size_t prologue_len, const uint8_t s_priv[32], const uint8_t *rs_pub)
 {
+    return pure_noise_init_keys(hs, c, initiator, prologue, prologue_len, s_priv, NULL, rs_pub);
+}
+
+int pure_noise_init_keys(pure_noise *hs, const pure_crypto *c, int initiator,
+                         const uint8_t *prologue, size_t prologue_len, const uint8_t s_priv[32],
+                         const uint8_t *s_pub, const uint8_t *rs_pub)
+{
     static const char name[] = PURE_NOISE_PROTOCOL;
     if (hs == NULL)
         return PURE_EINVAL;
@@ -120,7 +127,9 @@ int pure_noise_init(pure_noise *hs, const pure_crypto *c, int initiator, const u
     hs->c = c;
     hs->initiator = initiator ? 1 : 0;
     memcpy(hs->s_priv, s_priv, PURE_DH_LEN);
-    if (c->dh_public(hs->s_pub, hs->s_priv) != 0) {
+    if (s_pub)
+        memcpy(hs->s_pub, s_pub, PURE_DH_LEN);
+    else if (c->dh_public(hs->s_pub, hs->s_priv) != 0) {
         pure_noise_wipe(hs);
         return PURE_ECRYPTO;
     }

@@ -8,10 +8,11 @@
 
 /* Packet types: the first byte of every datagram. */
 enum pure_pkt_type {
-    PURE_PKT_INIT = 0x01,   /* Noise IK message 1: type | sender u32 | msg1 | cookie[16] */
+    PURE_PKT_INIT = 0x01,   /* Noise IK message 1: type | sender u32 | msg1 | mac1[16] | mac2[16] */
     PURE_PKT_RESP = 0x02,   /* Noise IK message 2: type | sender u32 | receiver u32 | msg2 */
-    PURE_PKT_COOKIE = 0x03, /* cookie reply under load: type | receiver u32 | cookie[16] */
-    PURE_PKT_REJECT = 0x04, /* hint: INIT did not authenticate: type | receiver u32 */
+    PURE_PKT_COOKIE = 0x03, /* cookie reply under load: type | receiver u32 | nonce[12] |
+                               sealed cookie[16] | tag[16] (sealed to the INIT's mac1) */
+    PURE_PKT_REJECT = 0x04, /* hint: INIT did not authenticate: type | receiver u32 | mac1[16] */
     PURE_PKT_DATA0 = 0x08,  /* transport packet, key phase 0: type | receiver u32 | pn u56 */
     PURE_PKT_DATA1 = 0x09,  /* transport packet, key phase 1 */
 };
@@ -22,10 +23,14 @@ enum pure_pkt_type {
 #define PURE_COOKIE_LEN 16
 #define PURE_INIT_FIXED (1 + 4)      /* before the Noise message */
 #define PURE_RESP_FIXED (1 + 4 + 4)
-#define PURE_COOKIE_PKT (1 + 4 + PURE_COOKIE_LEN)
-#define PURE_REJECT_PKT (1 + 4)
+#define PURE_MAC_LEN 16              /* mac1, mac2 */
+#define PURE_INIT_TS_LEN 8           /* the INIT payload's timestamp, ns since 1970, big-endian */
+#define PURE_COOKIE_PKT (1 + 4 + 12 + PURE_COOKIE_LEN + 16)
+#define PURE_REJECT_PKT (1 + 4 + PURE_MAC_LEN)
 #define PURE_SERVICE_MAX 63
-/* INIT payload: service length u8 | service bytes. RESP payload: status u8. */
+/* INIT payload: timestamp u64 | service length u8 | service bytes. RESP payload: status u8 |
+ * responder's index u32 (the header's sender index, authenticated; 0 with a refusal). */
+#define PURE_RESP_PAYLOAD 5
 enum pure_resp_status { PURE_RESP_OK = 0, PURE_RESP_NO_SERVICE = 1, PURE_RESP_NOT_ALLOWED = 2 };
 
 /* Frame types inside the sealed payload. */

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# End-to-end refusals and usage errors: a wrong --peer-key, a key not on the allow list and an
+# End-to-end refusals and usage errors (and a --silent server that answers neither of the first
+# two): a wrong --peer-key, a key not on the allow list and an
 # unknown service give exit code 3 and a message naming the problem; a client with no server at
 # the address, with a wrong --peer-key, or aiming at the other address family fails within its
 # --handshake-timeout (plus the core's up to 1 s between retries) with exactly one line; bad flags, bad key text,
@@ -98,6 +99,20 @@ expect "service not offered" 3 "refused service 'drain' (is pure serve running w
 
 kill -TERM "$srv"; rc=0; wait "$srv" || rc=$?; srv=""
 [ $rc -eq 0 ] || { echo "e2e_errors: FAIL server exited $rc on SIGTERM" >&2; fail=1; }
+
+# --silent: the same server answers nothing to a wrong peer key or a key not allowed (the
+# client can only time out), and still serves an allowed client
+"$pure" serve --listen 127.0.0.1:0 --key "$tmp/server.key" --allow "$tmp/allow" --services echo \
+    --silent >"$tmp/srvs.out" 2>"$tmp/srvs.err" &
+srv=$!
+for _ in $(seq 100); do [ -s "$tmp/srvs.out" ] && break; sleep 0.05; done
+ports=$(sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$tmp/srvs.out")
+[ -n "$ports" ] || { echo "e2e_errors: no --silent server line: $(cat "$tmp/srvs.err")" >&2; exit 1; }
+expect "silent: allowed key" 0 EMPTY "$pure" send "127.0.0.1:$ports" --peer-key "$key" --key "$tmp/client.key" --timeout 10
+expect_timed "silent: wrong peer key" 1 "no answer from 127.0.0.1:$ports within 2.0 s" 4 "$pure" send "127.0.0.1:$ports" --peer-key "$wrong" --key "$tmp/client.key" --handshake-timeout 2
+expect_timed "silent: key not allowed" 1 "no answer from 127.0.0.1:$ports within 2.0 s" 4 "$pure" send "127.0.0.1:$ports" --peer-key "$key" --key "$tmp/other.key" --handshake-timeout 2
+kill -TERM "$srv"; rc=0; wait "$srv" || rc=$?; srv=""
+[ $rc -eq 0 ] || { echo "e2e_errors: FAIL --silent server exited $rc on SIGTERM" >&2; fail=1; }
 
 # nothing listens on the port any more
 expect_timed "no server" 1 "no answer from $addr within 2.0 s" 4 "$pure" send "$addr" --peer-key "$key" --handshake-timeout 2

@@ -107,12 +107,22 @@ static void make_addr(sim *s, int ep)
     a->bytes[5] = (uint8_t)s->port[ep];
 }
 
+/* The endpoints' wall clock: virtual time from a fixed date, so INIT timestamps repeat too. */
+static uint64_t sim_realtime(void *arg)
+{
+    return 1800000000ull * SIM_S + ((sim *)arg)->now;
+}
+
 int sim_add(sim *s, pure_settings *st)
 {
     int ep = s->n++;
     sim_random(s, st->private_key, 32);
     st->random = sim_random;
     st->random_user = s;
+    if (!st->realtime) {
+        st->realtime = sim_realtime;
+        st->realtime_user = s;
+    }
     if (pure_ctx_new(st, &s->ctx[ep]) != 0) {
         fprintf(stderr, "sim: pure_ctx_new failed\n");
         abort();

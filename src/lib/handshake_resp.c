@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: MIT */
+/* handshake_resp.c: the responder's side of the handshake: admission of an INIT before any DH or
+ * state is spent on it (mac1, resends, replays, cookies under load, per-source token buckets,
+ * half-open caps: docs/protocol.md, "Handshake admission"), then the Noise message, the
+ * timestamp against replay, the refusals, and the link with its RESP. The responder keeps no
+ * state for an INIT it refuses or answers with a cookie, and never answers with more bytes than
+ * it received. */
+#include <string.h>
+
+#include "admit.h"
+#include "link.h"
+#include "varint.h"
+
+static void reply_resp_status(pure_ctx *ctx, const pure_addr *from, pure_noise *n,
+                              uint32_t receiver, uint8_t status)
+{
+    pure_ctl *c = pure_ctx_ctl_push(ctx, from);
+    if (!c)
+        return;
+    c->data[0] = PURE_PKT_RESP;
+    pure_put_u32le(c->data + 1, 0);
+    pure_put_u32le(c->data + 5, receiver);
+    size_t mlen = 0;
+    uint8_t payload[PURE_RESP_PAYLOAD] = {status, 0, 0, 0, 0}; /* no link: index 0 */
+    if (pure_noise_write_msg2(n, payload, sizeof payload, c->data + PURE_RESP_FIXED,
+                              sizeof c->data - PURE_RESP_FIXED, &mlen)) {
+        ctx->ctl_len--; /* give the slot back */
+        return;
+    }
+    c->len = (uint16_t)(PURE_RESP_FIXED + mlen);
+}
+
+/* ---- the responder's admission of an INIT (docs/protocol.md, "Handshake admission") ---- */
+
+/* A new second of INIT counting. */
+static void admit_window(pure_ctx *ctx, uint64_t now)
+{
+    if (now - ctx->admit.window >= 1000000000ull) {
+        ctx->admit.window = now;
+        ctx->admit.inits_in_window = 0;
+        ctx->admit.rejects_in_window = 0;
+        ctx->admit.wasted_in_window = 0;
+    }
+}
+
+/* Under load: many half-open links, or many INITs in the last second that cost a DH and made no
+ * link (failed to authenticate, replayed, refused). Honest handshakes, however many, do not make
+ * load: they end as links. */
+static int under_load(const pure_ctx *ctx)
+{
+    return ctx->half_open >= ctx->s.handshake_load ||
+           ctx->admit.wasted_in_window >= ctx->s.handshake_load;
+}
+
+/* A REJECT hint to an INIT whose mac1 or Noise message failed: it echoes that INIT's mac1, so
+ * only someone who saw the INIT can make one. Not in silent mode, not under load, and at most
+ * handshake_load a second (the replies must not become a reflector). */
+static void send_reject(pure_ctx *ctx, const pure_addr *from, uint32_t sender,
+                        const uint8_t mac1[PURE_MAC_LEN])
+{
+    if (!ctx->s.respond_to_unknown) {
+        ctx->guard.inits_silent++;
+        return;
+    }
+    if (under_load(ctx) || ctx->admit.rejects_in_window >= ctx->s.handshake_load)
+        return;
+    pure_ctl *c = pure_ctx_ctl_push(ctx, from);
+    if (!c)
+        return;
+    ctx->admit.rejects_in_window++;
+    c->data[0] = PURE_PKT_REJECT;
+    pure_put_u32le(c->data + 1, sender);
+    memcpy(c->data + 5, mac1, PURE_MAC_LEN);
+    c->len = PURE_REJECT_PKT;
+}
+
+/* What a cookie is a MAC of: the INIT's source address and its ephemeral key, so a cookie
+ * proves the address and admits only that INIT (and its resends). Returns the length. */
+static size_t cookie_input(const pure_addr *from, const uint8_t *init,
+                           uint8_t what[sizeof from->bytes + PURE_DH_LEN])
+{
+    size_t alen = from->len <= sizeof from->bytes ? from->len : sizeof from->bytes;
+    memcpy(what, from->bytes, alen);
+    memcpy(what + alen, init + PURE_INIT_FIXED, PURE_DH_LEN);
+    return alen + PURE_DH_LEN;
+}
+
+/* 0 if the INIT's mac2 was made with a cookie of ours (current or previous secret) for its
+ * source address and ephemeral key. */
+static int mac2_valid(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
+                      uint64_t now)
+{
+    uint8_t what[sizeof from->bytes + PURE_DH_LEN], cookies[2][PURE_COOKIE_LEN];
+    int k = pure_cookie_both(&ctx->cookies, ctx->crypto, now, what, cookie_input(from, d, what),
+                             cookies);
+    int ok = 0;
+    for (int i = 0; i < k; i++) {
+        uint8_t want[PURE_MAC_LEN];
+        pure_admit_mac(ctx->crypto, cookies[i], PURE_COOKIE_LEN, d, n - PURE_MAC_LEN, want);
+        ok |= pure_admit_mac_equal(want, d + n - PURE_MAC_LEN);
+    }
+    pure_wipe(cookies, sizeof cookies);
+    return ok ? 0 : PURE_ECRYPTO;
+}
+
+/* Answers an INIT without a valid mac2 under load: a COOKIE reply, sealed to the INIT's mac1. */
+static void send_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
+                        uint32_t sender, uint64_t now)
+{
+    uint8_t what[sizeof from->bytes + PURE_DH_LEN], cookie[PURE_COOKIE_LEN], nonce[PURE_NONCE_LEN];
+    if (pure_cookie_make(&ctx->cookies, ctx->crypto, now, what, cookie_input(from, d, what),
+                         cookie) != 0 ||
+        pure_ctx_random(ctx, nonce, sizeof nonce) != 0)
+        return;
+    pure_ctl *c = pure_ctx_ctl_push(ctx, from);
+    if (c) {
+        c->data[0] = PURE_PKT_COOKIE;
+        pure_put_u32le(c->data + 1, sender);
+        if (pure_admit_cookie_seal(ctx->crypto, ctx->admit.cookie_key, nonce,
+                                   d + n - 2 * PURE_MAC_LEN, cookie, c->data + 5) != 0) {
+            ctx->ctl_len--;
+        } else {
+            c->len = PURE_COOKIE_PKT;
+            ctx->st.cookies_sent++;
+        }
+    }
+    pure_wipe(cookie, sizeof cookie);
+}
+
+void pure_hs_half_open_end(pure_link *link, int validated)
+{
+    if (!link->half_open)
+        return;
+    link->half_open = 0;
+    pure_ctx *ctx = link->ctx;
+    if (ctx->half_open)
+        ctx->half_open--;
+    pure_src_bucket *b = pure_admit_bucket(&ctx->admit, &ctx->alloc, &link->peer);
+    if (b && b->half_open)
+        b->half_open--;
+    /* A handshake the source completed gives its token back: the bucket limits INITs that
+     * lead nowhere, not a real client's links. */
+    if (b && validated && b->tokens != UINT32_MAX &&
+        b->tokens + 1000ull <= (uint64_t)ctx->s.inits_per_addr * 1000)
+        b->tokens += 1000;
+}
+
+
+/* Reads an INIT that passed admission: 2 DH (es, ss). Returns the payload's length, or -1 if the
+ * Noise message did not authenticate or the payload is malformed. */
+static int read_init(pure_ctx *ctx, pure_noise *noise, const uint8_t *d, size_t n,
+                     uint8_t *payload, size_t cap)
+{
+    size_t plen = 0;
+    if (pure_noise_init_keys(noise, ctx->crypto, 0, (const uint8_t *)PURE_PROLOGUE,
+                             strlen(PURE_PROLOGUE), ctx->s.private_key, ctx->public_key,
+                             NULL) != 0)
+        return -1;
+    ctx->guard.dh_ops += 2;
+    if (pure_noise_read_msg1(noise, d + PURE_INIT_FIXED, n - PURE_INIT_FIXED - 2 * PURE_MAC_LEN,
+                             payload, cap, &plen) != 0) {
+        ctx->st.dropped_auth++;
+        return -1;
+    }
+    if (plen < PURE_INIT_TS_LEN + 2 || payload[PURE_INIT_TS_LEN] != plen - PURE_INIT_TS_LEN - 1) {
+        ctx->st.dropped_malformed++;
+        return -1;
+    }
+    return (int)plen;
+}
+
+/* Makes the responder's link for an admitted, fresh, allowed INIT and its RESP (2 more DH). */
+static void accept_init(pure_ctx *ctx, const pure_addr *from, pure_noise *noise, uint32_t sender,
+                        uint64_t tag, const uint8_t *service, size_t slen, size_t n,
+                        pure_src_bucket *bucket, uint64_t now)
+{
+    uint8_t e[PURE_DH_LEN];
+    pure_link *link = NULL;
+    if (pure_ctx_random(ctx, e, sizeof e) == 0) {
+        pure_noise_set_ephemeral(noise, e);
+        link = pure_link_alloc(ctx, from, 0, now);
+    }
+    pure_wipe(e, sizeof e);
+    if (!link)
+        return;
+    /* counted from the start, so every way out of UNVALIDATED uncounts it once */
+    link->half_open = 1;
+    ctx->half_open++;
+    bucket->half_open++;
+    link->remote_index = sender;
+    link->init_tag = tag;
+    memcpy(link->peer_key, noise->rs, PURE_KEY_LEN);
+    link->service = (uint16_t)pure_ctx_service_index(ctx, (const char *)service, slen);
+
+    /* The RESP goes out from the link itself (not the shared reply queue, which a burst of
+     * INITs can overflow), so a link never exists without its answer on the way. */
+    const size_t resp_cap = PURE_RESP_FIXED + PURE_NOISE_MSG2_OVERHEAD + PURE_RESP_PAYLOAD;
+    link->resp = pure_mem_alloc(&ctx->alloc, resp_cap);
+    uint8_t k_send[32], k_recv[32], h[32];
+    size_t mlen = 0;
+    /* the payload repeats our index, so the initiator learns it authenticated */
+    uint8_t payload[PURE_RESP_PAYLOAD] = {PURE_RESP_OK};
+    pure_put_u32le(payload + 1, link->local_index);
+    ctx->guard.dh_ops += 3; /* e, ee, se */
+    int rc = !link->resp ||
+             pure_noise_write_msg2(noise, payload, sizeof payload, link->resp + PURE_RESP_FIXED,
+                                   resp_cap - PURE_RESP_FIXED, &mlen) != 0 ||
+             pure_noise_split(noise, k_send, k_recv, link->ck, h) != 0 ||
+             pure_keys_install(link, k_send, k_recv) != 0;
+    pure_wipe(k_send, sizeof k_send);
+    pure_wipe(k_recv, sizeof k_recv);
+    pure_wipe(h, sizeof h);
+    if (rc) {
+        pure_link_terminate(link, PURE_ECRYPTO, 0, NULL, 0, now);
+        return;
+    }
+    link->resp[0] = PURE_PKT_RESP;
+    pure_put_u32le(link->resp + 1, link->local_index);
+    pure_put_u32le(link->resp + 5, sender);
+    link->resp_len = (uint16_t)(PURE_RESP_FIXED + mlen);
+    link->resp_pending = 1;
+    link->amp_received = n;
+    pure_ctx_hs_add(ctx, link); /* if it fails, a resent INIT is taken as a replay */
+    pure_ctx_mark_pending(ctx, link);
+    pure_link_update_timer(link, now);
+}
+
+/* Steps 1-5 of admission, before any DH. Returns the source's bucket if the INIT may go on to
+ * its Noise message (and its tag in *tag), NULL if it was dealt with (dropped or answered). */
+static pure_src_bucket *admit(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
+                              uint64_t now, uint64_t *tag_out)
+{
+    uint32_t sender = pure_get_u32le(d + 1);
+    const uint8_t *mac1 = d + n - 2 * PURE_MAC_LEN;
+
+    /* 1. mac1: the sender knows our public key. One HMAC; nothing else is spent on a datagram
+     *    that fails it. */
+    uint8_t want[PURE_MAC_LEN];
+    pure_admit_mac(ctx->crypto, ctx->admit.mac1_key, PURE_HASH_LEN, d, n - 2 * PURE_MAC_LEN,
+                   want);
+    if (!pure_admit_mac_equal(want, mac1)) {
+        ctx->guard.inits_bad_mac++;
+        ctx->st.dropped_auth++;
+        send_reject(ctx, from, sender, mac1);
+        return NULL;
+    }
+    ctx->admit.inits_in_window++;
+
+    /* 2. A resend of an INIT that made a link, from the same address: answer from that link.
+     *    The tag covers the INIT but mac2, which a resend after a COOKIE reply fills in. */
+    uint64_t tag = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (size_t i = 0; i < n - PURE_MAC_LEN; i++)
+        tag = (tag ^ d[i]) * 0x100000001b3ull;
+    pure_link *dup = pure_ctx_hs_find(ctx, tag, from, sender);
+    if (dup) {
+        ctx->guard.inits_duplicate++;
+        dup->amp_received += n;
+        dup->resp_pending = 1;
+        pure_ctx_mark_pending(ctx, dup);
+        return NULL;
+    }
+
+    /* 3. Replay of an INIT that authenticated before (from anywhere): no DH. */
+    if (pure_admit_seen(&ctx->admit, d + PURE_INIT_FIXED)) {
+        ctx->guard.inits_replayed++;
+        return NULL;
+    }
+
+    /* 4. Under load: proof of the source address (mac2, from a cookie bound to this INIT), then
+     *    the source's share: its token bucket. */
+    int load = under_load(ctx);
+    if (load && mac2_valid(ctx, from, d, n, now) != 0) {
+        send_cookie(ctx, from, d, n, sender, now);
+        return NULL;
+    }
+    pure_src_bucket *bucket = pure_admit_bucket(&ctx->admit, &ctx->alloc, from);
+    if (!bucket)
+        return NULL;
+    if (load && !pure_admit_take_token(bucket, ctx->s.inits_per_addr, now)) {
+        ctx->guard.inits_throttled++;
+        return NULL;
+    }
+    /* 5. Half-open caps: per context always, per source under load. */
+    if (ctx->half_open >= ctx->s.max_half_open ||
+        (load && bucket->half_open >= ctx->s.half_open_per_addr)) {
+        ctx->guard.inits_half_open_cap++;
+        return NULL;
+    }
+    *tag_out = tag;
+    return bucket;
+}
+
+void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
+                     uint64_t now)
+{
+    const size_t min = PURE_INIT_FIXED + PURE_NOISE_MSG1_OVERHEAD + PURE_INIT_TS_LEN + 2 +
+                       2 * PURE_MAC_LEN;
+    const size_t max = min + PURE_SERVICE_MAX - 1;
+    if (n < min || n > max || ctx->n_services == 0) {
+        ctx->st.dropped_malformed++;
+        return;
+    }
+    admit_window(ctx, now);
+    uint64_t tag = 0;
+    pure_src_bucket *bucket = admit(ctx, from, d, n, now, &tag);
+    if (!bucket)
+        return;
+    uint32_t sender = pure_get_u32le(d + 1);
+
+    /* 6. The Noise message (2 DH), then the timestamp against the greatest seen from that key. */
+    pure_noise noise;
+    uint8_t payload[PURE_INIT_TS_LEN + 1 + PURE_SERVICE_MAX];
+    int plen = read_init(ctx, &noise, d, n, payload, sizeof payload);
+    if (plen < 0) {
+        ctx->admit.wasted_in_window++;
+        pure_noise_wipe(&noise);
+        send_reject(ctx, from, sender, d + n - 2 * PURE_MAC_LEN);
+        return;
+    }
+    const uint8_t *service = payload + PURE_INIT_TS_LEN + 1;
+    size_t slen = payload[PURE_INIT_TS_LEN];
+    int64_t allow_index = pure_ctx_allow_index(ctx, noise.rs);
+    uint8_t status = PURE_RESP_OK;
+    if (pure_ctx_service_index(ctx, (const char *)service, slen) < 0)
+        status = PURE_RESP_NO_SERVICE;
+    if (allow_index == -2) {
+        status = PURE_RESP_NOT_ALLOWED;
+    } else {
+        int fresh = pure_admit_fresh(&ctx->admit, &ctx->alloc, noise.rs, allow_index,
+                                     ctx->cap_allow, pure_get_u64be(payload), now);
+        if (fresh != 1) {
+            if (fresh == 0)
+                ctx->guard.inits_replayed++;
+            ctx->admit.wasted_in_window++;
+            pure_noise_wipe(&noise);
+            pure_wipe(payload, sizeof payload);
+            return;
+        }
+    }
+    /* remembered from here on: a copy of this INIT is a replay, whatever becomes of it */
+    pure_admit_remember(&ctx->admit, &ctx->alloc, d + PURE_INIT_FIXED);
+    if (status != PURE_RESP_OK) {
+        ctx->admit.wasted_in_window++;
+        ctx->st.handshakes_refused++;
+        if (status == PURE_RESP_NOT_ALLOWED && !ctx->s.respond_to_unknown) {
+            ctx->guard.inits_silent++;
+        } else {
+            ctx->guard.dh_ops += 3;
+            reply_resp_status(ctx, from, &noise, sender, status);
+        }
+    } else {
+        accept_init(ctx, from, &noise, sender, tag, service, slen, n, bucket, now);
+    }
+    pure_noise_wipe(&noise);
+    pure_wipe(payload, sizeof payload);
+}
