@@ -33,8 +33,10 @@
  *                 source address (--bind plus i), started --spacing seconds apart (default
  *                 0.02); measures each one's connect time (pure_connect to on_established).
  *   flood         INITs from spoofed sources: valid ones (a pool of --pool made with the allowed
- *                 --key, each sent many times: also replays), ones from an unknown key, and
- *                 invalid ones (flipped, truncated, random).
+ *                 --key, first each once in the order made, then each many times: replays),
+ *                 ones from an unknown key, and invalid ones (flipped, truncated, random). The
+ *                 load of cookie-reuse and forge is the same traffic with a pool of 1,200: its
+ *                 first pass leaves more than handshake_load (1,024) half-open links.
  *   replay        connects once for real from --bind with --key, records the INIT that made the
  *                 link, closes the link, then sends that INIT again from spoofed sources.
  *   cookie-reuse  under a spoofed INIT load (--load, default 20000/s) gets one cookie reply
@@ -45,7 +47,8 @@
  *                 link in its handshake, the library's next INIT for that link (at once, or at
  *                 its retry) differs from the first; the bytes that changed are copied into
  *                 the other INITs (if the whole INIT changed, they become copies of it).
- *   forge         --links links of one client (key: the first of --keys, else --key) connect
+ *   forge         --links links (at most 64: the library starts that many handshakes of a
+ *                 context at once) of one client (key: the first of --keys, else --key) connect
  *                 from --bind while forged COOKIE and REJECT packets go to their indices (from
  *                 the victim's address and port, and from spoofed ones), under a spoofed INIT
  *                 load; measures the connect times and reads the client's guard counters.
@@ -120,7 +123,8 @@ static int cmp_u64(const void *a, const void *b)
 /* Nearest-rank percentile of n sorted values, in ms. */
 static double pct_ms(const uint64_t *v, size_t n, double p)
 {
-    if (!n) return -1;
+    if (!n)
+        return -1;
     size_t k = (size_t)(p * (double)n + 0.999999);
     k = k ? k - 1 : 0;
     return (double)v[k < n ? k : n - 1] / 1e6;
@@ -163,7 +167,8 @@ static double num(const char *name, const char *v, double lo, double hi)
 {
     char *end = NULL;
     double x = strtod(v, &end);
-    if (!*v || *end || !(x >= lo && x <= hi)) usage("bad value for %s", name);
+    if (!*v || *end || !(x >= lo && x <= hi))
+        usage("bad value for %s", name);
     return x;
 }
 
@@ -176,10 +181,12 @@ static int key_parse(uint8_t key[PURE_KEY_LEN], const char *text)
     while (*text == ' ' || *text == '\t')
         text++;
     const char *colon = strchr(text, ':');
-    if (colon && colon - text < 16) text = colon + 1;
+    if (colon && colon - text < 16)
+        text = colon + 1;
     char b[64];
     size_t n = strcspn(text, "\r\n");
-    if (n >= sizeof b) return -1;
+    if (n >= sizeof b)
+        return -1;
     memcpy(b, text, n);
     b[n] = 0;
     return pure_key_from_base64(key, b) == 0 ? 0 : -1;
@@ -189,11 +196,13 @@ static int key_parse(uint8_t key[PURE_KEY_LEN], const char *text)
 static size_t keys_read(const char *path, uint8_t (*keys)[PURE_KEY_LEN], size_t max)
 {
     FILE *f = fopen(path, "r");
-    if (!f) die_errno(path);
+    if (!f)
+        die_errno(path);
     char line[256];
     size_t n = 0;
     while (n < max && fgets(line, sizeof line, f)) {
-        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == 0) continue;
+        if (line[0] == '#' || line[strspn(line, " \t\r\n")] == 0)
+            continue;
         if (key_parse(keys[n], line) != 0) {
             fprintf(stderr, "attack: %s: not a key: %s", path, line);
             exit(2);
@@ -206,7 +215,8 @@ static size_t keys_read(const char *path, uint8_t (*keys)[PURE_KEY_LEN], size_t 
 
 static void key_read1(const char *path, uint8_t key[PURE_KEY_LEN])
 {
-    if (keys_read(path, (uint8_t(*)[PURE_KEY_LEN])key, 1) != 1) usage("no key in %s", path);
+    if (keys_read(path, (uint8_t(*)[PURE_KEY_LEN])key, 1) != 1)
+        usage("no key in %s", path);
 }
 
 typedef struct target {
@@ -242,7 +252,8 @@ static void on_established(pure_link *link, void *user)
 {
     (void)link;
     rec *r = user;
-    if (r && !r->established) r->established = pure_now();
+    if (r && !r->established)
+        r->established = pure_now();
 }
 
 static void on_closed(pure_link *link, void *user, const pure_close_info *info)
@@ -271,7 +282,8 @@ static pure_ctx *ctx_make(const uint8_t *priv)
     pure_ctx *ctx = NULL;
     int rc = pure_ctx_new(&s, &ctx);
     memset(s.private_key, 0, sizeof s.private_key);
-    if (rc) die(pure_strerror(rc));
+    if (rc)
+        die(pure_strerror(rc));
     return ctx;
 }
 
@@ -282,7 +294,8 @@ static size_t init_make(pure_ctx *ctx, const target *t, rec *r, uint8_t *out)
     pure_link *link = NULL;
     uint64_t now = pure_now();
     int rc = pure_connect(ctx, &t->addr, t->pub, t->service, r, &link, now);
-    if (rc) die(pure_strerror(rc));
+    if (rc)
+        die(pure_strerror(rc));
     if (r) {
         r->link = link;
         r->started = now;
@@ -296,7 +309,27 @@ static size_t init_make(pure_ctx *ctx, const target *t, rec *r, uint8_t *out)
             len = seg;
             memcpy(out, b, len);
         }
-    if (!len) die("the library made no INIT for a new link");
+    if (!len)
+        die("the library made no INIT for a new link (more handshakes under way in one context "
+            "than it starts at once?)");
+    return len;
+}
+
+/* An INIT from ctx for the pools: the link is aborted once its INIT is taken, so the context
+ * never has more than one handshake under way (the library queues those beyond
+ * PURE_HS_IN_FLIGHT without making their INIT). */
+static size_t init_take(pure_ctx *ctx, const target *t, uint8_t *out)
+{
+    rec r;
+    memset(&r, 0, sizeof r);
+    size_t len = init_make(ctx, t, &r, out);
+    if (r.link && !r.closed)
+        pure_link_abort(r.link, 0, "");
+    uint8_t b[65536];
+    size_t seg;
+    pure_addr to;
+    while (pure_ctx_write(ctx, b, sizeof b, &seg, &to, pure_now()) > 0) {
+    }
     return len;
 }
 
@@ -309,14 +342,16 @@ typedef struct pool {
 
 static void pool_make(pool *p, uint32_t n, const uint8_t *priv, const target *t, pure_ctx **keep)
 {
-    if (n > 4096) n = 4096;
+    if (n > 4096)
+        n = 4096;
     p->d = malloc((size_t)n * MAXD);
-    if (!p->d) die("out of memory");
+    if (!p->d)
+        die("out of memory");
     pure_ctx *ctx = ctx_make(priv);
     for (uint32_t i = 0; i < n; i++)
-        p->len[i] = (uint16_t)init_make(ctx, t, NULL, p->d[i]);
+        p->len[i] = (uint16_t)init_take(ctx, t, p->d[i]);
     p->n = n;
-    *keep = ctx; /* freed at exit: its links stay in their handshake, never sent again */
+    *keep = ctx; /* freed at exit */
 }
 
 /* ---- UDP sockets for the real links ---------------------------------------------------------- */
@@ -324,15 +359,18 @@ static void pool_make(pool *p, uint32_t n, const uint8_t *priv, const target *t,
 static int udp_open(const char *ip, pure_addr *local)
 {
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) die_errno("socket");
+    if (fd < 0)
+        die_errno("socket");
     int v = SOCK_BUF;
     if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof v) != 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
     struct sockaddr_in a;
     memset(&a, 0, sizeof a);
     a.sin_family = AF_INET;
-    if (inet_pton(AF_INET, ip, &a.sin_addr) != 1) usage("--bind '%s' is not an IPv4 address", ip);
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0) die_errno(ip);
+    if (inet_pton(AF_INET, ip, &a.sin_addr) != 1)
+        usage("--bind '%s' is not an IPv4 address", ip);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0)
+        die_errno(ip);
     socklen_t l = sizeof a;
     getsockname(fd, (struct sockaddr *)&a, &l);
     memset(local, 0, sizeof *local);
@@ -367,7 +405,8 @@ static ssize_t udp_recv(int fd, uint8_t *b, size_t cap, pure_addr *from)
     struct sockaddr_in a;
     socklen_t l = sizeof a;
     ssize_t r = recvfrom(fd, b, cap, 0, (struct sockaddr *)&a, &l);
-    if (r < 0) return -1;
+    if (r < 0)
+        return -1;
     memset(from, 0, sizeof *from);
     memcpy(from->bytes, &a, sizeof a);
     from->len = sizeof a;
@@ -382,10 +421,12 @@ static void ctx_pump(pure_ctx *ctx, int fd, uint64_t *datagrams)
     ssize_t r;
     for (int i = 0; i < 256 && (r = udp_recv(fd, b, sizeof b, &from)) >= 0; i++) {
         pure_ctx_read(ctx, &from, b, (size_t)r, pure_now());
-        if (datagrams) ++*datagrams;
+        if (datagrams)
+            ++*datagrams;
     }
     uint64_t now = pure_now();
-    if (pure_ctx_deadline(ctx) <= now) pure_ctx_timeout(ctx, now);
+    if (pure_ctx_deadline(ctx) <= now)
+        pure_ctx_timeout(ctx, now);
     ctx_flush(ctx, fd, now, NULL, NULL);
 }
 
@@ -416,14 +457,17 @@ static void raw_open(rawtx *r, const char *cidr, double rate)
     ip[slash - cidr] = 0;
     int bits = (int)num("--spoof prefix length", slash + 1, 8, 30);
     struct in_addr a;
-    if (inet_pton(AF_INET, ip, &a) != 1) usage("--spoof '%s' must be an IPv4 CIDR", cidr);
+    if (inet_pton(AF_INET, ip, &a) != 1)
+        usage("--spoof '%s' must be an IPv4 CIDR", cidr);
     r->hostmask = (1u << (32 - bits)) - 1;
     r->net = ntohl(a.s_addr) & ~r->hostmask;
     r->rate = rate;
     r->fd = socket(AF_INET, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_RAW);
-    if (r->fd < 0) die_errno("raw socket (needs CAP_NET_RAW)");
+    if (r->fd < 0)
+        die_errno("raw socket (needs CAP_NET_RAW)");
     int one = 1, v = SOCK_BUF;
-    if (setsockopt(r->fd, IPPROTO_IP, IP_HDRINCL, &one, sizeof one) != 0) die_errno("IP_HDRINCL");
+    if (setsockopt(r->fd, IPPROTO_IP, IP_HDRINCL, &one, sizeof one) != 0)
+        die_errno("IP_HDRINCL");
     if (setsockopt(r->fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof v) != 0)
         setsockopt(r->fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
     for (int i = 0; i < BATCH; i++) {
@@ -448,7 +492,8 @@ static uint32_t csum_add(uint32_t s, const uint8_t *p, size_t n)
 {
     for (; n > 1; p += 2, n -= 2)
         s += (uint32_t)p[0] << 8 | p[1];
-    if (n) s += (uint32_t)p[0] << 8;
+    if (n)
+        s += (uint32_t)p[0] << 8;
     return s;
 }
 
@@ -478,7 +523,8 @@ static void raw_put(rawtx *r, int i, uint32_t src_ip, uint16_t src_port,
     while (sum >> 16)
         sum = (sum & 0xffff) + (sum >> 16);
     uint16_t c = (uint16_t)~sum;
-    if (c == 0) c = 0xffff;
+    if (c == 0)
+        c = 0xffff;
     u[6] = (uint8_t)(c >> 8), u[7] = (uint8_t)c;
     r->dst[i] = *dst;
     r->dst[i].sin_port = 0; /* raw sockets take no port */
@@ -493,7 +539,8 @@ typedef void (*gen_fn)(void *st, rawtx *r, int i);
 static uint64_t raw_pump(rawtx *r, gen_fn gen, void *st)
 {
     uint64_t now = pure_now(), done = 0;
-    if (!r->t0) r->t0 = now;
+    if (!r->t0)
+        r->t0 = now;
     uint64_t due = (uint64_t)((double)(now - r->t0) * r->rate / 1e9) + 1;
     for (int b = 0; b < 32 && r->sent + r->refused < due; b++) {
         uint64_t left = due - r->sent - r->refused;
@@ -521,7 +568,8 @@ static uint64_t raw_pump(rawtx *r, gen_fn gen, void *st)
 /* The time until the next batch is due, in ms for poll (0: now). */
 static int raw_wait_ms(const rawtx *r)
 {
-    if (!r->t0 || r->rate <= 0) return 1;
+    if (!r->t0 || r->rate <= 0)
+        return 1;
     double next = (double)(r->sent + r->refused + BATCH) / r->rate * 1e9 + (double)r->t0;
     double now = (double)pure_now();
     return next <= now ? 0 : (int)((next - now) / 1e6);
@@ -544,6 +592,7 @@ static const uint32_t f_share[F_KINDS] = {30, 15, 25, 10, 20};
 typedef struct flood {
     const target *t;
     pool valid, unknown;
+    uint32_t primed;       /* valid INITs sent once each, in the order made, before the mix */
     uint64_t kinds[F_KINDS];
     const uint8_t *replay; /* replay mode: only this INIT */
     size_t replay_len;
@@ -558,10 +607,16 @@ static void flood_gen(void *st, rawtx *r, int i)
     if (f->replay) {
         memcpy(b, f->replay, f->replay_len);
         n = f->replay_len;
+    } else if (f->primed < f->valid.n) {
+        /* every valid INIT once, fresh: a half-open link each, which is what puts a listener
+         * under load (docs/protocol.md, "Handshake admission") */
+        n = f->valid.len[f->primed];
+        memcpy(b, f->valid.d[f->primed++], n);
     } else {
         uint32_t x = below(100), acc = 0;
         for (kind = 0; kind < F_KINDS - 1; kind++)
-            if (x < (acc += f_share[kind])) break;
+            if (x < (acc += f_share[kind]))
+                break;
         const pool *p = kind == F_UNKNOWN ? &f->unknown : &f->valid;
         uint32_t k = below(p->n);
         n = p->len[k];
@@ -633,7 +688,8 @@ static int mode_flood(const opts *o)
 {
     target t;
     target_parse(&t, o);
-    if (!o->key) usage("%s", "flood needs --key (the allowed key its valid INITs use)");
+    if (!o->key)
+        usage("%s", "flood needs --key (the allowed key its valid INITs use)");
     uint8_t priv[PURE_KEY_LEN];
     key_read1(o->key, priv);
     raw_open(&tx, o->spoof, o->rate);
@@ -674,7 +730,8 @@ static int mode_replay(const opts *o)
     size_t init_len = 0;
     pure_link *link;
     uint64_t t0 = pure_now();
-    if (pure_connect(ctx, &t.addr, t.pub, t.service, &r, &link, t0) != 0) die("pure_connect");
+    if (pure_connect(ctx, &t.addr, t.pub, t.service, &r, &link, t0) != 0)
+        die("pure_connect");
     r.link = link;
     while (!r.established && !r.closed && pure_now() - t0 < 10 * NS) {
         ctx_flush(ctx, fd, pure_now(), init, &init_len);
@@ -730,7 +787,8 @@ static uint32_t clients_run(client *c, uint32_t n, const uint64_t *start, const 
                             uint64_t until, gen_fn side, void *side_st)
 {
     struct pollfd *p = calloc(n, sizeof *p);
-    if (!p) die("out of memory");
+    if (!p)
+        die("out of memory");
     uint32_t done = 0, up = 0;
     while (done < n && pure_now() < until) {
         uint64_t now = pure_now(), wake = now + 20 * 1000000ull;
@@ -744,9 +802,11 @@ static uint32_t clients_run(client *c, uint32_t n, const uint64_t *start, const 
                 c[i].r.link = l;
                 ctx_flush(c[i].ctx, c[i].fd, now, NULL, NULL);
             }
-            if (!c[i].started && start && start[i] < wake) wake = start[i];
+            if (!c[i].started && start && start[i] < wake)
+                wake = start[i];
             uint64_t d = pure_ctx_deadline(c[i].ctx);
-            if (d < wake) wake = d;
+            if (d < wake)
+                wake = d;
             p[i].fd = c[i].fd;
             p[i].events = POLLIN;
         }
@@ -754,15 +814,18 @@ static uint32_t clients_run(client *c, uint32_t n, const uint64_t *start, const 
         if (side) {
             raw_pump(&tx, side, side_st);
             int rw = raw_wait_ms(&tx);
-            if (rw < ms) ms = rw;
+            if (rw < ms)
+                ms = rw;
         }
         poll(p, n, ms);
         done = up = 0;
         for (uint32_t i = 0; i < n; i++) {
             if (c[i].started && (p[i].revents || pure_ctx_deadline(c[i].ctx) <= pure_now()))
                 ctx_pump(c[i].ctx, c[i].fd, NULL);
-            if (c[i].r.established) up++;
-            if (c[i].r.established || c[i].r.closed) done++;
+            if (c[i].r.established)
+                up++;
+            if (c[i].r.established || c[i].r.closed)
+                done++;
         }
     }
     free(p);
@@ -774,7 +837,8 @@ static size_t connect_times(const client *c, uint32_t n, uint64_t *v)
 {
     size_t k = 0;
     for (uint32_t i = 0; i < n; i++)
-        if (c[i].r.established) v[k++] = c[i].r.established - c[i].r.started;
+        if (c[i].r.established)
+            v[k++] = c[i].r.established - c[i].r.started;
     qsort(v, k, sizeof *v, cmp_u64);
     return k;
 }
@@ -782,7 +846,8 @@ static size_t connect_times(const client *c, uint32_t n, uint64_t *v)
 static void clients_close(client *c, uint32_t n)
 {
     for (uint32_t i = 0; i < n; i++) {
-        if (c[i].r.link && !c[i].r.closed) pure_link_abort(c[i].r.link, 0, "done");
+        if (c[i].r.link && !c[i].r.closed)
+            pure_link_abort(c[i].r.link, 0, "done");
         ctx_flush(c[i].ctx, c[i].fd, pure_now(), NULL, NULL);
         pure_ctx_free(c[i].ctx);
         close(c[i].fd);
@@ -793,7 +858,8 @@ static void clients_close(client *c, uint32_t n)
 static void ip_plus(const char *base, uint32_t i, char out[INET_ADDRSTRLEN])
 {
     struct in_addr a;
-    if (inet_pton(AF_INET, base, &a) != 1) usage("--bind '%s' is not an IPv4 address", base);
+    if (inet_pton(AF_INET, base, &a) != 1)
+        usage("--bind '%s' is not an IPv4 address", base);
     a.s_addr = htonl(ntohl(a.s_addr) + i);
     inet_ntop(AF_INET, &a, out, INET_ADDRSTRLEN);
 }
@@ -814,8 +880,10 @@ static int mode_honest(const opts *o)
     uint8_t(*keys)[PURE_KEY_LEN] = calloc(n, PURE_KEY_LEN);
     client *c = calloc(n, sizeof *c);
     uint64_t *start = calloc(n, sizeof *start), *v = calloc(n, sizeof *v);
-    if (!keys || !c || !start || !v) die("out of memory");
-    if (keys_read(o->keys, keys, n) != n) usage("%s holds fewer keys than --count", o->keys);
+    if (!keys || !c || !start || !v)
+        die("out of memory");
+    if (keys_read(o->keys, keys, n) != n)
+        usage("%s holds fewer keys than --count", o->keys);
     uint64_t t0 = pure_now() + 10000000ull;
     for (uint32_t i = 0; i < n; i++) {
         char ip[INET_ADDRSTRLEN];
@@ -879,13 +947,14 @@ static int mode_cookie_reuse(const opts *o)
     key_read1(o->key, priv);
     uint8_t(*keys)[PURE_KEY_LEN] = calloc(nkeys, PURE_KEY_LEN);
     hs1 *h = calloc(2 * k + 1, sizeof *h);
-    if (!keys || !h) die("out of memory");
+    if (!keys || !h)
+        die("out of memory");
     if (keys_read(o->keys, keys, nkeys) != nkeys)
         usage("%s holds fewer than 2 x --count + 8 keys", o->keys);
     raw_open(&tx, o->spoof, o->load);
     flood f;
     pure_ctx *keep[2];
-    flood_setup(&f, &t, priv, 256, keep);
+    flood_setup(&f, &t, priv, 1200, keep);
     pure_addr local;
     int fd = udp_open(o->bind, &local);
     uint8_t b[MAXD + 64];
@@ -905,7 +974,8 @@ static int mode_cookie_reuse(const opts *o)
     int attempts = 0;
     for (uint32_t ki = 2 * k; !wc_len && ki < nkeys; ki++) {
         attempts++;
-        if (a->ctx) pure_ctx_free(a->ctx);
+        if (a->ctx)
+            pure_ctx_free(a->ctx);
         memset(a, 0, sizeof *a);
         a->r.group = G_FIRST;
         a->ctx = ctx_make(keys[ki]);
@@ -922,7 +992,8 @@ static int mode_cookie_reuse(const opts *o)
                 answered++;
             }
             uint64_t now = pure_now();
-            if (pure_ctx_deadline(a->ctx) <= now) pure_ctx_timeout(a->ctx, now);
+            if (pure_ctx_deadline(a->ctx) <= now)
+                pure_ctx_timeout(a->ctx, now);
             size_t seg;
             pure_addr to;
             while (!wc_len && !a->r.established && !a->r.closed &&
@@ -951,7 +1022,8 @@ static int mode_cookie_reuse(const opts *o)
     memset(mask, 0, sizeof mask);
     if (wc_len == a->len)
         for (size_t i = 0; i < wc_len; i++)
-            if (with_cookie[i] != a->init[i]) mask[i] = 1, changed++;
+            if (with_cookie[i] != a->init[i])
+                mask[i] = 1, changed++;
     fprintf(stderr,
             "attack: cookie-reuse: cookie after %d tries: the INIT changed in %u of %zu "
             "bytes\n",
@@ -966,7 +1038,8 @@ static int mode_cookie_reuse(const opts *o)
         if (x->r.group == G_REUSE) {
             if (x->len == wc_len) {
                 for (size_t j = 0; j < wc_len; j++)
-                    if (mask[j]) x->init[j] = with_cookie[j];
+                    if (mask[j])
+                        x->init[j] = with_cookie[j];
             } else { /* another length: the INIT that carried the cookie itself */
                 memcpy(x->init, with_cookie, wc_len);
                 x->len = wc_len;
@@ -991,7 +1064,8 @@ static int mode_cookie_reuse(const opts *o)
             sendto(fd, x->init, x->len, 0, (const struct sockaddr *)&t.sin, sizeof t.sin);
             sent_real++;
         }
-        if (next == 2 * k && !linger) linger = pure_now() + 500 * 1000000ull;
+        if (next == 2 * k && !linger)
+            linger = pure_now() + 500 * 1000000ull;
         struct pollfd p = {fd, POLLIN, 0};
         poll(&p, 1, raw_wait_ms(&tx));
         while ((n = udp_recv(fd, b, sizeof b, &from)) >= 0) {
@@ -1004,8 +1078,10 @@ static int mode_cookie_reuse(const opts *o)
     uint32_t adm[4] = {0}, est[4] = {0};
     for (uint32_t i = 0; i < 2 * k + 1; i++) {
         int g = h[i].r.group;
-        if (h[i].r.established) est[g]++;
-        if (h[i].r.established || (h[i].r.closed && h[i].r.error != PURE_ETIMEDOUT)) adm[g]++;
+        if (h[i].r.established)
+            est[g]++;
+        if (h[i].r.established || (h[i].r.closed && h[i].r.error != PURE_ETIMEDOUT))
+            adm[g]++;
     }
     print_sent("cookie-reuse", &tx);
     printf(", \"load_rate\": %.0f", o->load);
@@ -1079,14 +1155,14 @@ static int mode_forge(const opts *o)
     target_parse(&t, o);
     if (!o->key || !o->bind)
         usage("%s", "forge needs --key (its client's allowed key, also the load's) and --bind");
-    uint32_t nl = o->links < 256 ? o->links : 256;
+    uint32_t nl = o->links;
     uint8_t priv[PURE_KEY_LEN], cpriv[PURE_KEY_LEN];
     key_read1(o->key, priv);
     key_read1(o->keys ? o->keys : o->key, cpriv);
     raw_open(&tx, o->spoof, o->rate + o->load);
     flood f;
     pure_ctx *keep[2];
-    flood_setup(&f, &t, priv, 256, keep);
+    flood_setup(&f, &t, priv, 1200, keep);
     forge g;
     memset(&g, 0, sizeof g);
     g.load = &f;
@@ -1104,7 +1180,8 @@ static int mode_forge(const opts *o)
     rec *r = calloc(nl, sizeof *r);
     uint64_t *v = calloc(nl, sizeof *v);
     uint32_t lidx[256] = {0};
-    if (!r || !v) die("out of memory");
+    if (!r || !v)
+        die("out of memory");
     uint64_t t0 = pure_now();
     for (uint32_t i = 0; i < nl; i++) {
         uint8_t init[MAXD];
@@ -1123,7 +1200,8 @@ static int mode_forge(const opts *o)
         struct pollfd p = {c.fd, POLLIN, 0};
         uint64_t d = pure_ctx_deadline(c.ctx), now = pure_now();
         int ms = raw_wait_ms(&tx);
-        if (d > now && (d - now) / 1000000 < (uint64_t)ms) ms = (int)((d - now) / 1000000);
+        if (d > now && (d - now) / 1000000 < (uint64_t)ms)
+            ms = (int)((d - now) / 1000000);
         poll(&p, 1, d <= now ? 0 : ms);
         ctx_pump(c.ctx, c.fd, &datagrams);
         up = done = 0;
@@ -1131,12 +1209,14 @@ static int mode_forge(const opts *o)
         for (uint32_t i = 0; i < nl; i++) {
             up += r[i].established != 0;
             done += r[i].established || r[i].closed;
-            if (!r[i].established && !r[i].closed) g.idx[g.nidx++] = lidx[i];
+            if (!r[i].established && !r[i].closed)
+                g.idx[g.nidx++] = lidx[i];
         }
     }
     size_t k = 0;
     for (uint32_t i = 0; i < nl; i++)
-        if (r[i].established) v[k++] = r[i].established - r[i].started;
+        if (r[i].established)
+            v[k++] = r[i].established - r[i].started;
     qsort(v, k, sizeof *v, cmp_u64);
     for (uint32_t i = 0; i < nl; i++)
         if (!r[i].established)
@@ -1160,7 +1240,8 @@ static int mode_forge(const opts *o)
            cs.dropped_unknown_link, cs.dropped_malformed);
     fflush(stdout);
     for (uint32_t i = 0; i < nl; i++)
-        if (r[i].link && !r[i].closed) pure_link_abort(r[i].link, 0, "done");
+        if (r[i].link && !r[i].closed)
+            pure_link_abort(r[i].link, 0, "done");
     ctx_flush(c.ctx, c.fd, pure_now(), NULL, NULL);
     pure_ctx_free(c.ctx);
     pure_ctx_free(keep[0]);
@@ -1177,18 +1258,21 @@ static int mode_keys(const opts *o)
         usage("%s", "keys needs --count N, --out FILE and --allow FILE");
     int pfd = open(o->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     FILE *priv = pfd >= 0 ? fdopen(pfd, "w") : NULL, *pub = fopen(o->allow, "w");
-    if (!priv || !pub) die_errno("keys: cannot write the files");
+    if (!priv || !pub)
+        die_errno("keys: cannot write the files");
     for (uint32_t i = 0; i < o->count; i++) {
         uint8_t k[PURE_KEY_LEN], p[PURE_KEY_LEN];
         char t[45];
-        if (pure_keygen(k) != 0 || pure_public_key(p, k) != 0) die("no randomness");
+        if (pure_keygen(k) != 0 || pure_public_key(p, k) != 0)
+            die("no randomness");
         pure_key_to_base64(t, k);
         fprintf(priv, "pure-priv:%s\n", t);
         pure_key_to_base64(t, p);
         fprintf(pub, "pure-pub:%s\n", t);
         memset(k, 0, sizeof k);
     }
-    if (fclose(priv) != 0 || fclose(pub) != 0) die_errno("keys: write");
+    if (fclose(priv) != 0 || fclose(pub) != 0)
+        die_errno("keys: write");
     printf("{\"mode\": \"keys\", \"count\": %u}\n", o->count);
     return 0;
 }
@@ -1226,7 +1310,8 @@ int main(int argc, char **argv)
               .pool = 1024,
               .links = 16,
               .seed = 1};
-    if (argc < 2) usage("%s", "no mode given");
+    if (argc < 2)
+        usage("%s", "no mode given");
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {
         fputs(usage_text, stdout);
         return 0;
@@ -1236,60 +1321,24 @@ int main(int argc, char **argv)
     optind = 2;
     while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
         switch (c) {
-        case 't':
-            o.to = optarg;
-            break;
-        case 'P':
-            o.peer_key = optarg;
-            break;
-        case 'k':
-            o.key = optarg;
-            break;
-        case 'K':
-            o.keys = optarg;
-            break;
-        case 's':
-            o.spoof = optarg;
-            break;
-        case 'b':
-            o.bind = optarg;
-            break;
-        case 'S':
-            o.service = optarg;
-            break;
-        case 'o':
-            o.out = optarg;
-            break;
-        case 'a':
-            o.allow = optarg;
-            break;
-        case 'r':
-            o.rate = num("--rate", optarg, 1, 1e8);
-            break;
-        case 'd':
-            o.seconds = num("--seconds", optarg, 0, 3600);
-            break;
-        case 'L':
-            o.load = num("--load", optarg, 1, 1e8);
-            break;
-        case 'g':
-            o.spacing = num("--spacing", optarg, 0, 60);
-            break;
-        case 'T':
-            o.timeout = num("--timeout", optarg, 0.01, 3600);
-            break;
-        case 'p':
-            o.pool = (uint32_t)num("--pool", optarg, 1, 4096);
-            break;
-        case 'n':
-            o.count = (uint32_t)num("--count", optarg, 1, 100000);
-            break;
-        case 'l':
-            o.links = (uint32_t)num("--links", optarg, 1, 256);
-            break;
-        case 'e':
-            o.seed = (uint64_t)num("--seed", optarg, 0, 1e18);
-            break;
+        case 't': o.to = optarg; break;
+        case 'P': o.peer_key = optarg; break;
+        case 'k': o.key = optarg; break;
+        case 'K': o.keys = optarg; break;
+        case 's': o.spoof = optarg; break;
+        case 'b': o.bind = optarg; break;
+        case 'S': o.service = optarg; break;
+        case 'o': o.out = optarg; break;
+        case 'a': o.allow = optarg; break;
+        case 'r': o.rate = num("--rate", optarg, 1, 1e8); break;
+        case 'd': o.seconds = num("--seconds", optarg, 0, 3600); break;
+        case 'L': o.load = num("--load", optarg, 1, 1e8); break;
+        case 'g': o.spacing = num("--spacing", optarg, 0, 60); break;
+        case 'T': o.timeout = num("--timeout", optarg, 0.01, 3600); break;
+        case 'p': o.pool = (uint32_t)num("--pool", optarg, 1, 4096); break;
+        case 'n': o.count = (uint32_t)num("--count", optarg, 1, 100000); break;
+        case 'l': o.links = (uint32_t)num("--links", optarg, 1, 64); break;
+        case 'e': o.seed = (uint64_t)num("--seed", optarg, 0, 1e18); break;
         case 'h':
             fputs(usage_text, stdout);
             return 0;
@@ -1297,9 +1346,11 @@ int main(int argc, char **argv)
             usage("%s", "unknown option");
         }
     }
-    if (optind < argc) usage("unexpected argument '%s'", argv[optind]);
+    if (optind < argc)
+        usage("unexpected argument '%s'", argv[optind]);
     rng_s = o.seed;
     for (size_t i = 0; i < sizeof modes / sizeof *modes; i++)
-        if (strcmp(o.mode, modes[i].name) == 0) return modes[i].run(&o);
+        if (strcmp(o.mode, modes[i].name) == 0)
+            return modes[i].run(&o);
     return usage("unknown mode '%s'", o.mode);
 }
