@@ -21,6 +21,8 @@
 #                and slow (300/s: it is not, 3 s)
 #   cookie-reuse one cookie reply copied into 200 other INITs (each its own allowed key), beside
 #                200 INITs carrying no cookie, from one real address, under a 10,000/s load
+#                (the flood's mix, opening with 1,200 fresh valid INITs: more half-open links
+#                than handshake_load, so the victim is under load and demands cookies)
 #   forge        forged COOKIE and REJECT packets (50,000/s) at 16 connecting links' indices, from
 #                the victim's own address and port and from spoofed ones, under a 10,000/s load
 #   junk         corrupted and truncated copies of real traffic at line rate (tools/spray.c
@@ -45,7 +47,7 @@
 #   junk      the drain delivers every message; no link closed at the integrity limit; failed
 #             opens are counted (failed_opens > 0); the victim's memory grows by at most 64 MiB
 #   every     pure serve is alive after the attack and exits 0 on SIGTERM
-# The whole script takes about 35 s. Needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_NET_RAW):
+# The whole script takes 30-40 s. Needs root (CAP_SYS_ADMIN, CAP_NET_ADMIN, CAP_NET_RAW):
 # without them it prints SKIP and exits 0; any other failure to set up the namespaces fails the
 # test. Environment: PURE_ATTACK_RATE (default 50000): the flood's, fast replay's and forgery's
 # rate; PURE_ATTACK_PHASES (default "baseline flood replay cookie-reuse forge junk"): the phases
