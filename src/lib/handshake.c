@@ -265,6 +265,7 @@ int pure_hs_on_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, si
     if (!pure_addr_equal(from, &link->peer) ||
         pure_admit_cookie_open(ctx->crypto, key, mac1, d + 5, cookie) != 0) {
         ctx->guard.cookie_replies_bad++;
+        ctx->st.dropped_auth++;
         return PURE_ECRYPTO;
     }
     /* mac2 = MAC(cookie, INIT up to mac2); the same INIT goes again at once */
@@ -292,6 +293,7 @@ int pure_hs_on_reject(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, si
     if (!pure_addr_equal(from, &link->peer) ||
         !pure_admit_mac_equal(d + 5, hs->init + hs->init_len - 2 * PURE_MAC_LEN)) {
         ctx->guard.rejects_bad++;
+        ctx->st.dropped_auth++;
         return PURE_ECRYPTO;
     }
     hs->rejected = 1;

@@ -7,10 +7,12 @@
  *   - one cookie used for many INITs from its address (each needs its own);
  *   - a flood of valid INITs from 5,000 spoofed addresses at 50,000 a second while an honest
  *     client connects (it connects within 2 s; half-open links and DH stay bounded, and all of
- *     them are uncounted again at the end);
+ *     them are uncounted again at the end), and one of 10,000 while 100 honest links from one
+ *     host connect (all within 2 s, the responder under load throughout);
  *   - a source with real cookies that never completes: held to its token bucket and its
  *     half-open cap;
  *   - forged COOKIE and REJECT packets aimed at a connecting client;
+ *   - an older genuine packet from a third address while a new address is validated;
  *   - a RESP whose unauthenticated header was changed on the way;
  *   - silent mode. */
 #include <stdio.h>
@@ -325,6 +327,103 @@ static void test_flood_of_valid_inits(void)
     sim_app_free(a);
 }
 
+/* 100 honest links from one client host during the flood, each timed from its pure_connect. */
+typedef struct honest {
+    uint64_t connected_at, established[100], worst;
+    int n_established, n_accepted, n_closed;
+    sim *s;
+} honest;
+
+static int h_accept(pure_link *l, const char *svc, const uint8_t *k, void *u)
+{
+    (void)l;
+    (void)svc;
+    (void)k;
+    ((honest *)u)->n_accepted++;
+    return 0;
+}
+
+static void h_established(pure_link *l, void *u)
+{
+    (void)l;
+    honest *h = *(honest **)u;
+    uint64_t took = sim_now(h->s) - h->connected_at;
+    h->established[h->n_established++] = took;
+    if (took > h->worst)
+        h->worst = took;
+}
+
+static void h_closed(pure_link *l, void *u, const pure_close_info *info)
+{
+    (void)l;
+    (void)info;
+    if (u)
+        (*(honest **)u)->n_closed++;
+}
+
+static const pure_callbacks h_srv_cb = {.on_accept = h_accept};
+static const pure_callbacks h_cli_cb = {.on_established = h_established, .on_closed = h_closed};
+
+static int all_honest(void *arg) { return ((honest *)arg)->n_established == 100; }
+
+static void test_flood_with_100_honest_clients(void)
+{
+    enum { N = 10000 };
+    static uint8_t inits[N][512];
+    static size_t lens[N];
+    static honest h;
+    memset(&h, 0, sizeof h);
+    honest *hp = &h;
+    sim *s = sim_new(10);
+    h.s = s;
+    pure_settings st;
+    pure_settings_default(&st);
+    st.allow_any = 1;
+    st.callbacks = &h_srv_cb;
+    st.user = &h;
+    int srv = sim_add(s, &st);
+    pure_ctx_add_service(sim_ctx(s, srv), "drain");
+    pure_settings_default(&st);
+    st.callbacks = &h_cli_cb;
+    int cli = sim_add(s, &st);
+    sim_set_path(s, cli, srv, &base);
+    sim_set_path(s, srv, cli, &base);
+    pure_ctx *victim = sim_ctx(s, srv);
+    CHECK_EQ(make_inits(victim, inits, lens, N, 10), N);
+    /* 10,000 valid INITs from 10,000 spoofed sources over 200 ms (50,000 a second); the honest
+     * host opens its 100 links 50 ms in, while the responder is under load */
+    pure_addr to = sim_addr(s, srv);
+    uint64_t t = sim_now(s);
+    for (uint32_t i = 0; i < N; i++) {
+        pure_addr from = spoof(i);
+        pure_ctx_read(victim, &from, inits[i], lens[i], t + i * 20000ull);
+        sim_run(s, NULL, NULL, t + i * 20000ull);
+        if (i == N / 4) {
+            h.connected_at = sim_now(s);
+            for (int k = 0; k < 100; k++) {
+                pure_link *l;
+                CHECK_EQ(pure_connect(sim_ctx(s, cli), &to, pure_ctx_public_key(victim), "drain",
+                                      &hp, &l, sim_now(s)),
+                         0);
+            }
+        }
+    }
+    sim_run(s, all_honest, &h, sim_now(s) + 10 * SIM_S);
+    sim_run(s, NULL, NULL, sim_now(s) + SIM_S); /* their first packets reach the responder */
+    pure_guard_stats g;
+    pure_ctx_guard_stats_get(victim, &g, sizeof g);
+    printf("flood of %d valid INITs at 50,000/s: 100 honest links from one host all connected "
+           "within %.1f ms (%d of 100); responder: %llu DH, %u half-open at the end, %llu "
+           "throttled\n",
+           N, (double)h.worst / 1e6, h.n_established, (unsigned long long)g.dh_ops,
+           victim->half_open, (unsigned long long)g.inits_throttled);
+    CHECK_EQ(h.n_established, 100);
+    CHECK(h.worst <= 2 * SIM_S);
+    CHECK_EQ(h.n_accepted, 100);
+    CHECK(g.dh_ops <= 5 * (1024 + 100 + 64) + 64);
+    sim_free(s);
+}
+
 static void test_source_with_cookies_is_held_back(void)
 {
     /* A source that receives (it has real cookies: made here from the server's own jar) sends
@@ -518,6 +617,7 @@ int main(void)
     RUN(test_copies_from_other_addresses);
     RUN(test_one_cookie_one_init);
     RUN(test_flood_of_valid_inits);
+    RUN(test_flood_with_100_honest_clients);
     RUN(test_source_with_cookies_is_held_back);
     RUN(test_forged_cookie_and_reject);
     RUN(test_resp_header_changed);
