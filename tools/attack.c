@@ -51,7 +51,8 @@
  *                 context at once) of one client (key: the first of --keys, else --key) connect
  *                 from --bind while forged COOKIE and REJECT packets go to their indices (from
  *                 the victim's address and port, and from spoofed ones), under a spoofed INIT
- *                 load; measures the connect times and reads the client's guard counters.
+ *                 load; measures the connect times and reads the client's guard counters. The
+ *                 forging and the load run in a child process: the client has its own.
  *
  * Each mode prints one JSON line on stdout (what it sent: count, rate, seconds, and what it saw)
  * and progress on stderr. Exit 0; 1 on socket or library errors, or when honest/forge clients
@@ -65,10 +66,12 @@
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -419,7 +422,7 @@ static void ctx_pump(pure_ctx *ctx, int fd, uint64_t *datagrams)
     uint8_t b[MAXD + 64];
     pure_addr from;
     ssize_t r;
-    for (int i = 0; i < 256 && (r = udp_recv(fd, b, sizeof b, &from)) >= 0; i++) {
+    for (int i = 0; i < 1024 && (r = udp_recv(fd, b, sizeof b, &from)) >= 0; i++) {
         pure_ctx_read(ctx, &from, b, (size_t)r, pure_now());
         if (datagrams)
             ++*datagrams;
@@ -1149,6 +1152,46 @@ static void forge_gen(void *st, rawtx *r, int i)
         g->rejects++;
 }
 
+/* What the forging process sent, for the parent's JSON line. */
+typedef struct forge_report {
+    uint64_t sent, refused, t0, t_last, cookies, rejects, kinds[F_KINDS];
+} forge_report;
+
+static volatile sig_atomic_t forge_stop;
+static void on_forge_stop(int sig)
+{
+    (void)sig;
+    forge_stop = 1;
+}
+
+/* The forging process: the load alone until the link indices come down `idx_fd`, then forged
+ * COOKIEs and REJECTs at them with the load, until SIGTERM; then its report up `rep_fd`. */
+static void forger(forge *g, int idx_fd, int rep_fd)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_forge_stop;
+    sigaction(SIGTERM, &sa, NULL);
+    while (!forge_stop) {
+        if (!g->nidx) {
+            ssize_t n = read(idx_fd, g->idx, sizeof g->idx);
+            if (n > 0)
+                g->nidx = (uint32_t)((size_t)n / sizeof g->idx[0]);
+        }
+        raw_pump(&tx, forge_gen, g);
+        int ms = raw_wait_ms(&tx);
+        if (ms > 0) {
+            struct timespec ts = {0, (long)(ms > 2 ? 2 : ms) * 1000000};
+            nanosleep(&ts, NULL);
+        }
+    }
+    forge_report rep = {tx.sent, tx.refused, tx.t0, tx.t_last, g->cookies, g->rejects, {0}};
+    memcpy(rep.kinds, g->load->kinds, sizeof rep.kinds);
+    if (write(rep_fd, &rep, sizeof rep) != (ssize_t)sizeof rep)
+        _exit(1);
+    _exit(0);
+}
+
 static int mode_forge(const opts *o)
 {
     target t;
@@ -1167,19 +1210,37 @@ static int mode_forge(const opts *o)
     memset(&g, 0, sizeof g);
     g.load = &f;
     g.forge_share = o->rate / (o->rate + o->load);
-
     client c;
     memset(&c, 0, sizeof c);
     pure_addr local;
     c.fd = udp_open(o->bind, &local);
     memcpy(&g.client, local.bytes, sizeof g.client);
+
+    /* The attacker is not the client: the forging runs in a process of its own, so the client
+     * reads its socket as fast as a real one would, on its own. */
+    int idx_pipe[2], rep_pipe[2];
+    if (pipe2(idx_pipe, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(rep_pipe, O_CLOEXEC) != 0)
+        die_errno("pipe");
+    pid_t child = fork();
+    if (child < 0)
+        die_errno("fork");
+    if (child == 0) {
+        close(idx_pipe[1]);
+        close(rep_pipe[0]);
+        close(c.fd);
+        forger(&g, idx_pipe[0], rep_pipe[1]);
+    }
+    close(idx_pipe[0]);
+    close(rep_pipe[1]);
     c.ctx = ctx_make(cpriv);
-    /* The load alone first, so the victim is under load when the links start. */
-    raw_run(&tx, flood_gen, &f, 0.5);
+    /* The load alone for a second first: the victim is under load when the links start, and
+     * has worked through the load's fresh INITs (5 DH each). */
+    struct timespec second = {1, 0};
+    nanosleep(&second, NULL);
 
     rec *r = calloc(nl, sizeof *r);
     uint64_t *v = calloc(nl, sizeof *v);
-    uint32_t lidx[256] = {0};
+    uint32_t lidx[64] = {0};
     if (!r || !v)
         die("out of memory");
     uint64_t t0 = pure_now();
@@ -1191,28 +1252,32 @@ static int mode_forge(const opts *o)
         lidx[i] = (uint32_t)init[1] | (uint32_t)init[2] << 8 | (uint32_t)init[3] << 16 |
                   (uint32_t)init[4] << 24;
     }
-    memcpy(g.idx, lidx, sizeof lidx);
-    g.nidx = nl;
+    if (write(idx_pipe[1], lidx, nl * sizeof lidx[0]) != (ssize_t)(nl * sizeof lidx[0]))
+        die_errno("pipe to the forger");
     uint64_t until = t0 + (uint64_t)(o->timeout * 1e9), datagrams = 0;
     uint32_t up = 0, done = 0;
     while (done < nl && pure_now() < until) {
-        raw_pump(&tx, forge_gen, &g);
         struct pollfd p = {c.fd, POLLIN, 0};
         uint64_t d = pure_ctx_deadline(c.ctx), now = pure_now();
-        int ms = raw_wait_ms(&tx);
-        if (d > now && (d - now) / 1000000 < (uint64_t)ms)
-            ms = (int)((d - now) / 1000000);
-        poll(&p, 1, d <= now ? 0 : ms);
+        int ms = d <= now ? 0 : (d - now) / 1000000 < 5 ? (int)((d - now) / 1000000) : 5;
+        poll(&p, 1, ms);
         ctx_pump(c.ctx, c.fd, &datagrams);
         up = done = 0;
-        g.nidx = 0; /* forge only at the links still in their handshake */
         for (uint32_t i = 0; i < nl; i++) {
             up += r[i].established != 0;
             done += r[i].established || r[i].closed;
-            if (!r[i].established && !r[i].closed)
-                g.idx[g.nidx++] = lidx[i];
         }
     }
+    forge_report rep;
+    memset(&rep, 0, sizeof rep);
+    kill(child, SIGTERM);
+    if (read(rep_pipe[0], &rep, sizeof rep) != (ssize_t)sizeof rep)
+        fprintf(stderr, "attack: forge: no report from the forging process\n");
+    waitpid(child, NULL, 0);
+    tx.sent = rep.sent, tx.refused = rep.refused, tx.t0 = rep.t0, tx.t_last = rep.t_last;
+    g.cookies = rep.cookies, g.rejects = rep.rejects;
+    memcpy(f.kinds, rep.kinds, sizeof f.kinds);
+
     size_t k = 0;
     for (uint32_t i = 0; i < nl; i++)
         if (r[i].established)
@@ -1233,11 +1298,11 @@ static int mode_forge(const opts *o)
     printf(", \"links\": %u, \"connected\": %u", nl, up);
     print_times(", ", v, k);
     printf(", \"client_datagrams_in\": %" PRIu64 ", \"client_datagrams_out\": %" PRIu64
-           ", \"client_cookie_replies_bad\": %" PRIu64 ", \"client_rejects_bad\": %" PRIu64
-           ", \"client_dropped_unknown_link\": %" PRIu64 ", \"client_dropped_malformed\": %" PRIu64
-           "}\n",
-           cs.datagrams_in, cs.datagrams_out, gs.cookie_replies_bad, gs.rejects_bad,
-           cs.dropped_unknown_link, cs.dropped_malformed);
+           ", \"client_timers_fired\": %" PRIu64 ", \"client_cookie_replies_bad\": %" PRIu64
+           ", \"client_rejects_bad\": %" PRIu64 ", \"client_dropped_unknown_link\": %" PRIu64
+           ", \"client_dropped_malformed\": %" PRIu64 "}\n",
+           cs.datagrams_in, cs.datagrams_out, cs.timers_fired, gs.cookie_replies_bad,
+           gs.rejects_bad, cs.dropped_unknown_link, cs.dropped_malformed);
     fflush(stdout);
     for (uint32_t i = 0; i < nl; i++)
         if (r[i].link && !r[i].closed)
