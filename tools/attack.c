@@ -657,6 +657,14 @@ static void flood_setup(flood *f, const target *t, const uint8_t *allowed, uint3
             f->valid.n, f->unknown.n, f->valid.len[0], (double)(pure_now() - t0) / 1e9);
 }
 
+static void flood_free(flood *f, pure_ctx **keep)
+{
+    free(f->valid.d);
+    free(f->unknown.d);
+    pure_ctx_free(keep[0]);
+    pure_ctx_free(keep[1]);
+}
+
 static void print_sent(const char *mode, const rawtx *r)
 {
     double s = raw_seconds(r);
@@ -705,8 +713,7 @@ static int mode_flood(const opts *o)
     print_kinds(&f);
     printf(", \"pool\": %u, \"init_len\": %u}\n", f.valid.n, f.valid.len[0]);
     fflush(stdout);
-    pure_ctx_free(keep[0]);
-    pure_ctx_free(keep[1]);
+    flood_free(&f, keep);
     return 0;
 }
 
@@ -1017,6 +1024,12 @@ static int mode_cookie_reuse(const opts *o)
                 attempts, o->load);
         print_sent("cookie-reuse", &tx);
         printf(", \"cookie\": 0, \"tries\": %d}\n", attempts);
+        fflush(stdout);
+        if (a->ctx)
+            pure_ctx_free(a->ctx);
+        flood_free(&f, keep);
+        free(h), free(keys);
+        close(fd);
         return 1;
     }
     /* Where the library put the cookie: the bytes that changed. */
@@ -1098,8 +1111,7 @@ static int mode_cookie_reuse(const opts *o)
     fflush(stdout);
     for (uint32_t i = 0; i < 2 * k + 1; i++)
         pure_ctx_free(h[i].ctx);
-    pure_ctx_free(keep[0]);
-    pure_ctx_free(keep[1]);
+    flood_free(&f, keep);
     free(h), free(keys);
     close(fd);
     return 0;
@@ -1309,8 +1321,10 @@ static int mode_forge(const opts *o)
             pure_link_abort(r[i].link, 0, "done");
     ctx_flush(c.ctx, c.fd, pure_now(), NULL, NULL);
     pure_ctx_free(c.ctx);
-    pure_ctx_free(keep[0]);
-    pure_ctx_free(keep[1]);
+    close(c.fd);
+    close(idx_pipe[1]);
+    close(rep_pipe[0]);
+    flood_free(&f, keep);
     free(r), free(v);
     return up == nl ? 0 : 1;
 }
