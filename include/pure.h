@@ -171,6 +171,10 @@ typedef struct pure_callbacks {
 /* Congestion controllers (pure_settings.congestion). */
 enum pure_cc_algo { PURE_CC_NEWRENO = 1, PURE_CC_CUBIC = 2 };
 
+/* Bounds of pure_settings.rekey_after_packets: packets one transmit key may seal. */
+#define PURE_REKEY_MAX_PACKETS (1ull << 23)
+#define PURE_REKEY_MIN_PACKETS 16
+
 /* 2 since 0.2 (pure_callbacks.on_acked); pure_ctx_new still takes 1, and then never reads the
  * callbacks that version did not have. */
 #define PURE_SETTINGS_VERSION 3
@@ -210,8 +214,16 @@ typedef struct pure_settings {
     uint32_t handshake_load;          /* a cookie is demanded while more handshakes than this are
                                          half-open, or more INITs than this arrived in the last
                                          second (default 1024; 0 = always demand one) */
-    uint64_t rekey_after_packets;     /* new keys after this many packets sent (default 2^32) */
-    uint64_t rekey_after_time;        /* new keys after this many ns (default 120 s) */
+    uint64_t rekey_after_packets;     /* the most packets one transmit key seals (default and
+                                         at most PURE_REKEY_MAX_PACKETS = 2^23, AES-128-GCM's
+                                         confidentiality limit, RFC 9001 section 6.6; at least
+                                         PURE_REKEY_MIN_PACKETS = 16; a version 1 or 2 caller's
+                                         larger value is taken as 2^23). New keys are sought
+                                         from half of them; if the peer has not completed the
+                                         rekey when the key is down to its last packet, the
+                                         link closes with PURE_ECRYPTO, that packet its CLOSE */
+    uint64_t rekey_after_time;        /* new keys after this many ns, while data is sent
+                                         (default 120 s) */
     const pure_callbacks *callbacks;  /* may be NULL */
     void *user;                       /* passed to on_accept */
     /* Injected allocator (default malloc/free). */
@@ -237,8 +249,12 @@ typedef struct pure_settings {
                                          (default 256 MiB; at least max_message_size). Over it,
                                          links stop granting credit until memory is freed. */
     uint64_t max_failed_opens;        /* packets per receive key that fail authentication before
-                                         the link closes with PURE_ECRYPTO (default 2^36; the
-                                         AEAD's integrity limit) */
+                                         the link closes with PURE_ECRYPTO, telling the peer
+                                         (default 2^36, under AES-GCM's integrity limit of 2^52
+                                         forgeries; at least 1). Counted in 32 bits per key: a
+                                         value above 2^32 - 1 acts as 2^32 - 1. Each new key
+                                         (every rekey) starts from zero; a packet naming a key
+                                         the link does not hold is dropped without counting */
     int respond_to_unknown;           /* responder: answer an INIT that does not authenticate or
                                          names a key not allowed (default 1; 0 = silent: such
                                          INITs are dropped and counted, no reply) */
@@ -349,7 +365,8 @@ typedef struct pure_guard_stats {
     uint64_t inits_duplicate;       /* resent INITs answered from the link they made */
     uint64_t cookie_replies_bad;    /* COOKIE replies dropped: forged, wrong address or late */
     uint64_t rejects_bad;           /* REJECTs dropped: forged or wrong address */
-    uint64_t failed_opens;          /* link packets that failed authentication */
+    uint64_t failed_opens;          /* link packets that failed authentication under one of
+                                       their link's keys (max_failed_opens counts these) */
     uint64_t links_integrity_closed;/* links closed at max_failed_opens */
     uint64_t rx_memory;             /* bytes held now for partly received messages and
                                        out-of-order data */

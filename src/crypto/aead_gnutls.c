@@ -93,12 +93,17 @@ int pure_gnutls_aead_open(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], con
         return PURE_EINVAL;
     gnutls_aead_cipher_hd_t h = a->impl;
     size_t out = len + PURE_TAG_LEN;
-    if (data != NULL && tag == data + len) /* a packet: open in place; the tag is checked */
-        return gnutls_aead_cipher_decrypt(h, nonce, PURE_NONCE_LEN, ad, adlen, PURE_TAG_LEN,
-                                          data, len + PURE_TAG_LEN, data, &out) < 0 ||
-                       out != len
-                   ? PURE_ECRYPTO
-                   : 0;
+    if (data != NULL && tag == data + len) { /* a packet: open in place; the tag is checked */
+        if (gnutls_aead_cipher_decrypt(h, nonce, PURE_NONCE_LEN, ad, adlen, PURE_TAG_LEN, data,
+                                       len + PURE_TAG_LEN, data, &out) < 0 ||
+            out != len) {
+            /* GnuTLS decrypts before it compares the tag and leaves the unauthenticated
+             * plaintext in place: wipe it (the seam's rule, crypto.h). */
+            pure_wipe(data, len);
+            return PURE_ECRYPTO;
+        }
+        return 0;
+    }
     uint8_t stack[SCRATCH + PURE_TAG_LEN] = {0}; /* the handshake path only: small, rare */
     uint8_t *buf = len <= SCRATCH ? stack : malloc(len + PURE_TAG_LEN);
     if (buf == NULL)
@@ -113,6 +118,8 @@ int pure_gnutls_aead_open(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], con
                  : 0;
     if (rc == 0 && len)
         memcpy(data, buf, len);
+    else if (rc != 0)
+        pure_wipe(data, len); /* the seam's rule: a refused open leaves zeros */
     gnutls_memset(buf, 0, len + PURE_TAG_LEN);
     if (buf != stack)
         free(buf);

@@ -22,7 +22,7 @@
  *
  * Constant time: AES rounds are instructions (no tables), GHASH is carry-less multiplication,
  * and the tag is compared with one vector test; opening checks the tag before it decrypts, so
- * a forged packet is left as it came. */
+ * a forged packet is never decrypted (its buffer is zeroed, the seam's rule for every backend). */
 #include "aead_vaes.h"
 
 #include <stdlib.h>
@@ -52,6 +52,21 @@ typedef struct vaes_key {
 } vaes_key;
 
 static const uint8_t bswap_bytes[16] = {15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0};
+
+/* Zeroes key material held in vector locals (a multiple of 64 bytes at a 64-byte aligned p, or
+ * 16 bytes) before they go out of scope. Volatile vector stores: the compiler can neither drop
+ * them as dead (pure_wipe's rule) nor make them a memset (rep stos costs more than eleven
+ * stores, and this runs on every packet). */
+TARGET static inline void wipe_vec(void *p, size_t n)
+{
+    if (n == 16) {
+        *(volatile __m128i *)p = _mm_setzero_si128();
+        return;
+    }
+    volatile __m512i *v = p;
+    for (size_t i = 0; i < n / 64; i++)
+        v[i] = _mm512_setzero_si512();
+}
 
 /* CPUID and XGETBV directly (compilers differ in which names __builtin_cpu_supports knows):
  * the instructions, and an OS that saves the AVX-512 registers (XCR0 bits 1, 2, 5, 6, 7). */
@@ -262,15 +277,18 @@ TARGET static void ctr(const vaes_key *k, const uint8_t nonce[PURE_NONCE_LEN], u
             n -= 256;
             continue;
         }
-        __m512i ks[4] = {c0, c1, c2, c3};
-        for (int i = 0; n; i++) {
+        /* the tail, a register at a time: the keystream moves down c3 -> c0 rather than
+         * through an array, which would put it on the stack */
+        while (n) {
             __mmask64 m = mask_for(n);
-            _mm512_mask_storeu_epi8(p, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, p), ks[i]));
+            _mm512_mask_storeu_epi8(p, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, p), c0));
             size_t step = n < 64 ? n : 64;
             p += step;
             n -= step;
+            c0 = c1, c1 = c2, c2 = c3;
         }
     }
+    wipe_vec(K, sizeof K); /* the round keys, broadcast on the stack */
 }
 
 /* Adds the products of a region's blocks (n bytes at p, zero-padded) with hp[0], hp[1], ... to
@@ -327,12 +345,21 @@ TARGET static inline __m128i tag_mask(const vaes_key *k, const uint8_t nonce[PUR
     return _mm_aesenclast_si128(j0, k->rk[10]);
 }
 
-/* The tag in normal byte order. */
-TARGET static inline __m128i tag_of(vaes_key *k, __m128i mask, const uint8_t *ad, size_t adlen,
-                                    const uint8_t *data, size_t len)
+/* The tag in normal byte order. The mask is read from *mask after GHASH: the caller keeps it in
+ * one place it wipes, rather than the compiler in a spill slot of its own across the call. */
+TARGET static inline __m128i tag_of(vaes_key *k, const __m128i *mask, const uint8_t *ad,
+                                    size_t adlen, const uint8_t *data, size_t len)
 {
     __m128i y = ghash_all(k, ad, adlen, data, len);
-    return _mm_xor_si128(mask, _mm_shuffle_epi8(y, _mm_loadu_si128((const __m128i *)bswap_bytes)));
+    return _mm_xor_si128(_mm_load_si128(mask),
+                         _mm_shuffle_epi8(y, _mm_loadu_si128((const __m128i *)bswap_bytes)));
+}
+
+/* Makes the compiler treat the memory at p as seen by others from here on: a value it holds is
+ * then read back from there after a call, not kept in a register spilled to a slot of its own. */
+static inline void publish(const void *p)
+{
+    __asm__ __volatile__("" : : "r"(p) : "memory");
 }
 
 #define EXPAND(prev, rcon)                                                                         \
@@ -419,9 +446,11 @@ TARGET int pure_vaes_aead_seal(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN]
         return PURE_EINVAL;
     vaes_key *k = a->impl;
     __m128i mask = tag_mask(k, nonce);
+    publish(&mask);
     if (len)
         ctr(k, nonce, data, len);
-    _mm_storeu_si128((__m128i *)tag, tag_of(k, mask, ad, adlen, data, len));
+    _mm_storeu_si128((__m128i *)tag, tag_of(k, &mask, ad, adlen, data, len));
+    wipe_vec(&mask, sizeof mask); /* E(K, J0): kept across the GHASH call, so on the stack */
     return 0;
 }
 
@@ -433,10 +462,16 @@ TARGET int pure_vaes_aead_open(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN]
         return PURE_EINVAL;
     vaes_key *k = a->impl;
     __m128i mask = tag_mask(k, nonce);
-    __m128i d = _mm_xor_si128(tag_of(k, mask, ad, adlen, data, len),
+    publish(&mask);
+    __m128i d = _mm_xor_si128(tag_of(k, &mask, ad, adlen, data, len),
                               _mm_loadu_si128((const __m128i *)tag));
-    if (!_mm_testz_si128(d, d))
-        return PURE_ECRYPTO; /* checked before decrypting: a forged packet stays as it came */
+    wipe_vec(&mask, sizeof mask); /* E(K, J0): kept across the GHASH call, so on the stack */
+    if (!_mm_testz_si128(d, d)) {
+        /* checked before decrypting, so only ciphertext is here; zeroed all the same, as every
+         * backend does (the seam's rule, crypto.h) */
+        pure_wipe(data, len);
+        return PURE_ECRYPTO;
+    }
     if (len)
         ctr(k, nonce, data, len);
     return 0;

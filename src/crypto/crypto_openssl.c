@@ -434,12 +434,19 @@ static int ossl_aead_open(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], con
                           size_t adlen, uint8_t *data, size_t len, const uint8_t tag[PURE_TAG_LEN])
 {
     const prov_cipher *d;
+    int rc;
     if (a == NULL || a->impl == NULL || nonce == NULL || tag == NULL)
         return PURE_EINVAL;
     /* The tag is only read on this path; the cast serves the shared OSSL_PARAM. */
     if ((d = direct_of(a)) != NULL)
-        return direct_crypt(d, a->impl, 0, nonce, ad, adlen, data, len, (uint8_t *)tag);
-    return evp_crypt(a->impl, 0, nonce, ad, adlen, data, len, (uint8_t *)tag);
+        rc = direct_crypt(d, a->impl, 0, nonce, ad, adlen, data, len, (uint8_t *)tag);
+    else
+        rc = evp_crypt(a->impl, 0, nonce, ad, adlen, data, len, (uint8_t *)tag);
+    /* GCM decrypts in update and compares the tag only in final: on a mismatch the
+     * unauthenticated plaintext is already in data. Wipe it (the seam's rule, crypto.h). */
+    if (rc != 0 && data != NULL)
+        pure_wipe(data, len);
+    return rc;
 }
 
 const pure_crypto pure_crypto_openssl = {

@@ -56,8 +56,9 @@ typedef struct pure_crypto {
      * authenticated, not encrypted. */
     int (*aead_seal)(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
                      size_t adlen, uint8_t *data, size_t len, uint8_t tag[PURE_TAG_LEN]);
-    /* Open len bytes in place; returns PURE_ECRYPTO (and leaves data unspecified) when the tag
-     * does not verify. */
+    /* Open len bytes in place; returns PURE_ECRYPTO when the tag does not verify, and then the
+     * len bytes at data are zero: no unauthenticated plaintext is ever left in the caller's
+     * buffer, whatever the backend (most decrypt before they can check the tag). */
     int (*aead_open)(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
                      size_t adlen, uint8_t *data, size_t len, const uint8_t tag[PURE_TAG_LEN]);
 } pure_crypto;

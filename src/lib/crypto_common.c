@@ -23,9 +23,19 @@ void pure_hkdf2(const pure_crypto *c, uint8_t out1[PURE_HASH_LEN], uint8_t out2[
 
 void pure_wipe(void *p, size_t n)
 {
-    /* A store through a volatile pointer must happen, so the compiler cannot drop it as a dead
-     * store to memory about to be freed or go out of scope. */
+    if (p == NULL || n == 0)
+        return;
+#if defined(__GNUC__)
+    /* memset at full speed (a forged packet's buffer is wiped on the failure path), then an empty
+     * asm that the compiler must assume reads the memory at p: the stores cannot be dropped as
+     * dead stores to memory about to be freed or go out of scope (as BoringSSL's
+     * OPENSSL_cleanse and glibc's explicit_bzero do it). */
+    memset(p, 0, n);
+    __asm__ __volatile__("" : : "r"(p) : "memory");
+#else
+    /* A store through a volatile pointer must happen. */
     volatile unsigned char *v = p;
     while (n-- > 0)
         *v++ = 0;
+#endif
 }

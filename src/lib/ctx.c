@@ -57,7 +57,7 @@ void pure_settings_default(pure_settings *s)
     s->congestion = PURE_CC_CUBIC;
     s->max_links = 1000000;
     s->handshake_load = 1024;
-    s->rekey_after_packets = 1ull << 32;
+    s->rekey_after_packets = PURE_REKEY_MAX_PACKETS;
     s->rekey_after_time = 120ull * 1000000000;
     s->max_receive_memory = 256ull << 20;
     s->max_failed_opens = 1ull << 36;
@@ -89,22 +89,33 @@ int pure_ctx_random(pure_ctx *ctx, uint8_t *buf, size_t len)
     return ctx->crypto->random(buf, len);
 }
 
+/* A copy of settings holds the private key: wiped as it goes out of scope, on every path. */
+static void wipe_settings(pure_settings *s)
+{
+    pure_wipe(s, sizeof *s);
+}
+
 int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
 {
     if (!user_settings || !out || user_settings->version < 1 ||
         user_settings->version > PURE_SETTINGS_VERSION)
         return PURE_EINVAL;
     /* a caller built against an older pure.h has a shorter struct: read only what it has */
-    pure_settings full;
+    pure_settings full __attribute__((cleanup(wipe_settings)));
     if (user_settings->version >= 3) {
         full = *user_settings;
     } else {
         memcpy(&full, user_settings, offsetof(pure_settings, max_receive_memory));
         settings_v3_defaults(&full);
+        /* before version 3 the default was 2^32, above the AEAD's limit: take the limit */
+        if (full.rekey_after_packets > PURE_REKEY_MAX_PACKETS)
+            full.rekey_after_packets = PURE_REKEY_MAX_PACKETS;
     }
     const pure_settings *s = &full;
     if (s->max_receive_memory < s->max_message_size || s->max_failed_opens == 0 ||
-        s->max_half_open == 0 || s->half_open_per_addr == 0 || s->inits_per_addr == 0)
+        s->max_half_open == 0 || s->half_open_per_addr == 0 || s->inits_per_addr == 0 ||
+        s->rekey_after_packets < PURE_REKEY_MIN_PACKETS ||
+        s->rekey_after_packets > PURE_REKEY_MAX_PACKETS)
         return PURE_EINVAL;
     if (s->max_udp_payload < PURE_MIN_UDP_PAYLOAD || s->max_udp_payload > PURE_MAX_UDP_PAYLOAD ||
         s->max_message_size == 0 || s->max_message_size > (1u << 30) || s->send_backlog < 4096 ||

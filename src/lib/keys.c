@@ -2,7 +2,13 @@
 /* keys.c: transport keys. Each direction's AES-128-GCM key and IV come from its Noise split key
  * through HKDF (key = out1[0..16), iv = out2[0..12) of HKDF(ck = split key, "pure transport")); a
  * packet's nonce is the IV XOR its packet number, as in TLS 1.3, so no nonce is ever reused
- * under one key while packet numbers only grow. */
+ * under one key while packet numbers only grow.
+ *
+ * The receive side's limits (docs/crypto.md): packets that fail to open are counted per receive
+ * key, and the link closes when a key reaches max_failed_opens (the AEAD's integrity limit: each
+ * forgery is a guess at the key's tag, and the odds add up). After a switch the previous receive
+ * key opens late packets until three probe timeouts after the peer's first packet under the new
+ * one (RFC 9001 section 6.5), then it is wiped. */
 #include <string.h>
 
 #include "link.h"
@@ -47,8 +53,84 @@ int pure_keys_install(pure_link *link, const uint8_t k_send[32], const uint8_t k
 {
     int rc = pure_keys_derive(link->ctx, &link->tx, k_send);
     if (rc == 0)
-        rc = pure_keys_derive(link->ctx, &link->rx[0], k_recv);
+        rc = pure_keys_derive_rx(link, 0, k_recv);
     return rc;
+}
+
+int pure_keys_derive_rx(pure_link *link, uint8_t phase, const uint8_t split[32])
+{
+    link->rx_failed[phase] = 0;
+    link->rx_retire = PURE_RX_RETIRE_NONE; /* a previous key in this slot is overwritten here */
+    return pure_keys_derive(link->ctx, &link->rx[phase], split);
+}
+
+/* The integrity limit, as the 32-bit per-key counters can hold it. */
+static uint32_t failed_open_limit(const pure_ctx *ctx)
+{
+    return ctx->s.max_failed_opens < UINT32_MAX ? (uint32_t)ctx->s.max_failed_opens : UINT32_MAX;
+}
+
+int pure_keys_open(pure_link *link, uint8_t *d, size_t n, uint64_t pn, uint64_t now)
+{
+    pure_ctx *ctx = link->ctx;
+    uint8_t phase = d[0] & 1;
+    pure_dir_keys *k = &link->rx[phase];
+    pure_aead *aead = pure_keys_aead(ctx, k);
+    if (!aead) { /* no key of that phase (not yet, or retired): nothing was tried */
+        ctx->st.dropped_auth++;
+        link->st.dropped_auth++;
+        return PURE_ECRYPTO;
+    }
+    uint8_t nonce[PURE_NONCE_LEN];
+    pure_keys_nonce(nonce, k->iv, pn);
+    size_t plen = n - PURE_DATA_HEADER - PURE_TAG_LEN;
+    uint8_t *payload = d + PURE_DATA_HEADER;
+    if (ctx->crypto->aead_open(aead, nonce, d, PURE_DATA_HEADER, payload, plen,
+                               payload + plen) != 0) {
+        ctx->st.dropped_auth++;
+        link->st.dropped_auth++;
+        ctx->guard.failed_opens++;
+        if (link->rx_failed[phase] < UINT32_MAX)
+            link->rx_failed[phase]++;
+        if (link->rx_failed[phase] >= failed_open_limit(ctx)) {
+            /* Forgeries enough to put the key's integrity in doubt: stop trusting it. The peer
+             * hears why (a third party may be the forger). */
+            ctx->guard.links_integrity_closed++;
+            pure_link_terminate(link, PURE_ECRYPTO, PURE_CLOSE_PROTOCOL,
+                                "integrity limit: too many forged packets", 1, now);
+        }
+        return PURE_ECRYPTO;
+    }
+    if (link->rx_retire == PURE_RX_RETIRE_WAIT && phase == link->key_phase)
+        pure_keys_retire_later(link, now); /* the peer has switched: the old key's days are few */
+    return 0;
+}
+
+void pure_keys_retire_wait(pure_link *link)
+{
+    link->rx_retire = PURE_RX_RETIRE_WAIT;
+}
+
+void pure_keys_retire_later(pure_link *link, uint64_t now)
+{
+    /* The deadline lives with the busy state (an idle link retires at once, unbusy): a link
+     * that cannot get it now tries again at the next packet. */
+    if (pure_link_busy(link, now) != 0)
+        return;
+    uint64_t pto = pure_rtt_pto(&link->rtt, link->ctx->s.max_ack_delay);
+    link->b->rx_retire_at = now + 3 * pto;
+    link->rx_retire = PURE_RX_RETIRE_TIMED;
+}
+
+void pure_keys_retire(pure_link *link)
+{
+    uint8_t old = link->key_phase ^ 1;
+    if (link->rx_retire == PURE_RX_RETIRE_NONE)
+        return;
+    /* frees the AEAD context (the backend wipes its key schedule) and zeroes key and IV */
+    pure_keys_wipe_dir(link->ctx, &link->rx[old]);
+    link->rx_failed[old] = 0;
+    link->rx_retire = PURE_RX_RETIRE_NONE;
 }
 
 void pure_keys_wipe_dir(pure_ctx *ctx, pure_dir_keys *k)

@@ -165,6 +165,8 @@ void pure_link_update_timer(pure_link *link, uint64_t now)
             d = min64(d, link->close_deadline);
         d = min64(d, link->pace_at);
         d = min64(d, link->release_at);
+        if (link->rx_retire == PURE_RX_RETIRE_TIMED && link->b)
+            d = min64(d, link->b->rx_retire_at);
         break;
     case PURE_LS_CLOSING:
         d = min64(link->close_deadline, link->pace_at);
@@ -215,6 +217,8 @@ void pure_link_on_timer(pure_link *link, uint64_t now)
             link->pace_at = UINT64_MAX;
             pure_ctx_mark_pending(link->ctx, link);
         }
+        if (link->rx_retire == PURE_RX_RETIRE_TIMED && link->b && now >= link->b->rx_retire_at)
+            pure_keys_retire(link);
         if (now >= link->release_at) {
             /* Only a link quiet for the whole period gives its state back; one still receiving
              * (or sending) is looked at again a period after its last packet. */
@@ -620,6 +624,10 @@ static void unbusy(pure_link *link)
     pure_busy *b = link->b;
     if (!b)
         return;
+    /* The previous receive key's deadline lives here: a link quiet for this long has no late
+     * packets on the way, so the key goes now. */
+    if (link->rx_retire == PURE_RX_RETIRE_TIMED)
+        pure_keys_retire(link);
     const pure_alloc *a = &link->ctx->alloc;
     /* After idleness the RTT estimate is stale: a peer waking many links at once may take far
      * longer to answer than the path's old RTT, and probes sent on that old estimate only add to

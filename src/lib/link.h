@@ -79,6 +79,7 @@ typedef struct pure_busy {
     pure_ranges oo;        /* out-of-order byte ranges held in ring */
     pure_msgparse parse;
     char close_reason[48];
+    uint64_t rx_retire_at; /* when the previous receive key is wiped (link->rx_retire) */
 } pure_busy;
 
 /* What only the initiator's handshake needs: freed once the link is open. */
@@ -101,6 +102,15 @@ typedef struct pure_hs {
  * thousands of links at once stays within a responder's half-open limit per address
  * (pure_settings.half_open_per_addr, default 64). */
 #define PURE_HS_IN_FLIGHT 64
+
+/* Where the receive key of the phase not in use stands after a switch (link->rx_retire): a
+ * previous key is kept for late packets until three probe timeouts after the peer's first packet
+ * under its successor, then wiped (keys.c). */
+enum pure_rx_retire {
+    PURE_RX_RETIRE_NONE = 0, /* rx[key_phase ^ 1] is empty or the next key */
+    PURE_RX_RETIRE_WAIT,     /* it is the previous key; the peer has not yet sent under the new */
+    PURE_RX_RETIRE_TIMED,    /* it is the previous key, wiped at b->rx_retire_at */
+};
 
 /* Transport keys of one direction and phase. The AEAD context (about 1 KB inside OpenSSL) is
  * scheduled from `key` on first use and released while the link is idle. */
@@ -139,6 +149,7 @@ struct pure_link {
     uint8_t close_requested; /* pure_link_close: CLOSE goes once everything accepted is acked */
     uint8_t recv_paused;   /* pure_link_pause_recv: no new receive credit is granted */
     uint8_t half_open;     /* responder: counted in ctx->half_open and its source's bucket */
+    uint8_t rx_retire;     /* enum pure_rx_retire: the previous receive key after a switch */
     uint32_t ck_gen;           /* rekeys mixed into ck so far */
     uint32_t msg_len;      /* length of the message at msg_boundary, once read */
     uint32_t sent_cap;
@@ -146,12 +157,15 @@ struct pure_link {
     uint32_t loss_rate;    /* EWMA of lost packets, 1/65536ths */
     uint32_t rx_unacked;   /* ack-eliciting packets since our last ACK */
     uint16_t mss;          /* largest datagram this link sends (shrinks if the path says so) */
+    uint16_t resp_len;     /* of resp, below */
 
     pure_addr peer;
     uint8_t peer_key[PURE_KEY_LEN];
+    uint32_t rx_failed[2]; /* packets that failed to open under each receive key (by phase) since
+                              it was installed: the integrity limit (max_failed_opens, clamped to
+                              32 bits) */
     pure_hs *hs;
     uint8_t *resp;         /* responder: the RESP datagram, kept until the link is validated */
-    uint16_t resp_len;
     uint64_t init_tag;     /* the INIT's sender index and ephemeral key, to spot its resends */
 
     /* keys */
@@ -328,6 +342,21 @@ void pure_hs_free(pure_link *link);
 /* keys.c */
 int pure_keys_install(pure_link *link, const uint8_t k_send[32], const uint8_t k_recv[32]);
 int pure_keys_derive(pure_ctx *ctx, pure_dir_keys *k, const uint8_t split[32]);
+/* Derives the receive key of `phase`: its failed-open count starts from zero, and a previous key
+ * it replaces needs no retiring any more. */
+int pure_keys_derive_rx(pure_link *link, uint8_t phase, const uint8_t split[32]);
+/* Opens the DATA packet d (n bytes, packet number pn) in place under the receive key its phase
+ * bit names. Returns 0, or PURE_ECRYPTO: the link holds no such key (never installed, or
+ * retired), or the packet does not authenticate; it is counted then (dropped_auth; a failed
+ * open also in the key's rx_failed and guard.failed_opens), its payload zeroed, and a key that
+ * reaches max_failed_opens closes the link with PURE_ECRYPTO. */
+int pure_keys_open(pure_link *link, uint8_t *d, size_t n, uint64_t pn, uint64_t now);
+/* A switch made rx[key_phase ^ 1] the previous receive key: keep it for late packets. */
+void pure_keys_retire_wait(pure_link *link);
+/* The peer sent under the new receive key: wipe the previous one three probe timeouts from now. */
+void pure_keys_retire_later(pure_link *link, uint64_t now);
+/* Wipes the previous receive key now (its deadline passed, or the link fell idle). */
+void pure_keys_retire(pure_link *link);
 /* The direction's AEAD, scheduled on demand; NULL if it has no keys or scheduling failed. */
 pure_aead *pure_keys_aead(pure_ctx *ctx, pure_dir_keys *k);
 /* Releases the scheduled AEAD contexts of an idle link (keys are kept). */

@@ -206,23 +206,12 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         return PURE_EINVAL;
     }
     uint8_t phase = d[0] & 1;
-    pure_dir_keys *k = &link->rx[phase];
-    pure_aead *aead = pure_keys_aead(ctx, k);
-    if (!aead) {
-        ctx->st.dropped_auth++;
-        link->st.dropped_auth++;
-        return PURE_ECRYPTO;
-    }
-    uint8_t nonce[PURE_NONCE_LEN];
-    pure_keys_nonce(nonce, k->iv, pn);
     size_t plen = n - PURE_DATA_HEADER - PURE_TAG_LEN;
     uint8_t *payload = d + PURE_DATA_HEADER;
-    if (ctx->crypto->aead_open(aead, nonce, d, PURE_DATA_HEADER, payload, plen,
-                               payload + plen) != 0) {
-        ctx->st.dropped_auth++;
-        link->st.dropped_auth++;
-        return PURE_ECRYPTO;
-    }
+    /* decryption, and its limits: failed opens counted per key, old keys retired (keys.c) */
+    int orc = pure_keys_open(link, d, n, pn, now);
+    if (orc != 0)
+        return orc;
     if (pure_link_busy(link, now) != 0)
         return PURE_ENOMEM;
     pure_replay_commit(&link->b->replay, pn);

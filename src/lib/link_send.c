@@ -105,10 +105,15 @@ static size_t seal_packet(pure_link *link, uint8_t *out, const uint8_t *end)
     uint8_t nonce[PURE_NONCE_LEN];
     pure_keys_nonce(nonce, link->tx.iv, pn);
     size_t plen = (size_t)(end - (out + PURE_DATA_HEADER));
+    /* No key seals more than rekey_after_packets packets (the AEAD's confidentiality limit),
+     * whatever the state of the link. */
+    if (link->keys_packets >= ctx->s.rekey_after_packets)
+        return 0;
     pure_aead *aead = pure_keys_aead(ctx, &link->tx);
     if (!aead || ctx->crypto->aead_seal(aead, nonce, out, PURE_DATA_HEADER, out + PURE_DATA_HEADER,
                                         plen, out + PURE_DATA_HEADER + plen) != 0)
         return 0;
+    link->keys_packets++;
     return PURE_DATA_HEADER + plen + PURE_TAG_LEN;
 }
 
@@ -199,7 +204,6 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
     if (pure_recovery_on_sent(link, link->next_pn, &rec) != 0)
         return 0; /* no memory to track it: do not send what we could not retransmit */
     link->next_pn++;
-    link->keys_packets++;
     link->last_sent = now;
     link->st.packets_sent++;
     link->st.bytes_sent += total;
@@ -270,6 +274,13 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
         mss = cap < mss ? cap : mss; /* the one packet is exactly cap bytes */
     while (cap - n >= (seg ? seg : mss)) {
         size_t size = seg ? seg : mss;
+        if (link->keys_packets + 1 >= link->ctx->s.rekey_after_packets) {
+            /* The key may seal one packet more: the rekey that started at half its packets did
+             * not complete (the peer does not answer). That packet is the CLOSE. */
+            pure_link_terminate(link, PURE_ECRYPTO, PURE_CLOSE_PROTOCOL,
+                                "key exhausted: rekey not answered", 1, now);
+            break;
+        }
         int data_ok = has_data(link) || link->probe_pending;
         int allow_data = 0;
         if (data_ok) {

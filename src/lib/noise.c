@@ -243,7 +243,8 @@ static int read_msg1(pure_noise *hs, const uint8_t *msg, size_t len, uint8_t *pa
 
 /* Reads run on a scratch copy that replaces the real state only on success: a forged or
  * corrupted message then leaves the handshake exactly as it was. The payload is decrypted into
- * the caller's buffer, whose contents are unspecified after a failure. */
+ * the caller's buffer, whose contents are unspecified after a failure but never unauthenticated
+ * plaintext (a refused open zeroes what it decrypted, crypto.h). */
 static int read_msg2(pure_noise *hs, const uint8_t *msg, size_t len, uint8_t *payload,
                      size_t *plen);
 

@@ -15,7 +15,14 @@
  * responder drops its own and answers. Each REKEY frame names the generation it creates (the
  * count of exchanges mixed into ck, plus one), so a late duplicate of an exchange already done is
  * recognised and ignored rather than mixed in twice. Ephemeral private keys are wiped as soon as
- * used. */
+ * used.
+ *
+ * Limits (docs/crypto.md): a transmit key seals at most rekey_after_packets packets (2^23 by
+ * default and at most, AES-128-GCM's confidentiality limit). The exchange starts at half of them
+ * (or after rekey_after_time with data to send); a side whose key reaches its last packet before
+ * the exchange completes closes the link with PURE_ECRYPTO, that last packet its CLOSE. The
+ * receive key a switch retires is wiped three probe timeouts after the first packet under its
+ * successor (keys.c). */
 #include <string.h>
 
 #include "link.h"
@@ -33,12 +40,17 @@ typedef struct pure_rekey {
 
 int pure_rekey_due(const pure_link *link, uint64_t now)
 {
-    /* Keys protect data: a link that only sends keepalives or ACKs keeps its keys, so an idle
-     * link costs exactly one packet per keepalive interval. */
     const pure_settings *s = &link->ctx->s;
-    return link->state == PURE_LS_OPEN && link->send_next < link->sb.end &&
-           (link->keys_packets >= s->rekey_after_packets ||
-            now - link->keys_time >= s->rekey_after_time);
+    if (link->state != PURE_LS_OPEN)
+        return 0;
+    /* A key seals at most rekey_after_packets packets (link_send.c stops it there): its
+     * successor is sought from half of them, whatever the link sends (ACKs count too), so the
+     * exchange has the other half to complete in, lost REKEY frames and all. */
+    if (link->keys_packets >= s->rekey_after_packets / 2)
+        return 1;
+    /* By age, only while there is data to send: a link that only sends keepalives or ACKs keeps
+     * its keys, so an idle link costs exactly one packet per keepalive interval. */
+    return link->send_next < link->sb.end && now - link->keys_time >= s->rekey_after_time;
 }
 
 int pure_rekey_send_pending(const pure_link *link) { return link->rk && link->rk->send_pending; }
@@ -104,6 +116,7 @@ static void switched(pure_link *link, uint64_t now)
     link->keys_time = now;
     link->keys_packets = 0;
     link->st.rekeys++;
+    pure_keys_retire_wait(link); /* the receive key of the old phase is now the previous one */
 }
 
 void pure_rekey_on_frame(pure_link *link, const uint8_t *frame, uint64_t now)
@@ -121,11 +134,12 @@ void pure_rekey_on_frame(pure_link *link, const uint8_t *frame, uint64_t now)
         if (!rk || rk->state != RK_REQUESTED || gen != link->ck_gen + 1)
             return;
         if (ctx->crypto->dh(dh, rk->priv, peer_pub) != 0) {
+            pure_wipe(dh, sizeof dh);
             pure_link_terminate(link, PURE_ECRYPTO, PURE_CLOSE_PROTOCOL, "bad rekey", 1, now);
             return;
         }
         next_keys(link, dh, k1, k2);
-        int rc = pure_keys_derive(ctx, &link->rx[next], k2);
+        int rc = pure_keys_derive_rx(link, next, k2);
         if (rc == 0)
             rc = pure_keys_derive(ctx, &link->tx, k1);
         pure_wipe(dh, sizeof dh);
@@ -137,6 +151,11 @@ void pure_rekey_on_frame(pure_link *link, const uint8_t *frame, uint64_t now)
             return;
         }
         switched(link, now);
+        /* A packet under the new keys at once, one the peer answers: seeing it, the peer moves
+         * its sending over, and its answer under the new key starts the retirement of our old
+         * receive key (keys.c), even on a link with nothing else to say. */
+        link->ping_pending = 1;
+        pure_ctx_mark_pending(ctx, link);
         return;
     }
 
@@ -164,12 +183,13 @@ void pure_rekey_on_frame(pure_link *link, const uint8_t *frame, uint64_t now)
         rc = ctx->crypto->dh(dh, priv, peer_pub);
     pure_wipe(priv, sizeof priv);
     if (rc != 0) {
+        pure_wipe(dh, sizeof dh);
         pure_rekey_free(link);
         pure_link_terminate(link, PURE_ECRYPTO, PURE_CLOSE_PROTOCOL, "bad rekey", 1, now);
         return;
     }
     next_keys(link, dh, k1, k2);
-    rc = pure_keys_derive(ctx, &link->rx[next], k1);
+    rc = pure_keys_derive_rx(link, next, k1);
     if (rc == 0)
         rc = pure_keys_derive(ctx, &rk->tx_next, k2);
     pure_wipe(dh, sizeof dh);
@@ -196,6 +216,7 @@ void pure_rekey_on_phase(pure_link *link, uint8_t phase, uint64_t now)
     memset(&rk->tx_next, 0, sizeof rk->tx_next); /* moved, not copied: do not free it twice */
     pure_rekey_free(link);
     switched(link, now);
+    pure_keys_retire_later(link, now); /* this packet was the peer's first under the new key */
 }
 
 void pure_rekey_on_lost(pure_link *link)

@@ -311,10 +311,93 @@ static void test_tamper_both_backends(void)
     if (pure_vaes_available()) tamper(&vaes_aead, PURE_AEAD_AES128_GCM);
 }
 
+/* A forged packet opened in place must leave no plaintext behind, on every backend: before,
+ * GnuTLS's and OpenSSL's in-place opens decrypted first and checked the tag after, leaving the
+ * unauthenticated plaintext in the caller's buffer (and the null backend, which does not
+ * encrypt, left its data as it came). The seam's rule is that a failed open zeroes the data. */
+static int leaves_plaintext(const uint8_t *buf, const uint8_t *pt, size_t len)
+{
+    if (len < 16)
+        return len > 0 && memcmp(buf, pt, len) == 0;
+    for (size_t i = 0; i + 16 <= len; i++) /* opened in place: plaintext sits where it was */
+        if (memcmp(buf + i, pt + i, 16) == 0)
+            return 1;
+    return 0;
+}
+
+static int all_zero(const uint8_t *p, size_t n)
+{
+    uint8_t acc = 0;
+    for (size_t i = 0; i < n; i++)
+        acc |= p[i];
+    return acc == 0;
+}
+
+static void failed_open_with(const pure_crypto *c, enum pure_aead_alg alg, const char *what)
+{
+    static const size_t lens[] = {5, 16, 61, 1444, 3000};
+    static uint8_t pt[3000], buf[3000 + 16];
+    uint64_t r = 0x243f6a8885a308d3ull;
+    for (size_t i = 0; i < sizeof pt; i++) /* no two 16-byte windows alike */
+        pt[i] = (uint8_t)((r = r * 6364136223846793005ull + 1442695040888963407ull) >> 56);
+    uint8_t key[32], nonce[12] = {7}, ad[13] = {1, 2, 3}, tag[16];
+    for (size_t i = 0; i < sizeof key; i++)
+        key[i] = (uint8_t)(0xa0 + i);
+    int left = 0, not_refused = 0, not_zeroed = 0;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
+        for (int packet = 0; packet < 2; packet++)  /* tag after the data (in place) or apart */
+            for (int part = 0; part < 2; part++) {  /* flip a tag bit or a ciphertext bit */
+                size_t len = lens[li];
+                uint8_t *t = packet ? buf + len : tag;
+                pure_aead a;
+                CHECK_EQ(c->aead_init(&a, alg, key), 0);
+                memcpy(buf, pt, len);
+                CHECK_EQ(c->aead_seal(&a, nonce, ad, sizeof ad, buf, len, t), 0);
+                if (part == 0)
+                    t[3] ^= 0x10;
+                else
+                    buf[len / 2] ^= 0x01;
+                if (c->aead_open(&a, nonce, ad, sizeof ad, buf, len, t) != PURE_ECRYPTO)
+                    not_refused++;
+                if (leaves_plaintext(buf, pt, len))
+                    left++;
+                if (!all_zero(buf, len))
+                    not_zeroed++;
+                c->aead_free(&a);
+            }
+    if (left || not_refused || not_zeroed)
+        fprintf(stderr, "%s alg %d: %d opens left plaintext, %d not refused, %d not zeroed\n",
+                what, (int)alg, left, not_refused, not_zeroed);
+    CHECK_EQ(not_refused, 0);
+    CHECK_EQ(left, 0);
+    CHECK_EQ(not_zeroed, 0);
+}
+
+static void test_failed_open_leaves_no_plaintext(void)
+{
+    for (int evp = 0; evp < 2; evp++) {
+        pure_crypto_openssl_force_evp(evp);
+        for (int alg = PURE_AEAD_AES128_GCM; alg <= PURE_AEAD_AES256_GCM; alg++) {
+            failed_open_with(&pure_crypto_openssl, (enum pure_aead_alg)alg,
+                             evp ? "openssl (EVP path)" : "openssl");
+            if (evp)
+                continue;
+            failed_open_with(&pure_crypto_null, (enum pure_aead_alg)alg, "null");
+            failed_open_with(&pure_crypto_default, (enum pure_aead_alg)alg, "default");
+#ifdef PURE_HAVE_GNUTLS
+            failed_open_with(&gnutls_aead, (enum pure_aead_alg)alg, "gnutls");
+#endif
+        }
+    }
+    pure_crypto_openssl_force_evp(0);
+    if (pure_vaes_available())
+        failed_open_with(&vaes_aead, PURE_AEAD_AES128_GCM, "vaes");
+}
+
 /* The VAES code against OpenSSL's AES-128-GCM on random keys, nonces, ad of 0..80 bytes and
  * data of every length 0..1600 (each partial block and register tail, in and out of the
  * sixteen-block loop) plus larger sizes; each result opens, and a flipped ciphertext bit is
- * refused with the data left as it came. */
+ * refused with the data zeroed. */
 static void test_vaes_against_openssl(void)
 {
     if (!pure_vaes_available()) {
@@ -349,8 +432,9 @@ static void test_vaes_against_openssl(void)
             b[(size_t)(r >> 40) % len] ^= (uint8_t)(1u << (it % 8));
             memcpy(a, b, len);
             if (pure_vaes_aead_open(&x, nonce, ad, adlen, b, len, t2) != PURE_ECRYPTO ||
-                memcmp(a, b, len) != 0)
+                !all_zero(b, len))
                 forged++;
+            memcpy(b, a, len); /* the refused open zeroed it */
             b[(size_t)(r >> 40) % len] ^= (uint8_t)(1u << (it % 8));
         }
         if (pure_vaes_aead_open(&x, nonce, adlen ? ad : NULL, adlen, len ? b : NULL, len, t2) !=
@@ -459,6 +543,7 @@ int main(void)
     RUN(test_null_random_seeded);
     RUN(test_aes_gcm_vectors);
     RUN(test_tamper_both_backends);
+    RUN(test_failed_open_leaves_no_plaintext);
     RUN(test_vaes_against_openssl);
     RUN(test_context_reuse);
     RUN(test_evp_path);

@@ -69,6 +69,8 @@ static void test_settings_defaults(void)
     CHECK_EQ(s.allow_any, 0);
     CHECK_EQ(s.max_receive_memory, 256u << 20);
     CHECK_EQ(s.max_failed_opens, 1ull << 36);
+    CHECK_EQ(s.rekey_after_packets, 1ull << 23); /* AES-128-GCM's confidentiality limit */
+    CHECK_EQ(PURE_REKEY_MAX_PACKETS, 1ull << 23);
     CHECK_EQ(s.respond_to_unknown, 1);
     CHECK_EQ(s.max_half_open, 16384);
     CHECK_EQ(s.half_open_per_addr, 64);
@@ -81,6 +83,9 @@ static void test_settings_defaults(void)
         v2.version = 2;
         memset((char *)&v2 + offsetof(pure_settings, max_receive_memory), 0,
                sizeof v2 - offsetof(pure_settings, max_receive_memory));
+        CHECK_EQ(try_new(&v2), 0);
+        /* its old default of 2^32 packets per key is taken as the limit, not refused */
+        v2.rekey_after_packets = 1ull << 32;
         CHECK_EQ(try_new(&v2), 0);
         v2.version = 3;
         CHECK_EQ(try_new(&v2), PURE_EINVAL); /* zero limits are invalid when they are read */
@@ -126,6 +131,15 @@ static void test_settings_validation(void)
     CHECK_EQ(try_new(&s), 0);
     EXPECT(max_receive_memory, (16u << 20) - 1, PURE_EINVAL); /* below max_message_size */
     EXPECT(max_failed_opens, 0, PURE_EINVAL);
+    EXPECT(max_failed_opens, 1, 0);
+    EXPECT(max_failed_opens, UINT64_MAX, 0); /* counted in 32 bits: acts as 2^32 - 1 */
+    /* packets per key: at most the AEAD's confidentiality limit */
+    EXPECT(rekey_after_packets, 0, PURE_EINVAL);
+    EXPECT(rekey_after_packets, PURE_REKEY_MIN_PACKETS - 1, PURE_EINVAL);
+    EXPECT(rekey_after_packets, PURE_REKEY_MIN_PACKETS, 0);
+    EXPECT(rekey_after_packets, 1ull << 23, 0);
+    EXPECT(rekey_after_packets, (1ull << 23) + 1, PURE_EINVAL);
+    EXPECT(rekey_after_packets, 1ull << 32, PURE_EINVAL); /* the old default */
     EXPECT(max_half_open, 0, PURE_EINVAL);
     EXPECT(half_open_per_addr, 0, PURE_EINVAL);
     EXPECT(inits_per_addr, 0, PURE_EINVAL);

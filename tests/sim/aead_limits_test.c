@@ -1,0 +1,439 @@
+/* SPDX-License-Identifier: MIT */
+/* aead_limits_test: the AEAD's limits on a link, in the simulator. A transmit key seals at most
+ * rekey_after_packets packets: the rekey starts at half of them, and a link whose peer never
+ * answers it closes with PURE_ECRYPTO, its CLOSE the key's last packet. Packets that fail to open
+ * count against their receive key, and the key that reaches max_failed_opens closes the link
+ * with PURE_ECRYPTO; a new key starts from zero. The receive key a rekey retires opens late
+ * packets until three probe timeouts after the peer's first packet under the new one, and is
+ * then wiped: a packet under it is dropped unopened. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "link.h"
+#include "sim.h"
+#include "test.h"
+#include "wire.h"
+
+typedef struct side {
+    pure_link *link;
+    int established, closes, error, messages;
+} side;
+
+/* What the tap saw of one endpoint's DATA packets: runs of one key phase are one key's packets,
+ * in the order they were sealed. */
+typedef struct keyruns {
+    uint64_t packets, runs, run, max_run, min_done_run;
+    int phase;
+} keyruns;
+
+typedef struct world {
+    sim *s;
+    int cli, srv;
+    side c, sv;
+    keyruns kr[2];
+    uint8_t tmpl[2048]; /* the latest server->client DATA packet, to forge from */
+    size_t tmpl_len;
+    int record;         /* keep server->client DATA packets in rec[] */
+    uint8_t rec[8][2048];
+    size_t rec_len[8];
+    int n_rec;
+    uint64_t forged_pn;
+} world;
+
+static int on_accept(pure_link *l, const char *svc, const uint8_t *k, void *u)
+{
+    (void)svc, (void)k;
+    world *w = u;
+    w->sv.link = l;
+    pure_link_set_user(l, &w->sv);
+    return 0;
+}
+
+static void on_established(pure_link *l, void *u)
+{
+    (void)l;
+    ((side *)u)->established = 1;
+}
+
+static void on_message(pure_link *l, void *u, const uint8_t *d, size_t n)
+{
+    (void)l, (void)d, (void)n;
+    ((side *)u)->messages++;
+}
+
+static void on_closed(pure_link *l, void *u, const pure_close_info *info)
+{
+    (void)l;
+    side *s = u;
+    s->closes++;
+    s->error = info->error;
+    s->link = NULL;
+}
+
+static const pure_callbacks cbs = {.on_accept = on_accept,
+                                   .on_established = on_established,
+                                   .on_message = on_message,
+                                   .on_closed = on_closed};
+
+static void tap(void *arg, int from, int to, const uint8_t *d, size_t n)
+{
+    world *w = arg;
+    if (n < PURE_DATA_HEADER + PURE_TAG_LEN || (d[0] != PURE_PKT_DATA0 && d[0] != PURE_PKT_DATA1))
+        return;
+    keyruns *k = &w->kr[from];
+    int phase = d[0] & 1;
+    if (k->packets == 0 || phase != k->phase) {
+        if (k->packets && (k->min_done_run == 0 || k->run < k->min_done_run))
+            k->min_done_run = k->run;
+        if (k->packets)
+            k->runs++;
+        k->phase = phase;
+        k->run = 0;
+    }
+    k->packets++;
+    if (++k->run > k->max_run)
+        k->max_run = k->run;
+    if (from == w->srv && to == w->cli && n <= sizeof w->tmpl) {
+        memcpy(w->tmpl, d, n);
+        w->tmpl_len = n;
+        if (w->record && w->n_rec < 8) {
+            memcpy(w->rec[w->n_rec], d, n);
+            w->rec_len[w->n_rec++] = n;
+        }
+    }
+}
+
+/* Client and server; the client's settings take its packet and failed-open limits. */
+static world *world_new(uint64_t seed, uint64_t cli_packets, uint64_t cli_failed)
+{
+    world *w = calloc(1, sizeof *w);
+    w->s = sim_new(seed);
+    for (int i = 0; i < 2; i++) {
+        pure_settings st;
+        pure_settings_default(&st);
+        st.callbacks = &cbs;
+        st.user = w;
+        st.allow_any = 1;
+        if (i == 0) {
+            st.rekey_after_packets = cli_packets;
+            st.max_failed_opens = cli_failed;
+        }
+        int ep = sim_add(w->s, &st);
+        if (i == 0)
+            w->cli = ep;
+        else
+            w->srv = ep;
+    }
+    pure_ctx_add_service(sim_ctx(w->s, w->srv), "svc");
+    sim_set_tap(w->s, tap, w);
+    w->forged_pn = 1000000;
+    pure_addr to = sim_addr(w->s, w->srv);
+    CHECK_EQ(pure_connect(sim_ctx(w->s, w->cli), &to, pure_ctx_public_key(sim_ctx(w->s, w->srv)),
+                          "svc", &w->c, &w->c.link, sim_now(w->s)),
+             0);
+    return w;
+}
+
+static void world_free(world *w)
+{
+    sim_free(w->s);
+    free(w);
+}
+
+static int established(void *arg)
+{
+    world *w = arg;
+    return w->c.established && w->sv.link;
+}
+
+static void run_for(world *w, uint64_t ns)
+{
+    sim_run(w->s, NULL, NULL, sim_now(w->s) + ns);
+}
+
+/* One message from the server, so the client has received DATA (and the tap a template). */
+static void server_says(world *w, size_t len)
+{
+    static uint8_t m[4096];
+    CHECK(pure_link_send(w->sv.link, m, len) >= 0);
+    run_for(w, 100 * SIM_MS);
+}
+
+/* A forged server->client packet under the key of `phase`: a real packet's body with a fresh
+ * packet number (ahead of the replay window, so only the tag can refuse it). */
+static void forge(world *w, int phase)
+{
+    uint8_t d[2048];
+    size_t n = w->tmpl_len;
+    memcpy(d, w->tmpl, n);
+    d[0] = (uint8_t)(PURE_PKT_DATA0 | phase);
+    uint64_t pn = w->forged_pn++;
+    for (int i = 0; i < 7; i++)
+        d[5 + i] = (uint8_t)(pn >> (48 - 8 * i));
+    sim_inject(w->s, w->srv, w->cli, d, n, 0);
+}
+
+static pure_guard_stats guard_of(world *w, int ep)
+{
+    pure_guard_stats g;
+    pure_ctx_guard_stats_get(sim_ctx(w->s, ep), &g, sizeof g);
+    return g;
+}
+
+static int dir_keys_zero(const pure_dir_keys *k)
+{
+    static const pure_dir_keys zero;
+    return memcmp(k, &zero, sizeof zero) == 0;
+}
+
+/* A transfer with rekey_after_packets = 1000 on both sides: every key the client used sealed
+ * 500..999 packets (the rekey starts at half and completes before the limit), none more than
+ * 1000 on either side, and everything arrives. */
+static void test_rekey_at_half_never_past_limit(void)
+{
+    world *w = calloc(1, sizeof *w);
+    w->s = sim_new(11);
+    for (int i = 0; i < 2; i++) {
+        pure_settings st;
+        pure_settings_default(&st);
+        st.callbacks = &cbs;
+        st.user = w;
+        st.allow_any = 1;
+        st.rekey_after_packets = 1000;
+        int ep = sim_add(w->s, &st);
+        *(i == 0 ? &w->cli : &w->srv) = ep;
+    }
+    pure_ctx_add_service(sim_ctx(w->s, w->srv), "svc");
+    sim_set_tap(w->s, tap, w);
+    sim_path p = {.delay = 10 * SIM_MS, .bandwidth = 200000000ull, .queue = 1 << 20,
+                  .loss = 0.01};
+    sim_set_path(w->s, w->cli, w->srv, &p);
+    sim_set_path(w->s, w->srv, w->cli, &p);
+    pure_addr to = sim_addr(w->s, w->srv);
+    CHECK_EQ(pure_connect(sim_ctx(w->s, w->cli), &to, pure_ctx_public_key(sim_ctx(w->s, w->srv)),
+                          "svc", &w->c, &w->c.link, sim_now(w->s)),
+             0);
+    CHECK(sim_run(w->s, established, w, 5 * SIM_S));
+    static uint8_t m[1200];
+    int sent = 0;
+    while (sent < 6000 && w->c.link && sim_now(w->s) < 120 * SIM_S) {
+        int64_t rc = pure_link_send(w->c.link, m, sizeof m);
+        if (rc == PURE_EAGAIN)
+            run_for(w, 5 * SIM_MS);
+        else if (rc >= 0)
+            sent++;
+        else
+            break;
+    }
+    run_for(w, 5 * SIM_S);
+    CHECK_EQ(w->sv.messages, 6000);
+    CHECK_EQ(w->c.closes, 0);
+    CHECK_EQ(w->sv.closes, 0);
+    keyruns *c = &w->kr[w->cli], *s = &w->kr[w->srv];
+    printf("client: %llu packets under %llu keys, each %llu..%llu; server's longest key %llu\n",
+           (unsigned long long)c->packets, (unsigned long long)c->runs + 1,
+           (unsigned long long)c->min_done_run, (unsigned long long)c->max_run,
+           (unsigned long long)s->max_run);
+    CHECK(c->runs >= 5);
+    CHECK(c->min_done_run >= 500); /* the rekey starts at half the limit, not before */
+    CHECK(c->max_run <= 1000);
+    CHECK(s->max_run <= 1000);
+    if (w->c.link)
+        CHECK(w->c.link->st.rekeys >= 5);
+    world_free(w);
+}
+
+/* The server never answers the client's rekey (its link takes every request for a stale
+ * duplicate): the client's key seals exactly rekey_after_packets packets, the last its CLOSE,
+ * and the link closes with PURE_ECRYPTO on the client, PURE_EPROTO (its CLOSE) on the server. */
+static void test_unanswered_rekey_closes_at_limit(void)
+{
+    world *w = world_new(12, 200, 1ull << 36);
+    CHECK(sim_run(w->s, established, w, 5 * SIM_S));
+    w->sv.link->ck_gen += 1000; /* requests name generation ck_gen + 1: never this one's */
+    static uint8_t m[1 << 20];
+    CHECK(pure_link_send(w->c.link, m, sizeof m) >= 0);
+    pure_link *cl = w->c.link;
+    run_for(w, 10 * SIM_S);
+    CHECK_EQ(w->c.closes, 1);
+    CHECK_EQ(w->c.error, PURE_ECRYPTO);
+    CHECK_EQ(w->sv.closes, 1);
+    CHECK_EQ(w->sv.error, PURE_EPROTO);
+    CHECK_EQ(w->kr[w->cli].packets, 200); /* one key, every one of its packets, no more */
+    CHECK_EQ(w->kr[w->cli].runs, 0);
+    CHECK(w->sv.messages < 1); /* the megabyte could not all go under 200 packets */
+    (void)cl;
+    world_free(w);
+}
+
+/* max_failed_opens = 100: 99 forged packets leave the link open and delivering; the 100th
+ * closes it with PURE_ECRYPTO, counted in the guard's stats, and the peer hears of it. */
+static void test_integrity_limit_closes_link(void)
+{
+    world *w = world_new(13, PURE_REKEY_MAX_PACKETS, 100);
+    CHECK(sim_run(w->s, established, w, 5 * SIM_S));
+    server_says(w, 100);
+    CHECK_EQ(w->c.messages, 1);
+    CHECK(w->tmpl_len > 0);
+    for (int i = 0; i < 99; i++)
+        forge(w, 0);
+    run_for(w, 10 * SIM_MS);
+    pure_guard_stats g = guard_of(w, w->cli);
+    CHECK_EQ(g.failed_opens, 99);
+    CHECK_EQ(g.links_integrity_closed, 0);
+    CHECK_EQ(w->c.closes, 0);
+    if (w->c.link) {
+        CHECK_EQ(w->c.link->rx_failed[0], 99);
+        CHECK_EQ(w->c.link->st.dropped_auth, 99);
+    }
+    server_says(w, 300); /* still delivers */
+    CHECK_EQ(w->c.messages, 2);
+    forge(w, 0);
+    run_for(w, 10 * SIM_MS);
+    g = guard_of(w, w->cli);
+    CHECK_EQ(g.failed_opens, 100);
+    CHECK_EQ(g.links_integrity_closed, 1);
+    CHECK_EQ(w->c.closes, 1);
+    CHECK_EQ(w->c.error, PURE_ECRYPTO);
+    run_for(w, 1 * SIM_S);
+    CHECK_EQ(w->sv.closes, 1); /* the client's CLOSE reached it */
+    CHECK_EQ(w->sv.error, PURE_EPROTO);
+    world_free(w);
+}
+
+/* Runs until both links have switched to phase 1 with no rekey under way. */
+static int rekeyed(void *arg)
+{
+    world *w = arg;
+    return w->c.link && w->sv.link && w->c.link->key_phase == 1 && w->sv.link->key_phase == 1 &&
+           !w->c.link->rk && !w->sv.link->rk;
+}
+
+/* A rekey restarts the count: 99 forgeries under the first key, a rekey, 99 under the new one
+ * leave the link open; once the old key is retired, forgeries naming it are dropped without
+ * touching any key; the new key's 100th forgery closes the link. */
+static void test_rekey_restarts_failed_open_count(void)
+{
+    world *w = world_new(14, PURE_REKEY_MAX_PACKETS, 100);
+    CHECK(sim_run(w->s, established, w, 5 * SIM_S));
+    server_says(w, 100);
+    for (int i = 0; i < 99; i++)
+        forge(w, 0);
+    run_for(w, 10 * SIM_MS);
+    CHECK_EQ(w->c.closes, 0);
+    CHECK_EQ(pure_rekey_start(w->c.link, sim_now(w->s)), 0);
+    CHECK(sim_run(w->s, rekeyed, w, sim_now(w->s) + 2 * SIM_S));
+    server_says(w, 100); /* the template is now under phase 1 */
+    CHECK_EQ(w->c.messages, 2);
+    for (int i = 0; i < 99; i++)
+        forge(w, 1);
+    run_for(w, 10 * SIM_MS);
+    CHECK_EQ(w->c.closes, 0);
+    CHECK_EQ(guard_of(w, w->cli).failed_opens, 198);
+    if (w->c.link)
+        CHECK_EQ(w->c.link->rx_failed[1], 99);
+    server_says(w, 100);
+    CHECK_EQ(w->c.messages, 3);
+    /* the old key is gone by now (three probe timeouts after the server's first new packet) */
+    CHECK(w->c.link && w->c.link->rx_retire == PURE_RX_RETIRE_NONE);
+    CHECK(w->c.link && dir_keys_zero(&w->c.link->rx[0]));
+    uint64_t auth0 = w->c.link ? w->c.link->st.dropped_auth : 0;
+    for (int i = 0; i < 10; i++)
+        forge(w, 0);
+    run_for(w, 10 * SIM_MS);
+    CHECK_EQ(guard_of(w, w->cli).failed_opens, 198); /* no key tried */
+    CHECK(w->c.link && w->c.link->st.dropped_auth == auth0 + 10);
+    CHECK_EQ(w->c.closes, 0);
+    forge(w, 1);
+    run_for(w, 10 * SIM_MS);
+    CHECK_EQ(w->c.closes, 1);
+    CHECK_EQ(w->c.error, PURE_ECRYPTO);
+    CHECK_EQ(guard_of(w, w->cli).links_integrity_closed, 1);
+    world_free(w);
+}
+
+static int client_retire_timed(void *arg)
+{
+    world *w = arg;
+    return w->c.link && w->c.link->rx_retire == PURE_RX_RETIRE_TIMED;
+}
+
+/* The previous receive key after a rekey: it opens a late packet until three probe timeouts
+ * after the peer's first packet under the new key, then it is wiped (key, IV, AEAD context) and
+ * a late packet under it is dropped without being opened. */
+static void test_old_receive_key_wiped_after_3_pto(void)
+{
+    world *w = world_new(15, PURE_REKEY_MAX_PACKETS, 1ull << 36);
+    CHECK(sim_run(w->s, established, w, 5 * SIM_S));
+    server_says(w, 100);
+    /* server packets under the first key that never arrive: kept to play late */
+    uint64_t now = sim_now(w->s);
+    sim_path hole = {.delay = 10 * SIM_MS, .blackhole_start = now, .blackhole_end = now + 30 * SIM_MS};
+    sim_set_path(w->s, w->srv, w->cli, &hole);
+    w->record = 1;
+    static uint8_t m[3000];
+    for (int i = 0; i < 3; i++)
+        CHECK(pure_link_send(w->sv.link, m, sizeof m) >= 0);
+    run_for(w, 30 * SIM_MS);
+    w->record = 0;
+    run_for(w, 200 * SIM_MS); /* the server sends them again */
+    CHECK_EQ(w->c.messages, 4);
+    CHECK(w->n_rec >= 2);
+    for (int i = 0; i < w->n_rec; i++)
+        CHECK_EQ(w->rec[i][0], PURE_PKT_DATA0);
+
+    CHECK_EQ(pure_rekey_start(w->c.link, sim_now(w->s)), 0);
+    CHECK(sim_run(w->s, client_retire_timed, w, sim_now(w->s) + 2 * SIM_S));
+    pure_link *cl = w->c.link;
+    if (!cl || !cl->b) {
+        CHECK(0);
+        world_free(w);
+        return;
+    }
+    CHECK_EQ(cl->key_phase, 1);
+    CHECK(cl->rx[0].ready); /* still here for late packets */
+    /* wiped three probe timeouts after the server's first packet under the new key (just now;
+     * the RTT sample that packet brought came after, so the PTO moved a little) */
+    uint64_t at = cl->b->rx_retire_at;
+    uint64_t pto = pure_rtt_pto(&cl->rtt, sim_ctx(w->s, w->cli)->s.max_ack_delay);
+    CHECK(at > sim_now(w->s) + 2 * pto && at <= sim_now(w->s) + 4 * pto);
+    /* a late packet under the old key still opens */
+    uint64_t got = cl->st.packets_received, auth = cl->st.dropped_auth;
+    sim_inject(w->s, w->srv, w->cli, w->rec[0], w->rec_len[0], 0);
+    run_for(w, 1 * SIM_MS);
+    CHECK_EQ(cl->st.packets_received, got + 1);
+    CHECK_EQ(cl->st.dropped_auth, auth);
+    sim_run(w->s, NULL, NULL, at - 1);
+    CHECK(cl->rx[0].ready);
+    sim_run(w->s, NULL, NULL, at);
+    CHECK_EQ(cl->rx_retire, PURE_RX_RETIRE_NONE);
+    CHECK(dir_keys_zero(&cl->rx[0]));
+    CHECK(cl->rx[1].ready && cl->tx.ready); /* the keys in use stay */
+    /* a late packet under it now is dropped unopened: no key, no failed open */
+    got = cl->st.packets_received;
+    auth = cl->st.dropped_auth;
+    uint64_t replay = cl->st.dropped_replay, failed = guard_of(w, w->cli).failed_opens;
+    sim_inject(w->s, w->srv, w->cli, w->rec[1], w->rec_len[1], 0);
+    run_for(w, 1 * SIM_MS);
+    CHECK_EQ(cl->st.packets_received, got);
+    CHECK_EQ(cl->st.dropped_auth, auth + 1);
+    CHECK_EQ(cl->st.dropped_replay, replay);
+    CHECK_EQ(guard_of(w, w->cli).failed_opens, failed);
+    /* the server retired its own old receive key too */
+    run_for(w, 1 * SIM_S);
+    CHECK(w->sv.link && w->sv.link->rx_retire == PURE_RX_RETIRE_NONE &&
+          dir_keys_zero(&w->sv.link->rx[0]));
+    CHECK_EQ(w->c.closes + w->sv.closes, 0);
+    world_free(w);
+}
+
+int main(void)
+{
+    RUN(test_rekey_at_half_never_past_limit);
+    RUN(test_unanswered_rekey_closes_at_limit);
+    RUN(test_integrity_limit_closes_link);
+    RUN(test_rekey_restarts_failed_open_count);
+    RUN(test_old_receive_key_wiped_after_3_pto);
+    return pure_test_finish();
+}
