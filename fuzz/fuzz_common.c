@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_common.c: helpers the whole-context fuzz targets share (see fuzz_common.h). */
 #include "fuzz_common.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* link_fuzz.c: libFuzzer target for whole links between two contexts, driven entirely by the
  * input through an in-harness network (null crypto, deterministic: every input replays exactly).
  *

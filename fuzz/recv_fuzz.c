@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* recv_fuzz.c: libFuzzer target for the receive path of an open link, packet after packet, with
  * the real session keys (null crypto, deterministic).
  *

@@ -17,6 +17,6 @@ while IFS= read -r f; do
     *)  if head -1 "$f" | grep -q '^#!'; then sed -i "1a # $tag" "$f"; else sed -i "1i # $tag" "$f"; fi ;;
     esac
 done < <(git ls-files -co --exclude-standard -- 'src/*.[ch]' 'include/*.h' 'tests/*.[ch]' 'tests/*.sh' \
-    'tools/*.c' 'fuzz/*.c' 'examples/*.c' 'scripts/*.sh' 'bench/*.py' 'peers/*.c' CMakeLists.txt)
+    'tools/*.c' 'fuzz/*.c' 'examples/*.c' 'scripts/*.sh' 'bench/*.py' 'bench/*.c' 'peers/*.c' CMakeLists.txt)
 [ "$check" -eq 1 ] && exit "$missing"
 exit 0

@@ -2,8 +2,8 @@
 /* spray: sends junk datagrams at a Pure listener while real traffic runs, for the end-to-end
  * robustness test (tests/scripts/e2e_spray.sh). Only to the one address given with --to.
  *
- *   spray --to ADDR:PORT [--listen ADDR:PORT] [--rate N] [--seconds S] [--seed N]
- *         [--init-replays N] [--race N]
+ *   spray --to ADDR:PORT [--listen ADDR:PORT] [--rate N|line] [--seconds S] [--junk-seconds S]
+ *         [--seed N] [--init-replays N] [--race N]
  *
  * With --listen it is also a plain relay (no faults): a client that sends to --listen reaches
  * --to and gets the replies, one datagram at a time. The relay captures the client's INIT and
@@ -34,8 +34,11 @@
  * are read and counted by type.
  *
  * Prints {"port": N} (the relay's port, or the spray socket's without --listen) on stdout once
- * ready, sprays --rate datagrams per second (default 20000) until SIGTERM/SIGINT or --seconds,
- * then prints one JSON line of counts and exits 0. Exit 1 on socket errors, 2 on usage errors. */
+ * ready, sprays --rate datagrams per second (default 20000; `line`: as fast as the socket takes
+ * them, 64 between two looks at the relay, for the attack suite's junk-during-drain) until
+ * SIGTERM/SIGINT or --seconds (--junk-seconds: the junk stops after that many seconds, the relay
+ * goes on), then prints one JSON line of counts (with the rate reached while junk was sent) and
+ * exits 0. Exit 1 on socket errors, 2 on usage errors. */
 #include <errno.h>
 #include <inttypes.h>
 #include <netdb.h>
@@ -94,8 +97,8 @@ static int usage(const char *fmt, const char *arg)
 {
     fprintf(stderr, "spray: ");
     fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\nusage: spray --to ADDR:PORT [--listen ADDR:PORT] [--rate N] [--seconds S] "
-                    "[--seed N] [--init-replays N] [--race N]\n");
+    fprintf(stderr, "\nusage: spray --to ADDR:PORT [--listen ADDR:PORT] [--rate N|line] "
+                    "[--seconds S] [--junk-seconds S] [--seed N] [--init-replays N] [--race N]\n");
     return 2;
 }
 
@@ -341,15 +344,16 @@ static void relay(int up)
 int main(int argc, char **argv)
 {
     const char *to = NULL, *listen = NULL;
-    double rate = 20000, seconds = 0;
+    double rate = 20000, seconds = 0, junk_seconds = 0;
+    int line = 0; /* --rate line: no pacing */
     uint64_t seed = 1;
     g.init_replays_max = 100;
     for (int i = 1; i < argc; i += 2) { /* every option takes a value, but --help */
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
         if (strcmp(o, "--help") == 0) {
-            printf("usage: spray --to ADDR:PORT [--listen ADDR:PORT] [--rate N] [--seconds S] "
-                   "[--seed N] [--init-replays N] [--race N]\n"
+            printf("usage: spray --to ADDR:PORT [--listen ADDR:PORT] [--rate N|line] [--seconds S] "
+                   "[--junk-seconds S] [--seed N] [--init-replays N] [--race N]\n"
                    "(see the comment at the top of tools/spray.c)\n");
             return 0;
         }
@@ -359,6 +363,8 @@ int main(int argc, char **argv)
             to = v;
         else if (strcmp(o, "--listen") == 0)
             listen = v;
+        else if (strcmp(o, "--rate") == 0 && strcmp(v, "line") == 0)
+            line = 1;
         else if (strcmp(o, "--rate") == 0) {
             rate = strtod(v, &end);
             if (*end || !(rate > 0 && rate <= 1e7))
@@ -367,6 +373,10 @@ int main(int argc, char **argv)
             seconds = strtod(v, &end);
             if (*end || !(seconds >= 0))
                 return usage("bad --seconds '%s'", v);
+        } else if (strcmp(o, "--junk-seconds") == 0) {
+            junk_seconds = strtod(v, &end);
+            if (*end || !(junk_seconds > 0))
+                return usage("bad --junk-seconds '%s'", v);
         } else if (strcmp(o, "--seed") == 0) {
             seed = strtoull(v, &end, 10);
             if (*end)
@@ -432,10 +442,12 @@ int main(int argc, char **argv)
 
     uint64_t t0 = now_ns(), total = 0;
     uint64_t until = seconds > 0 ? t0 + (uint64_t)(seconds * 1e9) : UINT64_MAX;
+    uint64_t junk_until = junk_seconds > 0 ? t0 + (uint64_t)(junk_seconds * 1e9) : UINT64_MAX;
+    uint64_t t_junk = t0; /* the last junk sent */
     while (!stop) {
         struct pollfd p[3] = {{g.spray, POLLIN, 0}, {g.cli, POLLIN, 0}, {g.srv, POLLIN, 0}};
-        int np = listen ? 3 : 1;
-        if (poll(p, (nfds_t)np, 1) < 0 && errno != EINTR)
+        int np = listen ? 3 : 1, junking = now_ns() < junk_until;
+        if (poll(p, (nfds_t)np, line && junking ? 0 : 1) < 0 && errno != EINTR)
             break;
         if (listen) {
             if (p[1].revents)
@@ -453,14 +465,20 @@ int main(int argc, char **argv)
         uint64_t t = now_ns();
         if (t >= until)
             break;
-        uint64_t due = (uint64_t)((double)(t - t0) * rate / 1e9);
+        if (t >= junk_until)
+            continue;
+        /* line rate: 64 at a time, so the relay is looked at between them */
+        uint64_t due = line ? total + 64 : (uint64_t)((double)(t - t0) * rate / 1e9);
         for (int k = 0; total < due && k < 512; k++, total++)
             junk_one();
+        t_junk = now_ns();
     }
     uint64_t sum = 0;
     for (int k = 0; k < K_COUNT; k++)
         sum += g.sent[k];
-    printf("{\"seconds\": %.3f, \"junk\": %" PRIu64, (double)(now_ns() - t0) / 1e9, sum);
+    double secs = (double)(now_ns() - t0) / 1e9, jsecs = (double)(t_junk - t0) / 1e9;
+    printf("{\"seconds\": %.3f, \"junk\": %" PRIu64 ", \"junk_seconds\": %.3f, \"rate\": %.0f",
+           secs, sum, jsecs, jsecs > 0 ? (double)sum / jsecs : 0.0);
     for (int k = 0; k < K_COUNT; k++)
         printf(", \"%s\": %" PRIu64, kind_name[k], g.sent[k]);
     printf(", \"send_errors\": %" PRIu64 ", \"relayed_up\": %" PRIu64

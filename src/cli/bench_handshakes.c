@@ -211,17 +211,7 @@ int cli_bench_handshakes(int argc, char **argv)
                     h.cl.established ? "waiting for its echo" : "still in its handshake");
         h.code = cli_signals_received() ? cli_signal_exit_code() : CLI_FAIL;
     }
-    /* let the last CLOSE packets go out (a closing link repeats them a few RTTs) */
-    uint64_t until = pure_now() + 200000000u;
-    pure_ctx_stats cs;
-    for (;;) {
-        pure_ctx_stats_get(h.ctx, &cs);
-        uint64_t now = pure_now();
-        if (cs.links == 0 || now >= until || cli_signals_received())
-            break;
-        if (pure_loop_run(h.loop, until - now < 10000000u ? until - now : 10000000u))
-            break;
-    }
+    cli_linger(h.loop, h.ctx); /* let the last CLOSE packets go out */
     if (h.done == h.n) {
         double sum = 0;
         for (uint64_t i = 0; i < h.n; i++)

@@ -150,6 +150,11 @@ int cli_client_options(const char *cmd, const char *help, unsigned allow, int ar
 
 /* This process's CPU time (user + system), seconds. */
 double cli_cpu_seconds(void);
+/* Runs the loop until the context holds no link (a closing link repeats its CLOSE for a few
+ * probe timeouts, so a lost one is sent again) or for at most 200 ms, or a signal comes. Call
+ * it before pure_loop_free, so a client that exits at once after a close does not leave its
+ * peer waiting out an idle timeout because the one CLOSE it sent was lost. */
+void cli_linger(pure_loop *loop, pure_ctx *ctx);
 
 /* Sorts n values ascending; then cli_quantile_us gives the q-quantile (0..1, nearest rank) of
  * sorted nanosecond values in microseconds. */

@@ -92,6 +92,20 @@ double cli_cpu_seconds(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+void cli_linger(pure_loop *loop, pure_ctx *ctx)
+{
+    uint64_t until = pure_now() + 200000000u;
+    pure_ctx_stats cs;
+    for (;;) {
+        pure_ctx_stats_get(ctx, &cs);
+        uint64_t now = pure_now();
+        if (cs.links == 0 || now >= until || cli_signals_received())
+            break;
+        if (pure_loop_run(loop, until - now < 10000000u ? until - now : 10000000u))
+            break;
+    }
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;

@@ -233,6 +233,7 @@ int cli_drain(int argc, char **argv)
     if (stats)
         cli_print_stats("drain", &d.stats, d.loop);
     cli_stop_on_signals(NULL);
+    cli_linger(d.loop, ctx);
     pure_loop_free(d.loop);
     d.loop = NULL;
     pure_ctx_free(ctx);

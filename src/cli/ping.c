@@ -253,6 +253,7 @@ int cli_ping(int argc, char **argv)
     if (stats)
         cli_print_stats("ping", &p.stats, p.loop);
     cli_stop_on_signals(NULL);
+    cli_linger(p.loop, ctx);
     pure_loop_free(p.loop);
     p.loop = NULL;
     pure_ctx_free(ctx);

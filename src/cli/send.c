@@ -316,6 +316,7 @@ int cli_send(int argc, char **argv)
     if (stats)
         cli_print_stats("send", &s.stats, s.loop);
     cli_stop_on_signals(NULL);
+    cli_linger(s.loop, ctx);
     pure_loop_free(s.loop);
     s.loop = NULL;
     pure_ctx_free(ctx);

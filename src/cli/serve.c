@@ -3,6 +3,7 @@
  * bytes, confirm the count when the peer finishes), echo (send every message back) and sink
  * (discard) — until SIGINT or SIGTERM, then a graceful close of every link. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,8 +47,15 @@ static const char serve_help[] =
     "                      \"packets_lost\": N}, then one total {\"stats\": \"total\", \"t\": S,\n"
     "                      \"links\": N, \"accepted\": N, \"closed\": N, \"messages_received\": N,\n"
     "                      \"bytes_received\": N, \"datagrams_in\": N, \"datagrams_out\": N,\n"
-    "                      \"handshakes_refused\": N, \"dropped\": N} (t: seconds since start;\n"
-    "                      totals count closed links too)\n"
+    "                      \"handshakes_refused\": N, \"dropped\": N, \"core_links\": N,\n"
+    "                      \"handshakes_accepted\": N, \"cookies_sent\": N, then the guard\n"
+    "                      counters of pure_guard_stats: \"dh_ops\", \"inits_replayed\",\n"
+    "                      \"inits_throttled\", \"inits_half_open_cap\", \"inits_bad_mac\",\n"
+    "                      \"inits_silent\", \"inits_duplicate\", \"cookie_replies_bad\",\n"
+    "                      \"rejects_bad\", \"failed_opens\", \"links_integrity_closed\",\n"
+    "                      \"rx_memory\", \"rx_memory_peak\", \"rx_memory_stalls\"} (t: seconds\n"
+    "                      since start; totals count closed links too; core_links: every\n"
+    "                      link the core holds, half-open and closing ones included)\n"
     "  --verbose           on stderr: a line per link opened, and per link closed with its\n"
     "                      counters and the loop's (RTT, cwnd, losses, datagrams per call);\n"
     "                      on exit, the listener's counters: datagrams, handshakes, cookies,\n"
@@ -331,6 +339,21 @@ static const char *kind_name(enum svc_kind k)
     return k == SVC_DRAIN ? "drain" : k == SVC_ECHO ? "echo" : "sink";
 }
 
+/* The guard counters (pure_guard_stats) in the order of pure.h, named as there: the total line
+ * prints every one (a field added to the struct goes here too). */
+#define GUARD(f) {#f, offsetof(pure_guard_stats, f)}
+static const struct {
+    const char *name;
+    size_t offset;
+} guard_fields[] = {
+    GUARD(dh_ops),           GUARD(inits_replayed),        GUARD(inits_throttled),
+    GUARD(inits_half_open_cap), GUARD(inits_bad_mac),      GUARD(inits_silent),
+    GUARD(inits_duplicate),  GUARD(cookie_replies_bad),    GUARD(rejects_bad),
+    GUARD(failed_opens),     GUARD(links_integrity_closed), GUARD(rx_memory),
+    GUARD(rx_memory_peak),   GUARD(rx_memory_stalls),
+};
+#undef GUARD
+
 /* --stats-every: a JSON line per open link, then the totals, on stdout. */
 static void print_stats(const server *srv, uint64_t t_ns)
 {
@@ -353,16 +376,28 @@ static void print_stats(const server *srv, uint64_t t_ns)
     }
     pure_ctx_stats cs;
     pure_ctx_stats_get(srv->ctx, &cs);
+    pure_guard_stats gs;
+    memset(&gs, 0, sizeof gs);
+    pure_ctx_guard_stats_get(srv->ctx, &gs, sizeof gs);
     printf("{\"stats\": \"total\", \"t\": %.3f, \"links\": %llu, \"accepted\": %llu, "
            "\"closed\": %llu, \"messages_received\": %llu, \"bytes_received\": %llu, "
            "\"datagrams_in\": %llu, \"datagrams_out\": %llu, \"handshakes_refused\": %llu, "
-           "\"dropped\": %llu}\n",
+           "\"dropped\": %llu, \"core_links\": %llu, \"handshakes_accepted\": %llu, "
+           "\"cookies_sent\": %llu",
            t, (unsigned long long)open, (unsigned long long)srv->accepted,
            (unsigned long long)srv->closed, (unsigned long long)srv->messages,
            (unsigned long long)srv->bytes, (unsigned long long)cs.datagrams_in,
            (unsigned long long)cs.datagrams_out, (unsigned long long)cs.handshakes_refused,
            (unsigned long long)(cs.dropped_malformed + cs.dropped_auth + cs.dropped_replay +
-                                cs.dropped_unknown_link));
+                                cs.dropped_unknown_link),
+           (unsigned long long)cs.links, (unsigned long long)cs.handshakes_accepted,
+           (unsigned long long)cs.cookies_sent);
+    for (size_t i = 0; i < sizeof guard_fields / sizeof *guard_fields; i++) {
+        uint64_t v;
+        memcpy(&v, (const uint8_t *)&gs + guard_fields[i].offset, sizeof v);
+        printf(", \"%s\": %llu", guard_fields[i].name, (unsigned long long)v);
+    }
+    printf("}\n");
     fflush(stdout);
 }
 

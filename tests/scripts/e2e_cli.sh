@@ -105,7 +105,8 @@ sleep 0.6
 kill -INT "$srv"; rc=0; wait "$srv" || rc=$?; srv=""
 [ "$rc" -eq 0 ] && ok "serve exits 0 on SIGINT" || bad "serve exited $rc on SIGINT: $(cat "$tmp/srv.err")"
 # --stats-every: every line after the first is JSON; a link line saw the echo link's 3
-# messages, and the last total counts 3 links accepted (echo, sink, drain)
+# messages, and the last total counts 3 links accepted (echo, sink, drain) and carries the
+# core's and the guard counters
 python3 - "$tmp/srv.out" <<'PY' && ok "--stats-every: $(grep -c '"total"' "$tmp/srv.out") total lines, $(grep -c '"link"' "$tmp/srv.out") link lines" || bad "--stats-every output: $(head -c 2000 "$tmp/srv.out")"
 import json, sys
 lines = open(sys.argv[1]).read().splitlines()[1:]
@@ -116,6 +117,13 @@ assert len(totals) >= 3, "fewer than 3 total lines"
 assert any(r["service"] == "echo" and r["messages_received"] == 3 and r["bytes_received"] == 6 for r in links), "no echo link with 3 messages"
 last = totals[-1]
 assert last["accepted"] == 3 and last["messages_received"] >= 3, last
+# the core's own counters and every guard counter (pure_guard_stats), as numbers
+for k in ("core_links", "handshakes_accepted", "cookies_sent", "dh_ops", "inits_replayed",
+          "inits_throttled", "inits_half_open_cap", "inits_bad_mac", "inits_silent",
+          "inits_duplicate", "cookie_replies_bad", "rejects_bad", "failed_opens",
+          "links_integrity_closed", "rx_memory", "rx_memory_peak", "rx_memory_stalls"):
+    assert isinstance(last.get(k), int) and last[k] >= 0, (k, last)
+assert last["handshakes_accepted"] >= 3, last
 ts = [r["t"] for r in totals]
 assert ts == sorted(ts), ts
 PY
