@@ -6,8 +6,9 @@
  *    peak with it (the old framer allocated every announced length: 1,000 x 16 MiB); meanwhile
  *    honest links with small messages flow, an honest 2 MiB message gets through, and when the
  *    attackers go every byte is given back;
- *  - 20 honest links each send a 2 MiB message to a responder allowed 4 MiB: all complete (the
- *    owner rule: no deadlock with every link holding part of a message);
+ *  - 20 honest links each send a 2 MiB message to a responder allowed 4 MiB, over a path with 1%
+ *    loss and reordering: all complete (the owner rule: no deadlock with every link holding part
+ *    of a message; dropped data is resent), and the same with 256 MiB for comparison;
  *  - a length over max_message_size closes the link with PURE_EMSGSIZE on both sides.
  * The figures go to stdout. RXMEM_LINKS sets the number of attackers (the sanitizer pass may
  * lighten it). */
@@ -298,8 +299,9 @@ static void test_announced_flood(void)
     free(al);
 }
 
-/* 20 honest links, a 2 MiB message each, a 4 MiB budget: every link holds part of a message
- * long before any completes; the owner rule lets them all finish. */
+/* 20 honest links, a 2 MiB message each, against `budget`: with 4 MiB every link holds part of
+ * a message long before any completes; the owner rule lets them all finish. 1% loss and
+ * reordering, so rings come and go under pressure too. */
 static void run_big(uint64_t budget, double *ms, pure_guard_stats *out)
 {
     static world w;
