@@ -456,16 +456,13 @@ int pure_ctx_hs_add(pure_ctx *ctx, pure_link *link)
     return 0;
 }
 
-pure_link *pure_ctx_hs_find(pure_ctx *ctx, uint64_t tag, const pure_addr *from, uint32_t sender)
+pure_link *pure_ctx_hs_find(pure_ctx *ctx, uint64_t tag, uint32_t sender)
 {
     if (!ctx->hs_cap)
         return NULL;
-    /* every entry with the tag is looked at: copies of an INIT from other addresses must not
-     * hide the one its own sender resends */
     uint32_t j = tag_slot(tag, ctx->hs_cap);
     for (pure_link *l; (l = ctx->hs_table[j]) != NULL; j = (j + 1) & (ctx->hs_cap - 1))
-        if (l->init_tag == tag && l->state == PURE_LS_UNVALIDATED && l->remote_index == sender &&
-            pure_addr_equal(&l->peer, from))
+        if (l->init_tag == tag && l->state == PURE_LS_UNVALIDATED && l->remote_index == sender)
             return l;
     return NULL;
 }

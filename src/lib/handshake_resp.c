@@ -225,6 +225,33 @@ static void accept_init(pure_ctx *ctx, const pure_addr *from, pure_noise *noise,
     pure_link_update_timer(link, now);
 }
 
+/* An INIT that made a link came again. From the link's address: its RESP was lost, the link
+ * sends it again. From another address: the initiator's NAT may have moved it mid-handshake
+ * (its resend then comes from a new port), or someone copies the INIT. A copy of the RESP goes
+ * there, at most PURE_RESP_ELSEWHERE times per link: smaller than the INIT (no amplification),
+ * no new link, no DH; a copier learns nothing it can use without the initiator's keys. */
+#define PURE_RESP_ELSEWHERE 3
+static void resend_resp(pure_ctx *ctx, pure_link *link, const pure_addr *from, size_t n)
+{
+    ctx->guard.inits_duplicate++;
+    if (pure_addr_equal(&link->peer, from)) {
+        link->amp_received += n;
+        link->resp_pending = 1;
+        pure_ctx_mark_pending(ctx, link);
+        return;
+    }
+    if (link->resp_elsewhere >= PURE_RESP_ELSEWHERE || !link->resp) {
+        ctx->guard.inits_replayed++;
+        return;
+    }
+    pure_ctl *c = pure_ctx_ctl_push(ctx, from);
+    if (!c)
+        return;
+    link->resp_elsewhere++;
+    memcpy(c->data, link->resp, link->resp_len);
+    c->len = link->resp_len;
+}
+
 /* Steps 1-5 of admission, before any DH. Returns the source's bucket if the INIT may go on to
  * its Noise message (and its tag in *tag), NULL if it was dealt with (dropped or answered). */
 static pure_src_bucket *admit(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
@@ -251,12 +278,9 @@ static pure_src_bucket *admit(pure_ctx *ctx, const pure_addr *from, const uint8_
     uint64_t tag = 0xcbf29ce484222325ull; /* FNV-1a */
     for (size_t i = 0; i < n - PURE_MAC_LEN; i++)
         tag = (tag ^ d[i]) * 0x100000001b3ull;
-    pure_link *dup = pure_ctx_hs_find(ctx, tag, from, sender);
+    pure_link *dup = pure_ctx_hs_find(ctx, tag, sender);
     if (dup) {
-        ctx->guard.inits_duplicate++;
-        dup->amp_received += n;
-        dup->resp_pending = 1;
-        pure_ctx_mark_pending(ctx, dup);
+        resend_resp(ctx, dup, from, n);
         return NULL;
     }
 

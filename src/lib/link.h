@@ -155,6 +155,7 @@ struct pure_link {
     uint8_t close_requested; /* pure_link_close: CLOSE goes once everything accepted is acked */
     uint8_t recv_paused;   /* pure_link_pause_recv: no new receive credit is granted */
     uint8_t half_open;     /* responder: counted in ctx->half_open and its source's bucket */
+    uint8_t resp_elsewhere; /* responder: RESP copies sent to an address the INIT moved to */
     uint8_t rx_retire;     /* enum pure_rx_retire: the previous receive key after a switch */
     uint32_t ck_gen;           /* rekeys mixed into ck so far */
     uint32_t msg_len;      /* length of the message at msg_boundary, once read */
@@ -323,8 +324,8 @@ pure_link *pure_ctx_table_find(pure_ctx *ctx, uint32_t index);
 pure_link *pure_ctx_link_new(pure_ctx *ctx);   /* zeroed, or NULL */
 void pure_ctx_link_free(pure_ctx *ctx, pure_link *link);
 int pure_ctx_hs_add(pure_ctx *ctx, pure_link *link);
-/* The unvalidated link an INIT with this tag from `from` with this sender index made, if any. */
-pure_link *pure_ctx_hs_find(pure_ctx *ctx, uint64_t tag, const pure_addr *from, uint32_t sender);
+/* The unvalidated link an INIT with this tag and sender index made, if any (from any address). */
+pure_link *pure_ctx_hs_find(pure_ctx *ctx, uint64_t tag, uint32_t sender);
 void pure_ctx_hs_remove(pure_ctx *ctx, pure_link *link);
 void pure_ctx_timer_set(pure_ctx *ctx, pure_link *link, uint64_t deadline);
 void pure_ctx_mark_pending(pure_ctx *ctx, pure_link *link);
