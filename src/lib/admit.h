@@ -26,9 +26,9 @@
 #include "wire.h"
 
 #define PURE_INIT_TS_WINDOW (10ull * 1000000000ull) /* ns: see pure_admit_fresh */
-#define PURE_ADMIT_SEEN_SETS 1024   /* x 4 ephemeral keys remembered (4,096 INITs) */
-#define PURE_ADMIT_SRC_BUCKETS 1024 /* per-source buckets */
-#define PURE_ADMIT_TS_SETS 1024     /* x 4 initiator keys' timestamps (allow_any) */
+#define PURE_ADMIT_SEEN_SETS 256    /* x 4 ephemeral keys remembered (1,024 INITs) */
+#define PURE_ADMIT_SRC_BUCKETS 512  /* per-source buckets */
+#define PURE_ADMIT_TS_SETS 128      /* x 4 initiator keys' timestamps (allow_any) */
 
 typedef struct pure_src_bucket {
     uint64_t refilled;  /* time tokens were last added */

@@ -408,7 +408,9 @@ void pure_link_on_acked(pure_link *link, uint64_t now);
 void pure_link_open(pure_link *link, uint64_t now); /* keys ready: start data phase */
 /* The link has nothing in flight or queued: release its buffers a moment later. */
 void pure_link_maybe_idle(pure_link *link, uint64_t now);
-void pure_link_release_buffers(pure_link *link);
+/* Gives an idle link's buffers back. Returns 1 if the link still has data queued or in flight
+ * (nothing was released: look again later), else 0. */
+int pure_link_release_buffers(pure_link *link);
 /* Makes sure link->b exists. Returns 0 or PURE_ENOMEM. */
 int pure_link_busy(pure_link *link, uint64_t now);
 #define PURE_IDLE_RELEASE 500000000ull /* 500 ms */

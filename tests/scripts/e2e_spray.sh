@@ -132,8 +132,10 @@ for k in random truncated typed live_index init_mutated init_replayed data_mutat
 done
 need "REJECTs for mutated INITs" "$(jget "$tmp/spray" replies reject)" -gt 0
 # Copies of the authentic INIT are replays: the listener drops them before any key exchange
-# and answers nothing (before replay protection, each one cost 4 DH and got a RESP).
-need "RESPs for replayed INIT copies" "$(jget "$tmp/spray" replies resp)" -eq 0
+# and makes no link (before replay protection, each one cost 4 DH and got a RESP). While the
+# INIT's link is still half-open, at most 3 copies of its RESP go to other addresses (the
+# initiator's NAT may have moved it).
+need "RESPs for replayed INIT copies" "$(jget "$tmp/spray" replies resp)" -le 3
 need "datagrams relayed up" "$(jget "$tmp/spray" relayed_up)" -gt 4096
 # Three fresh DATA packets were raced ahead of their originals from another port: each may move
 # the link's path to the sprayer until the client's next packet moves it back (the relayed
