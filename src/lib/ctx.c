@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* ctx.c: the context: settings, services and allow list, the table of links by index, the
- * timer heap shared by all links, the list of links with something to send, and the public
- * read/write/timeout entry points that dispatch datagrams and time to links. */
+/* ctx.c: the context: settings, services and allow list, the tables of links by index and of
+ * unvalidated links by INIT tag (both table.c), the timer heap shared by all links, the list of
+ * links with something to send, and the public read/write/timeout entry points that dispatch
+ * datagrams and time to links. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -95,6 +96,19 @@ static void wipe_settings(pure_settings *s)
     pure_wipe(s, sizeof *s);
 }
 
+/* Keys and hashes of the two link tables (table.h): by local index, by INIT tag. */
+static uint64_t link_index_of(const void *item) { return ((const pure_link *)item)->local_index; }
+
+static uint32_t index_hash(uint64_t index)
+{
+    /* indices are random already; mix anyway so a weak random source cannot cluster them */
+    return (uint32_t)index * 2654435761u;
+}
+
+static uint64_t link_tag_of(const void *item) { return ((const pure_link *)item)->init_tag; }
+
+static uint32_t tag_hash(uint64_t tag) { return (uint32_t)((tag * 0x9e3779b97f4a7c15ull) >> 32); }
+
 int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
 {
     if (!user_settings || !out || user_settings->version < 1 ||
@@ -136,6 +150,8 @@ int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
     memset(ctx, 0, sizeof *ctx);
     ctx->s = *s;
     ctx->alloc = a;
+    pure_table_init(&ctx->table, link_index_of, index_hash);
+    pure_table_init(&ctx->hs_table, link_tag_of, tag_hash);
     ctx->crypto = s->crypto ? (const pure_crypto *)s->crypto : &pure_crypto_default;
     /* a caller built against an older pure.h has a shorter callbacks struct: copy only what its
      * settings version knows (version 1: up to on_closed) */
@@ -173,26 +189,25 @@ void pure_ctx_free(pure_ctx *ctx)
      * application may look at another link from on_closed); nothing is freed until the end. */
     ctx->depth++;
     ctx->freeing = 1;
-    for (uint32_t i = 0; i < ctx->table_cap; i++) {
-        pure_link *l = ctx->table[i];
+    for (uint32_t i = 0; i < ctx->table.cap; i++) {
+        pure_link *l = pure_table_at(&ctx->table, i);
         if (l && l->state != PURE_LS_CLOSED) {
             l->state = PURE_LS_CLOSED; /* sends and closes from on_closed now fail */
             pure_link_notify_closed(l, PURE_ECLOSED, "context freed");
         }
     }
-    for (uint32_t i = 0; i < ctx->table_cap; i++) {
-        pure_link *l = ctx->table[i];
+    for (uint32_t i = 0; i < ctx->table.cap; i++) {
+        pure_link *l = pure_table_at(&ctx->table, i);
         if (l) {
             l->dead_next = ctx->dead;
             ctx->dead = l;
-            ctx->table[i] = NULL;
         }
     }
+    pure_table_free(&ctx->table, &ctx->alloc); /* the links are off it: none is found again */
     ctx->depth = 0;
     free_dead(ctx);
-    pure_mem_free(&ctx->alloc, ctx->table, ctx->table_cap * sizeof *ctx->table);
     pure_mem_free(&ctx->alloc, ctx->heap, ctx->heap_cap * sizeof *ctx->heap);
-    pure_mem_free(&ctx->alloc, ctx->hs_table, ctx->hs_cap * sizeof *ctx->hs_table);
+    pure_table_free(&ctx->hs_table, &ctx->alloc);
     for (uint32_t i = 0; i < ctx->n_slabs; i++)
         pure_mem_free(&ctx->alloc, ctx->slabs[i], PURE_LINK_SLAB * sizeof(pure_link));
     pure_mem_free(&ctx->alloc, ctx->slabs, ctx->cap_slabs * sizeof *ctx->slabs);
@@ -293,7 +308,7 @@ int pure_addr_equal(const pure_addr *a, const pure_addr *b)
 void pure_ctx_stats_get(const pure_ctx *ctx, pure_ctx_stats *st)
 {
     *st = ctx->st;
-    st->links = ctx->table_used;
+    st->links = ctx->table.used;
 }
 
 void pure_ctx_guard_stats_get(const pure_ctx *ctx, pure_guard_stats *st, size_t size)
@@ -303,42 +318,13 @@ void pure_ctx_guard_stats_get(const pure_ctx *ctx, pure_guard_stats *st, size_t 
     memcpy(st, &ctx->guard, size < sizeof ctx->guard ? size : sizeof ctx->guard);
 }
 
-/* ---- the link table: open addressing with linear probing, keyed by random local index ---- */
-
-static uint32_t slot_of(uint32_t index, uint32_t cap)
-{
-    /* indices are random already; mix anyway so a weak random source cannot cluster them */
-    uint32_t h = index * 2654435761u;
-    return h & (cap - 1);
-}
-
-static int table_grow(pure_ctx *ctx)
-{
-    uint32_t cap = ctx->table_cap ? ctx->table_cap * 2 : 64;
-    pure_link **t = pure_mem_alloc(&ctx->alloc, cap * sizeof *t);
-    if (!t)
-        return PURE_ENOMEM;
-    memset(t, 0, cap * sizeof *t);
-    for (uint32_t i = 0; i < ctx->table_cap; i++) {
-        pure_link *l = ctx->table[i];
-        if (!l)
-            continue;
-        uint32_t j = slot_of(l->local_index, cap);
-        while (t[j])
-            j = (j + 1) & (cap - 1);
-        t[j] = l;
-    }
-    pure_mem_free(&ctx->alloc, ctx->table, ctx->table_cap * sizeof *ctx->table);
-    ctx->table = t;
-    ctx->table_cap = cap;
-    return 0;
-}
+/* ---- the link table, keyed by random local index (table.h) ---- */
 
 int pure_ctx_table_add(pure_ctx *ctx, pure_link *link)
 {
-    if (ctx->table_used >= ctx->s.max_links)
+    if (ctx->table.used >= ctx->s.max_links)
         return PURE_ELIMIT;
-    if ((ctx->table_used + 1) * 2 > ctx->table_cap && table_grow(ctx))
+    if (pure_table_reserve(&ctx->table, &ctx->alloc))
         return PURE_ENOMEM;
     for (int tries = 0; tries < 64; tries++) {
         uint32_t idx;
@@ -347,47 +333,19 @@ int pure_ctx_table_add(pure_ctx *ctx, pure_link *link)
         if (idx == 0 || pure_ctx_table_find(ctx, idx))
             continue;
         link->local_index = idx;
-        uint32_t j = slot_of(idx, ctx->table_cap);
-        while (ctx->table[j])
-            j = (j + 1) & (ctx->table_cap - 1);
-        ctx->table[j] = link;
-        ctx->table_used++;
-        return 0;
+        return pure_table_add(&ctx->table, &ctx->alloc, link); /* room was made: cannot fail */
     }
     return PURE_ECRYPTO;
 }
 
 pure_link *pure_ctx_table_find(pure_ctx *ctx, uint32_t index)
 {
-    if (!ctx->table_cap)
-        return NULL;
-    uint32_t j = slot_of(index, ctx->table_cap);
-    for (pure_link *l; (l = ctx->table[j]) != NULL; j = (j + 1) & (ctx->table_cap - 1))
-        if (l->local_index == index)
-            return l;
-    return NULL;
+    return pure_table_find(&ctx->table, index, NULL, NULL);
 }
 
 void pure_ctx_table_remove(pure_ctx *ctx, pure_link *link)
 {
-    if (!ctx->table_cap)
-        return;
-    uint32_t mask = ctx->table_cap - 1, j = slot_of(link->local_index, ctx->table_cap);
-    while (ctx->table[j] && ctx->table[j] != link)
-        j = (j + 1) & mask;
-    if (!ctx->table[j])
-        return;
-    ctx->table[j] = NULL;
-    ctx->table_used--;
-    /* backward-shift deletion: re-place the rest of the cluster so probes stay unbroken */
-    for (uint32_t k = (j + 1) & mask; ctx->table[k]; k = (k + 1) & mask) {
-        pure_link *l = ctx->table[k];
-        ctx->table[k] = NULL;
-        uint32_t s = slot_of(l->local_index, ctx->table_cap);
-        while (ctx->table[s])
-            s = (s + 1) & mask;
-        ctx->table[s] = l;
-    }
+    pure_table_remove(&ctx->table, link);
 }
 
 /* ---- link structs from slabs ---- */
@@ -419,52 +377,25 @@ void pure_ctx_link_free(pure_ctx *ctx, pure_link *link)
     ctx->free_links = link;
 }
 
-/* ---- unvalidated responder links by INIT tag (a second small open-addressing table) ---- */
-
-static uint32_t tag_slot(uint64_t tag, uint32_t cap)
-{
-    return (uint32_t)((tag * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
-}
+/* ---- unvalidated responder links by INIT tag (table.h) ---- */
 
 int pure_ctx_hs_add(pure_ctx *ctx, pure_link *link)
 {
-    if ((ctx->hs_used + 1) * 2 > ctx->hs_cap) {
-        uint32_t cap = ctx->hs_cap ? ctx->hs_cap * 2 : 64;
-        pure_link **t = pure_mem_alloc(&ctx->alloc, cap * sizeof *t);
-        if (!t)
-            return PURE_ENOMEM;
-        memset(t, 0, cap * sizeof *t);
-        for (uint32_t i = 0; i < ctx->hs_cap; i++) {
-            pure_link *l = ctx->hs_table[i];
-            if (!l)
-                continue;
-            uint32_t j = tag_slot(l->init_tag, cap);
-            while (t[j])
-                j = (j + 1) & (cap - 1);
-            t[j] = l;
-        }
-        pure_mem_free(&ctx->alloc, ctx->hs_table, ctx->hs_cap * sizeof *t);
-        ctx->hs_table = t;
-        ctx->hs_cap = cap;
-    }
-    uint32_t j = tag_slot(link->init_tag, ctx->hs_cap);
-    while (ctx->hs_table[j])
-        j = (j + 1) & (ctx->hs_cap - 1);
-    ctx->hs_table[j] = link;
-    ctx->hs_used++;
+    if (pure_table_add(&ctx->hs_table, &ctx->alloc, link))
+        return PURE_ENOMEM;
     link->in_hs_table = 1;
     return 0;
 }
 
+static int hs_match(const void *item, void *arg)
+{
+    const pure_link *l = item;
+    return l->state == PURE_LS_UNVALIDATED && l->remote_index == *(const uint32_t *)arg;
+}
+
 pure_link *pure_ctx_hs_find(pure_ctx *ctx, uint64_t tag, uint32_t sender)
 {
-    if (!ctx->hs_cap)
-        return NULL;
-    uint32_t j = tag_slot(tag, ctx->hs_cap);
-    for (pure_link *l; (l = ctx->hs_table[j]) != NULL; j = (j + 1) & (ctx->hs_cap - 1))
-        if (l->init_tag == tag && l->state == PURE_LS_UNVALIDATED && l->remote_index == sender)
-            return l;
-    return NULL;
+    return pure_table_find(&ctx->hs_table, tag, hs_match, &sender);
 }
 
 void pure_ctx_hs_remove(pure_ctx *ctx, pure_link *link)
@@ -472,21 +403,7 @@ void pure_ctx_hs_remove(pure_ctx *ctx, pure_link *link)
     if (!link->in_hs_table)
         return;
     link->in_hs_table = 0;
-    uint32_t mask = ctx->hs_cap - 1, j = tag_slot(link->init_tag, ctx->hs_cap);
-    while (ctx->hs_table[j] && ctx->hs_table[j] != link)
-        j = (j + 1) & mask;
-    if (!ctx->hs_table[j])
-        return;
-    ctx->hs_table[j] = NULL;
-    ctx->hs_used--;
-    for (uint32_t k = (j + 1) & mask; ctx->hs_table[k]; k = (k + 1) & mask) {
-        pure_link *l = ctx->hs_table[k];
-        ctx->hs_table[k] = NULL;
-        uint32_t s = tag_slot(l->init_tag, ctx->hs_cap);
-        while (ctx->hs_table[s])
-            s = (s + 1) & mask;
-        ctx->hs_table[s] = l;
-    }
+    pure_table_remove(&ctx->hs_table, link);
 }
 
 /* ---- timers: one heap entry per link at most, keyed by the link's earliest deadline ---- */
@@ -591,8 +508,8 @@ uint64_t pure_ctx_links(pure_ctx *ctx, int (*visit)(pure_link *link, void *user,
     ctx->depth++;
     ctx->walking++;
     uint64_t n = 0;
-    for (uint32_t i = 0; i < ctx->table_cap; i++) {
-        pure_link *l = ctx->table[i];
+    for (uint32_t i = 0; i < ctx->table.cap; i++) {
+        pure_link *l = pure_table_at(&ctx->table, i);
         if (!l || l->closed_notified || l->state == PURE_LS_CLOSED || (!l->initiator && !l->accepted))
             continue; /* gone, or a responder's link the application never accepted */
         n++;

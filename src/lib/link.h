@@ -25,6 +25,7 @@
 #include "rxmem.h"
 #include "rtt.h"
 #include "sendbuf.h"
+#include "table.h"
 #include "wire.h"
 
 /* Link states; every transition goes through pure_link_set_state, which checks it. */
@@ -265,12 +266,10 @@ struct pure_ctx {
     pure_link *free_links;
 
     /* unvalidated responder links by init_tag, so a resent INIT finds its link */
-    pure_link **hs_table;
-    uint32_t hs_cap, hs_used;
+    pure_table hs_table;
 
-    /* links by local index: open addressing, linear probing */
-    pure_link **table;
-    uint32_t table_cap, table_used;
+    /* links by local index */
+    pure_table table;
     uint32_t half_open;       /* responder links not yet validated */
     pure_admit admit;         /* handshake admission (admit.h) */
     uint64_t last_init_ts;    /* the timestamp of the last INIT this context made */
