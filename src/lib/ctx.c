@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* ctx.c: the context: settings, services and allow list, the tables of links by index and of
- * unvalidated links by INIT tag (both table.c), the timer heap shared by all links, the list of
- * links with something to send, and the public read/write/timeout entry points that dispatch
- * datagrams and time to links. */
+ * unvalidated links by INIT tag (both table.c), the timer heap shared by all links
+ * (timerheap.c), the list of links with something to send, and the public read/write/timeout
+ * entry points that dispatch datagrams and time to links. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -152,6 +152,8 @@ int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
     ctx->alloc = a;
     pure_table_init(&ctx->table, link_index_of, index_hash);
     pure_table_init(&ctx->hs_table, link_tag_of, tag_hash);
+    pure_timerheap_init(&ctx->timers, offsetof(pure_link, deadline),
+                        offsetof(pure_link, heap_pos));
     ctx->crypto = s->crypto ? (const pure_crypto *)s->crypto : &pure_crypto_default;
     /* a caller built against an older pure.h has a shorter callbacks struct: copy only what its
      * settings version knows (version 1: up to on_closed) */
@@ -206,7 +208,7 @@ void pure_ctx_free(pure_ctx *ctx)
     pure_table_free(&ctx->table, &ctx->alloc); /* the links are off it: none is found again */
     ctx->depth = 0;
     free_dead(ctx);
-    pure_mem_free(&ctx->alloc, ctx->heap, ctx->heap_cap * sizeof *ctx->heap);
+    pure_timerheap_free(&ctx->timers, &ctx->alloc);
     pure_table_free(&ctx->hs_table, &ctx->alloc);
     for (uint32_t i = 0; i < ctx->n_slabs; i++)
         pure_mem_free(&ctx->alloc, ctx->slabs[i], PURE_LINK_SLAB * sizeof(pure_link));
@@ -408,87 +410,17 @@ void pure_ctx_hs_remove(pure_ctx *ctx, pure_link *link)
 
 /* ---- timers: one heap entry per link at most, keyed by the link's earliest deadline ---- */
 
-static void heap_swap(pure_ctx *ctx, uint32_t a, uint32_t b)
-{
-    pure_link *t = ctx->heap[a];
-    ctx->heap[a] = ctx->heap[b];
-    ctx->heap[b] = t;
-    ctx->heap[a]->heap_pos = a;
-    ctx->heap[b]->heap_pos = b;
-}
-
-static void heap_up(pure_ctx *ctx, uint32_t i)
-{
-    while (i > 0) {
-        uint32_t p = (i - 1) / 2;
-        if (ctx->heap[p]->deadline <= ctx->heap[i]->deadline)
-            break;
-        heap_swap(ctx, i, p);
-        i = p;
-    }
-}
-
-static void heap_down(pure_ctx *ctx, uint32_t i)
-{
-    for (;;) {
-        uint32_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < ctx->heap_len && ctx->heap[l]->deadline < ctx->heap[m]->deadline)
-            m = l;
-        if (r < ctx->heap_len && ctx->heap[r]->deadline < ctx->heap[m]->deadline)
-            m = r;
-        if (m == i)
-            return;
-        heap_swap(ctx, i, m);
-        i = m;
-    }
-}
-
-static void heap_remove(pure_ctx *ctx, pure_link *link)
-{
-    uint32_t i = link->heap_pos;
-    link->heap_pos = UINT32_MAX;
-    ctx->heap_len--;
-    if (i == ctx->heap_len)
-        return;
-    ctx->heap[i] = ctx->heap[ctx->heap_len];
-    ctx->heap[i]->heap_pos = i;
-    heap_up(ctx, i);
-    heap_down(ctx, ctx->heap[i]->heap_pos);
-}
-
 void pure_ctx_timer_set(pure_ctx *ctx, pure_link *link, uint64_t deadline)
 {
-    if (link->heap_pos != UINT32_MAX && link->deadline == deadline)
-        return;
-    if (deadline == UINT64_MAX) {
-        if (link->heap_pos != UINT32_MAX)
-            heap_remove(ctx, link);
-        link->deadline = deadline;
-        return;
-    }
-    if (link->heap_pos == UINT32_MAX) {
-        if (ctx->heap_len == ctx->heap_cap &&
-            grow_array(ctx, (void **)&ctx->heap, &ctx->heap_cap, ctx->heap_len, sizeof *ctx->heap))
-            return; /* out of memory: the link keeps running on traffic alone */
-        link->deadline = deadline;
-        link->heap_pos = ctx->heap_len;
-        ctx->heap[ctx->heap_len++] = link;
-        heap_up(ctx, link->heap_pos);
-        return;
-    }
-    uint64_t old = link->deadline;
-    link->deadline = deadline;
-    if (deadline < old)
-        heap_up(ctx, link->heap_pos);
-    else
-        heap_down(ctx, link->heap_pos);
+    /* out of memory: the link stays off the heap and keeps running on traffic alone */
+    (void)pure_timerheap_set(&ctx->timers, &ctx->alloc, link, deadline);
 }
 
 uint64_t pure_ctx_deadline(const pure_ctx *ctx)
 {
     if (ctx->ctl_len || ctx->pending_head)
         return ctx->now; /* something is queued: write now */
-    return ctx->heap_len ? ctx->heap[0]->deadline : UINT64_MAX;
+    return pure_timerheap_min(&ctx->timers);
 }
 
 static void end_call(pure_ctx *ctx)
@@ -531,10 +463,7 @@ void pure_ctx_timeout(pure_ctx *ctx, uint64_t now)
     /* Take every due link off the heap first, then run them: a timer that re-arms itself at or
      * before `now` runs at the next call, never in a loop here. */
     pure_link *due = NULL;
-    while (ctx->heap_len && ctx->heap[0]->deadline <= now) {
-        pure_link *l = ctx->heap[0];
-        heap_remove(ctx, l);
-        l->deadline = UINT64_MAX;
+    for (pure_link *l; (l = pure_timerheap_pop_due(&ctx->timers, now)) != NULL;) {
         l->timer_next = due;
         due = l;
     }

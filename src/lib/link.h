@@ -26,6 +26,7 @@
 #include "rtt.h"
 #include "sendbuf.h"
 #include "table.h"
+#include "timerheap.h"
 #include "wire.h"
 
 /* Link states; every transition goes through pure_link_set_state, which checks it. */
@@ -133,7 +134,7 @@ struct pure_link {
     pure_ctx *ctx;
     void *user;
     uint32_t local_index, remote_index;
-    uint32_t heap_pos;     /* position in the context's timer heap, UINT32_MAX if none */
+    uint32_t heap_pos;     /* position in the context's timer heap, PURE_TIMERHEAP_NONE if none */
     uint8_t state;
     uint8_t initiator;
     uint8_t key_phase;     /* phase of tx keys (the DATA packet type's low bit) */
@@ -276,9 +277,8 @@ struct pure_ctx {
     uint32_t hs_in_flight;    /* initiator handshakes under way (PURE_HS_IN_FLIGHT at most) */
     pure_link *hs_queue_head, *hs_queue_tail; /* initiator handshakes waiting their turn */
 
-    /* timers: a binary min-heap of links by deadline */
-    pure_link **heap;
-    uint32_t heap_len, heap_cap;
+    /* timers: a min-heap of links by deadline (each link's deadline and heap_pos) */
+    pure_timerheap timers;
 
     /* links with something to send */
     pure_link *pending_head, *pending_tail;
