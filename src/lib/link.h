@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* link.h: the internal state of a link and of the context that owns it, shared by the core's
- * modules (ctx.c context and tables, handshake.c, link.c lifecycle, link_send.c packet building,
- * link_recv.c packet processing, recovery.c loss detection, keys.c transport keys, rxmem.c the
- * receive memory budget). */
+ * modules (ctx.c the context, with its link tables in table.c and timer heap in timerheap.c,
+ * handshake.c, link.c lifecycle, link_send.c packet building, link_recv.c packet processing,
+ * recovery.c loss detection, keys.c transport keys, rxmem.c the receive memory budget). */
 #ifndef PURE_LINK_H
 #define PURE_LINK_H
 
