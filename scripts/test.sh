@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The whole test suite, as CI runs it: installs dependencies, builds with warnings as errors,
-# runs every test (unit, simulator, interop, end-to-end, fuzz smoke, peers' quick drain), then
-# rebuilds Pure's own code under AddressSanitizer + UndefinedBehaviorSanitizer and runs its tests
-# again. Exits non-zero if anything fails.
+# The whole test suite, as CI runs it: installs dependencies, builds with gcc and warnings as
+# errors, builds everything again with clang and warnings as errors (a build only, to keep CI's
+# time down), runs every test (unit, simulator, interop, end-to-end, fuzz smoke, peers' quick
+# drain), then rebuilds Pure's own code under AddressSanitizer + UndefinedBehaviorSanitizer and
+# runs its tests again. Exits non-zero if anything fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh || { echo "test.sh: installing dependencies failed" >&2; exit 1; }
@@ -15,6 +16,10 @@ step() { echo; echo "== $*"; }
 step "build (gcc, -Werror)"
 cmake -S . -B build -G Ninja -DPURE_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
     ninja -C build || { echo "test.sh: build failed" >&2; exit 1; }
+
+step "build (clang, -Werror; not run: the gcc and sanitizer builds run the tests)"
+CC=clang cmake -S . -B build-clang -G Ninja -DPURE_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    >/dev/null && ninja -C build-clang || { echo "test.sh: clang build failed" >&2; status=1; }
 
 step "tests"
 ctest --test-dir build --output-on-failure -j "$jobs" || status=1

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* ctx.c: the context: settings, services and allow list, the table of links by index, the
- * timer heap shared by all links, the list of links with something to send, and the public
- * read/write/timeout entry points that dispatch datagrams and time to links. */
+/* ctx.c: the context: settings, services and allow list, the tables of links by index and of
+ * unvalidated links by INIT tag (both table.c), the timer heap shared by all links
+ * (timerheap.c), the list of links with something to send, and the public read/write/timeout
+ * entry points that dispatch datagrams and time to links. */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -95,6 +96,19 @@ static void wipe_settings(pure_settings *s)
     pure_wipe(s, sizeof *s);
 }
 
+/* Keys and hashes of the two link tables (table.h): by local index, by INIT tag. */
+static uint64_t link_index_of(const void *item) { return ((const pure_link *)item)->local_index; }
+
+static uint32_t index_hash(uint64_t index)
+{
+    /* indices are random already; mix anyway so a weak random source cannot cluster them */
+    return (uint32_t)index * 2654435761u;
+}
+
+static uint64_t link_tag_of(const void *item) { return ((const pure_link *)item)->init_tag; }
+
+static uint32_t tag_hash(uint64_t tag) { return (uint32_t)((tag * 0x9e3779b97f4a7c15ull) >> 32); }
+
 int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
 {
     if (!user_settings || !out || user_settings->version < 1 ||
@@ -136,6 +150,10 @@ int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
     memset(ctx, 0, sizeof *ctx);
     ctx->s = *s;
     ctx->alloc = a;
+    pure_table_init(&ctx->table, link_index_of, index_hash);
+    pure_table_init(&ctx->hs_table, link_tag_of, tag_hash);
+    pure_timerheap_init(&ctx->timers, offsetof(pure_link, deadline),
+                        offsetof(pure_link, heap_pos));
     ctx->crypto = s->crypto ? (const pure_crypto *)s->crypto : &pure_crypto_default;
     /* a caller built against an older pure.h has a shorter callbacks struct: copy only what its
      * settings version knows (version 1: up to on_closed) */
@@ -173,26 +191,25 @@ void pure_ctx_free(pure_ctx *ctx)
      * application may look at another link from on_closed); nothing is freed until the end. */
     ctx->depth++;
     ctx->freeing = 1;
-    for (uint32_t i = 0; i < ctx->table_cap; i++) {
-        pure_link *l = ctx->table[i];
+    for (uint32_t i = 0; i < ctx->table.cap; i++) {
+        pure_link *l = pure_table_at(&ctx->table, i);
         if (l && l->state != PURE_LS_CLOSED) {
             l->state = PURE_LS_CLOSED; /* sends and closes from on_closed now fail */
             pure_link_notify_closed(l, PURE_ECLOSED, "context freed");
         }
     }
-    for (uint32_t i = 0; i < ctx->table_cap; i++) {
-        pure_link *l = ctx->table[i];
+    for (uint32_t i = 0; i < ctx->table.cap; i++) {
+        pure_link *l = pure_table_at(&ctx->table, i);
         if (l) {
             l->dead_next = ctx->dead;
             ctx->dead = l;
-            ctx->table[i] = NULL;
         }
     }
+    pure_table_free(&ctx->table, &ctx->alloc); /* the links are off it: none is found again */
     ctx->depth = 0;
     free_dead(ctx);
-    pure_mem_free(&ctx->alloc, ctx->table, ctx->table_cap * sizeof *ctx->table);
-    pure_mem_free(&ctx->alloc, ctx->heap, ctx->heap_cap * sizeof *ctx->heap);
-    pure_mem_free(&ctx->alloc, ctx->hs_table, ctx->hs_cap * sizeof *ctx->hs_table);
+    pure_timerheap_free(&ctx->timers, &ctx->alloc);
+    pure_table_free(&ctx->hs_table, &ctx->alloc);
     for (uint32_t i = 0; i < ctx->n_slabs; i++)
         pure_mem_free(&ctx->alloc, ctx->slabs[i], PURE_LINK_SLAB * sizeof(pure_link));
     pure_mem_free(&ctx->alloc, ctx->slabs, ctx->cap_slabs * sizeof *ctx->slabs);
@@ -293,7 +310,7 @@ int pure_addr_equal(const pure_addr *a, const pure_addr *b)
 void pure_ctx_stats_get(const pure_ctx *ctx, pure_ctx_stats *st)
 {
     *st = ctx->st;
-    st->links = ctx->table_used;
+    st->links = ctx->table.used;
 }
 
 void pure_ctx_guard_stats_get(const pure_ctx *ctx, pure_guard_stats *st, size_t size)
@@ -303,42 +320,13 @@ void pure_ctx_guard_stats_get(const pure_ctx *ctx, pure_guard_stats *st, size_t 
     memcpy(st, &ctx->guard, size < sizeof ctx->guard ? size : sizeof ctx->guard);
 }
 
-/* ---- the link table: open addressing with linear probing, keyed by random local index ---- */
-
-static uint32_t slot_of(uint32_t index, uint32_t cap)
-{
-    /* indices are random already; mix anyway so a weak random source cannot cluster them */
-    uint32_t h = index * 2654435761u;
-    return h & (cap - 1);
-}
-
-static int table_grow(pure_ctx *ctx)
-{
-    uint32_t cap = ctx->table_cap ? ctx->table_cap * 2 : 64;
-    pure_link **t = pure_mem_alloc(&ctx->alloc, cap * sizeof *t);
-    if (!t)
-        return PURE_ENOMEM;
-    memset(t, 0, cap * sizeof *t);
-    for (uint32_t i = 0; i < ctx->table_cap; i++) {
-        pure_link *l = ctx->table[i];
-        if (!l)
-            continue;
-        uint32_t j = slot_of(l->local_index, cap);
-        while (t[j])
-            j = (j + 1) & (cap - 1);
-        t[j] = l;
-    }
-    pure_mem_free(&ctx->alloc, ctx->table, ctx->table_cap * sizeof *ctx->table);
-    ctx->table = t;
-    ctx->table_cap = cap;
-    return 0;
-}
+/* ---- the link table, keyed by random local index (table.h) ---- */
 
 int pure_ctx_table_add(pure_ctx *ctx, pure_link *link)
 {
-    if (ctx->table_used >= ctx->s.max_links)
+    if (ctx->table.used >= ctx->s.max_links)
         return PURE_ELIMIT;
-    if ((ctx->table_used + 1) * 2 > ctx->table_cap && table_grow(ctx))
+    if (pure_table_reserve(&ctx->table, &ctx->alloc))
         return PURE_ENOMEM;
     for (int tries = 0; tries < 64; tries++) {
         uint32_t idx;
@@ -347,47 +335,19 @@ int pure_ctx_table_add(pure_ctx *ctx, pure_link *link)
         if (idx == 0 || pure_ctx_table_find(ctx, idx))
             continue;
         link->local_index = idx;
-        uint32_t j = slot_of(idx, ctx->table_cap);
-        while (ctx->table[j])
-            j = (j + 1) & (ctx->table_cap - 1);
-        ctx->table[j] = link;
-        ctx->table_used++;
-        return 0;
+        return pure_table_add(&ctx->table, &ctx->alloc, link); /* room was made: cannot fail */
     }
     return PURE_ECRYPTO;
 }
 
 pure_link *pure_ctx_table_find(pure_ctx *ctx, uint32_t index)
 {
-    if (!ctx->table_cap)
-        return NULL;
-    uint32_t j = slot_of(index, ctx->table_cap);
-    for (pure_link *l; (l = ctx->table[j]) != NULL; j = (j + 1) & (ctx->table_cap - 1))
-        if (l->local_index == index)
-            return l;
-    return NULL;
+    return pure_table_find(&ctx->table, index, NULL, NULL);
 }
 
 void pure_ctx_table_remove(pure_ctx *ctx, pure_link *link)
 {
-    if (!ctx->table_cap)
-        return;
-    uint32_t mask = ctx->table_cap - 1, j = slot_of(link->local_index, ctx->table_cap);
-    while (ctx->table[j] && ctx->table[j] != link)
-        j = (j + 1) & mask;
-    if (!ctx->table[j])
-        return;
-    ctx->table[j] = NULL;
-    ctx->table_used--;
-    /* backward-shift deletion: re-place the rest of the cluster so probes stay unbroken */
-    for (uint32_t k = (j + 1) & mask; ctx->table[k]; k = (k + 1) & mask) {
-        pure_link *l = ctx->table[k];
-        ctx->table[k] = NULL;
-        uint32_t s = slot_of(l->local_index, ctx->table_cap);
-        while (ctx->table[s])
-            s = (s + 1) & mask;
-        ctx->table[s] = l;
-    }
+    pure_table_remove(&ctx->table, link);
 }
 
 /* ---- link structs from slabs ---- */
@@ -419,52 +379,25 @@ void pure_ctx_link_free(pure_ctx *ctx, pure_link *link)
     ctx->free_links = link;
 }
 
-/* ---- unvalidated responder links by INIT tag (a second small open-addressing table) ---- */
-
-static uint32_t tag_slot(uint64_t tag, uint32_t cap)
-{
-    return (uint32_t)((tag * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
-}
+/* ---- unvalidated responder links by INIT tag (table.h) ---- */
 
 int pure_ctx_hs_add(pure_ctx *ctx, pure_link *link)
 {
-    if ((ctx->hs_used + 1) * 2 > ctx->hs_cap) {
-        uint32_t cap = ctx->hs_cap ? ctx->hs_cap * 2 : 64;
-        pure_link **t = pure_mem_alloc(&ctx->alloc, cap * sizeof *t);
-        if (!t)
-            return PURE_ENOMEM;
-        memset(t, 0, cap * sizeof *t);
-        for (uint32_t i = 0; i < ctx->hs_cap; i++) {
-            pure_link *l = ctx->hs_table[i];
-            if (!l)
-                continue;
-            uint32_t j = tag_slot(l->init_tag, cap);
-            while (t[j])
-                j = (j + 1) & (cap - 1);
-            t[j] = l;
-        }
-        pure_mem_free(&ctx->alloc, ctx->hs_table, ctx->hs_cap * sizeof *t);
-        ctx->hs_table = t;
-        ctx->hs_cap = cap;
-    }
-    uint32_t j = tag_slot(link->init_tag, ctx->hs_cap);
-    while (ctx->hs_table[j])
-        j = (j + 1) & (ctx->hs_cap - 1);
-    ctx->hs_table[j] = link;
-    ctx->hs_used++;
+    if (pure_table_add(&ctx->hs_table, &ctx->alloc, link))
+        return PURE_ENOMEM;
     link->in_hs_table = 1;
     return 0;
 }
 
+static int hs_match(const void *item, void *arg)
+{
+    const pure_link *l = item;
+    return l->state == PURE_LS_UNVALIDATED && l->remote_index == *(const uint32_t *)arg;
+}
+
 pure_link *pure_ctx_hs_find(pure_ctx *ctx, uint64_t tag, uint32_t sender)
 {
-    if (!ctx->hs_cap)
-        return NULL;
-    uint32_t j = tag_slot(tag, ctx->hs_cap);
-    for (pure_link *l; (l = ctx->hs_table[j]) != NULL; j = (j + 1) & (ctx->hs_cap - 1))
-        if (l->init_tag == tag && l->state == PURE_LS_UNVALIDATED && l->remote_index == sender)
-            return l;
-    return NULL;
+    return pure_table_find(&ctx->hs_table, tag, hs_match, &sender);
 }
 
 void pure_ctx_hs_remove(pure_ctx *ctx, pure_link *link)
@@ -472,106 +405,22 @@ void pure_ctx_hs_remove(pure_ctx *ctx, pure_link *link)
     if (!link->in_hs_table)
         return;
     link->in_hs_table = 0;
-    uint32_t mask = ctx->hs_cap - 1, j = tag_slot(link->init_tag, ctx->hs_cap);
-    while (ctx->hs_table[j] && ctx->hs_table[j] != link)
-        j = (j + 1) & mask;
-    if (!ctx->hs_table[j])
-        return;
-    ctx->hs_table[j] = NULL;
-    ctx->hs_used--;
-    for (uint32_t k = (j + 1) & mask; ctx->hs_table[k]; k = (k + 1) & mask) {
-        pure_link *l = ctx->hs_table[k];
-        ctx->hs_table[k] = NULL;
-        uint32_t s = tag_slot(l->init_tag, ctx->hs_cap);
-        while (ctx->hs_table[s])
-            s = (s + 1) & mask;
-        ctx->hs_table[s] = l;
-    }
+    pure_table_remove(&ctx->hs_table, link);
 }
 
 /* ---- timers: one heap entry per link at most, keyed by the link's earliest deadline ---- */
 
-static void heap_swap(pure_ctx *ctx, uint32_t a, uint32_t b)
-{
-    pure_link *t = ctx->heap[a];
-    ctx->heap[a] = ctx->heap[b];
-    ctx->heap[b] = t;
-    ctx->heap[a]->heap_pos = a;
-    ctx->heap[b]->heap_pos = b;
-}
-
-static void heap_up(pure_ctx *ctx, uint32_t i)
-{
-    while (i > 0) {
-        uint32_t p = (i - 1) / 2;
-        if (ctx->heap[p]->deadline <= ctx->heap[i]->deadline)
-            break;
-        heap_swap(ctx, i, p);
-        i = p;
-    }
-}
-
-static void heap_down(pure_ctx *ctx, uint32_t i)
-{
-    for (;;) {
-        uint32_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < ctx->heap_len && ctx->heap[l]->deadline < ctx->heap[m]->deadline)
-            m = l;
-        if (r < ctx->heap_len && ctx->heap[r]->deadline < ctx->heap[m]->deadline)
-            m = r;
-        if (m == i)
-            return;
-        heap_swap(ctx, i, m);
-        i = m;
-    }
-}
-
-static void heap_remove(pure_ctx *ctx, pure_link *link)
-{
-    uint32_t i = link->heap_pos;
-    link->heap_pos = UINT32_MAX;
-    ctx->heap_len--;
-    if (i == ctx->heap_len)
-        return;
-    ctx->heap[i] = ctx->heap[ctx->heap_len];
-    ctx->heap[i]->heap_pos = i;
-    heap_up(ctx, i);
-    heap_down(ctx, ctx->heap[i]->heap_pos);
-}
-
 void pure_ctx_timer_set(pure_ctx *ctx, pure_link *link, uint64_t deadline)
 {
-    if (link->heap_pos != UINT32_MAX && link->deadline == deadline)
-        return;
-    if (deadline == UINT64_MAX) {
-        if (link->heap_pos != UINT32_MAX)
-            heap_remove(ctx, link);
-        link->deadline = deadline;
-        return;
-    }
-    if (link->heap_pos == UINT32_MAX) {
-        if (ctx->heap_len == ctx->heap_cap &&
-            grow_array(ctx, (void **)&ctx->heap, &ctx->heap_cap, ctx->heap_len, sizeof *ctx->heap))
-            return; /* out of memory: the link keeps running on traffic alone */
-        link->deadline = deadline;
-        link->heap_pos = ctx->heap_len;
-        ctx->heap[ctx->heap_len++] = link;
-        heap_up(ctx, link->heap_pos);
-        return;
-    }
-    uint64_t old = link->deadline;
-    link->deadline = deadline;
-    if (deadline < old)
-        heap_up(ctx, link->heap_pos);
-    else
-        heap_down(ctx, link->heap_pos);
+    /* out of memory: the link stays off the heap and keeps running on traffic alone */
+    (void)pure_timerheap_set(&ctx->timers, &ctx->alloc, link, deadline);
 }
 
 uint64_t pure_ctx_deadline(const pure_ctx *ctx)
 {
     if (ctx->ctl_len || ctx->pending_head)
         return ctx->now; /* something is queued: write now */
-    return ctx->heap_len ? ctx->heap[0]->deadline : UINT64_MAX;
+    return pure_timerheap_min(&ctx->timers);
 }
 
 static void end_call(pure_ctx *ctx)
@@ -591,8 +440,8 @@ uint64_t pure_ctx_links(pure_ctx *ctx, int (*visit)(pure_link *link, void *user,
     ctx->depth++;
     ctx->walking++;
     uint64_t n = 0;
-    for (uint32_t i = 0; i < ctx->table_cap; i++) {
-        pure_link *l = ctx->table[i];
+    for (uint32_t i = 0; i < ctx->table.cap; i++) {
+        pure_link *l = pure_table_at(&ctx->table, i);
         if (!l || l->closed_notified || l->state == PURE_LS_CLOSED || (!l->initiator && !l->accepted))
             continue; /* gone, or a responder's link the application never accepted */
         n++;
@@ -614,10 +463,7 @@ void pure_ctx_timeout(pure_ctx *ctx, uint64_t now)
     /* Take every due link off the heap first, then run them: a timer that re-arms itself at or
      * before `now` runs at the next call, never in a loop here. */
     pure_link *due = NULL;
-    while (ctx->heap_len && ctx->heap[0]->deadline <= now) {
-        pure_link *l = ctx->heap[0];
-        heap_remove(ctx, l);
-        l->deadline = UINT64_MAX;
+    for (pure_link *l; (l = pure_timerheap_pop_due(&ctx->timers, now)) != NULL;) {
         l->timer_next = due;
         due = l;
     }
@@ -829,117 +675,6 @@ int pure_ctx_burst_too_big(pure_ctx *ctx, uint64_t now)
     return rc;
 }
 
-/* ---- version, errors and keys ---- */
+/* ---- version (errors: errors.c; keys and key text: keytext.c) ---- */
 
 const char *pure_version(void) { return PURE_VERSION_STRING; }
-
-const char *pure_strerror(int err)
-{
-    switch (err) {
-    case PURE_OK: return "success";
-    case PURE_EINVAL: return "invalid argument";
-    case PURE_ENOMEM: return "out of memory";
-    case PURE_EAGAIN: return "backlog full, try again when the link is writable";
-    case PURE_ECRYPTO: return "authentication failed";
-    case PURE_EPROTO: return "protocol violation by the peer";
-    case PURE_ECLOSED: return "link is closed";
-    case PURE_ETIMEDOUT: return "peer did not answer in time";
-    case PURE_EREFUSED: return "service refused: the peer offers no such service";
-    case PURE_EACCES: return "access denied: the peer does not allow our key";
-    case PURE_EKEY: return "handshake failed: the peer could not authenticate us (wrong peer public key?)";
-    case PURE_EMSGSIZE: return "message too large";
-    case PURE_ENOBUFS: return "output buffer too small";
-    case PURE_ELIMIT: return "too many links";
-    case PURE_ESTATE: return "not allowed in the link's current state";
-    case PURE_EFLOW: return "peer exceeded its flow-control credit";
-    case PURE_EIO: return "I/O error";
-    case PURE_ERESET: return "peer closed the link with an error";
-    default: return "unknown error";
-    }
-}
-
-int pure_err_is_fatal(int err)
-{
-    switch (err) {
-    case PURE_ECLOSED:
-    case PURE_ETIMEDOUT:
-    case PURE_EREFUSED:
-    case PURE_EACCES:
-    case PURE_EKEY:
-    case PURE_EPROTO:
-    case PURE_EFLOW:
-    case PURE_ERESET:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-int pure_keygen(uint8_t priv[PURE_KEY_LEN])
-{
-    if (pure_crypto_default.random(priv, PURE_KEY_LEN))
-        return PURE_ECRYPTO;
-    /* X25519 clamping happens inside the DH; clamp here too so stored keys are canonical */
-    priv[0] &= 248;
-    priv[31] &= 127;
-    priv[31] |= 64;
-    return 0;
-}
-
-int pure_public_key(uint8_t pub[PURE_KEY_LEN], const uint8_t priv[PURE_KEY_LEN])
-{
-    return pure_crypto_default.dh_public(pub, priv) ? PURE_ECRYPTO : 0;
-}
-
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-void pure_key_to_base64(char out[45], const uint8_t key[PURE_KEY_LEN])
-{
-    char *o = out;
-    for (int i = 0; i < 30; i += 3) {
-        uint32_t v = (uint32_t)key[i] << 16 | (uint32_t)key[i + 1] << 8 | key[i + 2];
-        *o++ = b64[v >> 18];
-        *o++ = b64[(v >> 12) & 63];
-        *o++ = b64[(v >> 6) & 63];
-        *o++ = b64[v & 63];
-    }
-    uint32_t v = (uint32_t)key[30] << 16 | (uint32_t)key[31] << 8;
-    *o++ = b64[v >> 18];
-    *o++ = b64[(v >> 12) & 63];
-    *o++ = b64[(v >> 6) & 63];
-    *o++ = '=';
-    *o = 0;
-}
-
-int pure_key_from_base64(uint8_t key[PURE_KEY_LEN], const char *text)
-{
-    if (!text)
-        return PURE_EINVAL;
-    while (*text == ' ' || *text == '\t' || *text == '\n' || *text == '\r')
-        text++;
-    uint8_t out[33];
-    size_t n = 0;
-    uint32_t acc = 0;
-    int bits = 0, i = 0;
-    for (; i < 44; i++) {
-        char c = text[i];
-        const char *p = c ? strchr(b64, c) : NULL;
-        if (i == 43 && c == '=')
-            break;
-        if (!p)
-            return PURE_EINVAL;
-        acc = acc << 6 | (uint32_t)(p - b64);
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            out[n++] = (uint8_t)(acc >> bits);
-        }
-    }
-    if (i != 43 || n != 32 || (acc & ((1u << bits) - 1)) != 0)
-        return PURE_EINVAL;
-    for (const char *t = text + 44; *t; t++)
-        if (*t != ' ' && *t != '\t' && *t != '\n' && *t != '\r')
-            return PURE_EINVAL;
-    memcpy(key, out, 32);
-    return 0;
-}

@@ -366,7 +366,7 @@ int pure_connect(pure_ctx *ctx, const pure_addr *to, const uint8_t peer_key[PURE
         return PURE_EINVAL;
     if (ctx->freeing || ctx->walking)
         return PURE_ESTATE;
-    if (ctx->table_used >= ctx->s.max_links)
+    if (ctx->table.used >= ctx->s.max_links)
         return PURE_ELIMIT;
     pure_link *l = pure_link_alloc(ctx, to, 1, now);
     if (!l)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* link.h: the internal state of a link and of the context that owns it, shared by the core's
- * modules (ctx.c context and tables, handshake.c, link.c lifecycle, link_send.c packet building,
- * link_recv.c packet processing, recovery.c loss detection, keys.c transport keys, rxmem.c the
- * receive memory budget). */
+ * modules (ctx.c the context, with its link tables in table.c and timer heap in timerheap.c,
+ * handshake.c, link.c lifecycle, link_send.c packet building, link_recv.c packet processing,
+ * recovery.c loss detection, keys.c transport keys, rxmem.c the receive memory budget). */
 #ifndef PURE_LINK_H
 #define PURE_LINK_H
 
@@ -25,6 +25,8 @@
 #include "rxmem.h"
 #include "rtt.h"
 #include "sendbuf.h"
+#include "table.h"
+#include "timerheap.h"
 #include "wire.h"
 
 /* Link states; every transition goes through pure_link_set_state, which checks it. */
@@ -132,7 +134,7 @@ struct pure_link {
     pure_ctx *ctx;
     void *user;
     uint32_t local_index, remote_index;
-    uint32_t heap_pos;     /* position in the context's timer heap, UINT32_MAX if none */
+    uint32_t heap_pos;     /* position in the context's timer heap, PURE_TIMERHEAP_NONE if none */
     uint8_t state;
     uint8_t initiator;
     uint8_t key_phase;     /* phase of tx keys (the DATA packet type's low bit) */
@@ -265,21 +267,18 @@ struct pure_ctx {
     pure_link *free_links;
 
     /* unvalidated responder links by init_tag, so a resent INIT finds its link */
-    pure_link **hs_table;
-    uint32_t hs_cap, hs_used;
+    pure_table hs_table;
 
-    /* links by local index: open addressing, linear probing */
-    pure_link **table;
-    uint32_t table_cap, table_used;
+    /* links by local index */
+    pure_table table;
     uint32_t half_open;       /* responder links not yet validated */
     pure_admit admit;         /* handshake admission (admit.h) */
     uint64_t last_init_ts;    /* the timestamp of the last INIT this context made */
     uint32_t hs_in_flight;    /* initiator handshakes under way (PURE_HS_IN_FLIGHT at most) */
     pure_link *hs_queue_head, *hs_queue_tail; /* initiator handshakes waiting their turn */
 
-    /* timers: a binary min-heap of links by deadline */
-    pure_link **heap;
-    uint32_t heap_len, heap_cap;
+    /* timers: a min-heap of links by deadline (each link's deadline and heap_pos) */
+    pure_timerheap timers;
 
     /* links with something to send */
     pure_link *pending_head, *pending_tail;

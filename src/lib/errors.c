@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/* errors.c: the error codes' texts (pure_strerror) and which codes mean the link is gone
+ * (pure_err_is_fatal); both are declared and documented in pure.h. */
+#include "pure.h"
+
+const char *pure_strerror(int err)
+{
+    switch (err) {
+    case PURE_OK: return "success";
+    case PURE_EINVAL: return "invalid argument";
+    case PURE_ENOMEM: return "out of memory";
+    case PURE_EAGAIN: return "backlog full, try again when the link is writable";
+    case PURE_ECRYPTO: return "authentication failed";
+    case PURE_EPROTO: return "protocol violation by the peer";
+    case PURE_ECLOSED: return "link is closed";
+    case PURE_ETIMEDOUT: return "peer did not answer in time";
+    case PURE_EREFUSED: return "service refused: the peer offers no such service";
+    case PURE_EACCES: return "access denied: the peer does not allow our key";
+    case PURE_EKEY: return "handshake failed: the peer could not authenticate us (wrong peer public key?)";
+    case PURE_EMSGSIZE: return "message too large";
+    case PURE_ENOBUFS: return "output buffer too small";
+    case PURE_ELIMIT: return "too many links";
+    case PURE_ESTATE: return "not allowed in the link's current state";
+    case PURE_EFLOW: return "peer exceeded its flow-control credit";
+    case PURE_EIO: return "I/O error";
+    case PURE_ERESET: return "peer closed the link with an error";
+    default: return "unknown error";
+    }
+}
+
+int pure_err_is_fatal(int err)
+{
+    switch (err) {
+    case PURE_ECLOSED:
+    case PURE_ETIMEDOUT:
+    case PURE_EREFUSED:
+    case PURE_EACCES:
+    case PURE_EKEY:
+    case PURE_EPROTO:
+    case PURE_EFLOW:
+    case PURE_ERESET:
+        return 1;
+    default:
+        return 0;
+    }
+}
