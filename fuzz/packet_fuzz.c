@@ -186,9 +186,9 @@ static void advance(uint64_t dt)
 
 static pure_link *any_link(pure_ctx *ctx)
 {
-    for (uint32_t i = 0; i < ctx->table_cap; i++)
-        if (ctx->table[i])
-            return ctx->table[i];
+    for (uint32_t i = 0; i < ctx->table.cap; i++)
+        if (pure_table_at(&ctx->table, i))
+            return pure_table_at(&ctx->table, i);
     return NULL;
 }
 
