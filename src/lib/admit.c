@@ -123,21 +123,34 @@ int pure_admit_seen(const pure_admit *a, const uint8_t e[PURE_DH_LEN])
     return set[0] == h || set[1] == h || set[2] == h || set[3] == h;
 }
 
+/* Allocates a zeroed set-associative table of `sets` x 4 entries of `entry` bytes and its
+ * per-set next-way bytes, on first use. Returns 0 or PURE_ENOMEM (both left NULL). */
+static int sets_alloc(const pure_alloc *al, void **table, uint8_t **next, size_t sets,
+                      size_t entry)
+{
+    if (*table)
+        return 0;
+    *table = pure_mem_alloc(al, sets * 4 * entry);
+    *next = pure_mem_alloc(al, sets);
+    if (!*table || !*next) {
+        pure_mem_free(al, *table, sets * 4 * entry);
+        pure_mem_free(al, *next, sets);
+        *table = NULL;
+        *next = NULL;
+        return PURE_ENOMEM;
+    }
+    memset(*table, 0, sets * 4 * entry);
+    memset(*next, 0, sets);
+    return 0;
+}
+
 int pure_admit_remember(pure_admit *a, const pure_alloc *al, const uint8_t e[PURE_DH_LEN])
 {
-    if (!a->seen) {
-        a->seen = pure_mem_alloc(al, PURE_ADMIT_SEEN_SETS * 4 * sizeof *a->seen);
-        a->seen_next = pure_mem_alloc(al, PURE_ADMIT_SEEN_SETS);
-        if (!a->seen || !a->seen_next) {
-            pure_mem_free(al, a->seen, PURE_ADMIT_SEEN_SETS * 4 * sizeof *a->seen);
-            pure_mem_free(al, a->seen_next, PURE_ADMIT_SEEN_SETS);
-            a->seen = NULL;
-            a->seen_next = NULL;
-            return PURE_ENOMEM;
-        }
-        memset(a->seen, 0, PURE_ADMIT_SEEN_SETS * 4 * sizeof *a->seen);
-        memset(a->seen_next, 0, PURE_ADMIT_SEEN_SETS);
-    }
+    void *t = a->seen;
+    int rc = sets_alloc(al, &t, &a->seen_next, PURE_ADMIT_SEEN_SETS, sizeof *a->seen);
+    a->seen = t;
+    if (rc)
+        return rc;
     uint64_t h = keyed_hash(a->hash_key, e, PURE_DH_LEN);
     uint32_t s = (uint32_t)(h % PURE_ADMIT_SEEN_SETS);
     a->seen[s * 4 + a->seen_next[s]] = h;
@@ -228,19 +241,11 @@ int pure_admit_fresh(pure_admit *a, const pure_alloc *al, const uint8_t key[PURE
         }
         return newer(&a->allow_ts[allow_index], ts, now);
     }
-    if (!a->ts) {
-        a->ts = pure_mem_alloc(al, PURE_ADMIT_TS_SETS * 4 * sizeof *a->ts);
-        a->ts_next = pure_mem_alloc(al, PURE_ADMIT_TS_SETS);
-        if (!a->ts || !a->ts_next) {
-            pure_mem_free(al, a->ts, PURE_ADMIT_TS_SETS * 4 * sizeof *a->ts);
-            pure_mem_free(al, a->ts_next, PURE_ADMIT_TS_SETS);
-            a->ts = NULL;
-            a->ts_next = NULL;
-            return PURE_ENOMEM;
-        }
-        memset(a->ts, 0, PURE_ADMIT_TS_SETS * 4 * sizeof *a->ts);
-        memset(a->ts_next, 0, PURE_ADMIT_TS_SETS);
-    }
+    void *t = a->ts;
+    int rc = sets_alloc(al, &t, &a->ts_next, PURE_ADMIT_TS_SETS, sizeof *a->ts);
+    a->ts = t;
+    if (rc)
+        return rc;
     uint64_t h = keyed_hash(a->hash_key, key, PURE_KEY_LEN);
     uint32_t s = (uint32_t)(h % PURE_ADMIT_TS_SETS);
     pure_ts_entry *set = a->ts + s * 4;
