@@ -115,7 +115,7 @@ static int expecting(const pure_link *link, uint64_t now)
 {
     if (link->close_requested)
         return 1;
-    if (link->b && (!pure_msgparse_at_boundary(&link->b->parse) || !pure_ranges_empty(&link->b->oo)))
+    if (link->b && (!pure_msgparse_at_boundary(&link->b->parse) || !pure_rob_empty(&link->b->rob)))
         return 1; /* the peer is in the middle of a message */
     return link->next_msg_id && now < link->last_msg_sent + link->ctx->s.idle_timeout;
 }
@@ -128,7 +128,7 @@ static uint64_t watch_deadline(const pure_link *link, uint64_t now)
     uint64_t at = link->last_recv + link->ctx->s.idle_timeout / 2;
     /* the watch ends idle_timeout after the last message: no probe past it */
     if (!link->close_requested && link->b && pure_msgparse_at_boundary(&link->b->parse) &&
-        pure_ranges_empty(&link->b->oo) && at >= link->last_msg_sent + link->ctx->s.idle_timeout)
+        pure_rob_empty(&link->b->rob) && at >= link->last_msg_sent + link->ctx->s.idle_timeout)
         return UINT64_MAX;
     return at;
 }
@@ -599,7 +599,7 @@ int pure_link_release_buffers(pure_link *link)
     pure_recovery_free(link);
     link->sent_lo = link->next_pn;
     pure_ranges_free(&link->rx_pns, a);
-    if (link->b && pure_ranges_empty(&link->b->oo) && pure_msgparse_at_boundary(&link->b->parse) &&
+    if (link->b && pure_rob_empty(&link->b->rob) && pure_msgparse_at_boundary(&link->b->parse) &&
         !link->b->lost.n)
         unbusy(link);
     pure_keys_park(link);
@@ -620,7 +620,7 @@ int pure_link_busy(pure_link *link, uint64_t now)
     pure_replay_init_seen(&b->replay, link->replay_top);
     pure_ranges_init(&b->acked, 1u << 16);
     pure_ranges_init(&b->lost, 1u << 16);
-    pure_ranges_init(&b->oo, 1u << 14);
+    pure_rob_init(&b->rob);
     pure_msgparse_init(&b->parse, s->max_message_size);
     b->parse.preamble_done = link->preamble_seen;
     pure_cc_init(&b->cc, (enum pure_cc_algo)s->congestion, s->max_udp_payload, now);
@@ -647,11 +647,10 @@ static void unbusy(pure_link *link)
     link->preamble_seen = b->parse.preamble_done;
     pure_ranges_free(&b->acked, a);
     pure_ranges_free(&b->lost, a);
-    pure_ranges_free(&b->oo, a);
     pure_rxmem_forget(link);
     pure_alloc ra = pure_rxmem_alloc(link->ctx); /* receive buffers leave the accounting */
     pure_msgparse_free(&b->parse, &ra);
-    pure_mem_free(&ra, b->ring, (size_t)b->ring_cap);
+    pure_rob_free(&b->rob, &ra, a);
     pure_wipe(b, sizeof *b);
     pure_mem_free(a, b, sizeof *b);
     link->b = NULL;

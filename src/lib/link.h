@@ -22,6 +22,7 @@
 #include "pacer.h"
 #include "ranges.h"
 #include "replay.h"
+#include "rob.h"
 #include "rxmem.h"
 #include "rtt.h"
 #include "sendbuf.h"
@@ -78,9 +79,7 @@ typedef struct pure_busy {
     pure_replay replay;
     pure_ranges acked;     /* acknowledged stream bytes above sb.base */
     pure_ranges lost;      /* stream bytes to send again */
-    uint8_t *ring;         /* out-of-order stream bytes, offsets [recv_next, recv_next + ring_cap) */
-    uint64_t ring_cap;
-    pure_ranges oo;        /* out-of-order byte ranges held in ring */
+    pure_rob rob;          /* out-of-order stream bytes above recv_next */
     pure_msgparse parse;
     char close_reason[48];
     uint64_t rx_retire_at; /* when the previous receive key is wiped (link->rx_retire) */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* link_recv.c: processing a link's incoming packets: replay check, decryption in place, frame
- * dispatch, in-order delivery straight from the packet, out-of-order bytes held in a ring until
- * the gap fills, flow-control credit (a window that doubles while the reader keeps up), and the
+ * dispatch, in-order delivery straight from the packet, out-of-order bytes held in the reorder
+ * buffer (rob.h) until the gap fills, flow-control credit (a window that doubles while the reader keeps up), and the
  * decision of when an ACK is owed. */
 #include <string.h>
 
@@ -41,54 +41,22 @@ static int feed(pure_link *link, const uint8_t *p, size_t n, uint64_t now)
     return rc == 1 ? 0 : rc; /* 1: stopped because the link closed */
 }
 
-/* The ring size, doubling from `from` (64 KiB at first), that holds n bytes. */
-static uint64_t ring_size(uint64_t from, uint64_t n)
-{
-    uint64_t cap = from ? from : 65536;
-    while (cap < n)
-        cap *= 2;
-    return cap;
-}
-
-/* Makes the ring hold at least `want` bytes past recv_next (the credit outstanding, so it grows
- * once), or if memory is short at least `need` (the bytes at hand), keeping what it holds.
+/* Makes the reorder buffer hold at least `want` bytes past recv_next (the credit outstanding, so
+ * it grows once), or if memory is short at least `need` (the bytes at hand), keeping what it holds.
+ * Both rings live during the copy, so the new one must fit in what the budget leaves beside the
+ * old (pure_rxmem_ring_limit). If not even the bytes at hand fit, the link is held back (or
+ * becomes the owner and tries again); out-of-order bytes dropped here are simply sent again.
  * Returns 0, PURE_EAGAIN (max_receive_memory leaves no room even for `need`) or PURE_ENOMEM. */
 static int ring_reserve(pure_link *link, uint64_t want, uint64_t need, uint64_t now)
 {
-    if (want <= link->b->ring_cap)
-        return 0;
-    /* Both rings live during the copy, so the new one must fit in what is left beside the old.
-     * If not even the bytes at hand fit, the link is held back (or becomes the owner and tries
-     * again); out-of-order bytes dropped here are simply sent again. */
-    uint64_t cap = ring_size(link->b->ring_cap, want);
-    if (cap > pure_rxmem_ring_limit(link)) {
-        if (need <= link->b->ring_cap)
-            return 0;
-        cap = ring_size(link->b->ring_cap, need);
-        if (cap > pure_rxmem_ring_limit(link) &&
-            (!pure_rxmem_claim(link, now) || cap > pure_rxmem_ring_limit(link)))
-            return PURE_EAGAIN;
-    }
+    pure_rob *r = &link->b->rob;
     pure_alloc a = pure_rxmem_alloc(link->ctx);
-    uint8_t *r = pure_mem_alloc(&a, (size_t)cap);
-    if (!r)
-        return PURE_ENOMEM;
-    for (uint32_t i = 0; i < link->b->oo.n; i++)
-        for (uint64_t o = link->b->oo.r[i].start; o < link->b->oo.r[i].end; o++)
-            r[o & (cap - 1)] = link->b->ring[o & (link->b->ring_cap - 1)];
-    pure_mem_free(&a, link->b->ring, (size_t)link->b->ring_cap);
-    link->b->ring = r;
-    link->b->ring_cap = cap;
-    return 0;
-}
-
-static void ring_put(pure_link *link, uint64_t off, const uint8_t *src, size_t len)
-{
-    uint64_t i = off & (link->b->ring_cap - 1);
-    size_t first = (size_t)(link->b->ring_cap - i) < len ? (size_t)(link->b->ring_cap - i) : len;
-    memcpy(link->b->ring + i, src, first);
-    if (first < len)
-        memcpy(link->b->ring, src + first, len - first);
+    int rc = pure_rob_reserve(r, &a, want, pure_rxmem_ring_limit(link));
+    if (rc == PURE_EAGAIN)
+        rc = pure_rob_reserve(r, &a, need, pure_rxmem_ring_limit(link));
+    if (rc == PURE_EAGAIN && pure_rxmem_claim(link, now))
+        rc = pure_rob_reserve(r, &a, need, pure_rxmem_ring_limit(link));
+    return rc;
 }
 
 /* Consumes held out-of-order bytes that the in-order point has reached. Returns 0, a code that
@@ -96,18 +64,13 @@ static void ring_put(pure_link *link, uint64_t off, const uint8_t *src, size_t l
 static int drain_ring(pure_link *link, uint64_t now)
 {
     pure_busy *b = link->b;
-    for (;;) {
-        pure_ranges_trim_below(&b->oo, link->recv_next);
-        if (pure_ranges_empty(&b->oo) || b->oo.r[0].start > link->recv_next)
-            break;
-        uint64_t i = link->recv_next & (b->ring_cap - 1);
-        uint64_t chunk = b->ring_cap - i;
-        if (chunk > b->oo.r[0].end - link->recv_next)
-            chunk = b->oo.r[0].end - link->recv_next;
-        int rc = feed(link, b->ring + i, (size_t)chunk, now);
+    const uint8_t *p;
+    size_t chunk;
+    while ((chunk = pure_rob_next(&b->rob, link->recv_next, &p)) != 0) {
+        int rc = feed(link, p, chunk, now);
         link->recv_next += rc == PURE_EAGAIN ? chunk - b->parse.unfed : chunk;
         if (rc || link->state != PURE_LS_OPEN) {
-            pure_ranges_trim_below(&b->oo, link->recv_next);
+            pure_rob_trim(&b->rob, link->recv_next);
             return rc;
         }
     }
@@ -167,8 +130,7 @@ static int on_data(pure_link *link, const pure_frame *f, uint64_t now)
                              : 0)
         return PURE_EPROTO;
     if (f->u.data.fin && !link->peer_fin_known) {
-        if (end < link->recv_next || (!pure_ranges_empty(&link->b->oo) &&
-                                      link->b->oo.r[link->b->oo.n - 1].end > end))
+        if (end < link->recv_next || pure_rob_top(&link->b->rob) > end)
             return PURE_EPROTO;
         link->peer_fin_known = 1;
         link->peer_fin = end;
@@ -196,9 +158,9 @@ static int on_data(pure_link *link, const pure_frame *f, uint64_t now)
             if (ring_reserve(link, link->credit_sent - link->recv_next, end - link->recv_next,
                              now) != 0)
                 return DATA_DROPPED;
-            if (pure_ranges_add(&link->b->oo, &link->ctx->alloc, off, end) != 0)
+            if (pure_rob_put(&link->b->rob, &link->ctx->alloc, link->recv_next, off,
+                             f->u.data.bytes, (size_t)len) != 0)
                 return DATA_DROPPED;
-            ring_put(link, off, f->u.data.bytes, (size_t)len);
         }
     }
     return check_fin(link);
