@@ -47,9 +47,8 @@ pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, 
         return NULL;
     }
     const pure_settings *s = &ctx->s;
-    pure_ranges_init(&l->rx_pns, PURE_ACK_MAX_RANGES + 1);
+    pure_acktr_init(&l->acktr);
     pure_rtt_init(&l->rtt, 333000000ull); /* RFC 9002's initial RTT */
-    l->ack_deadline = UINT64_MAX;
     l->loss_time = UINT64_MAX;
     l->pace_at = UINT64_MAX;
     l->release_at = UINT64_MAX;
@@ -162,7 +161,7 @@ void pure_link_update_timer(pure_link *link, uint64_t now)
         d = link->created + link->ctx->s.handshake_timeout;
         break;
     case PURE_LS_OPEN:
-        d = min64(pure_recovery_deadline(link), link->ack_deadline);
+        d = min64(pure_recovery_deadline(link), pure_acktr_deadline(&link->acktr));
         d = min64(d, idle_deadline(link));
         d = min64(d, keepalive_deadline(link));
         d = min64(d, watch_deadline(link, now));
@@ -208,11 +207,8 @@ void pure_link_on_timer(pure_link *link, uint64_t now)
             link->ping_pending = 1;
             pure_ctx_mark_pending(link->ctx, link);
         }
-        if (now >= link->ack_deadline) {
-            link->ack_deadline = UINT64_MAX;
-            link->ack_now = 1;
+        if (pure_acktr_on_timer(&link->acktr, now))
             pure_ctx_mark_pending(link->ctx, link);
-        }
         if (now >= keepalive_deadline(link)) {
             link->ping_pending = 1;
             link->st.keepalives++;
@@ -346,7 +342,7 @@ void pure_link_release(pure_link *link)
     pure_hs_free(link);
     pure_keys_wipe(link);
     pure_sendbuf_free(&link->sb, a);
-    pure_ranges_free(&link->rx_pns, a);
+    pure_acktr_free(&link->acktr, a);
     unbusy(link);
     pure_recovery_free(link);
     pure_ctx *owner = link->ctx;
@@ -598,7 +594,7 @@ int pure_link_release_buffers(pure_link *link)
     pure_sendbuf_shrink(&link->sb, a);
     pure_recovery_free(link);
     link->sent_lo = link->next_pn;
-    pure_ranges_free(&link->rx_pns, a);
+    pure_acktr_free(&link->acktr, a);
     if (link->b && pure_rob_empty(&link->b->rob) && pure_msgparse_at_boundary(&link->b->parse) &&
         !link->b->lost.n)
         unbusy(link);

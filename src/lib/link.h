@@ -11,6 +11,7 @@
 
 #include "pure.h"
 
+#include "acktr.h"
 #include "admit.h"
 #include "alloc.h"
 #include "cc.h"
@@ -142,7 +143,7 @@ struct pure_link {
 
     /* flags */
     uint8_t finish_requested, fin_sent_pending, peer_finished, peer_fin_known;
-    uint8_t want_writable, ack_now, credit_pending, close_pending;
+    uint8_t want_writable, credit_pending, close_pending;
     uint8_t probe_pending, ping_pending, closed_notified, app_limited;
     /* small fields together, so the struct has no padding holes (an idle link is ~950 B) */
     uint8_t resp_pending;  /* RESP to be (re)sent */
@@ -163,7 +164,6 @@ struct pure_link {
     uint32_t sent_cap;
     uint32_t pto_count;
     uint32_t loss_rate;    /* EWMA of lost packets, 1/65536ths */
-    uint32_t rx_unacked;   /* ack-eliciting packets since our last ACK */
     uint16_t mss;          /* largest datagram this link sends (shrinks if the path says so) */
     uint16_t resp_len;     /* of resp, below */
 
@@ -172,6 +172,7 @@ struct pure_link {
     uint32_t rx_failed[2]; /* packets that failed to open under each receive key (by phase) since
                               it was installed: the integrity limit (max_failed_opens, clamped to
                               32 bits) */
+    int close_error;       /* the error reported when CLOSING ends (here, it fills a padding hole) */
     pure_hs *hs;
     uint8_t *resp;         /* responder: the RESP datagram, kept until the link is validated */
     uint64_t init_tag;     /* the INIT's sender index and ephemeral key, to spot its resends */
@@ -206,9 +207,7 @@ struct pure_link {
     uint64_t latest_adjusted; /* the latest RTT sample less the peer's reported ACK delay */
 
     /* ---- receive side ---- */
-    pure_ranges rx_pns;    /* packet numbers received (bounded) */
-    uint64_t rx_largest_time;
-    uint64_t ack_deadline; /* UINT64_MAX if no ACK is owed */
+    pure_acktr acktr;      /* packet numbers received, and when an ACK is owed */
     uint64_t recv_next;    /* in-order stream bytes consumed */
     uint64_t credit_sent;  /* the CREDIT limit we granted */
     uint64_t recv_window;
@@ -229,7 +228,6 @@ struct pure_link {
 
     /* close */
     uint64_t close_code;
-    int close_error;
 
     /* rekey */
     uint64_t keys_time, keys_packets;

@@ -311,7 +311,7 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
             break;
         case PURE_FRAME_PING:
             eliciting = 1;
-            link->ack_now = 1;
+            pure_acktr_ack_now(&link->acktr);
             break;
         case PURE_FRAME_ACK:
             pure_recovery_on_ack(link, &ack, now);
@@ -360,35 +360,15 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         /* Not acknowledged, so the peer sends it again. An ACK of what came before still goes
          * (or a PING if there is nothing to acknowledge), so a peer held back by
          * max_receive_memory hears from this side and does not time the link out. */
-        if (link->rx_pns.n) {
-            link->ack_now = 1;
-            if (!link->rx_unacked)
-                link->rx_unacked = 1;
-        } else {
+        if (pure_acktr_force(&link->acktr) != 0)
             link->ping_pending = 1;
-        }
         pure_ctx_mark_pending(ctx, link);
         return 0;
     }
-    /* Record the packet number for our ACKs; old ranges fall off the end. */
-    uint64_t prev_largest = link->rx_pns.n ? link->rx_pns.r[link->rx_pns.n - 1].end : 0;
-    if (pure_ranges_add(&link->rx_pns, &ctx->alloc, pn, pn + 1) != 0) {
-        pure_ranges_drop_first(&link->rx_pns);
-        pure_ranges_add(&link->rx_pns, &ctx->alloc, pn, pn + 1);
-    }
-    while (link->rx_pns.n > PURE_ACK_MAX_RANGES)
-        pure_ranges_drop_first(&link->rx_pns);
-    if (pn + 1 >= prev_largest)
-        link->rx_largest_time = now;
-    if (eliciting) {
-        link->rx_unacked++;
-        if (pn != prev_largest) /* a gap or reordering: tell the sender at once */
-            link->ack_now = 1;
-        if (link->ack_now || link->rx_unacked >= ctx->s.ack_every)
-            pure_ctx_mark_pending(ctx, link);
-        else if (link->ack_deadline == UINT64_MAX)
-            link->ack_deadline = now + ctx->s.max_ack_delay;
-    }
+    /* Record the packet number for our ACKs. */
+    if (pure_acktr_on_packet(&link->acktr, &ctx->alloc, pn, eliciting, now, ctx->s.max_ack_delay,
+                             ctx->s.ack_every))
+        pure_ctx_mark_pending(ctx, link);
     if (link->credit_pending)
         pure_ctx_mark_pending(ctx, link);
     /* A side that only receives (or only answers keepalives) never processes an ACK of its own:

@@ -23,8 +23,7 @@ static int has_data(const pure_link *link)
 
 static int ack_due(const pure_link *link)
 {
-    return link->rx_unacked > 0 &&
-           (link->ack_now || link->rx_unacked >= link->ctx->s.ack_every);
+    return pure_acktr_due(&link->acktr, link->ctx->s.ack_every);
 }
 
 static int control_due(const pure_link *link)
@@ -166,13 +165,11 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
     pure_sent rec = {.time = now};
     uint8_t eliciting = 0;
 
-    if (link->rx_unacked > 0 || link->ack_now) {
-        uint64_t delay = now > link->rx_largest_time ? (now - link->rx_largest_time) / 1000 : 0;
-        if (pure_pkt_ack(&k, link->rx_pns.r, link->rx_pns.n, delay) == 0) {
-            link->rx_unacked = 0;
-            link->ack_now = 0;
-            link->ack_deadline = UINT64_MAX;
-        }
+    if (pure_acktr_wanted(&link->acktr)) {
+        uint32_t n;
+        const pure_range *r = pure_acktr_ranges(&link->acktr, &n);
+        if (pure_pkt_ack(&k, r, n, pure_acktr_delay(&link->acktr, now)) == 0)
+            pure_acktr_on_sent(&link->acktr);
     }
     if (link->credit_pending && pure_pkt_credit(&k, link->credit_sent) == 0) {
         link->credit_pending = 0;
