@@ -121,7 +121,8 @@ static void b_on_closed(pure_link *link, void *user, const pure_close_info *info
     if (getenv("PACKET_FUZZ_VERBOSE"))
         fprintf(stderr, "packet_fuzz: B link closed: %s (recv_next %llu credit %llu window %llu)\n",
                 pure_strerror(info->error), (unsigned long long)link->recv_next,
-                (unsigned long long)link->credit_sent, (unsigned long long)link->recv_window);
+                (unsigned long long)pure_credit_granted(&link->credit),
+                (unsigned long long)pure_credit_window(&link->credit));
 }
 
 static void a_on_closed(pure_link *link, void *user, const pure_close_info *info)
@@ -319,7 +320,7 @@ static void send_bulk(uint8_t ctl, size_t kib)
         remaining = W.bulk_budget; /* keeps every input fast */
     W.bulk_budget -= remaining;
     while (remaining && W.la && W.lb && W.lb->state == PURE_LS_OPEN) {
-        uint64_t off = W.lb->recv_next, lim = W.lb->credit_sent;
+        uint64_t off = W.lb->recv_next, lim = pure_credit_granted(&W.lb->credit);
         if (off >= lim)
             break;
         uint64_t chunk = remaining < 1200 ? remaining : 1200;

@@ -499,7 +499,7 @@ static void record_bulk(uint32_t kib)
     uint64_t remaining = (uint64_t)kib * 1024;
     while (remaining && W.data_budget && link_open(&W.ub) && link_open(&W.ua) &&
            W.ub.link->state == PURE_LS_OPEN) {
-        uint64_t off = W.ub.link->recv_next, lim = W.ub.link->credit_sent;
+        uint64_t off = W.ub.link->recv_next, lim = pure_credit_granted(&W.ub.link->credit);
         if (lim > STREAM_MAX)
             lim = STREAM_MAX;
         if (off >= lim)

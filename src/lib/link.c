@@ -53,9 +53,7 @@ pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, 
     l->pace_at = UINT64_MAX;
     l->release_at = UINT64_MAX;
     l->mss = (uint16_t)(s->max_udp_payload > 65535 ? 65535 : s->max_udp_payload);
-    l->recv_window = s->recv_window;
-    l->credit_sent = s->recv_window;
-    l->peer_credit = s->recv_window; /* both sides start from the same configured window */
+    pure_credit_init(&l->credit, s->recv_window); /* both sides start from the same window */
     l->msg_boundary = 4;             /* messages start after the preamble */
     l->created = now;
     l->last_recv = now;
@@ -573,7 +571,7 @@ void pure_link_stats_get(const pure_link *link, pure_link_stats *st)
     st->bytes_in_flight = link->b ? link->b->cc.bytes_in_flight : 0;
     st->messages_acked = link->msgs_acked;
     st->messages_sent = link->next_msg_id;
-    st->recv_window = link->recv_window;
+    st->recv_window = pure_credit_window(&link->credit);
 }
 
 void pure_link_maybe_idle(pure_link *link, uint64_t now)

@@ -16,6 +16,7 @@
 #include "alloc.h"
 #include "cc.h"
 #include "cookie.h"
+#include "credit.h"
 #include "frame.h"
 #include "crypto.h"
 #include "msgparse.h"
@@ -190,7 +191,6 @@ struct pure_link {
     /* ---- send side ---- */
     pure_sendbuf sb;
     uint64_t send_next;    /* next new stream offset to send */
-    uint64_t peer_credit;  /* peer allows stream offsets below this */
     uint64_t fin_offset;   /* stream length once finish was requested */
     uint64_t msg_boundary; /* offset of the next message whose acknowledgement is not counted */
     uint64_t msgs_acked, next_msg_id;
@@ -209,9 +209,7 @@ struct pure_link {
     /* ---- receive side ---- */
     pure_acktr acktr;      /* packet numbers received, and when an ACK is owed */
     uint64_t recv_next;    /* in-order stream bytes consumed */
-    uint64_t credit_sent;  /* the CREDIT limit we granted */
-    uint64_t recv_window;
-    uint64_t credit_time;  /* when the last credit update was sent (window auto-tuning) */
+    pure_credit credit;    /* flow credit: the receive window and grants, the peer's send limit */
     uint64_t peer_fin;     /* peer's stream length once known */
 
     /* liveness */

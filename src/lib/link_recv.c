@@ -78,26 +78,18 @@ static int drain_ring(pure_link *link, uint64_t now)
     return 0;
 }
 
+/* The reader consumed half the window: grant more, unless the application or the receive-memory
+ * budget holds the peer back (credit.h doubles the window when the reader keeps up). */
 static void update_credit(pure_link *link, uint64_t now)
 {
-    const pure_settings *s = &link->ctx->s;
-    if (link->credit_sent - link->recv_next > link->recv_window / 2)
+    if (!pure_credit_due(&link->credit, link->recv_next))
         return;
     if (link->recv_paused) /* the application holds the peer back: grant nothing new */
         return;
     if (!pure_rxmem_may_credit(link, now)) /* over max_receive_memory: held back (rxmem.c) */
         return;
-    /* The reader consumed half the window: grant more. If that took less than two round trips,
-     * the window is what limits the sender, so double it (up to the maximum). */
     uint64_t rtt = link->rtt.has_sample ? link->rtt.smoothed : 0;
-    if (link->recv_window < s->recv_window_max &&
-        (rtt == 0 || now - link->credit_time < 2 * rtt)) {
-        link->recv_window *= 2;
-        if (link->recv_window > s->recv_window_max)
-            link->recv_window = s->recv_window_max;
-    }
-    link->credit_sent = link->recv_next + link->recv_window;
-    link->credit_time = now;
+    pure_credit_grant(&link->credit, link->recv_next, rtt, link->ctx->s.recv_window_max, now);
     link->credit_pending = 1;
 }
 
@@ -124,7 +116,7 @@ static int check_fin(pure_link *link)
 static int on_data(pure_link *link, const pure_frame *f, uint64_t now)
 {
     uint64_t off = f->u.data.offset, len = f->u.data.len, end = off + len;
-    if (end > link->credit_sent)
+    if (end > pure_credit_granted(&link->credit))
         return PURE_EFLOW;
     if (link->peer_fin_known ? (end > link->peer_fin || (f->u.data.fin && end != link->peer_fin))
                              : 0)
@@ -155,8 +147,8 @@ static int on_data(pure_link *link, const pure_frame *f, uint64_t now)
                 return rc;
             update_credit(link, now);
         } else {
-            if (ring_reserve(link, link->credit_sent - link->recv_next, end - link->recv_next,
-                             now) != 0)
+            if (ring_reserve(link, pure_credit_granted(&link->credit) - link->recv_next,
+                             end - link->recv_next, now) != 0)
                 return DATA_DROPPED;
             if (pure_rob_put(&link->b->rob, &link->ctx->alloc, link->recv_next, off,
                              f->u.data.bytes, (size_t)len) != 0)
@@ -317,10 +309,8 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
             pure_recovery_on_ack(link, &ack, now);
             break;
         case PURE_FRAME_CREDIT:
-            if (f.u.credit > link->peer_credit) {
-                link->peer_credit = f.u.credit;
+            if (pure_credit_on_frame(&link->credit, f.u.credit))
                 pure_ctx_mark_pending(ctx, link);
-            }
             /* the peer has room: if our packets went unanswered (it may have dropped them, short
              * of memory), the oldest bytes go again now rather than after the backed-off PTO */
             pure_recovery_probe_now(link);

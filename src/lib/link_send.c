@@ -11,7 +11,8 @@
 /* Bytes of the stream that may go out as new data now. */
 static uint64_t new_data_limit(const pure_link *link)
 {
-    return link->sb.end < link->peer_credit ? link->sb.end : link->peer_credit;
+    uint64_t peer = pure_credit_peer(&link->credit);
+    return link->sb.end < peer ? link->sb.end : peer;
 }
 
 static int has_data(const pure_link *link)
@@ -171,7 +172,7 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
         if (pure_pkt_ack(&k, r, n, pure_acktr_delay(&link->acktr, now)) == 0)
             pure_acktr_on_sent(&link->acktr);
     }
-    if (link->credit_pending && pure_pkt_credit(&k, link->credit_sent) == 0) {
+    if (link->credit_pending && pure_pkt_credit(&k, pure_credit_granted(&link->credit)) == 0) {
         link->credit_pending = 0;
         rec.flags |= PURE_SENT_CREDIT;
         eliciting = 1;

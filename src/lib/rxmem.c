@@ -253,7 +253,7 @@ void pure_rxmem_wake(pure_ctx *ctx, uint64_t now)
     for (uint32_t n = ctx->rx_held_n; n > 0 && ctx->rx_held_head; n--) {
         pure_link *l = ctx->rx_held_head;
         unhold(l);
-        promised += l->recv_window;
+        promised += pure_credit_window(&l->credit);
         pure_link_recv_unheld(l, now);
         if (ctx->guard.rx_memory + promised >= budget && ctx->rx_owner)
             break;
