@@ -173,7 +173,7 @@ struct pure_link {
     uint32_t rx_failed[2]; /* packets that failed to open under each receive key (by phase) since
                               it was installed: the integrity limit (max_failed_opens, clamped to
                               32 bits) */
-    int close_error;       /* the error reported when CLOSING ends (here, it fills a padding hole) */
+    int close_error;       /* the error reported when CLOSING ends (here: fills a padding hole) */
     pure_hs *hs;
     uint8_t *resp;         /* responder: the RESP datagram, kept until the link is validated */
     uint64_t init_tag;     /* the INIT's sender index and ephemeral key, to spot its resends */

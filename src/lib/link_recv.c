@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* link_recv.c: processing a link's incoming packets: replay check, decryption in place, frame
- * dispatch, in-order delivery straight from the packet, out-of-order bytes held in the reorder
- * buffer (rob.h) until the gap fills, flow-control credit (a window that doubles while the reader keeps up), and the
- * decision of when an ACK is owed. */
+ * dispatch, in-order delivery straight from the packet; it composes the reorder buffer (rob.h:
+ * out-of-order bytes held until the gap fills, within rxmem.c's budget), flow credit (credit.h:
+ * a window that doubles while the reader keeps up) and the ACK tracker (acktr.h: when an ACK is
+ * owed). */
 #include <string.h>
 
 #include "frame.h"
