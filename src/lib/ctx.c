@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "link.h"
+#include "timers.h"
 
 static void *default_alloc(void *user, size_t n)
 {
@@ -556,7 +557,7 @@ int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment,
             if (pure_link_wants_send(l, now))
                 pure_ctx_mark_pending(ctx, l);
         }
-        pure_link_update_timer(l, now);
+        pure_timers_update(l, now);
     }
     /* More links sending to the same address join a burst of small packets, each padded to its
      * segment size: a listener answering many links of one peer, or many links waking at once,
@@ -575,7 +576,7 @@ int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment,
             pure_link_check_writable(l);
         if (pure_link_wants_send(l, now))
             pure_ctx_mark_pending(ctx, l);
-        pure_link_update_timer(l, now);
+        pure_timers_update(l, now);
         if (m <= 0)
             break; /* this one cannot join (not open, or nothing fits): it goes next time */
         n += m;
@@ -616,7 +617,7 @@ int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, ui
             }
             rc = pure_link_recv(l, from, d, n, now);
             if (l->state != PURE_LS_CLOSED)
-                pure_link_update_timer(l, now);
+                pure_timers_update(l, now);
             break;
         }
         case PURE_PKT_INIT:
@@ -669,7 +670,7 @@ int pure_ctx_burst_too_big(pure_ctx *ctx, uint64_t now)
         l->mss = next;
         pure_recovery_discard_from(l, ctx->last_burst_pn);
         pure_ctx_mark_pending(ctx, l);
-        pure_link_update_timer(l, now);
+        pure_timers_update(l, now);
     }
     end_call(ctx);
     return rc;
