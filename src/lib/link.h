@@ -314,7 +314,17 @@ struct pure_ctx {
     uint64_t now;
 };
 
-/* ctx.c */
+/* registry.c */
+/* Sets up the link tables and the timer heap of a new context; pure_registry_free gives back
+ * what they and the link slabs hold (the links must be released first). */
+void pure_registry_init(pure_ctx *ctx);
+void pure_registry_free(pure_ctx *ctx);
+/* Makes room for element n of a growing array (capacity doubles from 8). 0 or PURE_ENOMEM. */
+int pure_ctx_grow_array(pure_ctx *ctx, void **arr, uint32_t *cap, uint32_t n, size_t elem);
+/* The next link on the send list (taken off it), or NULL. */
+pure_link *pure_ctx_pending_pop(pure_ctx *ctx);
+/* The oldest queued control reply (taken off the queue; valid until the next push), or NULL. */
+const pure_ctl *pure_ctx_ctl_pop(pure_ctx *ctx);
 int pure_ctx_random(pure_ctx *ctx, uint8_t *buf, size_t len);
 int pure_ctx_table_add(pure_ctx *ctx, pure_link *link);    /* assigns link->local_index */
 void pure_ctx_table_remove(pure_ctx *ctx, pure_link *link);
