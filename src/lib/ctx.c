@@ -392,9 +392,7 @@ int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, ui
                 rc = PURE_EPROTO;
                 break;
             }
-            uint32_t idx = (uint32_t)d[1] | (uint32_t)d[2] << 8 | (uint32_t)d[3] << 16 |
-                           (uint32_t)d[4] << 24;
-            pure_link *l = pure_ctx_table_find(ctx, idx);
+            pure_link *l = pure_ctx_table_find(ctx, pure_wire_index(d));
             if (!l || l->state == PURE_LS_CLOSED || l->state == PURE_LS_HANDSHAKE) {
                 ctx->st.dropped_unknown_link++;
                 rc = PURE_EINVAL;

@@ -276,9 +276,7 @@ static int error_for_close_code(uint64_t code)
 int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
 {
     pure_ctx *ctx = link->ctx;
-    uint64_t pn = 0;
-    for (int i = 0; i < 7; i++)
-        pn = pn << 8 | d[5 + i];
+    uint64_t pn = pure_wire_data_pn(d);
     /* An idle link keeps only the top of its replay window: everything below it counts as seen.
      * Its state is rebuilt only after a packet authenticates, so forgeries cost it nothing. */
     if (link->b ? pure_replay_check(&link->b->replay, pn) != 0 : pn + 1 <= link->replay_top) {
@@ -286,7 +284,7 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         ctx->st.dropped_replay++;
         return PURE_EINVAL;
     }
-    uint8_t phase = d[0] & 1;
+    uint8_t phase = pure_wire_data_phase(d);
     size_t plen = n - PURE_DATA_HEADER - PURE_TAG_LEN;
     uint8_t *payload = d + PURE_DATA_HEADER;
     /* decryption, and its limits: failed opens counted per key, old keys retired (keys.c) */
