@@ -151,15 +151,6 @@ int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
     return 0;
 }
 
-static void free_dead(pure_ctx *ctx)
-{
-    while (ctx->dead) {
-        pure_link *l = ctx->dead;
-        ctx->dead = l->dead_next;
-        pure_link_release(l);
-    }
-}
-
 void pure_ctx_free(pure_ctx *ctx)
 {
     if (!ctx)
@@ -183,8 +174,8 @@ void pure_ctx_free(pure_ctx *ctx)
         }
     }
     pure_table_free(&ctx->table, &ctx->alloc); /* the links are off it: none is found again */
-    ctx->depth = 0;
-    free_dead(ctx);
+    ctx->depth = 1;
+    pure_link_end_call(ctx); /* frees them all */
     pure_registry_free(ctx);
     pure_mem_free(&ctx->alloc, ctx->services, ctx->cap_services * sizeof *ctx->services);
     pure_mem_free(&ctx->alloc, ctx->allow, ctx->cap_allow * sizeof *ctx->allow);
@@ -244,12 +235,6 @@ uint64_t pure_ctx_deadline(const pure_ctx *ctx)
     return pure_timerheap_min(&ctx->timers);
 }
 
-static void end_call(pure_ctx *ctx)
-{
-    if (--ctx->depth == 0)
-        free_dead(ctx);
-}
-
 uint64_t pure_ctx_links(pure_ctx *ctx, int (*visit)(pure_link *link, void *user, void *arg),
                         void *arg)
 {
@@ -273,7 +258,7 @@ uint64_t pure_ctx_links(pure_ctx *ctx, int (*visit)(pure_link *link, void *user,
         for (pure_link *l = ctx->dead; l; l = l->dead_next)
             if (pure_ctx_table_find(ctx, l->local_index) == l)
                 pure_ctx_table_remove(ctx, l);
-    end_call(ctx);
+    pure_link_end_call(ctx);
     return n;
 }
 
@@ -298,7 +283,7 @@ void pure_ctx_timeout(pure_ctx *ctx, uint64_t now)
     }
     if (ctx->rx_wake)
         pure_rxmem_wake(ctx, now);
-    end_call(ctx);
+    pure_link_end_call(ctx);
 }
 
 /* Writes one link's next packets (with pad, one padded packet joining another link's burst),
@@ -370,7 +355,7 @@ int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment,
         ctx->st.datagrams_out += (uint64_t)((n + (int64_t)*segment - 1) / (int64_t)*segment);
         ctx->st.bursts_out++;
     }
-    end_call(ctx);
+    pure_link_end_call(ctx);
     return n;
 }
 
@@ -424,7 +409,7 @@ int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, ui
         ctx->st.dropped_malformed++;
     if (ctx->rx_wake)
         pure_rxmem_wake(ctx, now);
-    end_call(ctx);
+    pure_link_end_call(ctx);
     return rc;
 }
 
@@ -455,7 +440,7 @@ int pure_ctx_burst_too_big(pure_ctx *ctx, uint64_t now)
         pure_ctx_mark_pending(ctx, l);
         pure_timers_update(l, now);
     }
-    end_call(ctx);
+    pure_link_end_call(ctx);
     return rc;
 }
 

@@ -124,24 +124,6 @@ static void send_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, 
     pure_wipe(cookie, sizeof cookie);
 }
 
-void pure_hs_half_open_end(pure_link *link, int validated)
-{
-    if (!link->half_open)
-        return;
-    link->half_open = 0;
-    pure_ctx *ctx = link->ctx;
-    if (ctx->half_open)
-        ctx->half_open--;
-    pure_src_bucket *b = pure_admit_bucket(&ctx->admit, &ctx->alloc, &link->peer);
-    if (b && b->half_open)
-        b->half_open--;
-    /* A handshake the source completed gives its token back: the bucket limits INITs that
-     * lead nowhere, not a real client's links. */
-    if (b && validated && b->tokens != UINT32_MAX &&
-        b->tokens + 1000ull <= (uint64_t)ctx->s.inits_per_addr * 1000)
-        b->tokens += 1000;
-}
-
 
 /* Reads an INIT that passed admission: 2 DH (es, ss). Returns the payload's length, or -1 if the
  * Noise message did not authenticate or the payload is malformed. */

@@ -358,8 +358,6 @@ int pure_hs_on_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, si
                       uint64_t now);
 int pure_hs_on_reject(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
                       uint64_t now);
-/* A responder link leaves the half-open state (validated or closed): uncounts it once. */
-void pure_hs_half_open_end(pure_link *link, int validated);
 void pure_hs_timeout(pure_link *link, uint64_t now);
 void pure_hs_free(pure_link *link);
 
@@ -401,6 +399,17 @@ void pure_keys_wipe(pure_link *link);
 void pure_keys_nonce(uint8_t nonce[PURE_NONCE_LEN], const uint8_t iv[PURE_NONCE_LEN], uint64_t pn);
 
 /* link.c */
+/* Ends a public call (ctx->depth, taken by every entry point that can end a link): the
+ * outermost frees the links it ended. */
+void pure_link_end_call(pure_ctx *ctx);
+/* lifecycle.c */
+/* Frees what every link holds (send buffer, busy state, sent packets) and the struct itself;
+ * the link is off every list and table already. */
+void pure_link_free_parts(pure_link *link);
+/* Keeps the reason a CLOSE frame will carry (cut to fit; may already be the kept one). */
+void pure_link_keep_reason(pure_link *link, const char *reason, uint64_t now);
+/* A graceful close ends once everything accepted has been acknowledged: sends the CLOSE. */
+void pure_link_close_if_done(pure_link *link, uint64_t now);
 pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, uint64_t now);
 void pure_link_set_state(pure_link *link, enum pure_link_state st);
 void pure_link_on_timer(pure_link *link, uint64_t now);
