@@ -262,6 +262,15 @@ uint64_t pure_ctx_links(pure_ctx *ctx, int (*visit)(pure_link *link, void *user,
     return n;
 }
 
+/* Memory came free while links were held back by max_receive_memory: wake them (rxmem.c). */
+static void rx_wake(pure_ctx *ctx, uint64_t now)
+{
+    pure_rxmem_waking w;
+    pure_rxmem_wake_begin(ctx, &w);
+    for (pure_link *l; (l = pure_rxmem_wake_next(ctx, &w)) != NULL;)
+        pure_link_recv_unheld(l, now);
+}
+
 void pure_ctx_timeout(pure_ctx *ctx, uint64_t now)
 {
     ctx->depth++;
@@ -282,7 +291,7 @@ void pure_ctx_timeout(pure_ctx *ctx, uint64_t now)
             pure_link_on_timer(l, now);
     }
     if (ctx->rx_wake)
-        pure_rxmem_wake(ctx, now);
+        rx_wake(ctx, now);
     pure_link_end_call(ctx);
 }
 
@@ -408,7 +417,7 @@ int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, ui
     if (rc == PURE_EPROTO)
         ctx->st.dropped_malformed++;
     if (ctx->rx_wake)
-        pure_rxmem_wake(ctx, now);
+        rx_wake(ctx, now);
     pure_link_end_call(ctx);
     return rc;
 }

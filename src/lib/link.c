@@ -100,6 +100,7 @@ void pure_link_release(pure_link *link)
     if (pure_ctx_table_find(ctx, link->local_index) == link)
         pure_ctx_table_remove(ctx, link);
     pure_hs_free(link);
+    pure_rekey_free(link);
     pure_keys_wipe(link);
     pure_link_free_parts(link);
 }

@@ -370,9 +370,11 @@ int pure_keys_derive_rx(pure_link *link, uint8_t phase, const uint8_t split[32])
 /* Opens the DATA packet d (n bytes, packet number pn) in place under the receive key its phase
  * bit names. Returns 0, or PURE_ECRYPTO: the link holds no such key (never installed, or
  * retired), or the packet does not authenticate; it is counted then (dropped_auth; a failed
- * open also in the key's rx_failed and guard.failed_opens), its payload zeroed, and a key that
- * reaches max_failed_opens closes the link with PURE_ECRYPTO. */
-int pure_keys_open(pure_link *link, uint8_t *d, size_t n, uint64_t pn, uint64_t now);
+ * open also in the key's rx_failed and guard.failed_opens) and its payload zeroed. */
+int pure_keys_open(pure_link *link, uint8_t *d, size_t n, uint64_t pn);
+/* Have packets failed to open under the receive key of `phase` max_failed_opens times? Then the
+ * key's integrity is in doubt and the caller closes the link (PURE_ECRYPTO). */
+int pure_keys_forged_too_often(const pure_link *link, uint8_t phase);
 /* A switch made rx[key_phase ^ 1] the previous receive key: keep it for late packets. */
 void pure_keys_retire_wait(pure_link *link);
 /* The peer sent under the new receive key: wipe the previous one three probe timeouts from now. */

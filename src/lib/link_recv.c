@@ -288,11 +288,21 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
     size_t plen = n - PURE_DATA_HEADER - PURE_TAG_LEN;
     uint8_t *payload = d + PURE_DATA_HEADER;
     /* decryption, and its limits: failed opens counted per key, old keys retired (keys.c) */
-    int orc = pure_keys_open(link, d, n, pn, now);
-    if (orc != 0)
+    int orc = pure_keys_open(link, d, n, pn);
+    if (orc != 0) {
+        if (pure_keys_forged_too_often(link, phase)) {
+            /* Forgeries enough to put the key's integrity in doubt: stop trusting it. The peer
+             * hears why (a third party may be the forger). */
+            ctx->guard.links_integrity_closed++;
+            pure_link_terminate(link, PURE_ECRYPTO, PURE_CLOSE_PROTOCOL,
+                                "integrity limit: too many forged packets", 1, now);
+        }
         return orc;
+    }
     if (pure_link_busy(link, now) != 0)
         return PURE_ENOMEM;
+    if (link->rx_retire == PURE_RX_RETIRE_WAIT && phase == link->key_phase)
+        pure_keys_retire_later(link, now); /* the peer has switched: the old key's days are few */
     pure_replay_commit(&link->b->replay, pn);
     if (phase != link->key_phase && link->rk)
         pure_rekey_on_phase(link, phase, now); /* the peer holds the new keys: switch too */
