@@ -1,7 +1,8 @@
 #!/bin/sh
 # Builds the TCP + TLS 1.3 peers (OpenSSL 3.0 from Debian's libssl-dev):
 #   OUTDIR/tls      the drain, latency and handshakes peer (tls.c)
-# on tls_setup.c, the TLS configuration they share.
+#   OUTDIR/tls-rpc  the RPC workload's epoll server and client (rpc.c, on ../../bench/rpc_work.h)
+# both on tls_setup.c, the TLS configuration they share.
 # Idempotent: builds a binary only when it is older than one of its sources.
 set -eu
 if [ $# -ne 1 ]; then echo "usage: $0 OUTDIR" >&2; exit 2; fi
@@ -27,3 +28,4 @@ build() {
   echo "built $out" >&2
 }
 build tls "$here/tls.c" "$here/drain_stream.h"
+build tls-rpc "$here/rpc.c" "$here/../../bench/rpc_work.h"
