@@ -8,6 +8,7 @@
 
 #include "admit.h"
 #include "link.h"
+#include "timers.h"
 #include "varint.h"
 
 #define HS_FIRST_RETRY 300000000ull /* 300 ms, doubling per retry */
@@ -134,7 +135,7 @@ static void activate_queued(pure_ctx *ctx, uint64_t now)
         if (activate(l, now) != 0)
             pure_link_terminate(l, PURE_ECRYPTO, 0, NULL, 0, now);
         else
-            pure_link_update_timer(l, now);
+            pure_timers_update(l, now);
     }
 }
 

@@ -9,6 +9,7 @@
 
 #include "admit.h"
 #include "link.h"
+#include "timers.h"
 #include "varint.h"
 
 static void reply_resp_status(pure_ctx *ctx, const pure_addr *from, pure_noise *n,
@@ -222,7 +223,7 @@ static void accept_init(pure_ctx *ctx, const pure_addr *from, pure_noise *noise,
     link->amp_received = n;
     pure_ctx_hs_add(ctx, link); /* if it fails, a resent INIT is taken as a replay */
     pure_ctx_mark_pending(ctx, link);
-    pure_link_update_timer(link, now);
+    pure_timers_update(link, now);
 }
 
 /* An INIT that made a link came again. From the link's address: its RESP was lost, the link

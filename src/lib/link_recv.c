@@ -7,6 +7,7 @@
 
 #include "frame.h"
 #include "link.h"
+#include "timers.h"
 
 #define DATA_DROPPED 1 /* the packet's data could not be held: do not acknowledge it */
 
@@ -234,7 +235,7 @@ void pure_link_recv_unheld(pure_link *link, uint64_t now)
         link->credit_pending = 1;
     if (link->credit_pending)
         pure_ctx_mark_pending(link->ctx, link);
-    pure_link_update_timer(link, now);
+    pure_timers_update(link, now);
 }
 
 /* A packet for a link that is closing: the application heard on_closed already, so nothing in
@@ -432,6 +433,6 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
     /* A side that only receives (or only answers keepalives) never processes an ACK of its own:
      * arm the release here too once it has nothing queued or in flight. */
     if (link->sb.base == link->sb.end && link->eliciting_in_flight == 0)
-        pure_link_maybe_idle(link, now);
+        pure_timers_went_idle(link, now);
     return 0;
 }
