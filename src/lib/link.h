@@ -359,6 +359,11 @@ int pure_hs_on_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, si
 int pure_hs_on_reject(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
                       uint64_t now);
 void pure_hs_timeout(pure_link *link, uint64_t now);
+/* A responder's link received its first authenticated packet: the initiator holds the keys, so
+ * the handshake is complete and its address proven. Opens the link and offers it to the
+ * application (on_accept). Returns 0 if it stays open, PURE_EREFUSED if the application refused
+ * it (a CLOSE goes), PURE_ECLOSED if it closed it from on_accept. */
+int pure_hs_confirmed(pure_link *link, uint64_t now);
 void pure_hs_free(pure_link *link);
 
 /* keys.c */

@@ -312,24 +312,8 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
     if (link->state == PURE_LS_CLOSING)
         return closing_recv(link, payload, plen, now);
 
-    if (link->state == PURE_LS_UNVALIDATED) {
-        /* The initiator holds the keys: the handshake is complete and its address proven. */
-        pure_hs_free(link); /* the RESP buffer */
-        pure_link_open(link, now);
-        ctx->st.handshakes_accepted++;
-        int rc = 0;
-        link->accepted = 1;
-        if (ctx->cb.on_accept)
-            rc = ctx->cb.on_accept(link, ctx->services[link->service], link->peer_key,
-                                   ctx->s.user);
-        if (rc < 0) {
-            link->accepted = 0; /* refused: the application does not hear of it again */
-            pure_link_terminate(link, PURE_EREFUSED, PURE_CLOSE_REFUSED, "refused", 1, now);
-            return 0;
-        }
-        if (link->state != PURE_LS_OPEN)
-            return 0; /* the application closed it from on_accept: its data goes nowhere */
-    }
+    if (link->state == PURE_LS_UNVALIDATED && pure_hs_confirmed(link, now) != 0)
+        return 0; /* refused, or closed from on_accept: its data goes nowhere */
     if (!pure_addr_equal(from, &link->peer) && pn + 1 >= link->b->replay.top) {
         /* The newest packet came from elsewhere: the peer's address changed (NAT rebinding).
          * Until the peer acknowledges a packet sent there, send at most 3x what came from it. */
