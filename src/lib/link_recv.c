@@ -8,6 +8,7 @@
 
 #include "frame.h"
 #include "link.h"
+#include "timers.h"
 
 #define DATA_DROPPED 1 /* the packet's data could not be held: do not acknowledge it */
 
@@ -189,7 +190,7 @@ void pure_link_recv_unheld(pure_link *link, uint64_t now)
         link->credit_pending = 1;
     if (link->credit_pending)
         pure_ctx_mark_pending(link->ctx, link);
-    pure_link_update_timer(link, now);
+    pure_timers_update(link, now);
 }
 
 /* A packet for a link that is closing: the application heard on_closed already, so nothing in
@@ -230,9 +231,7 @@ static int error_for_close_code(uint64_t code)
 int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
 {
     pure_ctx *ctx = link->ctx;
-    uint64_t pn = 0;
-    for (int i = 0; i < 7; i++)
-        pn = pn << 8 | d[5 + i];
+    uint64_t pn = pure_wire_data_pn(d);
     /* An idle link keeps only the top of its replay window: everything below it counts as seen.
      * Its state is rebuilt only after a packet authenticates, so forgeries cost it nothing. */
     if (link->b ? pure_replay_check(&link->b->replay, pn) != 0 : pn + 1 <= link->replay_top) {
@@ -240,15 +239,25 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         ctx->st.dropped_replay++;
         return PURE_EINVAL;
     }
-    uint8_t phase = d[0] & 1;
+    uint8_t phase = pure_wire_data_phase(d);
     size_t plen = n - PURE_DATA_HEADER - PURE_TAG_LEN;
     uint8_t *payload = d + PURE_DATA_HEADER;
     /* decryption, and its limits: failed opens counted per key, old keys retired (keys.c) */
-    int orc = pure_keys_open(link, d, n, pn, now);
-    if (orc != 0)
+    int orc = pure_keys_open(link, d, n, pn);
+    if (orc != 0) {
+        if (pure_keys_forged_too_often(link, phase)) {
+            /* Forgeries enough to put the key's integrity in doubt: stop trusting it. The peer
+             * hears why (a third party may be the forger). */
+            ctx->guard.links_integrity_closed++;
+            pure_link_terminate(link, PURE_ECRYPTO, PURE_CLOSE_PROTOCOL,
+                                "integrity limit: too many forged packets", 1, now);
+        }
         return orc;
+    }
     if (pure_link_busy(link, now) != 0)
         return PURE_ENOMEM;
+    if (link->rx_retire == PURE_RX_RETIRE_WAIT && phase == link->key_phase)
+        pure_keys_retire_later(link, now); /* the peer has switched: the old key's days are few */
     pure_replay_commit(&link->b->replay, pn);
     if (phase != link->key_phase && link->rk)
         pure_rekey_on_phase(link, phase, now); /* the peer holds the new keys: switch too */
@@ -258,24 +267,8 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
     if (link->state == PURE_LS_CLOSING)
         return closing_recv(link, payload, plen, now);
 
-    if (link->state == PURE_LS_UNVALIDATED) {
-        /* The initiator holds the keys: the handshake is complete and its address proven. */
-        pure_hs_free(link); /* the RESP buffer */
-        pure_link_open(link, now);
-        ctx->st.handshakes_accepted++;
-        int rc = 0;
-        link->accepted = 1;
-        if (ctx->cb.on_accept)
-            rc = ctx->cb.on_accept(link, ctx->services[link->service], link->peer_key,
-                                   ctx->s.user);
-        if (rc < 0) {
-            link->accepted = 0; /* refused: the application does not hear of it again */
-            pure_link_terminate(link, PURE_EREFUSED, PURE_CLOSE_REFUSED, "refused", 1, now);
-            return 0;
-        }
-        if (link->state != PURE_LS_OPEN)
-            return 0; /* the application closed it from on_accept: its data goes nowhere */
-    }
+    if (link->state == PURE_LS_UNVALIDATED && pure_hs_confirmed(link, now) != 0)
+        return 0; /* refused, or closed from on_accept: its data goes nowhere */
     if (!pure_addr_equal(from, &link->peer) && pn + 1 >= link->b->replay.top) {
         /* The newest packet came from elsewhere: the peer's address changed (NAT rebinding).
          * Until the peer acknowledges a packet sent there, send at most 3x what came from it. */
@@ -365,6 +358,6 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
     /* A side that only receives (or only answers keepalives) never processes an ACK of its own:
      * arm the release here too once it has nothing queued or in flight. */
     if (link->sb.base == link->sb.end && link->eliciting_in_flight == 0)
-        pure_link_maybe_idle(link, now);
+        pure_timers_went_idle(link, now);
     return 0;
 }

@@ -7,6 +7,7 @@
 
 #include "frame.h"
 #include "link.h"
+#include "timers.h"
 
 #define PACKET_THRESHOLD 3
 #define PURE_LOSS_RATE_CONGESTED (65536 / 5) /* 20% */
@@ -239,7 +240,7 @@ void pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t n
         pure_ctx_mark_pending(link->ctx, link);
     pure_link_check_writable(link);
     if (link->sb.base == link->sb.end && link->eliciting_in_flight == 0)
-        pure_link_maybe_idle(link, now);
+        pure_timers_went_idle(link, now);
     /* on_writable may have ended the link: no callback after on_closed */
     if (link->msgs_acked != msgs_acked && link->ctx->cb.on_acked && !link->closed_notified)
         link->ctx->cb.on_acked(link, link->user, link->msgs_acked - 1);
