@@ -22,6 +22,7 @@
 #include "pacer.h"
 #include "ranges.h"
 #include "replay.h"
+#include "rtb.h"
 #include "rxmem.h"
 #include "rtt.h"
 #include "sendbuf.h"
@@ -37,26 +38,6 @@ enum pure_link_state {
     PURE_LS_CLOSING,       /* CLOSE queued or sent; waiting to send it, then draining */
     PURE_LS_CLOSED,        /* on_closed delivered; freed at the end of the current ctx call */
 };
-
-/* Flags of a sent packet. */
-enum {
-    PURE_SENT_ELICITING = 0x01, /* needs an ACK */
-    PURE_SENT_FIN = 0x02,       /* carried the stream's FIN */
-    PURE_SENT_CREDIT = 0x04,    /* carried a CREDIT frame */
-    PURE_SENT_CLOSE = 0x08,
-    PURE_SENT_REKEY = 0x10,
-    PURE_SENT_LIVE = 0x80,      /* not yet acknowledged or declared lost */
-};
-
-/* One sent packet, kept in a ring indexed by packet number until acknowledged or lost. */
-typedef struct pure_sent {
-    uint64_t time;
-    uint64_t data_off;
-    uint32_t data_len;
-    uint16_t size;
-    uint8_t flags;
-    uint8_t unused;
-} pure_sent;
 
 /* Counters kept per link (pure_link_stats adds the fields derived when it is read). */
 typedef struct pure_link_counters {
