@@ -50,7 +50,7 @@ pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, 
     pure_ranges_init(&l->rx_pns, PURE_ACK_MAX_RANGES + 1);
     pure_rtt_init(&l->rtt, 333000000ull); /* RFC 9002's initial RTT */
     l->ack_deadline = UINT64_MAX;
-    l->loss_time = UINT64_MAX;
+    pure_rtb_init(&l->rtb);
     l->pace_at = UINT64_MAX;
     l->release_at = UINT64_MAX;
     l->mss = (uint16_t)(s->max_udp_payload > 65535 ? 65535 : s->max_udp_payload);
@@ -104,7 +104,7 @@ static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 
 static uint64_t idle_deadline(const pure_link *link)
 {
-    if (!link->eliciting_in_flight)
+    if (!pure_rtb_in_flight(&link->rtb))
         return UINT64_MAX;
     uint64_t since = link->last_recv > link->wait_start ? link->last_recv : link->wait_start;
     return since + link->ctx->s.idle_timeout;
@@ -123,7 +123,7 @@ static int expecting(const pure_link *link, uint64_t now)
 /* When the liveness watch sends its PING (UINT64_MAX: not watching). */
 static uint64_t watch_deadline(const pure_link *link, uint64_t now)
 {
-    if (link->eliciting_in_flight || link->ping_pending || !expecting(link, now))
+    if (pure_rtb_in_flight(&link->rtb) || link->ping_pending || !expecting(link, now))
         return UINT64_MAX;
     uint64_t at = link->last_recv + link->ctx->s.idle_timeout / 2;
     /* the watch ends idle_timeout after the last message: no probe past it */
@@ -138,7 +138,7 @@ static uint64_t keepalive_deadline(const pure_link *link)
     /* Whichever side configured a keepalive sends it (configure one side only, or both sides'
      * PINGs cross every interval). */
     uint64_t ka = link->ctx->s.keepalive;
-    if (!ka || link->eliciting_in_flight || link->ping_pending)
+    if (!ka || pure_rtb_in_flight(&link->rtb) || link->ping_pending)
         return UINT64_MAX;
     uint64_t last = link->last_recv > link->last_sent ? link->last_recv : link->last_sent;
     return last + ka;
@@ -150,7 +150,7 @@ void pure_link_update_timer(pure_link *link, uint64_t now)
      * left it so (a dropped packet, an ACK-only exchange): no busy link is left without that
      * timer (the soak's long run once found one holding 1.3 MB for 12 s). */
     if (link->state == PURE_LS_OPEN && link->b && link->release_at == UINT64_MAX &&
-        link->sb.base == link->sb.end && link->eliciting_in_flight == 0)
+        link->sb.base == link->sb.end && pure_rtb_in_flight(&link->rtb) == 0)
         link->release_at = now + PURE_IDLE_RELEASE;
     uint64_t d = UINT64_MAX;
     switch (link->state) {
@@ -593,11 +593,10 @@ int pure_link_release_buffers(pure_link *link)
     const pure_alloc *a = &link->ctx->alloc;
     if (link->state != PURE_LS_OPEN || link->close_requested)
         return 0;
-    if (link->sb.base != link->sb.end || link->eliciting_in_flight)
+    if (link->sb.base != link->sb.end || pure_rtb_in_flight(&link->rtb))
         return 1;
     pure_sendbuf_shrink(&link->sb, a);
-    pure_recovery_free(link);
-    link->sent_lo = link->next_pn;
+    pure_recovery_free(link); /* the buffer tracks again from the next packet number */
     pure_ranges_free(&link->rx_pns, a);
     if (link->b && pure_ranges_empty(&link->b->oo) && pure_msgparse_at_boundary(&link->b->parse) &&
         !link->b->lost.n)
