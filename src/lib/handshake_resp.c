@@ -9,6 +9,7 @@
 
 #include "admit.h"
 #include "link.h"
+#include "timers.h"
 #include "varint.h"
 
 static void reply_resp_status(pure_ctx *ctx, const pure_addr *from, pure_noise *n,
@@ -17,9 +18,7 @@ static void reply_resp_status(pure_ctx *ctx, const pure_addr *from, pure_noise *
     pure_ctl *c = pure_ctx_ctl_push(ctx, from);
     if (!c)
         return;
-    c->data[0] = PURE_PKT_RESP;
-    pure_put_u32le(c->data + 1, 0);
-    pure_put_u32le(c->data + 5, receiver);
+    pure_put_u32le(pure_wire_put_header(c->data, PURE_PKT_RESP, 0), receiver);
     size_t mlen = 0;
     uint8_t payload[PURE_RESP_PAYLOAD] = {status, 0, 0, 0, 0}; /* no link: index 0 */
     if (pure_noise_write_msg2(n, payload, sizeof payload, c->data + PURE_RESP_FIXED,
@@ -68,8 +67,7 @@ static void send_reject(pure_ctx *ctx, const pure_addr *from, uint32_t sender,
     if (!c)
         return;
     ctx->admit.rejects_in_window++;
-    c->data[0] = PURE_PKT_REJECT;
-    pure_put_u32le(c->data + 1, sender);
+    pure_wire_put_header(c->data, PURE_PKT_REJECT, sender);
     memcpy(c->data + 5, mac1, PURE_MAC_LEN);
     c->len = PURE_REJECT_PKT;
 }
@@ -114,8 +112,7 @@ static void send_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, 
         return;
     pure_ctl *c = pure_ctx_ctl_push(ctx, from);
     if (c) {
-        c->data[0] = PURE_PKT_COOKIE;
-        pure_put_u32le(c->data + 1, sender);
+        pure_wire_put_header(c->data, PURE_PKT_COOKIE, sender);
         if (pure_admit_cookie_seal(ctx->crypto, ctx->admit.cookie_key, nonce,
                                    d + n - 2 * PURE_MAC_LEN, cookie, c->data + 5) != 0) {
             ctx->ctl_len--;
@@ -214,15 +211,13 @@ static void accept_init(pure_ctx *ctx, const pure_addr *from, pure_noise *noise,
         pure_link_terminate(link, PURE_ECRYPTO, 0, NULL, 0, now);
         return;
     }
-    link->resp[0] = PURE_PKT_RESP;
-    pure_put_u32le(link->resp + 1, link->local_index);
-    pure_put_u32le(link->resp + 5, sender);
+    pure_put_u32le(pure_wire_put_header(link->resp, PURE_PKT_RESP, link->local_index), sender);
     link->resp_len = (uint16_t)(PURE_RESP_FIXED + mlen);
     link->resp_pending = 1;
     link->amp_received = n;
     pure_ctx_hs_add(ctx, link); /* if it fails, a resent INIT is taken as a replay */
     pure_ctx_mark_pending(ctx, link);
-    pure_link_update_timer(link, now);
+    pure_timers_update(link, now);
 }
 
 /* An INIT that made a link came again. From the link's address: its RESP was lost, the link
@@ -257,7 +252,7 @@ static void resend_resp(pure_ctx *ctx, pure_link *link, const pure_addr *from, s
 static pure_src_bucket *admit(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
                               uint64_t now, uint64_t *tag_out)
 {
-    uint32_t sender = pure_get_u32le(d + 1);
+    uint32_t sender = pure_wire_index(d);
     const uint8_t *mac1 = d + n - 2 * PURE_MAC_LEN;
 
     /* 1. mac1: the sender knows our public key. One HMAC; nothing else is spent on a datagram
@@ -329,7 +324,7 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
     pure_src_bucket *bucket = admit(ctx, from, d, n, now, &tag);
     if (!bucket)
         return;
-    uint32_t sender = pure_get_u32le(d + 1);
+    uint32_t sender = pure_wire_index(d);
 
     /* 6. The Noise message (2 DH), then the timestamp against the greatest seen from that key. */
     pure_noise noise;

@@ -73,7 +73,7 @@ static uint32_t failed_open_limit(const pure_ctx *ctx)
 int pure_keys_open(pure_link *link, uint8_t *d, size_t n, uint64_t pn, uint64_t now)
 {
     pure_ctx *ctx = link->ctx;
-    uint8_t phase = d[0] & 1;
+    uint8_t phase = pure_wire_data_phase(d);
     pure_dir_keys *k = &link->rx[phase];
     pure_aead *aead = pure_keys_aead(ctx, k);
     if (!aead) { /* no key of that phase (not yet, or retired): nothing was tried */

@@ -1,32 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* link.c: a link's life: creation, the checked state machine, its one timer (the earliest of
- * handshake retry, loss/probe timeout, ACK delay, idle timeout, keepalive and pacing), closing,
- * and the public pure_link_* calls.
- *
- * Timers of an open link, all folded into one heap entry per link:
- *   - recovery: loss time threshold or probe timeout, only while ack-eliciting packets fly;
- *   - ack delay: max_ack_delay after the first unacknowledged ack-eliciting packet;
- *   - idle: idle_timeout after we started waiting for the peer, while ack-eliciting packets fly
- *     (the peer owes us an ACK: if none comes the peer is dead and the link closes);
- *   - liveness watch: a link that may be waiting for its peer though nothing is in flight —
- *     for idle_timeout after the application last sent a message (a reply may be due), while a
- *     message from the peer is incomplete, or while a graceful close waits — sends a PING
- *     after idle_timeout/2 of silence; like any ack-eliciting packet it must be acknowledged
- *     within idle_timeout, or the link closes with PURE_ETIMEDOUT. So a dead peer is found
- *     within 1.5 x idle_timeout of its last packet whenever this side has reason to expect one
- *     (an unanswered packet gets the same idle_timeout whether it carried data or a probe: a
- *     busy path's queues and probe timeouts need that long, see soak_test's long run);
- *   - keepalive: only when configured, keepalive ns after the last packet either way;
- *   - close: a graceful close that makes no progress for idle_timeout gives up;
- *   - pacing: when the pacer held packets back;
- *   - release: once, PURE_IDLE_RELEASE after the link fell idle, to give its buffers back (doing
- *     it at once would free and refault megabytes on a busy link whose backlog empties often).
- * After that an idle link (nothing in flight, no message sent for idle_timeout, nothing
- * incomplete, no keepalive) has no timer at all: it costs nothing, and finds out that its peer
- * is gone the next time it sends. */
+/* link.c: a link's life: creation, the checked state machine, what happens when each of its
+ * timers fires (the timers themselves are listed and set in timers.c), closing, and the public
+ * pure_link_* calls. */
 #include <string.h>
 
 #include "link.h"
+#include "timers.h"
 #include "varint.h"
 
 static void unbusy(pure_link *link);
@@ -100,86 +79,46 @@ void pure_link_open(pure_link *link, uint64_t now)
     pure_ctx_mark_pending(link->ctx, link);
 }
 
-static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-
-static uint64_t idle_deadline(const pure_link *link)
+/* The OPEN state's timers, in the order they are looked at: each may arm or disarm the next. */
+static void on_open_timer(pure_link *link, uint64_t now)
 {
-    if (!pure_rtb_in_flight(&link->rtb))
-        return UINT64_MAX;
-    uint64_t since = link->last_recv > link->wait_start ? link->last_recv : link->wait_start;
-    return since + link->ctx->s.idle_timeout;
-}
-
-/* Is there reason to expect the peer to speak though nothing is in flight? */
-static int expecting(const pure_link *link, uint64_t now)
-{
-    if (link->close_requested)
-        return 1;
-    if (link->b && (!pure_msgparse_at_boundary(&link->b->parse) || !pure_ranges_empty(&link->b->oo)))
-        return 1; /* the peer is in the middle of a message */
-    return link->next_msg_id && now < link->last_msg_sent + link->ctx->s.idle_timeout;
-}
-
-/* When the liveness watch sends its PING (UINT64_MAX: not watching). */
-static uint64_t watch_deadline(const pure_link *link, uint64_t now)
-{
-    if (pure_rtb_in_flight(&link->rtb) || link->ping_pending || !expecting(link, now))
-        return UINT64_MAX;
-    uint64_t at = link->last_recv + link->ctx->s.idle_timeout / 2;
-    /* the watch ends idle_timeout after the last message: no probe past it */
-    if (!link->close_requested && link->b && pure_msgparse_at_boundary(&link->b->parse) &&
-        pure_ranges_empty(&link->b->oo) && at >= link->last_msg_sent + link->ctx->s.idle_timeout)
-        return UINT64_MAX;
-    return at;
-}
-
-static uint64_t keepalive_deadline(const pure_link *link)
-{
-    /* Whichever side configured a keepalive sends it (configure one side only, or both sides'
-     * PINGs cross every interval). */
-    uint64_t ka = link->ctx->s.keepalive;
-    if (!ka || pure_rtb_in_flight(&link->rtb) || link->ping_pending)
-        return UINT64_MAX;
-    uint64_t last = link->last_recv > link->last_sent ? link->last_recv : link->last_sent;
-    return last + ka;
-}
-
-void pure_link_update_timer(pure_link *link, uint64_t now)
-{
-    /* A busy link with nothing queued or in flight gives its buffers back soon, whatever path
-     * left it so (a dropped packet, an ACK-only exchange): no busy link is left without that
-     * timer (the soak's long run once found one holding 1.3 MB for 12 s). */
-    if (link->state == PURE_LS_OPEN && link->b && link->release_at == UINT64_MAX &&
-        link->sb.base == link->sb.end && pure_rtb_in_flight(&link->rtb) == 0)
-        link->release_at = now + PURE_IDLE_RELEASE;
-    uint64_t d = UINT64_MAX;
-    switch (link->state) {
-    case PURE_LS_HANDSHAKE:
-        if (link->hs)
-            d = link->hs->retry_at;
-        break;
-    case PURE_LS_UNVALIDATED:
-        d = link->created + link->ctx->s.handshake_timeout;
-        break;
-    case PURE_LS_OPEN:
-        d = min64(pure_recovery_deadline(link), link->ack_deadline);
-        d = min64(d, idle_deadline(link));
-        d = min64(d, keepalive_deadline(link));
-        d = min64(d, watch_deadline(link, now));
-        if (link->close_requested)
-            d = min64(d, link->close_deadline);
-        d = min64(d, link->pace_at);
-        d = min64(d, link->release_at);
-        if (link->rx_retire == PURE_RX_RETIRE_TIMED && link->b)
-            d = min64(d, link->b->rx_retire_at);
-        break;
-    case PURE_LS_CLOSING:
-        d = min64(link->close_deadline, link->pace_at);
-        break;
-    default:
-        break;
+    pure_ctx *ctx = link->ctx;
+    if (pure_timer_due(link, PURE_TIMER_IDLE, now)) {
+        pure_link_terminate(link, PURE_ETIMEDOUT, 0, NULL, 0, now);
+        return;
     }
-    pure_ctx_timer_set(link->ctx, link, d);
+    if (pure_timer_due(link, PURE_TIMER_CLOSE_GIVE_UP, now)) {
+        /* a graceful close that made no progress for idle_timeout: give up */
+        pure_link_terminate(link, PURE_ETIMEDOUT, link->close_code, "close timed out", 1, now);
+        return;
+    }
+    if (pure_timer_due(link, PURE_TIMER_RECOVERY, now))
+        pure_recovery_on_timeout(link, now);
+    if (pure_timer_due(link, PURE_TIMER_WATCH, now)) {
+        link->ping_pending = 1;
+        pure_ctx_mark_pending(ctx, link);
+    }
+    if (pure_timer_due(link, PURE_TIMER_ACK, now)) {
+        link->ack_deadline = UINT64_MAX;
+        link->ack_now = 1;
+        pure_ctx_mark_pending(ctx, link);
+    }
+    if (pure_timer_due(link, PURE_TIMER_KEEPALIVE, now)) {
+        link->ping_pending = 1;
+        link->st.keepalives++;
+        pure_ctx_mark_pending(ctx, link);
+    }
+    if (pure_timer_due(link, PURE_TIMER_PACE, now)) {
+        link->pace_at = UINT64_MAX;
+        pure_ctx_mark_pending(ctx, link);
+    }
+    if (pure_timer_due(link, PURE_TIMER_RX_RETIRE, now))
+        pure_keys_retire(link);
+    /* still sending (data queued or in flight): look again a period later; the ACK that ends it
+     * may come by a path that does not arm the release */
+    if (pure_timer_due(link, PURE_TIMER_RELEASE, now) && pure_timers_release_due(link, now) &&
+        pure_link_release_buffers(link) != 0)
+        link->release_at = now + PURE_IDLE_RELEASE;
 }
 
 void pure_link_on_timer(pure_link *link, uint64_t now)
@@ -189,64 +128,19 @@ void pure_link_on_timer(pure_link *link, uint64_t now)
         pure_hs_timeout(link, now);
         break;
     case PURE_LS_UNVALIDATED:
-        if (now >= link->created + link->ctx->s.handshake_timeout)
+        if (pure_timer_due(link, PURE_TIMER_HS_EXPIRE, now))
             pure_link_terminate(link, PURE_ETIMEDOUT, 0, NULL, 0, now);
         break;
     case PURE_LS_OPEN:
-        if (now >= idle_deadline(link)) {
-            pure_link_terminate(link, PURE_ETIMEDOUT, 0, NULL, 0, now);
-            return;
-        }
-        if (link->close_requested && now >= link->close_deadline) {
-            /* a graceful close that made no progress for idle_timeout: give up */
-            pure_link_terminate(link, PURE_ETIMEDOUT, link->close_code, "close timed out", 1, now);
-            return;
-        }
-        if (now >= pure_recovery_deadline(link))
-            pure_recovery_on_timeout(link, now);
-        if (now >= watch_deadline(link, now)) {
-            link->ping_pending = 1;
-            pure_ctx_mark_pending(link->ctx, link);
-        }
-        if (now >= link->ack_deadline) {
-            link->ack_deadline = UINT64_MAX;
-            link->ack_now = 1;
-            pure_ctx_mark_pending(link->ctx, link);
-        }
-        if (now >= keepalive_deadline(link)) {
-            link->ping_pending = 1;
-            link->st.keepalives++;
-            pure_ctx_mark_pending(link->ctx, link);
-        }
-        if (now >= link->pace_at) {
-            link->pace_at = UINT64_MAX;
-            pure_ctx_mark_pending(link->ctx, link);
-        }
-        if (link->rx_retire == PURE_RX_RETIRE_TIMED && link->b && now >= link->b->rx_retire_at)
-            pure_keys_retire(link);
-        if (now >= link->release_at) {
-            /* Only a link quiet for the whole period gives its state back; one still receiving
-             * (or sending) is looked at again a period after its last packet. */
-            uint64_t last = link->last_recv > link->last_sent ? link->last_recv : link->last_sent;
-            if (now < last + PURE_IDLE_RELEASE) {
-                link->release_at = last + PURE_IDLE_RELEASE;
-            } else {
-                link->release_at = UINT64_MAX;
-                /* still sending (data queued or in flight): look again a period later; the
-                 * ACK that ends it may come by a path that does not arm the release */
-                if (pure_link_release_buffers(link) != 0)
-                    link->release_at = now + PURE_IDLE_RELEASE;
-            }
-        }
+        on_open_timer(link, now);
         break;
     case PURE_LS_CLOSING:
-        if (now >= link->close_deadline) {
+        if (pure_timer_due(link, PURE_TIMER_CLOSE_END, now)) {
             pure_link_terminate(link, link->close_error, 0, NULL, 0, now);
-        } else if (now >= link->pace_at) {
+        } else if (pure_timer_due(link, PURE_TIMER_CLOSE_RESEND, now)) {
             /* nothing acknowledges a CLOSE: send it again each probe timeout until the end */
-            uint64_t pto = pure_rtt_pto(&link->rtt, link->ctx->s.max_ack_delay);
             link->close_pending = 1;
-            link->pace_at = now + pto < link->close_deadline ? now + pto : UINT64_MAX;
+            pure_timers_close_resent(link, now);
             pure_ctx_mark_pending(link->ctx, link);
         }
         break;
@@ -254,7 +148,7 @@ void pure_link_on_timer(pure_link *link, uint64_t now)
         break;
     }
     if (link->state != PURE_LS_CLOSED)
-        pure_link_update_timer(link, now);
+        pure_timers_update(link, now);
 }
 
 void pure_link_notify_closed(pure_link *link, int error, const char *reason)
@@ -301,13 +195,10 @@ void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *
         link->close_code = code;
         keep_reason(link, reason, now);
         /* Stay three probe timeouts, sending the CLOSE at the start of each (and whenever the
-         * peer sends, which means it missed it). pace_at times the resends: nothing is paced
-         * while closing. */
-        uint64_t pto = pure_rtt_pto(&link->rtt, ctx->s.max_ack_delay);
-        link->close_deadline = now + 3 * pto;
-        link->pace_at = now + pto;
+         * peer sends, which means it missed it). */
+        pure_timers_closing(link, now);
         pure_ctx_mark_pending(ctx, link);
-        pure_link_update_timer(link, now);
+        pure_timers_update(link, now);
         pure_link_notify_closed(link, error, NULL);
         return;
     }
@@ -378,7 +269,7 @@ int pure_connect(pure_ctx *ctx, const pure_addr *to, const uint8_t peer_key[PURE
         pure_link_terminate(l, rc, 0, NULL, 0, now);
         return rc;
     }
-    pure_link_update_timer(l, now);
+    pure_timers_update(l, now);
     *out = l;
     return 0;
 }
@@ -460,7 +351,7 @@ void pure_link_on_acked(pure_link *link, uint64_t now)
 {
     if (!link->close_requested)
         return;
-    link->close_deadline = now + link->ctx->s.idle_timeout; /* progress: wait on */
+    pure_timers_close_progress(link, now); /* progress: wait on */
     close_if_done(link, now);
 }
 
@@ -484,11 +375,11 @@ int pure_link_close(pure_link *link, uint64_t code, const char *reason)
         link->finish_requested = 1;
         link->close_code = code;
         keep_reason(link, reason, now);
-        link->close_deadline = now + ctx->s.idle_timeout;
+        pure_timers_close_progress(link, now);
         close_if_done(link, now);
         if (link->state != PURE_LS_CLOSED) {
             pure_ctx_mark_pending(ctx, link);
-            pure_link_update_timer(link, now);
+            pure_timers_update(link, now);
         }
     }
     end_link_call(ctx);
@@ -578,12 +469,6 @@ void pure_link_stats_get(const pure_link *link, pure_link_stats *st)
     st->messages_acked = link->msgs_acked;
     st->messages_sent = link->next_msg_id;
     st->recv_window = link->recv_window;
-}
-
-void pure_link_maybe_idle(pure_link *link, uint64_t now)
-{
-    if (link->release_at == UINT64_MAX)
-        link->release_at = now + PURE_IDLE_RELEASE;
 }
 
 int pure_link_release_buffers(pure_link *link)

@@ -195,9 +195,9 @@ struct pure_link {
     uint64_t last_recv;    /* last authenticated packet */
     uint64_t last_sent;
     uint64_t wait_start;   /* when ack-eliciting packets last started to fly from none */
-    uint64_t pace_at;      /* the pacer released the next packet at this time (UINT64_MAX: none) */
+    uint64_t pace_at;      /* the pacer releases the next packet at this time (UINT64_MAX: none) */
     uint64_t release_at;   /* idle since a moment: give buffers back then (UINT64_MAX: no) */
-    uint64_t keepalive_at;
+    uint64_t close_resend_at; /* CLOSING: when the CLOSE goes again (UINT64_MAX: no more) */
     uint64_t close_deadline; /* CLOSING: when to stop; OPEN with close_requested: give up then */
     uint64_t last_msg_sent;  /* when the application last accepted a message (liveness watch) */
     uint64_t deadline;     /* the earliest of all timers, as stored in the heap */
@@ -288,7 +288,17 @@ struct pure_ctx {
     uint64_t now;
 };
 
-/* ctx.c */
+/* registry.c */
+/* Sets up the link tables and the timer heap of a new context; pure_registry_free gives back
+ * what they and the link slabs hold (the links must be released first). */
+void pure_registry_init(pure_ctx *ctx);
+void pure_registry_free(pure_ctx *ctx);
+/* Makes room for element n of a growing array (capacity doubles from 8). 0 or PURE_ENOMEM. */
+int pure_ctx_grow_array(pure_ctx *ctx, void **arr, uint32_t *cap, uint32_t n, size_t elem);
+/* The next link on the send list (taken off it), or NULL. */
+pure_link *pure_ctx_pending_pop(pure_ctx *ctx);
+/* The oldest queued control reply (taken off the queue; valid until the next push), or NULL. */
+const pure_ctl *pure_ctx_ctl_pop(pure_ctx *ctx);
 int pure_ctx_random(pure_ctx *ctx, uint8_t *buf, size_t len);
 int pure_ctx_table_add(pure_ctx *ctx, pure_link *link);    /* assigns link->local_index */
 void pure_ctx_table_remove(pure_ctx *ctx, pure_link *link);
@@ -367,7 +377,6 @@ void pure_keys_nonce(uint8_t nonce[PURE_NONCE_LEN], const uint8_t iv[PURE_NONCE_
 /* link.c */
 pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, uint64_t now);
 void pure_link_set_state(pure_link *link, enum pure_link_state st);
-void pure_link_update_timer(pure_link *link, uint64_t now);
 void pure_link_on_timer(pure_link *link, uint64_t now);
 /* Ends the link at once: error 0 for a graceful end. Sends CLOSE first when send_close. */
 void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *reason,
@@ -379,14 +388,11 @@ void pure_link_notify_closed(pure_link *link, int error, const char *reason);
 /* Stream bytes were acknowledged: finishes a graceful close whose data is all acknowledged. */
 void pure_link_on_acked(pure_link *link, uint64_t now);
 void pure_link_open(pure_link *link, uint64_t now); /* keys ready: start data phase */
-/* The link has nothing in flight or queued: release its buffers a moment later. */
-void pure_link_maybe_idle(pure_link *link, uint64_t now);
 /* Gives an idle link's buffers back. Returns 1 if the link still has data queued or in flight
  * (nothing was released: look again later), else 0. */
 int pure_link_release_buffers(pure_link *link);
 /* Makes sure link->b exists. Returns 0 or PURE_ENOMEM. */
 int pure_link_busy(pure_link *link, uint64_t now);
-#define PURE_IDLE_RELEASE 500000000ull /* 500 ms */
 /* If the application waits for on_writable and the queues are half empty, tell it. */
 void pure_link_check_writable(pure_link *link);
 /* pure_link_resume_recv: grants the credit a paused link held back, if it is due. */

@@ -7,6 +7,7 @@
 
 #include "frame.h"
 #include "link.h"
+#include "timers.h"
 
 #define DATA_DROPPED 1 /* the packet's data could not be held: do not acknowledge it */
 
@@ -234,7 +235,7 @@ void pure_link_recv_unheld(pure_link *link, uint64_t now)
         link->credit_pending = 1;
     if (link->credit_pending)
         pure_ctx_mark_pending(link->ctx, link);
-    pure_link_update_timer(link, now);
+    pure_timers_update(link, now);
 }
 
 /* A packet for a link that is closing: the application heard on_closed already, so nothing in
@@ -282,7 +283,7 @@ static void after_ack(pure_link *link, int acked, uint64_t now)
         pure_ctx_mark_pending(link->ctx, link);
     pure_link_check_writable(link);
     if (link->sb.base == link->sb.end && pure_rtb_in_flight(&link->rtb) == 0)
-        pure_link_maybe_idle(link, now);
+        pure_timers_went_idle(link, now);
     /* on_writable may have ended the link: no callback after on_closed */
     if ((acked & PURE_RECOVERY_MSGS_ACKED) && link->ctx->cb.on_acked && !link->closed_notified)
         link->ctx->cb.on_acked(link, link->user, link->msgs_acked - 1);
@@ -293,9 +294,7 @@ static void after_ack(pure_link *link, int acked, uint64_t now)
 int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
 {
     pure_ctx *ctx = link->ctx;
-    uint64_t pn = 0;
-    for (int i = 0; i < 7; i++)
-        pn = pn << 8 | d[5 + i];
+    uint64_t pn = pure_wire_data_pn(d);
     /* An idle link keeps only the top of its replay window: everything below it counts as seen.
      * Its state is rebuilt only after a packet authenticates, so forgeries cost it nothing. */
     if (link->b ? pure_replay_check(&link->b->replay, pn) != 0 : pn + 1 <= link->replay_top) {
@@ -303,7 +302,7 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         ctx->st.dropped_replay++;
         return PURE_EINVAL;
     }
-    uint8_t phase = d[0] & 1;
+    uint8_t phase = pure_wire_data_phase(d);
     size_t plen = n - PURE_DATA_HEADER - PURE_TAG_LEN;
     uint8_t *payload = d + PURE_DATA_HEADER;
     /* decryption, and its limits: failed opens counted per key, old keys retired (keys.c) */
@@ -450,6 +449,6 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
     /* A side that only receives (or only answers keepalives) never processes an ACK of its own:
      * arm the release here too once it has nothing queued or in flight. */
     if (link->sb.base == link->sb.end && pure_rtb_in_flight(&link->rtb) == 0)
-        pure_link_maybe_idle(link, now);
+        pure_timers_went_idle(link, now);
     return 0;
 }

@@ -52,18 +52,6 @@ int pure_link_wants_send(const pure_link *link, uint64_t now)
     }
 }
 
-static void put_header(uint8_t *p, const pure_link *link, uint64_t pn)
-{
-    p[0] = (uint8_t)(PURE_PKT_DATA0 | link->key_phase);
-    uint32_t r = link->remote_index;
-    p[1] = (uint8_t)r;
-    p[2] = (uint8_t)(r >> 8);
-    p[3] = (uint8_t)(r >> 16);
-    p[4] = (uint8_t)(r >> 24);
-    for (int i = 0; i < 7; i++)
-        p[5 + i] = (uint8_t)(pn >> (8 * (6 - i)));
-}
-
 /* Picks the next run of stream bytes to send: lost bytes first (skipping any that were
  * acknowledged meanwhile), then new bytes. Returns the length (0 if none) and *off. */
 static uint64_t next_run(pure_link *link, uint64_t *off, int *is_retx)
@@ -101,7 +89,7 @@ static size_t seal_packet(pure_link *link, uint8_t *out, const uint8_t *end)
 {
     pure_ctx *ctx = link->ctx;
     uint64_t pn = pure_rtb_next_pn(&link->rtb);
-    put_header(out, link, pn);
+    pure_wire_put_data_header(out, link->key_phase, link->remote_index, pn);
     uint8_t nonce[PURE_NONCE_LEN];
     pure_keys_nonce(nonce, link->tx.iv, pn);
     size_t plen = (size_t)(end - (out + PURE_DATA_HEADER));
