@@ -30,7 +30,7 @@ pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, 
     const pure_settings *s = &ctx->s;
     pure_acktr_init(&l->acktr);
     pure_rtt_init(&l->rtt, 333000000ull); /* RFC 9002's initial RTT */
-    l->loss_time = UINT64_MAX;
+    pure_rtb_init(&l->rtb);
     l->pace_at = UINT64_MAX;
     l->release_at = UINT64_MAX;
     l->mss = (uint16_t)(s->max_udp_payload > 65535 ? 65535 : s->max_udp_payload);
@@ -174,11 +174,10 @@ int pure_link_release_buffers(pure_link *link)
     const pure_alloc *a = &link->ctx->alloc;
     if (link->state != PURE_LS_OPEN || link->close_requested)
         return 0;
-    if (link->sb.base != link->sb.end || link->eliciting_in_flight)
+    if (link->sb.base != link->sb.end || pure_rtb_in_flight(&link->rtb))
         return 1;
     pure_sendbuf_shrink(&link->sb, a);
-    pure_recovery_free(link);
-    link->sent_lo = link->next_pn;
+    pure_recovery_free(link); /* the buffer tracks again from the next packet number */
     pure_acktr_free(&link->acktr, a);
     if (link->b && pure_rob_empty(&link->b->rob) && pure_msgparse_at_boundary(&link->b->parse) &&
         !link->b->lost.n)

@@ -228,6 +228,24 @@ static int error_for_close_code(uint64_t code)
     }
 }
 
+/* An ACK frame was processed (pure_recovery_on_ack returned `acked`): act on what moved. The
+ * order matters: on_writable may queue more or end the link, and pure_link_on_acked may end it. */
+static void after_ack(pure_link *link, int acked, uint64_t now)
+{
+    if (!(acked & PURE_RECOVERY_ACKED))
+        return;
+    if (pure_link_wants_send(link, now))
+        pure_ctx_mark_pending(link->ctx, link);
+    pure_link_check_writable(link);
+    if (link->sb.base == link->sb.end && pure_rtb_in_flight(&link->rtb) == 0)
+        pure_timers_went_idle(link, now);
+    /* on_writable may have ended the link: no callback after on_closed */
+    if ((acked & PURE_RECOVERY_MSGS_ACKED) && link->ctx->cb.on_acked && !link->closed_notified)
+        link->ctx->cb.on_acked(link, link->user, link->msgs_acked - 1);
+    if ((acked & PURE_RECOVERY_STREAM_ACKED) && link->state == PURE_LS_OPEN)
+        pure_link_on_acked(link, now); /* last: it may end the link */
+}
+
 int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
 {
     pure_ctx *ctx = link->ctx;
@@ -275,7 +293,7 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         link->peer = *from;
         link->st.path_changes++;
         link->path_unvalidated = 1;
-        link->path_probe_pn = link->next_pn;
+        link->path_probe_pn = pure_rtb_next_pn(&link->rtb);
         link->amp_received = 0;
         link->amp_sent = 0;
         link->ping_pending = 1;
@@ -300,7 +318,7 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
             pure_acktr_ack_now(&link->acktr);
             break;
         case PURE_FRAME_ACK:
-            pure_recovery_on_ack(link, &ack, now);
+            after_ack(link, pure_recovery_on_ack(link, &ack, now), now);
             break;
         case PURE_FRAME_CREDIT:
             if (pure_credit_on_frame(&link->credit, f.u.credit))
@@ -357,7 +375,7 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         pure_ctx_mark_pending(ctx, link);
     /* A side that only receives (or only answers keepalives) never processes an ACK of its own:
      * arm the release here too once it has nothing queued or in flight. */
-    if (link->sb.base == link->sb.end && link->eliciting_in_flight == 0)
+    if (link->sb.base == link->sb.end && pure_rtb_in_flight(&link->rtb) == 0)
         pure_timers_went_idle(link, now);
     return 0;
 }
