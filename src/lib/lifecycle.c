@@ -177,7 +177,7 @@ int pure_link_release_buffers(pure_link *link)
     if (link->sb.base != link->sb.end || pure_rtb_in_flight(&link->rtb))
         return 1;
     pure_sendbuf_shrink(&link->sb, a);
-    pure_recovery_free(link); /* the buffer tracks again from the next packet number */
+    pure_rtb_free(&link->rtb, &link->ctx->alloc); /* the buffer tracks again from the next packet number */
     pure_acktr_free(&link->acktr, a);
     if (link->b && pure_rob_empty(&link->b->rob) && pure_msgparse_at_boundary(&link->b->parse) &&
         !link->b->lost.n)
@@ -260,7 +260,7 @@ void pure_link_free_parts(pure_link *link)
     pure_sendbuf_free(&link->sb, a);
     pure_acktr_free(&link->acktr, a);
     unbusy(link);
-    pure_recovery_free(link);
+    pure_rtb_free(&link->rtb, &link->ctx->alloc);
     pure_ctx *owner = link->ctx;
     pure_wipe(link, sizeof *link);
     pure_ctx_link_free(owner, link);

@@ -447,11 +447,9 @@ void pure_recovery_on_timeout(pure_link *link, uint64_t now);
 void pure_recovery_probe_now(pure_link *link);
 /* When pure_recovery_on_timeout is due: the loss time, else the probe timeout (backed off)
  * after the latest ack-eliciting packet; UINT64_MAX with nothing in flight. */
-uint64_t pure_recovery_deadline(const pure_link *link);
 /* Packets from first_pn on never left (the I/O layer refused them): send their contents again
  * now, without a congestion signal. */
 void pure_recovery_discard_from(pure_link *link, uint64_t first_pn);
 /* Releases the retransmission buffer's ring: whatever was in flight is forgotten. */
-void pure_recovery_free(pure_link *link);
 
 #endif

@@ -23,11 +23,6 @@ int pure_recovery_on_sent(pure_link *link, const pure_sent *s)
     return 0;
 }
 
-void pure_recovery_free(pure_link *link)
-{
-    pure_rtb_free(&link->rtb, &link->ctx->alloc);
-}
-
 /* Is a loss a sign of congestion? A congested queue shows as delay: the latest RTT well above the
  * path's minimum. Loss with no queueing delay (a radio, a corrupting link, a policer far from
  * full) is taken as random: the packet is sent again but the window is kept, in the spirit of
@@ -197,18 +192,6 @@ void pure_recovery_discard_from(pure_link *link, uint64_t first_pn)
         pure_cc_on_discarded(&link->b->cc, e->size);
         requeue(link, e);
     }
-}
-
-uint64_t pure_recovery_deadline(const pure_link *link)
-{
-    uint64_t loss_time = pure_rtb_loss_time(&link->rtb);
-    if (loss_time != UINT64_MAX)
-        return loss_time;
-    if (pure_rtb_in_flight(&link->rtb) == 0)
-        return UINT64_MAX;
-    uint64_t pto = pure_rtt_pto(&link->rtt, link->ctx->s.max_ack_delay);
-    uint32_t shift = link->pto_count < 16 ? link->pto_count : 16;
-    return pure_rtb_last_eliciting_sent(&link->rtb) + (pto << shift);
 }
 
 /* Queues the oldest unacknowledged stream bytes (a packet's worth from sb.base, up to the first

@@ -76,6 +76,19 @@ static uint64_t keepalive_deadline(const pure_link *link)
     return max64(link->last_recv, link->last_sent) + ka;
 }
 
+/* The loss time threshold of a packet in flight, else the probe timeout (backing off). */
+static uint64_t recovery_deadline(const pure_link *link)
+{
+    uint64_t loss_time = pure_rtb_loss_time(&link->rtb);
+    if (loss_time != UINT64_MAX)
+        return loss_time;
+    if (pure_rtb_in_flight(&link->rtb) == 0)
+        return UINT64_MAX;
+    uint64_t pto = pure_rtt_pto(&link->rtt, link->ctx->s.max_ack_delay);
+    uint32_t shift = link->pto_count < 16 ? link->pto_count : 16;
+    return pure_rtb_last_eliciting_sent(&link->rtb) + (pto << shift);
+}
+
 static uint64_t open_deadline(const pure_link *link, enum pure_timer t, uint64_t now)
 {
     switch (t) {
@@ -84,7 +97,7 @@ static uint64_t open_deadline(const pure_link *link, enum pure_timer t, uint64_t
     case PURE_TIMER_CLOSE_GIVE_UP:
         return link->close_requested ? link->close_deadline : UINT64_MAX;
     case PURE_TIMER_RECOVERY:
-        return pure_recovery_deadline(link);
+        return recovery_deadline(link);
     case PURE_TIMER_WATCH:
         return watch_deadline(link, now);
     case PURE_TIMER_ACK:
