@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "crypto.h"
-#include "link.h"
+#include "keys.h"
 #include "wire.h"
 
 /* Each block carries its size in a 16-byte prefix (keeping the alignment malloc gives). */

@@ -45,7 +45,7 @@
 #include "crypto.h"
 #include "frame.h"
 #include "fuzz_common.h"
-#include "link.h"
+#include "rekey.h"
 #include "pure.h"
 #include "wire.h"
 

@@ -64,7 +64,7 @@
 #include "crypto.h"
 #include "fuzz_common.h"
 #include "frame.h"
-#include "link.h"
+#include "rekey.h"
 #include "pure.h"
 #include "varint.h"
 #include "wire.h"

@@ -6,7 +6,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "handshake.h"
+#include "lifecycle.h"
 #include "link.h"
+#include "link_recv.h"
+#include "link_send.h"
+#include "recovery.h"
+#include "registry.h"
+#include "rxmem.h"
 #include "timers.h"
 
 static void *default_alloc(void *user, size_t n)

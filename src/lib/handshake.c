@@ -7,7 +7,10 @@
 #include <string.h>
 
 #include "admit.h"
-#include "link.h"
+#include "handshake.h"
+#include "keys.h"
+#include "lifecycle.h"
+#include "registry.h"
 #include "timers.h"
 #include "varint.h"
 

@@ -6,7 +6,10 @@
  * these, and link.c frees what a link held once the context call that ended it returns. */
 #include <string.h>
 
-#include "link.h"
+#include "lifecycle.h"
+#include "keys.h"
+#include "registry.h"
+#include "rxmem.h"
 #include "timers.h"
 
 static void unbusy(pure_link *link);

@@ -5,6 +5,13 @@
 #include <string.h>
 
 #include "link.h"
+#include "handshake.h"
+#include "keys.h"
+#include "lifecycle.h"
+#include "link_recv.h"
+#include "recovery.h"
+#include "registry.h"
+#include "rekey.h"
 #include "timers.h"
 #include "varint.h"
 

@@ -7,7 +7,15 @@
 #include <string.h>
 
 #include "frame.h"
-#include "link.h"
+#include "link_recv.h"
+#include "handshake.h"
+#include "keys.h"
+#include "lifecycle.h"
+#include "link_send.h"
+#include "recovery.h"
+#include "registry.h"
+#include "rekey.h"
+#include "rxmem.h"
 #include "timers.h"
 
 #define DATA_DROPPED 1 /* the packet's data could not be held: do not acknowledge it */

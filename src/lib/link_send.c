@@ -5,7 +5,11 @@
 #include <string.h>
 
 #include "frame.h"
-#include "link.h"
+#include "link_send.h"
+#include "keys.h"
+#include "lifecycle.h"
+#include "recovery.h"
+#include "rekey.h"
 #include "varint.h"
 
 /* Bytes of the stream that may go out as new data now. */

@@ -19,8 +19,8 @@
  * in which memory fell below the budget or ownership came free; nothing scans all links. The rule
  * is written down in docs/protocol.md, "Receive memory". */
 #include "rxmem.h"
+#include "state.h"
 
-#include "link.h"
 
 static void account(pure_ctx *ctx, size_t old, size_t n)
 {

@@ -32,6 +32,7 @@
  * incomplete, no keepalive) has no timer at all: it costs nothing, and finds out that its peer
  * is gone the next time it sends. */
 #include "timers.h"
+#include "registry.h"
 
 static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "frame.h"
-#include "link.h"
+#include "link_send.h"
 #include "sim.h"
 #include "test.h"
 
