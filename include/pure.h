@@ -234,7 +234,9 @@ typedef struct pure_settings {
      * runs repeat exactly. Returns 0 or a negative code. */
     int (*random)(void *random_user, uint8_t *buf, size_t len);
     void *random_user;
-    /* Crypto backend (test hook): NULL = OpenSSL. Tests and fuzzers may pass the null backend. */
+    /* Crypto backend (test hook): NULL = the default backend (kernel randomness; Nettle/OpenSSL
+     * for X25519, SHA-256, HMAC; per key the fastest AES-GCM: VAES code, GnuTLS or OpenSSL).
+     * Tests and fuzzers may pass the null backend. */
     const void *crypto;
     /* Optional with an injected allocator: grows a block keeping its first old_size bytes, or
      * returns NULL (the block stays valid). Default: realloc when alloc/free are the defaults;
