@@ -31,8 +31,13 @@
 
 static void unbusy(pure_link *link);
 
-pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, uint64_t now)
+pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, uint64_t now,
+                           int *err)
 {
+    int dummy, rc;
+    if (!err)
+        err = &dummy;
+    *err = PURE_ENOMEM;
     pure_link *l = pure_ctx_link_new(ctx);
     if (!l)
         return NULL;
@@ -42,7 +47,8 @@ pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, 
     l->heap_pos = UINT32_MAX;
     l->deadline = UINT64_MAX;
     l->state = initiator ? PURE_LS_HANDSHAKE : PURE_LS_UNVALIDATED;
-    if (pure_ctx_table_add(ctx, l) != 0) {
+    if ((rc = pure_ctx_table_add(ctx, l)) != 0) {
+        *err = rc;
         pure_ctx_link_free(ctx, l);
         return NULL;
     }
@@ -368,11 +374,12 @@ int pure_connect(pure_ctx *ctx, const pure_addr *to, const uint8_t peer_key[PURE
         return PURE_ESTATE;
     if (ctx->table.used >= ctx->s.max_links)
         return PURE_ELIMIT;
-    pure_link *l = pure_link_alloc(ctx, to, 1, now);
+    int rc;
+    pure_link *l = pure_link_alloc(ctx, to, 1, now, &rc);
     if (!l)
-        return PURE_ENOMEM;
+        return rc;
     l->user = user;
-    int rc = pure_hs_start(l, peer_key, service, now);
+    rc = pure_hs_start(l, peer_key, service, now);
     if (rc) {
         l->closed_notified = 1; /* the caller learns of it from rc, not a callback */
         pure_link_terminate(l, rc, 0, NULL, 0, now);

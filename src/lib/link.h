@@ -391,7 +391,11 @@ void pure_keys_wipe(pure_link *link);
 void pure_keys_nonce(uint8_t nonce[PURE_NONCE_LEN], const uint8_t iv[PURE_NONCE_LEN], uint64_t pn);
 
 /* link.c */
-pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, uint64_t now);
+/* A new link in the context's table, its stream opened with the preamble; NULL on failure, with
+ * *err (if err is non-NULL) PURE_ENOMEM, PURE_ELIMIT or PURE_ECRYPTO (no randomness for its
+ * index). */
+pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, uint64_t now,
+                           int *err);
 void pure_link_set_state(pure_link *link, enum pure_link_state st);
 void pure_link_update_timer(pure_link *link, uint64_t now);
 void pure_link_on_timer(pure_link *link, uint64_t now);
