@@ -281,7 +281,8 @@ static void test_connect(void)
     ep c, s;
     ep_init(&c, 0x11);
     ep_init(&s, 0x12);
-    const uint8_t *key = pure_ctx_public_key(s.ctx);
+    uint8_t key[PURE_KEY_LEN]; /* kept past pure_ctx_free(s.ctx) */
+    memcpy(key, pure_ctx_public_key(s.ctx), sizeof key);
     pure_link *l = NULL;
     CHECK_EQ(GOT(pure_connect, (NULL, &s.addr, key, "svc", NULL, &l, 0)), PURE_EINVAL);
     CHECK_EQ(GOT(pure_connect, (c.ctx, &s.addr, key, "", NULL, &l, 0)), PURE_EINVAL);
