@@ -7,6 +7,8 @@ Run with Debian's interpreter (it sees python3-matplotlib):
     /usr/bin/python3 bench/run.py [drain] [--quick] [--sizes 61,1024] [--rounds 5]
                                   [--only a,b] [--skip a,b] [--no-build] [--json]
     /usr/bin/python3 bench/run.py latency|handshakes [--quick] [--rounds 5] [--n N] [--only a,b]
+    /usr/bin/python3 bench/run.py rpc [--quick] [--links 1,100] [--outstanding 1,16] [--sizes 61,1024]
+                                      [--duration 5] [--warmup 1] [--rounds 5] [--only pure,tls]
 
 Experiments are subcommands; `drain` is the default (see bench/README.md).
 Each experiment registers itself in EXPERIMENTS at the bottom of this file;
@@ -1015,6 +1017,344 @@ def echo_main(args):
     return 0 if ok else 1
 
 
+# --------------------------------------------------------------------------
+# RPC: L links (connections) from one client process to one server, P requests in flight on
+# each, every request echoed by the server and every reply checked by the client, for a fixed
+# time. The rows' own table below says how each is started; the ngtcp2 and quinn peers slot in
+# by adding a row whose server and client take the same arguments (bench/README.md, "RPC").
+# --------------------------------------------------------------------------
+# Client arguments every RPC client takes after its address; {links} {p} {size} {duration}
+# {warmup} {drain} are substituted.
+RPC_CLIENT = ["--links", "{links}", "--outstanding", "{p}", "--size", "{size}", "--duration", "{duration}",
+              "--warmup", "{warmup}", "--drain-timeout", "{drain}"]
+# Impl objects, so prepare() and Server work for them: `serve` starts the RPC server, `drain`
+# holds the client's arguments.
+RPC_ROWS = [
+    Impl("pure", "rpc_bench", "cmake", ["serve"], ["client", "127.0.0.1:{port}"] + RPC_CLIENT,
+         {"public_key": "--peer-key"}, "Pure: tools/rpc_bench (pure_loop, one thread, echo from on_message)"),
+    Impl("tls", "peers/tls-rpc", "tls", ["serve"], ["client", "{port}"] + RPC_CLIENT,
+         {"cert_sha256": "--cert-sha256"}, "TCP + TLS 1.3: peers/tls/rpc.c (epoll, one thread, OpenSSL 3.0)"),
+    Impl("tcp", "peers/tls-rpc", "tls", ["serve", "--plain"], ["client", "{port}", "--plain"] + RPC_CLIENT, {},
+         "plain TCP: peers/tls/rpc.c --plain (no encryption; not in the default rows)"),
+]
+RPC_BY_NAME = {i.name: i for i in RPC_ROWS}
+RPC_DEFAULT_ROWS = ["pure", "tls"]
+RPC_BASE = "tls"  # the ratio columns divide by this row's figure in the same cell
+RPC_LINKS, RPC_LINKS_QUICK = [1, 100, 1000, 10000], [1, 100]
+RPC_P = [1, 16]
+RPC_SIZES = [61, 1024]
+
+
+class LineReader:
+    """Reads a child's stdout line by line with a deadline (select on the pipe)."""
+
+    def __init__(self, f):
+        self.f, self.buf = f, b""
+
+    def readline(self, deadline):
+        import select
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RunError("client timed out")
+            r, _, _ = select.select([self.f], [], [], left)
+            if r:
+                chunk = os.read(self.f.fileno(), 65536)
+                if not chunk:
+                    if self.buf:
+                        line, self.buf = self.buf, b""
+                        return line.decode(errors="replace")
+                    return None
+                self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line.decode(errors="replace") + "\n"
+
+
+def rpc_one(impl, links, p, size, duration, warmup, drain, timeout):
+    """One RPC run. Returns a result dict (ok False with `error` on failure). The server's CPU is
+    sampled (schedstat, as for the drain) when the client prints its measure_start and
+    measure_end phase lines, so connecting the links and the warm-up are not counted."""
+    res = {"impl": impl.name, "links": links, "p": p, "size": size, "ok": False}
+    subst = dict(links=links, p=p, size=size, duration=f"{duration:g}", warmup=f"{warmup:g}", drain=f"{drain:g}")
+    try:
+        with Server(impl) as srv:
+            argv = [impl.path] + [a.format(port=srv.port, **subst) for a in impl.drain] + srv.client_extra()
+            err = tempfile.TemporaryFile(mode="w+")
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, cwd=ROOT)
+            reader, rep, s0, s1 = LineReader(proc.stdout), None, None, None
+            deadline = time.monotonic() + timeout
+            try:
+                while True:
+                    line = reader.readline(deadline)
+                    if line is None:
+                        break
+                    if '"measure_start"' in line:
+                        s0 = srv.cpu_ns()
+                    elif '"measure_end"' in line:
+                        s1 = srv.cpu_ns()
+                    elif line.startswith("{"):
+                        try:
+                            d = json.loads(line)
+                        except ValueError:
+                            continue
+                        if "rpc" in d:
+                            rep = d
+                rc = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except (RunError, subprocess.TimeoutExpired):
+                proc.kill()
+                proc.wait()
+                raise RunError(f"client timed out after {timeout:.0f} s")
+            finally:
+                proc.stdout.close()
+                err.seek(0)
+                cerr = err.read().strip()
+                err.close()
+            alive = srv.proc.poll() is None
+            srv.kill()  # SIGTERM: the server prints its counts and exits
+            srv.out.seek(0)
+            counts = last_json(srv.out.read(), "served")
+            if rep is None:
+                raise RunError(f"client exit {rc}, no JSON result; stderr: {cerr[-600:] or '(empty)'}; "
+                               f"server stderr: {srv.stderr_tail()}")
+            res["report"], res["server_counts"] = rep, counts
+            if not alive:
+                raise RunError(f"server died during the run; stderr: {srv.stderr_tail()}")
+            if s0 is None or s1 is None:
+                raise RunError(f"client printed no measure_start/measure_end lines (exit {rc}); stderr: {cerr[-600:]}")
+            res.update(server_cpu_s=(s1 - s0) / 1e9, client_cpu_s=rep.get("client_cpu_s"),
+                       requests=rep.get("requests"), seconds=rep.get("seconds"))
+            if rep.get("errors") or rep.get("missing") or rc != 0:
+                raise RunError(f"client exit {rc}: {rep.get('errors')} error(s), {rep.get('missing')} reply(ies) "
+                               f"missing (first: {rep.get('first_error') or '-'}); stderr: {cerr[-400:]}")
+            if counts is None:
+                raise RunError("the server printed no counts on SIGTERM")
+            if counts.get("served") != rep.get("sent") or counts.get("requests") != rep.get("sent"):
+                raise RunError(f"counts differ: client sent {rep.get('sent')}, got {rep.get('replies')} replies; "
+                               f"server took {counts.get('requests')} requests, sent {counts.get('served')} replies")
+            if counts.get("links") != links:
+                raise RunError(f"the server accepted {counts.get('links')} links, the client opened {links}")
+            if not rep.get("requests"):
+                raise RunError("no reply inside the measured window")
+            res["ok"] = True
+    except RunError as e:
+        res["error"] = str(e)
+    return res
+
+
+RPC_FIELDS = [("requests_per_s", "req/s"), ("server_us", "server µs/req"), ("client_us", "client µs/req"),
+              ("p50_us", "p50 µs"), ("p99_us", "p99 µs"), ("p999_us", "p99.9 µs")]
+
+
+def rpc_summarize(runs, names, cells):
+    rows = []
+    for (links, p, size) in cells:
+        group = []
+        for name in names:
+            rs = [r for r in runs if r["impl"] == name and (r["links"], r["p"], r["size"]) == (links, p, size)]
+            ok = [r for r in rs if r["ok"]]
+            row = {"impl": name, "links": links, "p": p, "size": size, "runs": len(rs), "ok_runs": len(ok)}
+            if ok:
+                vals = {
+                    "requests_per_s": [r["report"]["requests_per_s"] for r in ok],
+                    "server_us": [r["server_cpu_s"] * 1e6 / r["requests"] for r in ok],
+                    "client_us": [r["client_cpu_s"] * 1e6 / r["requests"] for r in ok],
+                    "p50_us": [r["report"]["p50_us"] for r in ok],
+                    "p99_us": [r["report"]["p99_us"] for r in ok],
+                    "p999_us": [r["report"]["p999_us"] for r in ok],
+                }
+                for k, v in vals.items():
+                    row[k], row[k + "_min"], row[k + "_max"] = med(v), min(v), max(v)
+                row["connect_s"] = med([r["report"].get("connect_seconds", 0) for r in ok])
+            errs = [r["error"] for r in rs if not r["ok"]]
+            if errs:
+                row["error"] = errs[0][:300]
+            group.append(row)
+        base = next((r for r in group if r["impl"] == RPC_BASE and "requests_per_s" in r), None)
+        for row in group:
+            if base and "requests_per_s" in row:
+                row["x_rps"] = row["requests_per_s"] / base["requests_per_s"]
+                row["x_server"] = row["server_us"] / base["server_us"] if base["server_us"] else None
+                row["x_p99"] = row["p99_us"] / base["p99_us"] if base["p99_us"] else None
+        rows += group
+    return rows
+
+
+def rpc_table(rows):
+    """The table as lists of cells (header first)."""
+    hdr = ["L", "P", "size", "impl", "req/s", "server µs/req", "client µs/req", "p50 µs", "p99 µs", "p99.9 µs",
+           f"×{RPC_BASE} req/s", f"×{RPC_BASE} server", f"×{RPC_BASE} p99", "runs"]
+    out = [hdr]
+    for r in rows:
+        runs = f"{r['ok_runs']}/{r['runs']}"
+        if "requests_per_s" not in r:
+            out.append([f"{r['links']:,}", str(r["p"]), str(r["size"]), r["impl"], "FAILED"] + [""] * 8 + [runs])
+            continue
+        out.append([f"{r['links']:,}", str(r["p"]), str(r["size"]), r["impl"], f"{r['requests_per_s']:,.0f}",
+                    fmt(r["server_us"]), fmt(r["client_us"]), fmt(r["p50_us"]), fmt(r["p99_us"]), fmt(r["p999_us"]),
+                    fmt(r.get("x_rps"), 2), fmt(r.get("x_server"), 2), fmt(r.get("x_p99"), 2), runs])
+    return out
+
+
+def rpc_print_table(rows):
+    t = rpc_table(rows)
+    widths = [max(len(x[i]) for x in t) for i in range(len(t[0]))]
+    lines = []
+    prev = None
+    for ln, r in zip(t, [None] + rows):
+        cell = r and (r["links"], r["p"], r["size"])
+        if r and prev is not None and cell != prev:
+            lines.append("")
+        prev = cell
+        lines.append("  ".join(c.ljust(w) if 3 <= i <= 3 else c.rjust(w) for i, (c, w) in enumerate(zip(ln, widths))))
+    log("\n".join(lines))
+
+
+def rpc_markdown(rows, meta):
+    t = rpc_table(rows)
+    md = [f"# RPC: {meta['environment'].get('date', '')} (git {meta['environment'].get('git', '?')})", "",
+          f"{meta['duration']:g} s measured after {meta['warmup']:g} s warm-up, median of {meta['rounds']} round(s); "
+          f"server and client CPU per request inside the window; latency from send to checked reply.", "",
+          "| " + " | ".join(t[0]) + " |", "|" + "|".join("---" if i == 3 else "---:" for i in range(len(t[0]))) + "|"]
+    md += ["| " + " | ".join(ln) + " |" for ln in t[1:]]
+    failed = [r for r in rows if r.get("error")]
+    if failed:
+        md += ["", "Failures (first of each cell):", ""]
+        md += [f"- {r['impl']} L={r['links']} P={r['p']} {r['size']} B: {r['error']}" for r in failed]
+    return "\n".join(md) + "\n"
+
+
+def rpc_plot(rows, cells, names, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        note("matplotlib missing (apt-get install python3-matplotlib; run with /usr/bin/python3): no chart")
+        return None
+    fig, axes = plt.subplots(3, 1, figsize=(max(8, 0.9 * len(cells) * max(1, len(names)) / 2), 10), sharex=True)
+    width = 0.8 / max(1, len(names))
+    panels = [("server_us", "server CPU µs / request"), ("requests_per_s", "requests / s"), ("p99_us", "p99 latency µs")]
+    for ax, (key, label) in zip(axes, panels):
+        for k, name in enumerate(names):
+            xs, ys, lo, hi = [], [], [], []
+            for j, cell in enumerate(cells):
+                r = next((r for r in rows if r["impl"] == name and (r["links"], r["p"], r["size"]) == cell
+                          and key in r), None)
+                if r and r[key]:
+                    xs.append(j + (k - (len(names) - 1) / 2) * width)
+                    ys.append(r[key])
+                    lo.append(r[key] - r[key + "_min"])
+                    hi.append(r[key + "_max"] - r[key])
+            if xs:
+                ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=name)
+        ax.set_yscale("log")
+        ax.set_ylabel(label)
+        ax.grid(axis="y", which="both", alpha=0.3)
+    axes[0].legend(fontsize=8)
+    axes[0].set_title("rpc: median of rounds (bars: min–max)")
+    axes[-1].set_xticks(range(len(cells)))
+    axes[-1].set_xticklabels([f"L={c[0]:,}\nP={c[1]}\n{c[2]} B" for c in cells], fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def rpc_args(p):
+    p.add_argument("--links", default=None, help="comma-separated link counts (default 1,100,1000,10000; quick 1,100)")
+    p.add_argument("--outstanding", default=None, help="comma-separated requests in flight per link (default 1,16)")
+    p.add_argument("--sizes", default=None, help="comma-separated request sizes, >= 12 (default 61,1024)")
+    p.add_argument("--duration", type=float, default=None, help="measured seconds per run (default 5, quick 1)")
+    p.add_argument("--warmup", type=float, default=None, help="seconds of traffic before measuring (default 1, quick 0.3)")
+    p.add_argument("--drain-timeout", type=float, default=10.0,
+                   help="seconds the client waits for the last replies before calling them missing (default 10)")
+    p.add_argument("--rounds", type=int, default=None, help="rounds per row and cell (default 5, quick 1)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per client run (default 300)")
+
+
+def rpc_main(args):
+    def ints(s, default, lo, what):
+        if not s:
+            return default
+        try:
+            v = [int(x) for x in s.split(",") if x.strip()]
+        except ValueError:
+            sys.exit(f"run.py rpc: {what} takes comma-separated integers")
+        if not v or any(x < lo for x in v):
+            sys.exit(f"run.py rpc: {what} must be at least {lo}")
+        return v
+    links = ints(args.links, RPC_LINKS_QUICK if args.quick else RPC_LINKS, 1, "--links")
+    ps = ints(args.outstanding, RPC_P, 1, "--outstanding")
+    sizes = ints(args.sizes, RPC_SIZES, 12, "--sizes")
+    duration = args.duration if args.duration is not None else (1.0 if args.quick else 5.0)
+    warmup = args.warmup if args.warmup is not None else (0.3 if args.quick else 1.0)
+    rounds = args.rounds if args.rounds is not None else (1 if args.quick else 5)
+    timeout = args.timeout or 300.0
+    if rounds < 1 or duration <= 0 or warmup < 0:
+        sys.exit("run.py rpc: --rounds >= 1, --duration > 0, --warmup >= 0")
+
+    def names(s):
+        out = [x.strip() for x in s.split(",") if x.strip()]
+        bad = [x for x in out if x not in RPC_BY_NAME]
+        if bad:
+            sys.exit(f"run.py rpc: no rpc row {', '.join(bad)}; rpc rows: {', '.join(RPC_BY_NAME)}")
+        return out
+    chosen = names(args.only) if args.only else RPC_DEFAULT_ROWS
+    skip = set(names(args.skip)) if args.skip else set()
+    impls = [RPC_BY_NAME[n] for n in chosen if n not in skip]
+    if not impls:
+        sys.exit("run.py rpc: no row left to run")
+    runnable, skipped, broken = prepare(impls, args.no_build)
+    rnames = [i.name for i in runnable]
+    cells = [(l, p, s) for l in links for p in ps for s in sizes]
+    t_start = time.monotonic()
+    runs = []
+    for cell in cells:
+        for rnd in range(1, rounds + 1):
+            for impl in runnable:  # interleaved within a cell: A B A B ...
+                r = rpc_one(impl, *cell, duration, warmup, args.drain_timeout, timeout)
+                r["round"] = rnd
+                runs.append(r)
+                tag = f"[rpc L={cell[0]} P={cell[1]} {cell[2]} B  round {rnd}/{rounds}] {impl.name:<5}"
+                if r["ok"]:
+                    rep = r["report"]
+                    log(f"{tag} {rep['requests_per_s']:>11,.0f} req/s  server {r['server_cpu_s'] * 1e6 / r['requests']:.2f}"
+                        f"  client {r['client_cpu_s'] * 1e6 / r['requests']:.2f} µs/req  p50 {rep['p50_us']:.0f}"
+                        f"  p99 {rep['p99_us']:.0f}  p99.9 {rep['p999_us']:.0f} µs  (connect {rep['connect_seconds']:.2f} s)  ok")
+                else:
+                    log(f"{tag} FAILED: {r['error']}")
+    rows = rpc_summarize(runs, rnames, cells)
+    log("")
+    log(f"rpc: {duration:g} s measured after {warmup:g} s warm-up, median of {rounds} round(s); CPU per request "
+        f"inside the window; ratios to the {RPC_BASE} row of the same cell")
+    rpc_print_table(rows)
+    failed = [r for r in runs if not r["ok"]]
+    meta = {"quick": args.quick, "rounds": rounds, "duration": duration, "warmup": warmup, "links": links,
+            "outstanding": ps, "sizes": sizes, "environment": environment(), "skipped": skipped, "broken": broken,
+            "elapsed_s": round(time.monotonic() - t_start, 1),
+            "impls": {i.name: {"bin": i.bin, "serve": i.serve, "client": i.drain, "desc": i.desc} for i in runnable}}
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    outdir = args.out or (os.path.join(RESULTS, "tmp") if args.quick else RESULTS)
+    os.makedirs(outdir, exist_ok=True)
+    base = os.path.join(outdir, f"rpc-{stamp}")
+    with open(base + ".json", "w") as f:
+        json.dump({"experiment": "rpc", **meta, "runs": runs, "summary": rows}, f, indent=1)
+    with open(base + ".md", "w") as f:
+        f.write(rpc_markdown(rows, meta))
+    files = [base + ".json", base + ".md"]
+    png = rpc_plot(rows, cells, rnames, base + ".png")
+    if png:
+        files.append(png)
+    log("wrote " + ", ".join(os.path.relpath(f, ROOT) for f in files))
+    ok = not failed and not broken
+    if failed:
+        log(f"{len(failed)} run(s) FAILED")
+    if args.json:
+        print(json.dumps({"experiment": "rpc", "ok": ok, "failed_runs": len(failed), "broken": sorted(broken),
+                          "skipped": sorted(skipped), "files": files, "summary": rows}), flush=True)
+    return 0 if ok else 1
+
+
 # name -> (help, add experiment-specific arguments, main)
 EXPERIMENTS = {
     "drain": ("one stream of N messages; CPU per message on both sides", drain_args, drain_main),
@@ -1024,6 +1364,8 @@ EXPERIMENTS = {
                 echo_args, echo_main),
     "handshakes": ("N connections one after another (handshake, one echo, close): per second, CPU each",
                    echo_args, echo_main),
+    "rpc": ("L links x P requests in flight, echoed and checked: requests/s, CPU per request, p50/p99/p99.9",
+            rpc_args, rpc_main),
 }
 
 

@@ -1,20 +1,31 @@
 #!/bin/sh
-# Builds the TCP + TLS 1.3 drain peer: OUTDIR/tls (OpenSSL 3.0 from Debian's libssl-dev).
-# Idempotent: does nothing when OUTDIR/tls is newer than its sources.
+# Builds the TCP + TLS 1.3 peers (OpenSSL 3.0 from Debian's libssl-dev):
+#   OUTDIR/tls      the drain, latency and handshakes peer (tls.c)
+#   OUTDIR/tls-rpc  the RPC workload's epoll server and client (rpc.c, on ../../bench/rpc_work.h)
+# both on tls_setup.c, the TLS configuration they share.
+# Idempotent: builds a binary only when it is older than one of its sources.
 set -eu
 if [ $# -ne 1 ]; then echo "usage: $0 OUTDIR" >&2; exit 2; fi
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$1"
-out=$(cd "$1" && pwd)/tls
-srcs="$here/tls.c $here/drain_stream.h $here/build.sh"
-if [ -x "$out" ]; then
-  stale=0
-  for s in $srcs; do [ "$s" -nt "$out" ] && stale=1; done
-  [ $stale -eq 0 ] && exit 0
-fi
+outdir=$(cd "$1" && pwd)
 if [ ! -f /usr/include/openssl/ssl.h ]; then
   echo "tls build: OpenSSL headers missing: apt-get install libssl-dev" >&2; exit 1
 fi
-${CC:-cc} -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-function -o "$out.tmp" "$here/tls.c" -lssl -lcrypto
-mv -f "$out.tmp" "$out"
-echo "built $out" >&2
+shared="$here/tls_setup.c $here/tls_setup.h $here/build.sh"
+# build NAME MAIN_SOURCE EXTRA_DEPENDENCIES...
+build() {
+  name=$1 main=$2; shift 2
+  out=$outdir/$name
+  if [ -x "$out" ]; then
+    stale=0
+    for s in "$main" $shared "$@"; do [ "$s" -nt "$out" ] && stale=1; done
+    [ $stale -eq 0 ] && return 0
+  fi
+  ${CC:-cc} -std=gnu11 -O2 -g -Wall -Wextra -Wno-unused-function -I"$here" -I"$here/../../bench" \
+    -o "$out.tmp" "$main" "$here/tls_setup.c" -lssl -lcrypto -lpthread
+  mv -f "$out.tmp" "$out"
+  echo "built $out" >&2
+}
+build tls "$here/tls.c" "$here/drain_stream.h"
+build tls-rpc "$here/rpc.c" "$here/../../bench/rpc_work.h"

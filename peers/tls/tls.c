@@ -31,6 +31,7 @@
  */
 #define _GNU_SOURCE
 #include "drain_stream.h"
+#include "tls_setup.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -48,88 +49,11 @@
 #include <openssl/x509.h>
 
 #define CHUNK (256u * 1024u)
-#define SUITE "TLS_AES_128_GCM_SHA256"
-
-static void ssl_errors(const char *what) {
-    fprintf(stderr, "tls: %s failed", what);
-    unsigned long e;
-    char buf[256];
-    while ((e = ERR_get_error()) != 0) {
-        ERR_error_string_n(e, buf, sizeof buf);
-        fprintf(stderr, ": %s", buf);
-    }
-    fputc('\n', stderr);
-}
 
 static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static SSL_CTX *ctx_new(int server) {
-    SSL_CTX *ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
-    if (!ctx) {
-        ssl_errors("SSL_CTX_new");
-        return NULL;
-    }
-    if (!SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) || !SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION) ||
-        !SSL_CTX_set_ciphersuites(ctx, SUITE) || !SSL_CTX_set1_groups_list(ctx, "X25519")) {
-        ssl_errors("configuring TLS 1.3 with " SUITE " and X25519");
-        SSL_CTX_free(ctx);
-        return NULL;
-    }
-    /* Read-ahead: done by the buffered socket BIO below (see there why not
-     * by SSL_CTX_set_read_ahead). */
-    (void)server;
-    SSL_CTX_set_mode(ctx, SSL_MODE_AUTO_RETRY);
-    return ctx;
-}
-
-/* Self-signed P-256 certificate, made in memory; its SHA-256 goes to hex_out. */
-static int make_cert(SSL_CTX *ctx, char hex_out[65]) {
-    int ok = 0;
-    EVP_PKEY *pkey = EVP_EC_gen("P-256");
-    X509 *x = X509_new();
-    if (!pkey || !x) {
-        ssl_errors("generating the certificate key");
-        goto out;
-    }
-    unsigned char serial[8];
-    if (RAND_bytes(serial, sizeof serial) != 1) {
-        ssl_errors("RAND_bytes");
-        goto out;
-    }
-    serial[0] &= 0x7f;
-    BIGNUM *bn = BN_bin2bn(serial, sizeof serial, NULL);
-    X509_NAME *name = X509_get_subject_name(x);
-    if (!bn || !BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) || !X509_set_version(x, 2) ||
-        !X509_gmtime_adj(X509_getm_notBefore(x), -3600) || !X509_gmtime_adj(X509_getm_notAfter(x), 7L * 86400) ||
-        !X509_set_pubkey(x, pkey) ||
-        !X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)"localhost", -1, -1, 0) ||
-        !X509_set_issuer_name(x, name) || !X509_sign(x, pkey, EVP_sha256())) {
-        BN_free(bn);
-        ssl_errors("building the self-signed certificate");
-        goto out;
-    }
-    BN_free(bn);
-    if (!SSL_CTX_use_certificate(ctx, x) || !SSL_CTX_use_PrivateKey(ctx, pkey) || !SSL_CTX_check_private_key(ctx)) {
-        ssl_errors("installing the certificate");
-        goto out;
-    }
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    if (!X509_digest(x, EVP_sha256(), md, &mdlen) || mdlen != 32) {
-        ssl_errors("X509_digest");
-        goto out;
-    }
-    for (unsigned i = 0; i < 32; i++)
-        snprintf(hex_out + 2 * i, 3, "%02x", md[i]);
-    ok = 1;
-out:
-    X509_free(x);
-    EVP_PKEY_free(pkey);
-    return ok ? 0 : -1;
 }
 
 /* ---- receive-side read-ahead ----
@@ -308,11 +232,11 @@ static void serve_conn(int fd, SSL_CTX *ctx, unsigned char *buf) {
     if (ctx) {
         ssl = SSL_new(ctx);
         if (!ssl || !attach_fd(ssl, fd, &rb)) {
-            ssl_errors("SSL_new");
+            tls_ssl_errors("SSL_new");
             goto out;
         }
         if (SSL_accept(ssl) != 1) {
-            ssl_errors("TLS handshake (SSL_accept)");
+            tls_ssl_errors("TLS handshake (SSL_accept)");
             goto out;
         }
     }
@@ -324,7 +248,7 @@ static void serve_conn(int fd, SSL_CTX *ctx, unsigned char *buf) {
                 int e = SSL_get_error(ssl, 0);
                 if (e == SSL_ERROR_ZERO_RETURN)
                     break; /* close_notify: the client ended its stream */
-                ssl_errors("SSL_read (client went away without close_notify?)");
+                tls_ssl_errors("SSL_read (client went away without close_notify?)");
                 goto out;
             }
         } else {
@@ -356,7 +280,7 @@ static void serve_conn(int fd, SSL_CTX *ctx, unsigned char *buf) {
     if (ssl) {
         size_t w;
         if (SSL_write_ex(ssl, reply, 8, &w) != 1 || flush_ssl(ssl)) {
-            ssl_errors("SSL_write of the count");
+            tls_ssl_errors("SSL_write of the count");
             goto out;
         }
         SSL_shutdown(ssl); /* our close_notify */
@@ -376,8 +300,8 @@ static int cmd_serve(int plain, int echo) {
     SSL_CTX *ctx = NULL;
     char fp[65] = {0};
     if (!plain) {
-        ctx = ctx_new(1);
-        if (!ctx || make_cert(ctx, fp))
+        ctx = tls_ctx_new(1);
+        if (!ctx || tls_make_cert(ctx, fp))
             return 1;
         SSL_CTX_set_num_tickets(ctx, 0); /* one connection each; no resumption */
     }
@@ -428,40 +352,6 @@ static int cmd_serve(int plain, int echo) {
 
 /* ---- client ---- */
 
-static int hexval(int c) {
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-static int check_fingerprint(SSL *ssl, const char *want) {
-    X509 *peer = SSL_get1_peer_certificate(ssl);
-    if (!peer) {
-        fprintf(stderr, "tls drain: server sent no certificate\n");
-        return -1;
-    }
-    unsigned char md[EVP_MAX_MD_SIZE];
-    unsigned int mdlen = 0;
-    int ok = X509_digest(peer, EVP_sha256(), md, &mdlen) && mdlen == 32;
-    X509_free(peer);
-    if (!ok) {
-        ssl_errors("X509_digest");
-        return -1;
-    }
-    for (unsigned i = 0; i < 32; i++) {
-        int hi = hexval(want[2 * i]), lo = hi < 0 ? -1 : hexval(want[2 * i + 1]);
-        if (hi < 0 || lo < 0 || (unsigned char)(hi << 4 | lo) != md[i]) {
-            fprintf(stderr, "tls drain: server certificate SHA-256 does not match --cert-sha256\n");
-            return -1;
-        }
-    }
-    return 0;
-}
-
 static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, int plain, const char *fp) {
     uint64_t port, n, size;
     if (parse_u64(port_s, 1, 65535, &port)) {
@@ -498,20 +388,20 @@ static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, in
     SSL *ssl = NULL;
     struct rbuf *rb = NULL;
     if (!plain) {
-        ctx = ctx_new(0);
+        ctx = tls_ctx_new(0);
         if (!ctx)
             return 1;
         SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL); /* self-signed: pinned by --cert-sha256 instead */
         ssl = SSL_new(ctx);
         if (!ssl || !attach_fd(ssl, fd, &rb) || !SSL_set_tlsext_host_name(ssl, "localhost")) {
-            ssl_errors("SSL_new");
+            tls_ssl_errors("SSL_new");
             return 1;
         }
         if (SSL_connect(ssl) != 1) {
-            ssl_errors("TLS handshake (SSL_connect)");
+            tls_ssl_errors("TLS handshake (SSL_connect)");
             return 1;
         }
-        if (fp && check_fingerprint(ssl, fp))
+        if (fp && tls_check_fingerprint(ssl, fp))
             return 1;
     }
     for (uint64_t off = 0; off < src.total;) {
@@ -521,7 +411,7 @@ static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, in
         if (ssl) {
             size_t w = 0;
             if (SSL_write_ex(ssl, p, len, &w) != 1 || flush_ssl(ssl)) {
-                ssl_errors("SSL_write");
+                tls_ssl_errors("SSL_write");
                 return 1;
             }
             off += w;
@@ -539,7 +429,7 @@ static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, in
     /* End of stream: close_notify (TLS 1.3 half-close) or a TCP FIN. */
     if (ssl) {
         if (SSL_shutdown(ssl) < 0 || flush_ssl(ssl)) {
-            ssl_errors("SSL_shutdown (sending close_notify)");
+            tls_ssl_errors("SSL_shutdown (sending close_notify)");
             return 1;
         }
     } else if (shutdown(fd, SHUT_WR)) {
@@ -554,7 +444,7 @@ static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, in
             if (SSL_read_ex(ssl, reply + have, 8 - have, &got) != 1) {
                 if (SSL_get_error(ssl, 0) == SSL_ERROR_ZERO_RETURN)
                     break;
-                ssl_errors("SSL_read of the server's count");
+                tls_ssl_errors("SSL_read of the server's count");
                 return 1;
             }
             have += got;
@@ -621,11 +511,11 @@ static void serve_echo_conn(int fd, SSL_CTX *ctx, unsigned char *buf) {
     if (ctx) {
         ssl = SSL_new(ctx);
         if (!ssl || !attach_fd(ssl, fd, &rb)) {
-            ssl_errors("SSL_new");
+            tls_ssl_errors("SSL_new");
             goto out;
         }
         if (SSL_accept(ssl) != 1) {
-            ssl_errors("TLS handshake (SSL_accept)");
+            tls_ssl_errors("TLS handshake (SSL_accept)");
             goto out;
         }
     }
@@ -635,7 +525,7 @@ static void serve_echo_conn(int fd, SSL_CTX *ctx, unsigned char *buf) {
             if (SSL_read_ex(ssl, buf, CHUNK, &got) != 1) {
                 int e = SSL_get_error(ssl, 0);
                 if (e != SSL_ERROR_ZERO_RETURN && e != SSL_ERROR_SYSCALL)
-                    ssl_errors("SSL_read");
+                    tls_ssl_errors("SSL_read");
                 break; /* close_notify, or the client closed without one */
             }
         } else {
@@ -715,14 +605,14 @@ static int client_open(struct client_conn *c, uint16_t port, SSL_CTX *ctx, const
         return 0;
     c->ssl = SSL_new(ctx);
     if (!c->ssl || !attach_fd(c->ssl, c->fd, &c->rb) || !SSL_set_tlsext_host_name(c->ssl, "localhost")) {
-        ssl_errors("SSL_new");
+        tls_ssl_errors("SSL_new");
         return -1;
     }
     if (SSL_connect(c->ssl) != 1) {
-        ssl_errors("TLS handshake (SSL_connect)");
+        tls_ssl_errors("TLS handshake (SSL_connect)");
         return -1;
     }
-    if (fp && check_fingerprint(c->ssl, fp))
+    if (fp && tls_check_fingerprint(c->ssl, fp))
         return -1;
     return 0;
 }
@@ -803,17 +693,6 @@ static unsigned char *make_frame(uint32_t size) {
     return f;
 }
 
-static SSL_CTX *client_ctx(int plain) {
-    if (plain)
-        return NULL;
-    SSL_CTX *ctx = ctx_new(0);
-    if (!ctx)
-        return NULL;
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL); /* self-signed: pinned by --cert-sha256 instead */
-    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF); /* every handshake a full one */
-    return ctx;
-}
-
 static int cmd_ping(const char *port_s, const char *n_s, const char *size_s, int plain, const char *fp) {
     uint64_t port, n, size;
     if (parse_u64(port_s, 1, 65535, &port) || parse_u64(n_s, 1, 100000000, &n) ||
@@ -832,7 +711,7 @@ static int cmd_ping(const char *port_s, const char *n_s, const char *size_s, int
         fprintf(stderr, "tls ping: out of memory\n");
         return 1;
     }
-    SSL_CTX *ctx = client_ctx(plain);
+    SSL_CTX *ctx = tls_client_ctx(plain);
     if (!plain && !ctx)
         return 1;
     struct client_conn c;
@@ -892,7 +771,7 @@ static int cmd_handshakes(const char *port_s, const char *n_s, int plain, const 
         fprintf(stderr, "tls handshakes: out of memory\n");
         return 1;
     }
-    SSL_CTX *ctx = client_ctx(plain);
+    SSL_CTX *ctx = tls_client_ctx(plain);
     if (!plain && !ctx)
         return 1;
     uint64_t mismatches = 0, done = 0, t0 = mono_ns();

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* ctx.c: the context: settings, services and allow list, the tables of links by index and of
- * unvalidated links by INIT tag (both table.c), the timer heap shared by all links
- * (timerheap.c), the list of links with something to send, and the public read/write/timeout
- * entry points that dispatch datagrams and time to links. */
+/* ctx.c: the context: settings, its creation and end, services and allow list, statistics, and
+ * the public read/write/timeout entry points that dispatch datagrams and time to links (what it
+ * keeps of its links is in registry.c). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "link.h"
+#include "timers.h"
 
 static void *default_alloc(void *user, size_t n)
 {
@@ -83,31 +83,11 @@ static void settings_v3_defaults(pure_settings *s)
     s->realtime_user = NULL;
 }
 
-int pure_ctx_random(pure_ctx *ctx, uint8_t *buf, size_t len)
-{
-    if (ctx->s.random)
-        return ctx->s.random(ctx->s.random_user, buf, len);
-    return ctx->crypto->random(buf, len);
-}
-
 /* A copy of settings holds the private key: wiped as it goes out of scope, on every path. */
 static void wipe_settings(pure_settings *s)
 {
     pure_wipe(s, sizeof *s);
 }
-
-/* Keys and hashes of the two link tables (table.h): by local index, by INIT tag. */
-static uint64_t link_index_of(const void *item) { return ((const pure_link *)item)->local_index; }
-
-static uint32_t index_hash(uint64_t index)
-{
-    /* indices are random already; mix anyway so a weak random source cannot cluster them */
-    return (uint32_t)index * 2654435761u;
-}
-
-static uint64_t link_tag_of(const void *item) { return ((const pure_link *)item)->init_tag; }
-
-static uint32_t tag_hash(uint64_t tag) { return (uint32_t)((tag * 0x9e3779b97f4a7c15ull) >> 32); }
 
 int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
 {
@@ -150,10 +130,7 @@ int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
     memset(ctx, 0, sizeof *ctx);
     ctx->s = *s;
     ctx->alloc = a;
-    pure_table_init(&ctx->table, link_index_of, index_hash);
-    pure_table_init(&ctx->hs_table, link_tag_of, tag_hash);
-    pure_timerheap_init(&ctx->timers, offsetof(pure_link, deadline),
-                        offsetof(pure_link, heap_pos));
+    pure_registry_init(ctx);
     ctx->crypto = s->crypto ? (const pure_crypto *)s->crypto : &pure_crypto_default;
     /* a caller built against an older pure.h has a shorter callbacks struct: copy only what its
      * settings version knows (version 1: up to on_closed) */
@@ -172,15 +149,6 @@ int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
     }
     *out = ctx;
     return 0;
-}
-
-static void free_dead(pure_ctx *ctx)
-{
-    while (ctx->dead) {
-        pure_link *l = ctx->dead;
-        ctx->dead = l->dead_next;
-        pure_link_release(l);
-    }
 }
 
 void pure_ctx_free(pure_ctx *ctx)
@@ -206,13 +174,9 @@ void pure_ctx_free(pure_ctx *ctx)
         }
     }
     pure_table_free(&ctx->table, &ctx->alloc); /* the links are off it: none is found again */
-    ctx->depth = 0;
-    free_dead(ctx);
-    pure_timerheap_free(&ctx->timers, &ctx->alloc);
-    pure_table_free(&ctx->hs_table, &ctx->alloc);
-    for (uint32_t i = 0; i < ctx->n_slabs; i++)
-        pure_mem_free(&ctx->alloc, ctx->slabs[i], PURE_LINK_SLAB * sizeof(pure_link));
-    pure_mem_free(&ctx->alloc, ctx->slabs, ctx->cap_slabs * sizeof *ctx->slabs);
+    ctx->depth = 1;
+    pure_link_end_call(ctx); /* frees them all */
+    pure_registry_free(ctx);
     pure_mem_free(&ctx->alloc, ctx->services, ctx->cap_services * sizeof *ctx->services);
     pure_mem_free(&ctx->alloc, ctx->allow, ctx->cap_allow * sizeof *ctx->allow);
     pure_cookie_wipe(&ctx->cookies);
@@ -222,22 +186,6 @@ void pure_ctx_free(pure_ctx *ctx)
     pure_mem_free(&a, ctx, sizeof *ctx);
 }
 
-static int grow_array(pure_ctx *ctx, void **arr, uint32_t *cap, uint32_t n, size_t elem)
-{
-    if (n < *cap)
-        return 0;
-    uint32_t nc = *cap ? *cap * 2 : 8;
-    void *p = pure_mem_alloc(&ctx->alloc, nc * elem);
-    if (!p)
-        return PURE_ENOMEM;
-    if (*arr)
-        memcpy(p, *arr, *cap * elem);
-    pure_mem_free(&ctx->alloc, *arr, *cap * elem);
-    *arr = p;
-    *cap = nc;
-    return 0;
-}
-
 int pure_ctx_add_service(pure_ctx *ctx, const char *name)
 {
     size_t len = name ? strlen(name) : 0;
@@ -245,20 +193,12 @@ int pure_ctx_add_service(pure_ctx *ctx, const char *name)
         return PURE_EINVAL;
     if (pure_ctx_service_index(ctx, name, len) >= 0)
         return 0;
-    if (grow_array(ctx, (void **)&ctx->services, &ctx->cap_services, ctx->n_services,
+    if (pure_ctx_grow_array(ctx, (void **)&ctx->services, &ctx->cap_services, ctx->n_services,
                    sizeof *ctx->services))
         return PURE_ENOMEM;
     memset(ctx->services[ctx->n_services], 0, sizeof *ctx->services);
     memcpy(ctx->services[ctx->n_services++], name, len);
     return 0;
-}
-
-int pure_ctx_service_index(const pure_ctx *ctx, const char *name, size_t len)
-{
-    for (uint32_t i = 0; i < ctx->n_services; i++)
-        if (strlen(ctx->services[i]) == len && memcmp(ctx->services[i], name, len) == 0)
-            return (int)i;
-    return -1;
 }
 
 int pure_ctx_allow(pure_ctx *ctx, const uint8_t pub[PURE_KEY_LEN])
@@ -267,45 +207,13 @@ int pure_ctx_allow(pure_ctx *ctx, const uint8_t pub[PURE_KEY_LEN])
         return PURE_EINVAL;
     if (pure_ctx_allowed(ctx, pub) && !ctx->s.allow_any)
         return 0;
-    if (grow_array(ctx, (void **)&ctx->allow, &ctx->cap_allow, ctx->n_allow, sizeof *ctx->allow))
+    if (pure_ctx_grow_array(ctx, (void **)&ctx->allow, &ctx->cap_allow, ctx->n_allow, sizeof *ctx->allow))
         return PURE_ENOMEM;
     memcpy(ctx->allow[ctx->n_allow++], pub, PURE_KEY_LEN);
     return 0;
 }
 
-int64_t pure_ctx_allow_index(const pure_ctx *ctx, const uint8_t key[PURE_KEY_LEN])
-{
-    for (uint32_t i = 0; i < ctx->n_allow; i++)
-        if (memcmp(ctx->allow[i], key, PURE_KEY_LEN) == 0)
-            return i;
-    return ctx->s.allow_any ? -1 : -2;
-}
-
-uint64_t pure_ctx_realtime(const pure_ctx *ctx)
-{
-    if (ctx->s.realtime)
-        return ctx->s.realtime(ctx->s.realtime_user);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-int pure_ctx_allowed(const pure_ctx *ctx, const uint8_t key[PURE_KEY_LEN])
-{
-    if (ctx->s.allow_any)
-        return 1;
-    for (uint32_t i = 0; i < ctx->n_allow; i++)
-        if (memcmp(ctx->allow[i], key, PURE_KEY_LEN) == 0)
-            return 1;
-    return 0;
-}
-
 const uint8_t *pure_ctx_public_key(const pure_ctx *ctx) { return ctx->public_key; }
-
-int pure_addr_equal(const pure_addr *a, const pure_addr *b)
-{
-    return a->len == b->len && memcmp(a->bytes, b->bytes, a->len < 28 ? a->len : 28) == 0;
-}
 
 void pure_ctx_stats_get(const pure_ctx *ctx, pure_ctx_stats *st)
 {
@@ -320,113 +228,11 @@ void pure_ctx_guard_stats_get(const pure_ctx *ctx, pure_guard_stats *st, size_t 
     memcpy(st, &ctx->guard, size < sizeof ctx->guard ? size : sizeof ctx->guard);
 }
 
-/* ---- the link table, keyed by random local index (table.h) ---- */
-
-int pure_ctx_table_add(pure_ctx *ctx, pure_link *link)
-{
-    if (ctx->table.used >= ctx->s.max_links)
-        return PURE_ELIMIT;
-    if (pure_table_reserve(&ctx->table, &ctx->alloc))
-        return PURE_ENOMEM;
-    for (int tries = 0; tries < 64; tries++) {
-        uint32_t idx;
-        if (pure_ctx_random(ctx, (uint8_t *)&idx, sizeof idx))
-            return PURE_ECRYPTO;
-        if (idx == 0 || pure_ctx_table_find(ctx, idx))
-            continue;
-        link->local_index = idx;
-        return pure_table_add(&ctx->table, &ctx->alloc, link); /* room was made: cannot fail */
-    }
-    return PURE_ECRYPTO;
-}
-
-pure_link *pure_ctx_table_find(pure_ctx *ctx, uint32_t index)
-{
-    return pure_table_find(&ctx->table, index, NULL, NULL);
-}
-
-void pure_ctx_table_remove(pure_ctx *ctx, pure_link *link)
-{
-    pure_table_remove(&ctx->table, link);
-}
-
-/* ---- link structs from slabs ---- */
-
-pure_link *pure_ctx_link_new(pure_ctx *ctx)
-{
-    if (!ctx->free_links) {
-        if (grow_array(ctx, (void **)&ctx->slabs, &ctx->cap_slabs, ctx->n_slabs,
-                       sizeof *ctx->slabs))
-            return NULL;
-        pure_link *slab = pure_mem_alloc(&ctx->alloc, PURE_LINK_SLAB * sizeof *slab);
-        if (!slab)
-            return NULL;
-        ctx->slabs[ctx->n_slabs++] = slab;
-        for (int i = PURE_LINK_SLAB - 1; i >= 0; i--) {
-            slab[i].dead_next = ctx->free_links;
-            ctx->free_links = &slab[i];
-        }
-    }
-    pure_link *l = ctx->free_links;
-    ctx->free_links = l->dead_next;
-    memset(l, 0, sizeof *l);
-    return l;
-}
-
-void pure_ctx_link_free(pure_ctx *ctx, pure_link *link)
-{
-    link->dead_next = ctx->free_links;
-    ctx->free_links = link;
-}
-
-/* ---- unvalidated responder links by INIT tag (table.h) ---- */
-
-int pure_ctx_hs_add(pure_ctx *ctx, pure_link *link)
-{
-    if (pure_table_add(&ctx->hs_table, &ctx->alloc, link))
-        return PURE_ENOMEM;
-    link->in_hs_table = 1;
-    return 0;
-}
-
-static int hs_match(const void *item, void *arg)
-{
-    const pure_link *l = item;
-    return l->state == PURE_LS_UNVALIDATED && l->remote_index == *(const uint32_t *)arg;
-}
-
-pure_link *pure_ctx_hs_find(pure_ctx *ctx, uint64_t tag, uint32_t sender)
-{
-    return pure_table_find(&ctx->hs_table, tag, hs_match, &sender);
-}
-
-void pure_ctx_hs_remove(pure_ctx *ctx, pure_link *link)
-{
-    if (!link->in_hs_table)
-        return;
-    link->in_hs_table = 0;
-    pure_table_remove(&ctx->hs_table, link);
-}
-
-/* ---- timers: one heap entry per link at most, keyed by the link's earliest deadline ---- */
-
-void pure_ctx_timer_set(pure_ctx *ctx, pure_link *link, uint64_t deadline)
-{
-    /* out of memory: the link stays off the heap and keeps running on traffic alone */
-    (void)pure_timerheap_set(&ctx->timers, &ctx->alloc, link, deadline);
-}
-
 uint64_t pure_ctx_deadline(const pure_ctx *ctx)
 {
     if (ctx->ctl_len || ctx->pending_head)
         return ctx->now; /* something is queued: write now */
     return pure_timerheap_min(&ctx->timers);
-}
-
-static void end_call(pure_ctx *ctx)
-{
-    if (--ctx->depth == 0)
-        free_dead(ctx);
 }
 
 uint64_t pure_ctx_links(pure_ctx *ctx, int (*visit)(pure_link *link, void *user, void *arg),
@@ -452,8 +258,17 @@ uint64_t pure_ctx_links(pure_ctx *ctx, int (*visit)(pure_link *link, void *user,
         for (pure_link *l = ctx->dead; l; l = l->dead_next)
             if (pure_ctx_table_find(ctx, l->local_index) == l)
                 pure_ctx_table_remove(ctx, l);
-    end_call(ctx);
+    pure_link_end_call(ctx);
     return n;
+}
+
+/* Memory came free while links were held back by max_receive_memory: wake them (rxmem.c). */
+static void rx_wake(pure_ctx *ctx, uint64_t now)
+{
+    pure_rxmem_waking w;
+    pure_rxmem_wake_begin(ctx, &w);
+    for (pure_link *l; (l = pure_rxmem_wake_next(ctx, &w)) != NULL;)
+        pure_link_recv_unheld(l, now);
 }
 
 void pure_ctx_timeout(pure_ctx *ctx, uint64_t now)
@@ -476,46 +291,25 @@ void pure_ctx_timeout(pure_ctx *ctx, uint64_t now)
             pure_link_on_timer(l, now);
     }
     if (ctx->rx_wake)
-        pure_rxmem_wake(ctx, now);
-    end_call(ctx);
+        rx_wake(ctx, now);
+    pure_link_end_call(ctx);
 }
 
-/* ---- the send list ---- */
-
-void pure_ctx_mark_pending(pure_ctx *ctx, pure_link *link)
+/* Writes one link's next packets (with pad, one padded packet joining another link's burst),
+ * then what follows every write: the application hears that its queue has room, the link goes
+ * to the back of the send list if it has more (round robin; a link that wrote nothing is
+ * requeued only when it was asked to join a burst, so the first loop cannot spin), and its timer
+ * moves. */
+static int64_t write_link(pure_ctx *ctx, pure_link *l, uint8_t *buf, size_t cap, size_t *segment,
+                          uint64_t now, int pad)
 {
-    if (link->in_pending || link->state == PURE_LS_CLOSED)
-        return;
-    link->in_pending = 1;
-    link->pending_next = NULL;
-    if (ctx->pending_tail)
-        ctx->pending_tail->pending_next = link;
-    else
-        ctx->pending_head = link;
-    ctx->pending_tail = link;
-}
-
-static pure_link *pending_pop(pure_ctx *ctx)
-{
-    pure_link *l = ctx->pending_head;
-    if (l) {
-        ctx->pending_head = l->pending_next;
-        if (!ctx->pending_head)
-            ctx->pending_tail = NULL;
-        l->in_pending = 0;
-        l->pending_next = NULL;
-    }
-    return l;
-}
-
-pure_ctl *pure_ctx_ctl_push(pure_ctx *ctx, const pure_addr *to)
-{
-    if (ctx->ctl_len == PURE_CTL_QUEUE)
-        return NULL; /* replies are best effort: the peer retries */
-    pure_ctl *c = &ctx->ctl[(ctx->ctl_head + ctx->ctl_len++) % PURE_CTL_QUEUE];
-    c->to = *to;
-    c->len = 0;
-    return c;
+    int64_t n = pure_link_write(l, buf, cap, segment, now, pad);
+    if (n > 0)
+        pure_link_check_writable(l); /* what was queued is on its way: maybe more fits */
+    if ((n > 0 || pad) && pure_link_wants_send(l, now))
+        pure_ctx_mark_pending(ctx, l);
+    pure_timers_update(l, now);
+    return n;
 }
 
 int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment, pure_addr *to,
@@ -528,35 +322,26 @@ int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment,
     ctx->depth++;
     ctx->now = now;
     int64_t n = 0;
-    if (ctx->ctl_len) {
-        pure_ctl *c = &ctx->ctl[ctx->ctl_head];
-        ctx->ctl_head = (ctx->ctl_head + 1) % PURE_CTL_QUEUE;
-        ctx->ctl_len--;
+    const pure_ctl *c = pure_ctx_ctl_pop(ctx);
+    if (c) {
         memcpy(buf, c->data, c->len);
         *segment = c->len;
         *to = c->to;
         n = c->len;
     }
     while (n == 0) {
-        pure_link *l = pending_pop(ctx);
+        pure_link *l = pure_ctx_pending_pop(ctx);
         if (!l)
             break;
         if (l->state == PURE_LS_CLOSED)
             continue;
-        uint64_t first_pn = l->next_pn;
-        n = pure_link_write(l, buf, cap, segment, now, 0);
+        uint64_t first_pn = pure_rtb_next_pn(&l->rtb);
+        n = write_link(ctx, l, buf, cap, segment, now, 0);
         if (n > 0) {
             ctx->last_burst_link = l->local_index;
             ctx->last_burst_pn = first_pn;
-            pure_link_check_writable(l); /* what was queued is on its way: maybe more fits */
-        }
-        if (n > 0) {
             *to = l->peer;
-            /* round robin: a link with more to send goes to the back of the list */
-            if (pure_link_wants_send(l, now))
-                pure_ctx_mark_pending(ctx, l);
         }
-        pure_link_update_timer(l, now);
     }
     /* More links sending to the same address join a burst of small packets, each padded to its
      * segment size: a listener answering many links of one peer, or many links waking at once,
@@ -566,16 +351,11 @@ int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment,
     size_t seg = *segment;
     while (n > 0 && seg <= PURE_COALESCE_MAX && (size_t)n % seg == 0 && cap - (size_t)n >= seg &&
            ctx->pending_head && pure_addr_equal(&ctx->pending_head->peer, to)) {
-        pure_link *l = pending_pop(ctx);
+        pure_link *l = pure_ctx_pending_pop(ctx);
         if (l->state == PURE_LS_CLOSED)
             continue;
         size_t seg2 = 0;
-        int64_t m = pure_link_write(l, buf + n, seg, &seg2, now, 1);
-        if (m > 0)
-            pure_link_check_writable(l);
-        if (pure_link_wants_send(l, now))
-            pure_ctx_mark_pending(ctx, l);
-        pure_link_update_timer(l, now);
+        int64_t m = write_link(ctx, l, buf + n, seg, &seg2, now, 1);
         if (m <= 0)
             break; /* this one cannot join (not open, or nothing fits): it goes next time */
         n += m;
@@ -584,7 +364,7 @@ int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment,
         ctx->st.datagrams_out += (uint64_t)((n + (int64_t)*segment - 1) / (int64_t)*segment);
         ctx->st.bursts_out++;
     }
-    end_call(ctx);
+    pure_link_end_call(ctx);
     return n;
 }
 
@@ -606,9 +386,7 @@ int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, ui
                 rc = PURE_EPROTO;
                 break;
             }
-            uint32_t idx = (uint32_t)d[1] | (uint32_t)d[2] << 8 | (uint32_t)d[3] << 16 |
-                           (uint32_t)d[4] << 24;
-            pure_link *l = pure_ctx_table_find(ctx, idx);
+            pure_link *l = pure_ctx_table_find(ctx, pure_wire_index(d));
             if (!l || l->state == PURE_LS_CLOSED || l->state == PURE_LS_HANDSHAKE) {
                 ctx->st.dropped_unknown_link++;
                 rc = PURE_EINVAL;
@@ -622,7 +400,7 @@ int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, ui
             if (!was_notified && l->closed_notified)
                 rc = PURE_ECLOSED;
             if (l->state != PURE_LS_CLOSED)
-                pure_link_update_timer(l, now);
+                pure_timers_update(l, now);
             break;
         }
         case PURE_PKT_INIT:
@@ -645,8 +423,8 @@ int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, ui
     if (rc == PURE_EPROTO)
         ctx->st.dropped_malformed++;
     if (ctx->rx_wake)
-        pure_rxmem_wake(ctx, now);
-    end_call(ctx);
+        rx_wake(ctx, now);
+    pure_link_end_call(ctx);
     return rc;
 }
 
@@ -655,7 +433,7 @@ int pure_ctx_burst_too_big(pure_ctx *ctx, uint64_t now)
     if (!ctx)
         return PURE_EINVAL;
     pure_link *l = ctx->last_burst_link ? pure_ctx_table_find(ctx, ctx->last_burst_link) : NULL;
-    if (!l || l->state != PURE_LS_OPEN || ctx->last_burst_pn >= l->next_pn)
+    if (!l || l->state != PURE_LS_OPEN || ctx->last_burst_pn >= pure_rtb_next_pn(&l->rtb))
         return PURE_EINVAL;
     ctx->last_burst_link = 0;
     static const uint16_t steps[] = {1452, 1400, 1280, PURE_MIN_UDP_PAYLOAD};
@@ -675,9 +453,9 @@ int pure_ctx_burst_too_big(pure_ctx *ctx, uint64_t now)
         l->mss = next;
         pure_recovery_discard_from(l, ctx->last_burst_pn);
         pure_ctx_mark_pending(ctx, l);
-        pure_link_update_timer(l, now);
+        pure_timers_update(l, now);
     }
-    end_call(ctx);
+    pure_link_end_call(ctx);
     return rc;
 }
 

@@ -1,10 +1,44 @@
 /* SPDX-License-Identifier: MIT */
+/* frame.c: the frames inside a sealed packet: parsing each (bounds-checked, never reading past
+ * the payload) and writing them through the checked packet cursor pure_pkt. */
 #include "frame.h"
 
 #include <string.h>
 
 #include "pure.h"
 #include "varint.h"
+
+/* An ACK frame's body: largest, delay, count, first range, then (gap, length) pairs. */
+static int parse_ack(const uint8_t **pp, const uint8_t *end, pure_ack_frame *ack)
+{
+    const uint8_t *p = *pp;
+    uint64_t count, first;
+    if (pure_varint_get(&p, end, &ack->largest) || pure_varint_get(&p, end, &ack->delay_us) ||
+        pure_varint_get(&p, end, &count) || pure_varint_get(&p, end, &first))
+        return PURE_EPROTO;
+    if (first > ack->largest || count >= PURE_ACK_MAX_RANGES)
+        return PURE_EPROTO;
+    ack->r[0].hi = ack->largest;
+    ack->r[0].lo = ack->largest - first;
+    ack->n = 1;
+    for (uint64_t i = 0; i < count; i++) {
+        uint64_t gap, len;
+        if (pure_varint_get(&p, end, &gap) || pure_varint_get(&p, end, &len))
+            return PURE_EPROTO;
+        uint64_t prev_lo = ack->r[ack->n - 1].lo;
+        /* next hi = prev_lo - gap - 2 (gap 0 means exactly one missing packet) */
+        if (prev_lo < gap + 2)
+            return PURE_EPROTO;
+        uint64_t hi = prev_lo - gap - 2;
+        if (len > hi)
+            return PURE_EPROTO;
+        ack->r[ack->n].hi = hi;
+        ack->r[ack->n].lo = hi - len;
+        ack->n++;
+    }
+    *pp = p;
+    return 0;
+}
 
 int pure_frame_parse(const uint8_t **pp, const uint8_t *end, pure_frame *f, pure_ack_frame *ack)
 {
@@ -20,33 +54,10 @@ int pure_frame_parse(const uint8_t **pp, const uint8_t *end, pure_frame *f, pure
         break;
     case PURE_FRAME_PING:
         break;
-    case PURE_FRAME_ACK: {
-        uint64_t count, first;
-        if (pure_varint_get(&p, end, &ack->largest) || pure_varint_get(&p, end, &ack->delay_us) ||
-            pure_varint_get(&p, end, &count) || pure_varint_get(&p, end, &first))
+    case PURE_FRAME_ACK:
+        if (parse_ack(&p, end, ack) != 0)
             return PURE_EPROTO;
-        if (first > ack->largest || count >= PURE_ACK_MAX_RANGES)
-            return PURE_EPROTO;
-        ack->r[0].hi = ack->largest;
-        ack->r[0].lo = ack->largest - first;
-        ack->n = 1;
-        for (uint64_t i = 0; i < count; i++) {
-            uint64_t gap, len;
-            if (pure_varint_get(&p, end, &gap) || pure_varint_get(&p, end, &len))
-                return PURE_EPROTO;
-            uint64_t prev_lo = ack->r[ack->n - 1].lo;
-            /* next hi = prev_lo - gap - 2 (gap 0 means exactly one missing packet) */
-            if (prev_lo < gap + 2)
-                return PURE_EPROTO;
-            uint64_t hi = prev_lo - gap - 2;
-            if (len > hi)
-                return PURE_EPROTO;
-            ack->r[ack->n].hi = hi;
-            ack->r[ack->n].lo = hi - len;
-            ack->n++;
-        }
         break;
-    }
     case PURE_FRAME_CREDIT:
         if (pure_varint_get(&p, end, &f->u.credit))
             return PURE_EPROTO;

@@ -8,6 +8,7 @@
 
 #include "admit.h"
 #include "link.h"
+#include "timers.h"
 #include "varint.h"
 
 #define HS_FIRST_RETRY 300000000ull /* 300 ms, doubling per retry */
@@ -48,8 +49,7 @@ static int build_init(pure_link *link)
     payload[PURE_INIT_TS_LEN] = (uint8_t)slen;
     memcpy(payload + PURE_INIT_TS_LEN + 1, hs->service, slen);
     uint8_t *p = hs->init;
-    p[0] = PURE_PKT_INIT;
-    pure_put_u32le(p + 1, link->local_index);
+    pure_wire_put_header(p, PURE_PKT_INIT, link->local_index);
     size_t mlen = 0;
     rc = pure_noise_write_msg1(&hs->noise, payload, PURE_INIT_TS_LEN + 1 + slen,
                                p + PURE_INIT_FIXED,
@@ -134,7 +134,7 @@ static void activate_queued(pure_ctx *ctx, uint64_t now)
         if (activate(l, now) != 0)
             pure_link_terminate(l, PURE_ECRYPTO, 0, NULL, 0, now);
         else
-            pure_link_update_timer(l, now);
+            pure_timers_update(l, now);
     }
 }
 
@@ -192,7 +192,7 @@ int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size
     if (n < PURE_RESP_FIXED + PURE_NOISE_MSG2_OVERHEAD + PURE_RESP_PAYLOAD ||
         n > PURE_RESP_FIXED + PURE_NOISE_MSG2_OVERHEAD + PURE_RESP_PAYLOAD)
         return PURE_EPROTO;
-    uint32_t sender = pure_get_u32le(d + 1), receiver = pure_get_u32le(d + 5);
+    uint32_t sender = pure_wire_index(d), receiver = pure_wire_resp_receiver(d);
     pure_link *link = pure_ctx_table_find(ctx, receiver);
     if (!link || link->state != PURE_LS_HANDSHAKE || !link->hs) {
         ctx->st.dropped_unknown_link++;
@@ -251,7 +251,7 @@ int pure_hs_on_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, si
     (void)now;
     if (n != PURE_COOKIE_PKT)
         return PURE_EPROTO;
-    pure_link *link = pure_ctx_table_find(ctx, pure_get_u32le(d + 1));
+    pure_link *link = pure_ctx_table_find(ctx, pure_wire_index(d));
     if (!link || link->state != PURE_LS_HANDSHAKE || !link->hs) {
         ctx->st.dropped_unknown_link++;
         return PURE_EINVAL;
@@ -263,7 +263,7 @@ int pure_hs_on_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, si
     uint8_t key[PURE_HASH_LEN], cookie[PURE_COOKIE_LEN];
     pure_admit_cookie_key(ctx->crypto, link->peer_key, key);
     if (!pure_addr_equal(from, &link->peer) ||
-        pure_admit_cookie_open(ctx->crypto, key, mac1, d + 5, cookie) != 0) {
+        pure_admit_cookie_open(ctx->crypto, key, mac1, d + PURE_WIRE_SECOND_AT, cookie) != 0) {
         ctx->guard.cookie_replies_bad++;
         ctx->st.dropped_auth++;
         return PURE_ECRYPTO;
@@ -283,7 +283,7 @@ int pure_hs_on_reject(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, si
     (void)now;
     if (n != PURE_REJECT_PKT)
         return PURE_EPROTO;
-    pure_link *link = pure_ctx_table_find(ctx, pure_get_u32le(d + 1));
+    pure_link *link = pure_ctx_table_find(ctx, pure_wire_index(d));
     if (!link || link->state != PURE_LS_HANDSHAKE || !link->hs) {
         ctx->st.dropped_unknown_link++;
         return PURE_EINVAL;
@@ -291,7 +291,7 @@ int pure_hs_on_reject(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, si
     /* A hint, believed only if it comes from where the INIT went and echoes its mac1. */
     pure_hs *hs = link->hs;
     if (!pure_addr_equal(from, &link->peer) ||
-        !pure_admit_mac_equal(d + 5, hs->init + hs->init_len - 2 * PURE_MAC_LEN)) {
+        !pure_admit_mac_equal(d + PURE_WIRE_SECOND_AT, hs->init + hs->init_len - 2 * PURE_MAC_LEN)) {
         ctx->guard.rejects_bad++;
         ctx->st.dropped_auth++;
         return PURE_ECRYPTO;

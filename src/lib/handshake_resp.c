@@ -2,13 +2,15 @@
 /* handshake_resp.c: the responder's side of the handshake: admission of an INIT before any DH or
  * state is spent on it (mac1, resends, replays, cookies under load, per-source token buckets,
  * half-open caps: docs/protocol.md, "Handshake admission"), then the Noise message, the
- * timestamp against replay, the refusals, and the link with its RESP. The responder keeps no
+ * timestamp against replay, the refusals, the link with its RESP, and the handshake's end when
+ * the initiator's first packet under the new keys arrives. The responder keeps no
  * state for an INIT it refuses or answers with a cookie, and never answers with more bytes than
  * it received. */
 #include <string.h>
 
 #include "admit.h"
 #include "link.h"
+#include "timers.h"
 #include "varint.h"
 
 static void reply_resp_status(pure_ctx *ctx, const pure_addr *from, pure_noise *n,
@@ -17,9 +19,7 @@ static void reply_resp_status(pure_ctx *ctx, const pure_addr *from, pure_noise *
     pure_ctl *c = pure_ctx_ctl_push(ctx, from);
     if (!c)
         return;
-    c->data[0] = PURE_PKT_RESP;
-    pure_put_u32le(c->data + 1, 0);
-    pure_put_u32le(c->data + 5, receiver);
+    pure_put_u32le(pure_wire_put_header(c->data, PURE_PKT_RESP, 0), receiver);
     size_t mlen = 0;
     uint8_t payload[PURE_RESP_PAYLOAD] = {status, 0, 0, 0, 0}; /* no link: index 0 */
     if (pure_noise_write_msg2(n, payload, sizeof payload, c->data + PURE_RESP_FIXED,
@@ -68,8 +68,7 @@ static void send_reject(pure_ctx *ctx, const pure_addr *from, uint32_t sender,
     if (!c)
         return;
     ctx->admit.rejects_in_window++;
-    c->data[0] = PURE_PKT_REJECT;
-    pure_put_u32le(c->data + 1, sender);
+    pure_wire_put_header(c->data, PURE_PKT_REJECT, sender);
     memcpy(c->data + 5, mac1, PURE_MAC_LEN);
     c->len = PURE_REJECT_PKT;
 }
@@ -114,8 +113,7 @@ static void send_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, 
         return;
     pure_ctl *c = pure_ctx_ctl_push(ctx, from);
     if (c) {
-        c->data[0] = PURE_PKT_COOKIE;
-        pure_put_u32le(c->data + 1, sender);
+        pure_wire_put_header(c->data, PURE_PKT_COOKIE, sender);
         if (pure_admit_cookie_seal(ctx->crypto, ctx->admit.cookie_key, nonce,
                                    d + n - 2 * PURE_MAC_LEN, cookie, c->data + 5) != 0) {
             ctx->ctl_len--;
@@ -125,24 +123,6 @@ static void send_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, 
         }
     }
     pure_wipe(cookie, sizeof cookie);
-}
-
-void pure_hs_half_open_end(pure_link *link, int validated)
-{
-    if (!link->half_open)
-        return;
-    link->half_open = 0;
-    pure_ctx *ctx = link->ctx;
-    if (ctx->half_open)
-        ctx->half_open--;
-    pure_src_bucket *b = pure_admit_bucket(&ctx->admit, &ctx->alloc, &link->peer);
-    if (b && b->half_open)
-        b->half_open--;
-    /* A handshake the source completed gives its token back: the bucket limits INITs that
-     * lead nowhere, not a real client's links. */
-    if (b && validated && b->tokens != UINT32_MAX &&
-        b->tokens + 1000ull <= (uint64_t)ctx->s.inits_per_addr * 1000)
-        b->tokens += 1000;
 }
 
 
@@ -214,15 +194,13 @@ static void accept_init(pure_ctx *ctx, const pure_addr *from, pure_noise *noise,
         pure_link_terminate(link, PURE_ECRYPTO, 0, NULL, 0, now);
         return;
     }
-    link->resp[0] = PURE_PKT_RESP;
-    pure_put_u32le(link->resp + 1, link->local_index);
-    pure_put_u32le(link->resp + 5, sender);
+    pure_put_u32le(pure_wire_put_header(link->resp, PURE_PKT_RESP, link->local_index), sender);
     link->resp_len = (uint16_t)(PURE_RESP_FIXED + mlen);
     link->resp_pending = 1;
     link->amp_received = n;
     pure_ctx_hs_add(ctx, link); /* if it fails, a resent INIT is taken as a replay */
     pure_ctx_mark_pending(ctx, link);
-    pure_link_update_timer(link, now);
+    pure_timers_update(link, now);
 }
 
 /* An INIT that made a link came again. From the link's address: its RESP was lost, the link
@@ -257,7 +235,7 @@ static void resend_resp(pure_ctx *ctx, pure_link *link, const pure_addr *from, s
 static pure_src_bucket *admit(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
                               uint64_t now, uint64_t *tag_out)
 {
-    uint32_t sender = pure_get_u32le(d + 1);
+    uint32_t sender = pure_wire_index(d);
     const uint8_t *mac1 = d + n - 2 * PURE_MAC_LEN;
 
     /* 1. mac1: the sender knows our public key. One HMAC; nothing else is spent on a datagram
@@ -329,7 +307,7 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
     pure_src_bucket *bucket = admit(ctx, from, d, n, now, &tag);
     if (!bucket)
         return;
-    uint32_t sender = pure_get_u32le(d + 1);
+    uint32_t sender = pure_wire_index(d);
 
     /* 6. The Noise message (2 DH), then the timestamp against the greatest seen from that key. */
     pure_noise noise;
@@ -377,4 +355,22 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
     }
     pure_noise_wipe(&noise);
     pure_wipe(payload, sizeof payload);
+}
+
+int pure_hs_confirmed(pure_link *link, uint64_t now)
+{
+    pure_ctx *ctx = link->ctx;
+    pure_hs_free(link); /* the RESP buffer */
+    pure_link_open(link, now);
+    ctx->st.handshakes_accepted++;
+    int rc = 0;
+    link->accepted = 1;
+    if (ctx->cb.on_accept)
+        rc = ctx->cb.on_accept(link, ctx->services[link->service], link->peer_key, ctx->s.user);
+    if (rc < 0) {
+        link->accepted = 0; /* refused: the application does not hear of it again */
+        pure_link_terminate(link, PURE_EREFUSED, PURE_CLOSE_REFUSED, "refused", 1, now);
+        return PURE_EREFUSED;
+    }
+    return link->state == PURE_LS_OPEN ? 0 : PURE_ECLOSED; /* closed from on_accept */
 }

@@ -70,10 +70,10 @@ static uint32_t failed_open_limit(const pure_ctx *ctx)
     return ctx->s.max_failed_opens < UINT32_MAX ? (uint32_t)ctx->s.max_failed_opens : UINT32_MAX;
 }
 
-int pure_keys_open(pure_link *link, uint8_t *d, size_t n, uint64_t pn, uint64_t now)
+int pure_keys_open(pure_link *link, uint8_t *d, size_t n, uint64_t pn)
 {
     pure_ctx *ctx = link->ctx;
-    uint8_t phase = d[0] & 1;
+    uint8_t phase = pure_wire_data_phase(d);
     pure_dir_keys *k = &link->rx[phase];
     pure_aead *aead = pure_keys_aead(ctx, k);
     if (!aead) { /* no key of that phase (not yet, or retired): nothing was tried */
@@ -92,18 +92,14 @@ int pure_keys_open(pure_link *link, uint8_t *d, size_t n, uint64_t pn, uint64_t 
         ctx->guard.failed_opens++;
         if (link->rx_failed[phase] < UINT32_MAX)
             link->rx_failed[phase]++;
-        if (link->rx_failed[phase] >= failed_open_limit(ctx)) {
-            /* Forgeries enough to put the key's integrity in doubt: stop trusting it. The peer
-             * hears why (a third party may be the forger). */
-            ctx->guard.links_integrity_closed++;
-            pure_link_terminate(link, PURE_ECRYPTO, PURE_CLOSE_PROTOCOL,
-                                "integrity limit: too many forged packets", 1, now);
-        }
         return PURE_ECRYPTO;
     }
-    if (link->rx_retire == PURE_RX_RETIRE_WAIT && phase == link->key_phase)
-        pure_keys_retire_later(link, now); /* the peer has switched: the old key's days are few */
     return 0;
+}
+
+int pure_keys_forged_too_often(const pure_link *link, uint8_t phase)
+{
+    return link->rx_failed[phase & 1] >= failed_open_limit(link->ctx);
 }
 
 void pure_keys_retire_wait(pure_link *link)
@@ -113,9 +109,9 @@ void pure_keys_retire_wait(pure_link *link)
 
 void pure_keys_retire_later(pure_link *link, uint64_t now)
 {
-    /* The deadline lives with the busy state (an idle link retires at once, unbusy): a link
-     * that cannot get it now tries again at the next packet. */
-    if (pure_link_busy(link, now) != 0)
+    /* The deadline lives with the busy state (an idle link retires at once, unbusy): the caller
+     * made the link busy; if that failed, the next packet tries again. */
+    if (!link->b)
         return;
     uint64_t pto = pure_rtt_pto(&link->rtt, link->ctx->s.max_ack_delay);
     link->b->rx_retire_at = now + 3 * pto;
@@ -142,7 +138,6 @@ void pure_keys_wipe_dir(pure_ctx *ctx, pure_dir_keys *k)
 
 void pure_keys_wipe(pure_link *link)
 {
-    pure_rekey_free(link);
     pure_keys_wipe_dir(link->ctx, &link->tx);
     pure_keys_wipe_dir(link->ctx, &link->rx[0]);
     pure_keys_wipe_dir(link->ctx, &link->rx[1]);

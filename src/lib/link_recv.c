@@ -7,6 +7,7 @@
 
 #include "frame.h"
 #include "link.h"
+#include "timers.h"
 
 #define DATA_DROPPED 1 /* the packet's data could not be held: do not acknowledge it */
 
@@ -234,7 +235,7 @@ void pure_link_recv_unheld(pure_link *link, uint64_t now)
         link->credit_pending = 1;
     if (link->credit_pending)
         pure_ctx_mark_pending(link->ctx, link);
-    pure_link_update_timer(link, now);
+    pure_timers_update(link, now);
 }
 
 /* A packet for a link that is closing: the application heard on_closed already, so nothing in
@@ -272,12 +273,28 @@ static int error_for_close_code(uint64_t code)
     }
 }
 
+/* An ACK frame was processed (pure_recovery_on_ack returned `acked`): act on what moved. The
+ * order matters: on_writable may queue more or end the link, and pure_link_on_acked may end it. */
+static void after_ack(pure_link *link, int acked, uint64_t now)
+{
+    if (!(acked & PURE_RECOVERY_ACKED))
+        return;
+    if (pure_link_wants_send(link, now))
+        pure_ctx_mark_pending(link->ctx, link);
+    pure_link_check_writable(link);
+    if (link->sb.base == link->sb.end && pure_rtb_in_flight(&link->rtb) == 0)
+        pure_timers_went_idle(link, now);
+    /* on_writable may have ended the link: no callback after on_closed */
+    if ((acked & PURE_RECOVERY_MSGS_ACKED) && link->ctx->cb.on_acked && !link->closed_notified)
+        link->ctx->cb.on_acked(link, link->user, link->msgs_acked - 1);
+    if ((acked & PURE_RECOVERY_STREAM_ACKED) && link->state == PURE_LS_OPEN)
+        pure_link_on_acked(link, now); /* last: it may end the link */
+}
+
 int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
 {
     pure_ctx *ctx = link->ctx;
-    uint64_t pn = 0;
-    for (int i = 0; i < 7; i++)
-        pn = pn << 8 | d[5 + i];
+    uint64_t pn = pure_wire_data_pn(d);
     /* An idle link keeps only the top of its replay window: everything below it counts as seen.
      * Its state is rebuilt only after a packet authenticates, so forgeries cost it nothing. */
     if (link->b ? pure_replay_check(&link->b->replay, pn) != 0 : pn + 1 <= link->replay_top) {
@@ -285,15 +302,25 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         ctx->st.dropped_replay++;
         return PURE_EINVAL;
     }
-    uint8_t phase = d[0] & 1;
+    uint8_t phase = pure_wire_data_phase(d);
     size_t plen = n - PURE_DATA_HEADER - PURE_TAG_LEN;
     uint8_t *payload = d + PURE_DATA_HEADER;
     /* decryption, and its limits: failed opens counted per key, old keys retired (keys.c) */
-    int orc = pure_keys_open(link, d, n, pn, now);
-    if (orc != 0)
+    int orc = pure_keys_open(link, d, n, pn);
+    if (orc != 0) {
+        if (pure_keys_forged_too_often(link, phase)) {
+            /* Forgeries enough to put the key's integrity in doubt: stop trusting it. The peer
+             * hears why (a third party may be the forger). */
+            ctx->guard.links_integrity_closed++;
+            pure_link_terminate(link, PURE_ECRYPTO, PURE_CLOSE_PROTOCOL,
+                                "integrity limit: too many forged packets", 1, now);
+        }
         return orc;
+    }
     if (pure_link_busy(link, now) != 0)
         return PURE_ENOMEM;
+    if (link->rx_retire == PURE_RX_RETIRE_WAIT && phase == link->key_phase)
+        pure_keys_retire_later(link, now); /* the peer has switched: the old key's days are few */
     pure_replay_commit(&link->b->replay, pn);
     if (phase != link->key_phase && link->rk)
         pure_rekey_on_phase(link, phase, now); /* the peer holds the new keys: switch too */
@@ -303,31 +330,15 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
     if (link->state == PURE_LS_CLOSING)
         return closing_recv(link, payload, plen, now);
 
-    if (link->state == PURE_LS_UNVALIDATED) {
-        /* The initiator holds the keys: the handshake is complete and its address proven. */
-        pure_hs_free(link); /* the RESP buffer */
-        pure_link_open(link, now);
-        ctx->st.handshakes_accepted++;
-        int rc = 0;
-        link->accepted = 1;
-        if (ctx->cb.on_accept)
-            rc = ctx->cb.on_accept(link, ctx->services[link->service], link->peer_key,
-                                   ctx->s.user);
-        if (rc < 0) {
-            link->accepted = 0; /* refused: the application does not hear of it again */
-            pure_link_terminate(link, PURE_EREFUSED, PURE_CLOSE_REFUSED, "refused", 1, now);
-            return 0;
-        }
-        if (link->state != PURE_LS_OPEN)
-            return 0; /* the application closed it from on_accept: its data goes nowhere */
-    }
+    if (link->state == PURE_LS_UNVALIDATED && pure_hs_confirmed(link, now) != 0)
+        return 0; /* refused, or closed from on_accept: its data goes nowhere */
     if (!pure_addr_equal(from, &link->peer) && pn + 1 >= link->b->replay.top) {
         /* The newest packet came from elsewhere: the peer's address changed (NAT rebinding).
          * Until the peer acknowledges a packet sent there, send at most 3x what came from it. */
         link->peer = *from;
         link->st.path_changes++;
         link->path_unvalidated = 1;
-        link->path_probe_pn = link->next_pn;
+        link->path_probe_pn = pure_rtb_next_pn(&link->rtb);
         link->amp_received = 0;
         link->amp_sent = 0;
         link->ping_pending = 1;
@@ -352,7 +363,7 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
             link->ack_now = 1;
             break;
         case PURE_FRAME_ACK:
-            pure_recovery_on_ack(link, &ack, now);
+            after_ack(link, pure_recovery_on_ack(link, &ack, now), now);
             break;
         case PURE_FRAME_CREDIT:
             if (f.u.credit > link->peer_credit) {
@@ -431,7 +442,7 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         pure_ctx_mark_pending(ctx, link);
     /* A side that only receives (or only answers keepalives) never processes an ACK of its own:
      * arm the release here too once it has nothing queued or in flight. */
-    if (link->sb.base == link->sb.end && link->eliciting_in_flight == 0)
-        pure_link_maybe_idle(link, now);
+    if (link->sb.base == link->sb.end && pure_rtb_in_flight(&link->rtb) == 0)
+        pure_timers_went_idle(link, now);
     return 0;
 }

@@ -119,47 +119,46 @@ static void switched(pure_link *link, uint64_t now)
     pure_keys_retire_wait(link); /* the receive key of the old phase is now the previous one */
 }
 
-void pure_rekey_on_frame(pure_link *link, const uint8_t *frame, uint64_t now)
+/* A: the peer's answer to our request (anything else, a duplicate, is ignored). */
+static void on_reply(pure_link *link, uint32_t gen, const uint8_t *peer_pub, uint64_t now)
 {
     pure_ctx *ctx = link->ctx;
-    int reply = frame[0] == 1;
-    uint32_t gen = pure_get_u32be(frame + 1);
-    const uint8_t *peer_pub = frame + 5;
-    uint8_t dh[PURE_DH_LEN], k1[32], k2[32];
     pure_rekey *rk = link->rk;
-    uint8_t next = link->key_phase ^ 1;
-
-    if (reply) {
-        /* A: the answer to our request. Anything else (a duplicate) is ignored. */
-        if (!rk || rk->state != RK_REQUESTED || gen != link->ck_gen + 1)
-            return;
-        if (ctx->crypto->dh(dh, rk->priv, peer_pub) != 0) {
-            pure_wipe(dh, sizeof dh);
-            pure_link_terminate(link, PURE_ECRYPTO, PURE_CLOSE_PROTOCOL, "bad rekey", 1, now);
-            return;
-        }
-        next_keys(link, dh, k1, k2);
-        int rc = pure_keys_derive_rx(link, next, k2);
-        if (rc == 0)
-            rc = pure_keys_derive(ctx, &link->tx, k1);
+    uint8_t dh[PURE_DH_LEN], k1[32], k2[32];
+    if (!rk || rk->state != RK_REQUESTED || gen != link->ck_gen + 1)
+        return;
+    if (ctx->crypto->dh(dh, rk->priv, peer_pub) != 0) {
         pure_wipe(dh, sizeof dh);
-        pure_wipe(k1, sizeof k1);
-        pure_wipe(k2, sizeof k2);
-        pure_rekey_free(link);
-        if (rc != 0) {
-            pure_link_terminate(link, rc, PURE_CLOSE_PROTOCOL, "rekey failed", 0, now);
-            return;
-        }
-        switched(link, now);
-        /* A packet under the new keys at once, one the peer answers: seeing it, the peer moves
-         * its sending over, and its answer under the new key starts the retirement of our old
-         * receive key (keys.c), even on a link with nothing else to say. */
-        link->ping_pending = 1;
-        pure_ctx_mark_pending(ctx, link);
+        pure_link_terminate(link, PURE_ECRYPTO, PURE_CLOSE_PROTOCOL, "bad rekey", 1, now);
         return;
     }
+    next_keys(link, dh, k1, k2);
+    int rc = pure_keys_derive_rx(link, link->key_phase ^ 1, k2);
+    if (rc == 0)
+        rc = pure_keys_derive(ctx, &link->tx, k1);
+    pure_wipe(dh, sizeof dh);
+    pure_wipe(k1, sizeof k1);
+    pure_wipe(k2, sizeof k2);
+    pure_rekey_free(link);
+    if (rc != 0) {
+        pure_link_terminate(link, rc, PURE_CLOSE_PROTOCOL, "rekey failed", 0, now);
+        return;
+    }
+    switched(link, now);
+    /* A packet under the new keys at once, one the peer answers: seeing it, the peer moves its
+     * sending over, and its answer under the new key starts the retirement of our old receive
+     * key (keys.c), even on a link with nothing else to say. */
+    link->ping_pending = 1;
+    pure_ctx_mark_pending(ctx, link);
+}
 
-    /* A request. */
+/* B: the peer's request: answer it with our ephemeral key, ready to receive under the next
+ * keys (we switch sending when the peer does, pure_rekey_on_phase). */
+static void on_request(pure_link *link, uint32_t gen, const uint8_t *peer_pub, uint64_t now)
+{
+    pure_ctx *ctx = link->ctx;
+    pure_rekey *rk = link->rk;
+    uint8_t dh[PURE_DH_LEN], k1[32], k2[32];
     if (rk && rk->state == RK_ANSWERED) {
         if (gen == link->ck_gen)
             rk->send_pending = 1; /* our reply was lost: send it again */
@@ -189,7 +188,7 @@ void pure_rekey_on_frame(pure_link *link, const uint8_t *frame, uint64_t now)
         return;
     }
     next_keys(link, dh, k1, k2);
-    rc = pure_keys_derive_rx(link, next, k1);
+    rc = pure_keys_derive_rx(link, link->key_phase ^ 1, k1);
     if (rc == 0)
         rc = pure_keys_derive(ctx, &rk->tx_next, k2);
     pure_wipe(dh, sizeof dh);
@@ -203,6 +202,15 @@ void pure_rekey_on_frame(pure_link *link, const uint8_t *frame, uint64_t now)
     rk->state = RK_ANSWERED;
     rk->send_pending = 1;
     pure_ctx_mark_pending(ctx, link);
+}
+
+void pure_rekey_on_frame(pure_link *link, const uint8_t *frame, uint64_t now)
+{
+    uint32_t gen = pure_get_u32be(frame + 1);
+    if (frame[0] == 1)
+        on_reply(link, gen, frame + 5, now);
+    else
+        on_request(link, gen, frame + 5, now);
 }
 
 void pure_rekey_on_phase(pure_link *link, uint8_t phase, uint64_t now)

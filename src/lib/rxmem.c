@@ -245,19 +245,26 @@ void pure_rxmem_forget(pure_link *link)
         drop_owner(link->ctx);
 }
 
-void pure_rxmem_wake(pure_ctx *ctx, uint64_t now)
+void pure_rxmem_wake_begin(pure_ctx *ctx, pure_rxmem_waking *w)
 {
     ctx->rx_wake = 0;
+    w->left = ctx->rx_held_n;
+    w->promised = 0;
+}
+
+pure_link *pure_rxmem_wake_next(pure_ctx *ctx, pure_rxmem_waking *w)
+{
     /* Each woken link may soon use a window's worth: wake the oldest while that fits (always at
      * least one, which takes ownership if it still cannot have memory). A link held back again
      * goes to the tail; no link is looked at twice. */
-    uint64_t promised = 0, budget = ctx->s.max_receive_memory;
-    for (uint32_t n = ctx->rx_held_n; n > 0 && ctx->rx_held_head; n--) {
-        pure_link *l = ctx->rx_held_head;
-        unhold(l);
-        promised += l->recv_window;
-        pure_link_recv_unheld(l, now);
-        if (ctx->guard.rx_memory + promised >= budget && ctx->rx_owner)
-            break;
-    }
+    if (w->promised && ctx->guard.rx_memory + w->promised >= ctx->s.max_receive_memory &&
+        ctx->rx_owner)
+        return NULL;
+    if (w->left == 0 || !ctx->rx_held_head)
+        return NULL;
+    w->left--;
+    pure_link *l = ctx->rx_held_head;
+    unhold(l);
+    w->promised += l->recv_window;
+    return l;
 }

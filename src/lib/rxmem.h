@@ -43,8 +43,14 @@ void pure_rxmem_consumed(pure_link *link, uint64_t n, uint64_t now);
 void pure_rxmem_settle(pure_link *link);
 /* link->b is about to go: off the held list, no longer the owner or counted as a former one. */
 void pure_rxmem_forget(pure_link *link);
-/* Wakes held-back links (oldest first) while memory allows: pure_link_recv_unheld for each.
- * Called at the end of a read or timeout when ctx->rx_wake is set. */
-void pure_rxmem_wake(pure_ctx *ctx, uint64_t now);
+/* Waking held-back links, oldest first, while memory allows (at the end of a read or timeout
+ * when ctx->rx_wake is set): the caller runs pure_link_recv_unheld for each link
+ * pure_rxmem_wake_next returns until it returns NULL. */
+typedef struct pure_rxmem_waking {
+    uint32_t left;     /* links held when the wake began, not yet looked at */
+    uint64_t promised; /* receive windows granted to the links woken so far */
+} pure_rxmem_waking;
+void pure_rxmem_wake_begin(pure_ctx *ctx, pure_rxmem_waking *w);
+pure_link *pure_rxmem_wake_next(pure_ctx *ctx, pure_rxmem_waking *w);
 
 #endif

@@ -4,7 +4,10 @@
 #ifndef PURE_WIRE_H
 #define PURE_WIRE_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "varint.h"
 
 /* Packet types: the first byte of every datagram. */
 enum pure_pkt_type {
@@ -16,6 +19,51 @@ enum pure_pkt_type {
     PURE_PKT_DATA0 = 0x08,  /* transport packet, key phase 0: type | receiver u32 | pn u56 */
     PURE_PKT_DATA1 = 0x09,  /* transport packet, key phase 1 */
 };
+
+/* The header codec: every datagram starts with its type and a u32 link index (little-endian):
+ * the sender's index for INIT and RESP, the receiver's for COOKIE, REJECT and DATA. A RESP's
+ * second index (the initiator's, whom it answers) follows; a DATA packet's number follows as
+ * 56 bits, big-endian. Nothing else reads or writes these bytes. */
+#define PURE_WIRE_INDEX_AT 1
+#define PURE_WIRE_SECOND_AT 5 /* RESP's receiver index; DATA's packet number */
+
+/* Writes type and index; returns where the header's next field goes. */
+static inline uint8_t *pure_wire_put_header(uint8_t *p, uint8_t type, uint32_t index)
+{
+    p[0] = type;
+    pure_put_u32le(p + PURE_WIRE_INDEX_AT, index);
+    return p + PURE_WIRE_SECOND_AT;
+}
+
+/* The first index of a datagram of at least 5 bytes. */
+static inline uint32_t pure_wire_index(const uint8_t *d) { return pure_get_u32le(d + PURE_WIRE_INDEX_AT); }
+
+/* A RESP's receiver index (the initiator's own). */
+static inline uint32_t pure_wire_resp_receiver(const uint8_t *d)
+{
+    return pure_get_u32le(d + PURE_WIRE_SECOND_AT);
+}
+
+/* A whole DATA header: phase is the key phase bit, pn below 2^56. */
+static inline void pure_wire_put_data_header(uint8_t *p, uint8_t phase, uint32_t receiver,
+                                             uint64_t pn)
+{
+    uint8_t *q = pure_wire_put_header(p, (uint8_t)(PURE_PKT_DATA0 | (phase & 1)), receiver);
+    for (int i = 0; i < 7; i++)
+        q[i] = (uint8_t)(pn >> (8 * (6 - i)));
+}
+
+/* A DATA packet's number (the packet holds at least PURE_DATA_HEADER bytes). */
+static inline uint64_t pure_wire_data_pn(const uint8_t *d)
+{
+    uint64_t pn = 0;
+    for (int i = 0; i < 7; i++)
+        pn = pn << 8 | d[PURE_WIRE_SECOND_AT + i];
+    return pn;
+}
+
+/* A DATA packet's key phase bit. */
+static inline uint8_t pure_wire_data_phase(const uint8_t *d) { return d[0] & 1; }
 
 #define PURE_PROLOGUE "pure/1"
 #define PURE_DATA_HEADER 12          /* type (1) + receiver index (4) + packet number (7) */

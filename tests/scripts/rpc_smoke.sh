@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Smoke test of the RPC workload (bench/README.md, "RPC"): Pure's rpc_bench and the TCP+TLS
+# tls-rpc, each ~1 s at L = 100 links, P = 16 requests in flight, 61-byte requests on loopback.
+# Asserts behaviour, not timing: the client exits 0 with no bad or missing reply and replies ==
+# sent, the server (on SIGTERM) counts exactly the requests the client sent, sent each back, and
+# accepted 100 links; and a client whose server corrupts one reply in 500 (--corrupt-every) or
+# leaves one unanswered (--drop-every) exits non-zero and says so.
+# Builds the tls peer if needed (peers/tls/build.sh, as peers_quick does); rpc_bench comes from
+# the CMake build. Usage: tests/scripts/rpc_smoke.sh BUILD_DIR
+set -euo pipefail
+if [ $# -ne 1 ]; then echo "usage: $0 BUILD_DIR" >&2; exit 2; fi
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(cd "$1" && pwd)
+[ -x "$build/rpc_bench" ] || { echo "rpc_smoke: $build/rpc_bench not built" >&2; exit 1; }
+"$root/peers/tls/build.sh" "$build/peers" >/dev/null
+tmp=$(mktemp -d)
+srv=""
+cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
+trap cleanup EXIT
+fail=0
+json() { sed -n "s/.*\"$2\": *\"\\{0,1\\}\\([^\",}]*\\).*/\\1/p" "$1" | tail -1; }
+
+# start_server NAME ARGV...: runs it, waits for its JSON line, sets $srv and $extra (client args)
+start_server() {
+    local name=$1; shift
+    "$@" >"$tmp/$name.srv" 2>"$tmp/$name.srv.err" &
+    srv=$!
+    for _ in $(seq 100); do [ -s "$tmp/$name.srv" ] && break; sleep 0.05; done
+    port=$(json "$tmp/$name.srv" port)
+    [ -n "$port" ] || { echo "rpc_smoke: $name: no server line: $(cat "$tmp/$name.srv.err")" >&2; exit 1; }
+    local key fp
+    key=$(json "$tmp/$name.srv" public_key); fp=$(json "$tmp/$name.srv" cert_sha256)
+    if [ -n "$key" ]; then addr="127.0.0.1:$port"; extra=(--peer-key "$key"); else addr="$port"; extra=(--cert-sha256 "$fp"); fi
+}
+stop_server() { kill -TERM "$srv"; wait "$srv" || true; srv=""; }
+
+common=(--links 100 --outstanding 16 --size 61 --duration 1 --warmup 0.2 --drain-timeout 3)
+for impl in pure tls; do
+    if [ $impl = pure ]; then bin=("$build/rpc_bench"); else bin=("$build/peers/tls-rpc"); fi
+    # 1. a clean run: every reply intact, the counts agree on both sides
+    start_server $impl "${bin[@]}" serve
+    rc=0; timeout 30 "${bin[@]}" client "$addr" "${extra[@]}" "${common[@]}" >"$tmp/$impl.cli" 2>"$tmp/$impl.cli.err" || rc=$?
+    stop_server
+    sent=$(json "$tmp/$impl.cli" sent); replies=$(json "$tmp/$impl.cli" replies)
+    errors=$(json "$tmp/$impl.cli" errors); missing=$(json "$tmp/$impl.cli" missing)
+    requests=$(json "$tmp/$impl.cli" requests)
+    served=$(json "$tmp/$impl.srv" served); taken=$(json "$tmp/$impl.srv" requests); links=$(json "$tmp/$impl.srv" links)
+    if [ $rc -ne 0 ] || [ "$errors" != 0 ] || [ "$missing" != 0 ] || [ -z "$sent" ] || [ "$sent" != "$replies" ] ||
+       [ "$served" != "$sent" ] || [ "$taken" != "$sent" ] || [ "$links" != 100 ] || [ "${requests:-0}" -le 0 ]; then
+        echo "rpc_smoke: FAIL $impl clean run: exit $rc, client sent=$sent replies=$replies errors=$errors" \
+             "missing=$missing in-window=$requests; server requests=$taken served=$served links=$links" >&2
+        cat "$tmp/$impl.cli.err" "$tmp/$impl.srv.err" >&2
+        fail=1
+    else
+        echo "rpc_smoke: ok $impl: $sent requests on 100 links, every reply checked ($requests in the window)"
+    fi
+    # 2. a server that corrupts one reply in 500, 3. one that leaves one in 500 unanswered
+    for fault in corrupt drop; do
+        start_server $impl-$fault "${bin[@]}" serve --$fault-every 500
+        rc=0; timeout 30 "${bin[@]}" client "$addr" "${extra[@]}" "${common[@]}" --duration 0.3 --drain-timeout 1 \
+            >"$tmp/$impl-$fault.cli" 2>"$tmp/$impl-$fault.cli.err" || rc=$?
+        stop_server
+        errors=$(json "$tmp/$impl-$fault.cli" errors)
+        if [ $rc -eq 0 ] || [ "${errors:-0}" = 0 ]; then
+            echo "rpc_smoke: FAIL $impl: the client exited $rc with errors=$errors against a server" \
+                 "with --$fault-every 500" >&2
+            fail=1
+        else
+            echo "rpc_smoke: ok $impl: a server with --$fault-every 500 makes the client exit $rc" \
+                 "($(json "$tmp/$impl-$fault.cli" first_error))"
+        fi
+    done
+done
+exit $fail

@@ -1,0 +1,466 @@
+/* SPDX-License-Identifier: MIT */
+/* rpc_bench: the RPC workload over Pure (bench/README.md, "RPC"; issue #14).
+ *
+ *   rpc_bench serve [--listen ADDR:PORT] [--corrupt-every N] [--drop-every N]
+ *       a listener (ephemeral key, any client key allowed, service "rpc") that sends every
+ *       request back on its link from inside on_message. Prints {"port": N, "public_key":
+ *       "..."}, serves until SIGTERM or SIGINT, then prints {"served": N, "links": L, ...}.
+ *       --corrupt-every N flips a byte of every Nth reply and --drop-every N leaves every Nth
+ *       request unanswered: for the test that a client notices (tests/scripts/rpc_smoke.sh).
+ *   rpc_bench client ADDR:PORT --peer-key KEY --links L --outstanding P --size S
+ *                    --duration SEC [--warmup SEC] [--drain-timeout SEC]
+ *       opens L links (at most 256 handshakes at once), then keeps P requests of S bytes in
+ *       flight on every link: each checked reply sends the next request. After the warm-up it
+ *       measures for SEC seconds (phase lines {"phase": "measure_start"} and "measure_end" on
+ *       stdout, where the runner samples the server's CPU), then stops sending, waits for every
+ *       outstanding reply, closes the links and prints one JSON line (rpc_work.h,
+ *       rpc_print_result). Exit 0 only if every reply arrived and matched its request.
+ *
+ * The server sets send_queue to 0 (pure.h: a service replying from on_message cannot wait for
+ * on_writable) and handshake_load to 16384 (so that 10,000 links from one address connect
+ * without cookies and the per-address INIT limit; `pure serve` has no flag for either, which is
+ * why this is a tool of its own rather than `pure serve --services echo`).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../bench/rpc_work.h"
+#include "pure.h"
+#include "pure_loop.h"
+
+#define SERVICE "rpc"
+#define MAX_HANDSHAKES 256 /* under way at once, as pure bench idle does */
+
+static pure_loop *volatile g_loop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    if (g_loop)
+        pure_loop_stop(g_loop);
+}
+
+static void stop_on_signals(void)
+{
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+/* ---- server ---- */
+
+typedef struct server {
+    uint64_t served, links, closed, failed_sends, corrupted, dropped, requests;
+    uint64_t corrupt_every, drop_every;
+    uint8_t *scratch; /* a reply to corrupt is copied here first */
+} server;
+
+static int srv_accept(pure_link *l, const char *svc, const uint8_t *k, void *user)
+{
+    server *s = user;
+    s->links++;
+    pure_link_set_user(l, s);
+    return 0;
+}
+
+static void srv_message(pure_link *l, void *user, const uint8_t *d, size_t n)
+{
+    server *s = user;
+    s->requests++;
+    if (s->drop_every && s->requests % s->drop_every == 0) {
+        s->dropped++;
+        return;
+    }
+    if (s->corrupt_every && s->requests % s->corrupt_every == 0 && n > 0 && n <= RPC_MAX_SIZE) {
+        memcpy(s->scratch, d, n);
+        s->scratch[n - 1] ^= 0x5a;
+        d = s->scratch;
+        s->corrupted++;
+    }
+    int64_t rc = pure_link_send(l, d, n);
+    if (rc >= 0) {
+        s->served++;
+        return;
+    }
+    /* With send_queue 0 only an 8 MiB backlog of unacknowledged replies stops a send: a client
+     * with that much in flight is not this workload. Say so and drop the link (the client then
+     * counts the link as lost) rather than silently lose a reply. */
+    if (s->failed_sends++ < 3)
+        fprintf(stderr, "rpc_bench serve: a reply could not be sent (%s); closing that link\n",
+                pure_strerror((int)rc));
+    if (!pure_err_is_fatal((int)rc))
+        pure_link_abort(l, PURE_CLOSE_APP, "reply backlog full");
+}
+
+static void srv_closed(pure_link *l, void *user, const pure_close_info *info)
+{
+    server *s = user;
+    if (s)
+        s->closed++;
+}
+
+static int cmd_serve(int argc, char **argv)
+{
+    const char *listen = "127.0.0.1:0";
+    server s = {0};
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
+            listen = argv[++i];
+        } else if (!strcmp(argv[i], "--corrupt-every") && i + 1 < argc) {
+            if (rpc_parse_count(argv[++i], 1, UINT64_MAX, &s.corrupt_every))
+                goto usage;
+        } else if (!strcmp(argv[i], "--drop-every") && i + 1 < argc) {
+            if (rpc_parse_count(argv[++i], 1, UINT64_MAX, &s.drop_every))
+                goto usage;
+        } else {
+            goto usage;
+        }
+    }
+    static const pure_callbacks cbs = {
+        .on_accept = srv_accept, .on_message = srv_message, .on_closed = srv_closed};
+    pure_settings st;
+    pure_settings_default(&st);
+    pure_settings_use_huge_pages(&st); /* as the pure CLI does */
+    if (pure_keygen(st.private_key)) {
+        fprintf(stderr, "rpc_bench serve: no randomness for a key\n");
+        return 1;
+    }
+    st.allow_any = 1;
+    st.callbacks = &cbs;
+    st.user = &s;
+    st.send_queue = 0;
+    st.handshake_load = 16384;
+    s.scratch = malloc(RPC_MAX_SIZE);
+    pure_ctx *ctx = NULL;
+    pure_loop *loop = NULL;
+    int rc = 0;
+    if (!s.scratch || (rc = pure_ctx_new(&st, &ctx)) || (rc = pure_ctx_add_service(ctx, SERVICE)) ||
+        (rc = pure_loop_new(ctx, listen, &loop))) {
+        fprintf(stderr, "rpc_bench serve: cannot listen on %s: %s (%s)\n", listen,
+                s.scratch ? pure_strerror(rc) : "out of memory", strerror(errno));
+        return 1;
+    }
+    char key[45];
+    pure_key_to_base64(key, pure_ctx_public_key(ctx));
+    printf("{\"port\": %u, \"public_key\": \"%s\", \"service\": \"" SERVICE "\"}\n",
+           pure_loop_port(loop), key);
+    fflush(stdout);
+    g_loop = loop;
+    stop_on_signals();
+    rc = pure_loop_run(loop, PURE_LOOP_FOREVER);
+    g_loop = NULL;
+    if (rc)
+        fprintf(stderr, "rpc_bench serve: the loop failed: %s (%s)\n", pure_strerror(rc), strerror(errno));
+    pure_loop_free(loop);
+    pure_ctx_free(ctx);
+    printf("{\"served\": %" PRIu64 ", \"requests\": %" PRIu64 ", \"links\": %" PRIu64
+           ", \"corrupted\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"failed_sends\": %" PRIu64 "}\n",
+           s.served, s.requests, s.links, s.corrupted, s.dropped, s.failed_sends);
+    fflush(stdout);
+    free(s.scratch);
+    return rc ? 1 : 0;
+usage:
+    fprintf(stderr, "usage: rpc_bench serve [--listen ADDR:PORT] [--corrupt-every N] [--drop-every N]\n");
+    return 2;
+}
+
+/* ---- client ---- */
+
+struct client;
+
+typedef struct clink {
+    struct client *c;
+    pure_link *link;
+    uint32_t idx;
+    uint32_t owed;        /* requests to send once the link is writable again */
+    uint64_t next_seq;    /* the next request's sequence number */
+    uint64_t next_reply;  /* the sequence number the next reply must carry */
+    int established, closed;
+} clink;
+
+typedef struct client {
+    pure_ctx *ctx;
+    pure_loop *loop;
+    clink *links;
+    uint64_t *sent_at; /* links x P send times: request seq of link i at [i * P + seq % P] */
+    uint8_t *pat, *buf;
+    uint32_t size, p;
+    uint64_t l, started, established, closed, wanted_closed;
+    int measuring, stopping, closing;
+    pure_addr to;
+    uint8_t peer[PURE_KEY_LEN];
+    rpc_hist hist;
+    rpc_result r;
+} client;
+
+static void cli_fail(client *c, const char *why)
+{
+    if (!c->r.first_error)
+        c->r.first_error = why;
+    if (c->r.errors++ < 5)
+        fprintf(stderr, "rpc_bench client: %s\n", why);
+}
+
+static void cli_connect_more(client *c)
+{
+    while (c->started < c->l && c->started - c->established - c->closed < MAX_HANDSHAKES) {
+        clink *cl = &c->links[c->started];
+        cl->c = c;
+        cl->idx = (uint32_t)c->started;
+        c->started++;
+        int rc = pure_connect(c->ctx, &c->to, c->peer, SERVICE, cl, &cl->link, pure_now());
+        if (rc) {
+            cl->closed = 1;
+            c->closed++;
+            cli_fail(c, "pure_connect failed");
+        }
+    }
+}
+
+/* Sends request next_seq on cl; a full backlog keeps it owed until on_writable. */
+static void cli_send(clink *cl)
+{
+    client *c = cl->c;
+    if (cl->owed) {
+        cl->owed++;
+        return;
+    }
+    rpc_request(c->buf, c->pat, c->size, cl->idx, cl->next_seq);
+    uint64_t now = pure_now();
+    int64_t rc = pure_link_send(cl->link, c->buf, c->size);
+    if (rc == PURE_EAGAIN) {
+        cl->owed = 1;
+        return;
+    }
+    if (rc < 0) {
+        cli_fail(c, "pure_link_send failed");
+        return;
+    }
+    c->sent_at[(uint64_t)cl->idx * c->p + cl->next_seq % c->p] = now;
+    cl->next_seq++;
+    c->r.sent++;
+}
+
+static void cli_writable(pure_link *l, void *user)
+{
+    clink *cl = user;
+    uint32_t owed = cl->owed;
+    cl->owed = 0;
+    while (owed-- && !cl->closed) {
+        cli_send(cl);
+        if (cl->owed) { /* full again: keep the rest owed */
+            cl->owed += owed;
+            return;
+        }
+    }
+}
+
+static void cli_established(pure_link *l, void *user)
+{
+    clink *cl = user;
+    client *c = cl->c;
+    cl->established = 1;
+    c->established++;
+    cli_connect_more(c);
+    if (c->established + c->closed == c->l && c->loop)
+        pure_loop_stop(c->loop);
+}
+
+static void cli_message(pure_link *l, void *user, const uint8_t *d, size_t n)
+{
+    clink *cl = user;
+    client *c = cl->c;
+    uint64_t now = pure_now();
+    const char *bad = rpc_check(d, n, c->pat, c->size, cl->idx, cl->next_reply);
+    if (bad)
+        cli_fail(c, bad);
+    if (c->measuring) {
+        rpc_hist_add(&c->hist, now - c->sent_at[(uint64_t)cl->idx * c->p + cl->next_reply % c->p]);
+        c->r.requests++;
+    }
+    cl->next_reply++;
+    c->r.replies++;
+    if (!c->stopping)
+        cli_send(cl);
+    else if (c->r.replies == c->r.sent)
+        pure_loop_stop(c->loop);
+}
+
+static void cli_closed(pure_link *l, void *user, const pure_close_info *info)
+{
+    clink *cl = user;
+    client *c = cl->c;
+    cl->closed = 1;
+    c->closed++;
+    if (!c->closing) {
+        cli_fail(c, "a link closed before the end of the run");
+        if (c->r.errors <= 5)
+            fprintf(stderr, "rpc_bench client: link %u: %s\n", cl->idx, pure_strerror(info->error));
+        if (!cl->established)
+            cli_connect_more(c);
+    }
+    if (c->closing && c->closed == c->l && c->loop) /* no loop inside pure_ctx_free */
+        pure_loop_stop(c->loop);
+}
+
+/* Runs the loop for ns nanoseconds, or until a callback stops it and `done` says so. */
+static void run_for(client *c, uint64_t ns, int (*done)(client *))
+{
+    uint64_t end = pure_now() + ns;
+    for (uint64_t now; (now = pure_now()) < end && !(done && done(c));)
+        pure_loop_run(c->loop, end - now);
+}
+
+static int all_connected(client *c) { return c->established + c->closed >= c->l; }
+static int all_answered(client *c) { return c->r.replies >= c->r.sent; }
+static int all_closed(client *c) { return c->closed >= c->l; }
+
+static int cmd_client(int argc, char **argv)
+{
+    const char *addr = NULL, *key = NULL;
+    uint64_t l = 0, p = 0, size = 0, duration = 0, warmup = 500000000ull, drain = 10000000000ull;
+    int have_d = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--peer-key") && v)
+            key = v, i++;
+        else if (!strcmp(a, "--links") && v && !rpc_parse_count(v, 1, 1000000, &l))
+            i++;
+        else if (!strcmp(a, "--outstanding") && v && !rpc_parse_count(v, 1, RPC_MAX_OUTSTANDING, &p))
+            i++;
+        else if (!strcmp(a, "--size") && v && !rpc_parse_count(v, RPC_HDR, RPC_MAX_SIZE, &size))
+            i++;
+        else if (!strcmp(a, "--duration") && v && !rpc_parse_seconds(v, &duration))
+            i++, have_d = 1;
+        else if (!strcmp(a, "--warmup") && v && !rpc_parse_seconds(v, &warmup))
+            i++;
+        else if (!strcmp(a, "--drain-timeout") && v && !rpc_parse_seconds(v, &drain))
+            i++;
+        else if (a[0] != '-' && !addr)
+            addr = a;
+        else
+            goto usage;
+    }
+    if (!addr || !key || !l || !p || !size || !have_d)
+        goto usage;
+    client c = {.l = l, .p = (uint32_t)p, .size = (uint32_t)size};
+    c.r.links = l, c.r.outstanding = p, c.r.size = size;
+    if (pure_addr_from_string(&c.to, addr) || pure_key_from_base64(c.peer, key)) {
+        fprintf(stderr, "rpc_bench client: bad address '%s' or key '%s'\n", addr, key);
+        return 2;
+    }
+    c.links = calloc(l, sizeof *c.links);
+    c.sent_at = calloc(l * p, sizeof *c.sent_at);
+    c.pat = rpc_pattern_new(c.size);
+    c.buf = malloc(size);
+    static const pure_callbacks cbs = {.on_established = cli_established,
+                                       .on_message = cli_message,
+                                       .on_writable = cli_writable,
+                                       .on_closed = cli_closed};
+    pure_settings st;
+    pure_settings_default(&st);
+    pure_settings_use_huge_pages(&st);
+    st.callbacks = &cbs;
+    int rc = 0;
+    if (!c.links || !c.sent_at || !c.pat || !c.buf || pure_keygen(st.private_key) ||
+        (rc = pure_ctx_new(&st, &c.ctx)) || (rc = pure_loop_new(c.ctx, "0.0.0.0:0", &c.loop))) {
+        fprintf(stderr, "rpc_bench client: cannot set up (out of memory, or no socket: %s)\n",
+                strerror(errno));
+        return 1;
+    }
+    g_loop = c.loop;
+
+    uint64_t t0 = pure_now();
+    cli_connect_more(&c);
+    run_for(&c, 120000000000ull, all_connected);
+    c.r.connect_s = (double)(pure_now() - t0) / 1e9;
+    if (c.established < l) {
+        fprintf(stderr, "rpc_bench client: only %" PRIu64 " of %" PRIu64 " links opened in %.1f s\n",
+                c.established, l, c.r.connect_s);
+        cli_fail(&c, "not every link opened");
+    }
+    printf("{\"phase\": \"connected\", \"links\": %" PRIu64 ", \"seconds\": %.3f}\n", c.established,
+           c.r.connect_s);
+    fflush(stdout);
+    if (c.established == l) {
+        /* Traffic starts on the links in 20 steps over the first half of the warm-up: all L x P
+         * requests at once would be one synchronised burst that no socket buffer holds. */
+        uint64_t steps = l < 20 ? l : 20;
+        for (uint64_t s = 0; s < steps; s++) {
+            for (uint64_t i = s * l / steps; i < (s + 1) * l / steps; i++)
+                for (uint64_t k = 0; k < p && !c.links[i].closed; k++)
+                    cli_send(&c.links[i]);
+            run_for(&c, warmup / 2 / steps, NULL);
+        }
+        run_for(&c, warmup - warmup / 2, NULL);
+        rpc_phase("measure_start");
+        double cpu0 = rpc_cpu_s();
+        uint64_t w0 = pure_now();
+        c.measuring = 1;
+        run_for(&c, duration, NULL);
+        c.measuring = 0;
+        c.r.window_s = (double)(pure_now() - w0) / 1e9;
+        c.r.client_cpu_s = rpc_cpu_s() - cpu0;
+        rpc_phase("measure_end");
+        c.stopping = 1;
+        run_for(&c, drain, all_answered);
+    }
+    uint64_t owed = 0;
+    for (uint64_t i = 0; i < l; i++)
+        owed += c.links[i].owed;
+    c.r.missing = c.r.sent - c.r.replies + owed;
+    if (c.r.missing)
+        cli_fail(&c, "replies missing at the end of the run");
+    /* Loss recovery's share: what the links lost and resent (a busy run should have none). */
+    uint64_t lost = 0, ptos = 0, resent = 0;
+    for (uint64_t i = 0; i < c.started; i++)
+        if (!c.links[i].closed) {
+            pure_link_stats ls;
+            pure_link_stats_get(c.links[i].link, &ls);
+            lost += ls.packets_lost, ptos += ls.ptos, resent += ls.bytes_retransmitted;
+        }
+    char extra[160];
+    snprintf(extra, sizeof extra,
+             ", \"packets_lost\": %" PRIu64 ", \"ptos\": %" PRIu64 ", \"bytes_resent\": %" PRIu64, lost,
+             ptos, resent);
+    c.r.extra = extra;
+    /* Close every link so the server sees clean ends, then report. */
+    c.closing = 1;
+    for (uint64_t i = 0; i < c.started; i++)
+        if (!c.links[i].closed)
+            pure_link_close(c.links[i].link, 0, "done");
+    run_for(&c, 2000000000ull, all_closed);
+    rpc_print_result(&c.r, &c.hist, "pure");
+    g_loop = NULL;
+    pure_loop_free(c.loop);
+    c.loop = NULL;
+    pure_ctx_free(c.ctx);
+    int ok = c.r.errors == 0 && c.r.missing == 0 && c.established == l;
+    free(c.links);
+    free(c.sent_at);
+    free(c.pat);
+    free(c.buf);
+    return ok ? 0 : 1;
+usage:
+    fprintf(stderr, "usage: rpc_bench client ADDR:PORT --peer-key KEY --links L --outstanding P --size S\n"
+                    "                        --duration SEC [--warmup SEC] [--drain-timeout SEC]\n"
+                    "  (L 1..1000000, P 1..%u, S %d..%u bytes)\n",
+            RPC_MAX_OUTSTANDING, RPC_HDR, RPC_MAX_SIZE);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 2 && !strcmp(argv[1], "serve"))
+        return cmd_serve(argc - 2, argv + 2);
+    if (argc >= 2 && !strcmp(argv[1], "client"))
+        return cmd_client(argc - 2, argv + 2);
+    fprintf(stderr, "usage: rpc_bench serve [--listen ADDR:PORT] [--corrupt-every N] [--drop-every N]\n"
+                    "       rpc_bench client ADDR:PORT --peer-key KEY --links L --outstanding P --size S\n"
+                    "                        --duration SEC [--warmup SEC] [--drain-timeout SEC]\n");
+    return 2;
+}
