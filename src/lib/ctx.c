@@ -399,7 +399,13 @@ int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, ui
                 rc = PURE_EINVAL;
                 break;
             }
+            /* A datagram that ends its link says so with PURE_ECLOSED, whatever ended it (on_closed
+             * has the reason): every other code means the datagram was dropped, the link as it
+             * was. l stays allocated until end_call. */
+            uint8_t was_notified = l->closed_notified;
             rc = pure_link_recv(l, from, d, n, now);
+            if (!was_notified && l->closed_notified)
+                rc = PURE_ECLOSED;
             if (l->state != PURE_LS_CLOSED)
                 pure_timers_update(l, now);
             break;
@@ -449,7 +455,7 @@ int pure_ctx_burst_too_big(pure_ctx *ctx, uint64_t now)
     int rc = 0;
     if (!next) {
         pure_link_terminate(l, PURE_EMSGSIZE, 0, NULL, 0, now);
-        rc = PURE_EMSGSIZE;
+        rc = PURE_ECLOSED; /* on_closed has run, with PURE_EMSGSIZE */
     } else {
         l->mss = next;
         pure_recovery_discard_from(l, ctx->last_burst_pn);

@@ -15,8 +15,13 @@
 static void unbusy(pure_link *link);
 static void half_open_end(pure_link *link, int validated);
 
-pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, uint64_t now)
+pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, uint64_t now,
+                           int *err)
 {
+    int dummy, rc;
+    if (!err)
+        err = &dummy;
+    *err = PURE_ENOMEM;
     pure_link *l = pure_ctx_link_new(ctx);
     if (!l)
         return NULL;
@@ -26,7 +31,8 @@ pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, 
     l->heap_pos = UINT32_MAX;
     l->deadline = UINT64_MAX;
     l->state = initiator ? PURE_LS_HANDSHAKE : PURE_LS_UNVALIDATED;
-    if (pure_ctx_table_add(ctx, l) != 0) {
+    if ((rc = pure_ctx_table_add(ctx, l)) != 0) {
+        *err = rc;
         pure_ctx_link_free(ctx, l);
         return NULL;
     }

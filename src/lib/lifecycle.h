@@ -8,8 +8,10 @@
 #include "state.h"
 
 /* A new link to `peer` (initiator: HANDSHAKE, else UNVALIDATED), filed in the index table, its
- * stream opened with the preamble. NULL without memory or a free index. */
-pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, uint64_t now);
+ * stream opened with the preamble; NULL on failure, with *err (if err is non-NULL) PURE_ENOMEM,
+ * PURE_ELIMIT or PURE_ECRYPTO (no randomness for its index). */
+pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, uint64_t now,
+                           int *err);
 /* Moves the link to state st if the state machine allows it (else, a bug in the core: the link
  * is marked CLOSED). Leaving UNVALIDATED uncounts a half-open link, once. */
 void pure_link_set_state(pure_link *link, enum pure_link_state st);

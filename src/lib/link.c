@@ -123,11 +123,12 @@ int pure_connect(pure_ctx *ctx, const pure_addr *to, const uint8_t peer_key[PURE
         return PURE_ESTATE;
     if (ctx->table.used >= ctx->s.max_links)
         return PURE_ELIMIT;
-    pure_link *l = pure_link_alloc(ctx, to, 1, now);
+    int rc;
+    pure_link *l = pure_link_alloc(ctx, to, 1, now, &rc);
     if (!l)
-        return PURE_ENOMEM;
+        return rc;
     l->user = user;
-    int rc = pure_hs_start(l, peer_key, service, now);
+    rc = pure_hs_start(l, peer_key, service, now);
     if (rc) {
         l->closed_notified = 1; /* the caller learns of it from rc, not a callback */
         ctx->depth++;

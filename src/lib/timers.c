@@ -145,8 +145,27 @@ void pure_timers_update(pure_link *link, uint64_t now)
         link->sb.base == link->sb.end && pure_rtb_in_flight(&link->rtb) == 0)
         link->release_at = now + PURE_IDLE_RELEASE;
     uint64_t d = UINT64_MAX;
-    for (unsigned t = 1; t <= PURE_TIMER_CLOSE_END; t <<= 1)
-        d = min64(d, pure_timer_deadline(link, (enum pure_timer)t, now));
+    switch (link->state) {
+    case PURE_LS_OPEN: /* the hot path: each of the OPEN state's timers, computed once */
+        d = min64(recovery_deadline(link), link->ack_deadline);
+        d = min64(d, idle_deadline(link));
+        d = min64(d, keepalive_deadline(link));
+        d = min64(d, watch_deadline(link, now));
+        if (link->close_requested)
+            d = min64(d, link->close_deadline);
+        d = min64(d, link->pace_at);
+        d = min64(d, link->release_at);
+        if (link->rx_retire == PURE_RX_RETIRE_TIMED && link->b)
+            d = min64(d, link->b->rx_retire_at);
+        break;
+    case PURE_LS_CLOSING:
+        d = min64(link->close_deadline, link->close_resend_at);
+        break;
+    default:
+        d = min64(pure_timer_deadline(link, PURE_TIMER_HS_RETRY, now),
+                  pure_timer_deadline(link, PURE_TIMER_HS_EXPIRE, now));
+        break;
+    }
     pure_ctx_timer_set(link->ctx, link, d);
 }
 
