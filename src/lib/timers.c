@@ -147,7 +147,7 @@ void pure_timers_update(pure_link *link, uint64_t now)
     uint64_t d = UINT64_MAX;
     switch (link->state) {
     case PURE_LS_OPEN: /* the hot path: each of the OPEN state's timers, computed once */
-        d = min64(recovery_deadline(link), link->ack_deadline);
+        d = min64(recovery_deadline(link), pure_acktr_deadline(&link->acktr));
         d = min64(d, idle_deadline(link));
         d = min64(d, keepalive_deadline(link));
         d = min64(d, watch_deadline(link, now));
