@@ -254,10 +254,12 @@ static void after_ack(pure_link *link, int acked, uint64_t now)
         pure_link_on_acked(link, now); /* last: it may end the link */
 }
 
-int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
+/* The replay check, then opening in place under the key the phase bit names (failed opens
+ * counted per key, old keys retired: keys.c); an authenticated packet makes the link busy and
+ * moves it on (replay window, rekey switch, counters). Returns 0 or a code: dropped. */
+static int open_packet(pure_link *link, uint8_t *d, size_t n, uint64_t pn, uint64_t now)
 {
     pure_ctx *ctx = link->ctx;
-    uint64_t pn = pure_wire_data_pn(d);
     /* An idle link keeps only the top of its replay window: everything below it counts as seen.
      * Its state is rebuilt only after a packet authenticates, so forgeries cost it nothing. */
     if (link->b ? pure_replay_check(&link->b->replay, pn) != 0 : pn + 1 <= link->replay_top) {
@@ -266,9 +268,6 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         return PURE_EINVAL;
     }
     uint8_t phase = pure_wire_data_phase(d);
-    size_t plen = n - PURE_DATA_HEADER - PURE_TAG_LEN;
-    uint8_t *payload = d + PURE_DATA_HEADER;
-    /* decryption, and its limits: failed opens counted per key, old keys retired (keys.c) */
     int orc = pure_keys_open(link, d, n, pn);
     if (orc != 0) {
         if (pure_keys_forged_too_often(link, phase)) {
@@ -290,14 +289,14 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
     link->st.packets_received++;
     link->st.bytes_received += n;
     link->last_recv = now;
-    if (link->state == PURE_LS_CLOSING)
-        return closing_recv(link, payload, plen, now);
+    return 0;
+}
 
-    if (link->state == PURE_LS_UNVALIDATED && pure_hs_confirmed(link, now) != 0)
-        return 0; /* refused, or closed from on_accept: its data goes nowhere */
+/* The newest packet came from elsewhere: the peer's address changed (NAT rebinding). Until the
+ * peer acknowledges a packet sent there, send at most 3x what came from it. */
+static void check_path(pure_link *link, const pure_addr *from, uint64_t pn, size_t n)
+{
     if (!pure_addr_equal(from, &link->peer) && pn + 1 >= link->b->replay.top) {
-        /* The newest packet came from elsewhere: the peer's address changed (NAT rebinding).
-         * Until the peer acknowledges a packet sent there, send at most 3x what came from it. */
         link->peer = *from;
         link->st.path_changes++;
         link->path_unvalidated = 1;
@@ -308,76 +307,84 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
     }
     if (link->path_unvalidated && pure_addr_equal(from, &link->peer))
         link->amp_received += n; /* only what came from the address being answered counts */
+}
 
-    const uint8_t *p = payload, *end = payload + plen;
-    int eliciting = 0, dropped = 0;
-    pure_ack_frame ack;
-    while (p < end) {
-        pure_frame f;
-        if (pure_frame_parse(&p, end, &f, &ack) != 0) {
-            pure_link_terminate(link, PURE_EPROTO, PURE_CLOSE_PROTOCOL, "malformed frame", 1, now);
-            return PURE_EPROTO;
-        }
-        switch (f.type) {
-        case PURE_FRAME_PADDING:
-            break;
-        case PURE_FRAME_PING:
-            eliciting = 1;
-            pure_acktr_ack_now(&link->acktr);
-            break;
-        case PURE_FRAME_ACK:
-            after_ack(link, pure_recovery_on_ack(link, &ack, now), now);
-            break;
-        case PURE_FRAME_CREDIT:
-            if (pure_credit_on_frame(&link->credit, f.u.credit))
-                pure_ctx_mark_pending(ctx, link);
-            /* the peer has room: if our packets went unanswered (it may have dropped them, short
-             * of memory), the oldest bytes go again now rather than after the backed-off PTO */
-            pure_recovery_probe_now(link);
-            eliciting = 1;
-            break;
-        case PURE_FRAME_CLOSE: {
-            char reason[256];
-            memcpy(reason, f.u.close.reason, f.u.close.reason_len);
-            reason[f.u.close.reason_len] = 0;
-            link->close_code = f.u.close.code;
-            link->peer_closed = 1;
-            int err = error_for_close_code(f.u.close.code);
-            pure_link_terminate(link, err, 0, reason, 0, now);
-            return 0;
-        }
-        case PURE_FRAME_REKEY:
-            eliciting = 1;
-            pure_rekey_on_frame(link, f.u.rekey, now);
-            break;
-        case PURE_FRAME_DATA: {
-            eliciting = 1;
-            int rc = on_data(link, &f, now);
-            if (rc == DATA_DROPPED) {
-                dropped = 1;
-            } else if (rc < 0) {
-                pure_link_terminate(link, rc, (uint64_t)close_code_for(rc), pure_strerror(rc), 1,
-                                    now);
-                return rc;
-            }
-            break;
-        }
-        }
-        if (link->state != PURE_LS_OPEN)
-            return 0;
+/* What the frames of one packet did. */
+typedef struct frames_seen {
+    int eliciting; /* a frame that asks for an ACK */
+    int dropped;   /* stream data that could not be held: the packet is not acknowledged */
+} frames_seen;
+
+/* One frame of an open link's packet. Returns 0, or 1 if the frame ended the link (or the
+ * caller must stop: a code in *rc to return). */
+static int on_frame(pure_link *link, const pure_frame *f, const pure_ack_frame *ack,
+                    frames_seen *seen, int *rc, uint64_t now)
+{
+    switch (f->type) {
+    case PURE_FRAME_PADDING:
+        break;
+    case PURE_FRAME_PING:
+        seen->eliciting = 1;
+        pure_acktr_ack_now(&link->acktr);
+        break;
+    case PURE_FRAME_ACK:
+        after_ack(link, pure_recovery_on_ack(link, ack, now), now);
+        break;
+    case PURE_FRAME_CREDIT:
+        if (pure_credit_on_frame(&link->credit, f->u.credit))
+            pure_ctx_mark_pending(link->ctx, link);
+        /* the peer has room: if our packets went unanswered (it may have dropped them, short of
+         * memory), the oldest bytes go again now rather than after the backed-off PTO */
+        pure_recovery_probe_now(link);
+        seen->eliciting = 1;
+        break;
+    case PURE_FRAME_CLOSE: {
+        char reason[256];
+        memcpy(reason, f->u.close.reason, f->u.close.reason_len);
+        reason[f->u.close.reason_len] = 0;
+        link->close_code = f->u.close.code;
+        link->peer_closed = 1;
+        pure_link_terminate(link, error_for_close_code(f->u.close.code), 0, reason, 0, now);
+        return 1;
     }
-    if (dropped) {
+    case PURE_FRAME_REKEY:
+        seen->eliciting = 1;
+        pure_rekey_on_frame(link, f->u.rekey, now);
+        break;
+    case PURE_FRAME_DATA: {
+        seen->eliciting = 1;
+        int drc = on_data(link, f, now);
+        if (drc == DATA_DROPPED) {
+            seen->dropped = 1;
+        } else if (drc < 0) {
+            pure_link_terminate(link, drc, (uint64_t)close_code_for(drc), pure_strerror(drc), 1,
+                                now);
+            *rc = drc;
+            return 1;
+        }
+        break;
+    }
+    }
+    return link->state != PURE_LS_OPEN;
+}
+
+/* After the frames: what the packet owes the peer (an ACK, or with dropped data a PING), the
+ * credit granted, and the release timer of a link left with nothing to do. */
+static void after_frames(pure_link *link, const frames_seen *seen, uint64_t pn, uint64_t now)
+{
+    pure_ctx *ctx = link->ctx;
+    if (seen->dropped) {
         /* Not acknowledged, so the peer sends it again. An ACK of what came before still goes
          * (or a PING if there is nothing to acknowledge), so a peer held back by
          * max_receive_memory hears from this side and does not time the link out. */
         if (pure_acktr_force(&link->acktr) != 0)
             link->ping_pending = 1;
         pure_ctx_mark_pending(ctx, link);
-        return 0;
+        return;
     }
     /* Record the packet number for our ACKs. */
-    if (pure_acktr_on_packet(&link->acktr, &ctx->alloc, pn, eliciting, now, ctx->s.max_ack_delay,
-                             ctx->s.ack_every))
+    if (pure_acktr_on_packet(&link->acktr, &ctx->alloc, pn, seen->eliciting, now,
+                             ctx->s.max_ack_delay, ctx->s.ack_every))
         pure_ctx_mark_pending(ctx, link);
     if (link->credit_pending)
         pure_ctx_mark_pending(ctx, link);
@@ -385,5 +392,31 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
      * arm the release here too once it has nothing queued or in flight. */
     if (link->sb.base == link->sb.end && pure_rtb_in_flight(&link->rtb) == 0)
         pure_timers_went_idle(link, now);
+}
+
+int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
+{
+    uint64_t pn = pure_wire_data_pn(d);
+    int rc = open_packet(link, d, n, pn, now);
+    if (rc != 0)
+        return rc;
+    const uint8_t *p = d + PURE_DATA_HEADER, *end = p + (n - PURE_DATA_HEADER - PURE_TAG_LEN);
+    if (link->state == PURE_LS_CLOSING)
+        return closing_recv(link, p, (size_t)(end - p), now);
+    if (link->state == PURE_LS_UNVALIDATED && pure_hs_confirmed(link, now) != 0)
+        return 0; /* refused, or closed from on_accept: its data goes nowhere */
+    check_path(link, from, pn, n);
+    frames_seen seen = {0, 0};
+    pure_ack_frame ack;
+    while (p < end) {
+        pure_frame f;
+        if (pure_frame_parse(&p, end, &f, &ack) != 0) {
+            pure_link_terminate(link, PURE_EPROTO, PURE_CLOSE_PROTOCOL, "malformed frame", 1, now);
+            return PURE_EPROTO;
+        }
+        if (on_frame(link, &f, &ack, &seen, &rc, now))
+            return rc;
+    }
+    after_frames(link, &seen, pn, now);
     return 0;
 }
