@@ -141,22 +141,22 @@ PURE_API int pure_loop_set_gro(pure_loop *loop, int on);
 
 /* Counters of a loop. */
 typedef struct pure_loop_stats {
-    uint64_t sendmsg_calls;     /* sendmsg + sendmmsg system calls that sent something */
-    uint64_t packets_sent;      /* datagrams handed to the kernel */
-    uint64_t gso_bursts;        /* sendmsg calls carrying more than one datagram (UDP_SEGMENT) */
-    uint64_t recvmsg_calls;     /* recvmsg + recvmmsg calls that returned data */
-    uint64_t datagrams_received;/* datagrams fed to pure_ctx_read (after splitting GRO buffers) */
-    uint64_t gro_segments;      /* datagrams that arrived coalesced, in GRO buffers of 2 or more */
-    uint64_t gro_buffers;       /* receives that held 2 or more coalesced datagrams */
-    uint64_t send_blocked;      /* sends that met a full socket buffer (EAGAIN: waited) */
-    uint64_t send_errors;       /* bursts the kernel refused (unreachable, too big): dropped */
-    uint64_t recv_errors;       /* receive errors and truncated datagrams: dropped */
-    uint64_t recv_empty;        /* receive calls that found the socket empty (EAGAIN) */
-    uint64_t wakeups;           /* returns from epoll */
-    uint64_t timer_wakeups;     /* returns from epoll with no event: the core's deadline came */
-    uint64_t timeouts;          /* pure_ctx_timeout calls */
-    int gso;                    /* 1 while GSO sends are in use */
-    int gro;                    /* 1 while GRO receives are in use */
+    uint64_t sendmsg_calls;      /* sendmsg + sendmmsg system calls that sent something */
+    uint64_t packets_sent;       /* datagrams handed to the kernel */
+    uint64_t gso_bursts;         /* sendmsg calls carrying more than one datagram (UDP_SEGMENT) */
+    uint64_t recvmsg_calls;      /* recvmsg + recvmmsg calls that returned data */
+    uint64_t datagrams_received; /* datagrams fed to pure_ctx_read (after splitting GRO buffers) */
+    uint64_t gro_segments;       /* datagrams that arrived coalesced, in GRO buffers of 2 or more */
+    uint64_t gro_buffers;        /* receives that held 2 or more coalesced datagrams */
+    uint64_t send_blocked;       /* sends that met a full socket buffer (EAGAIN: waited) */
+    uint64_t send_errors;        /* bursts the kernel refused (unreachable, too big): dropped */
+    uint64_t recv_errors;        /* receive errors and truncated datagrams: dropped */
+    uint64_t recv_empty;         /* receive calls that found the socket empty (EAGAIN) */
+    uint64_t wakeups;            /* returns from epoll */
+    uint64_t timer_wakeups;      /* returns from epoll with no event: the core's deadline came */
+    uint64_t timeouts;           /* pure_ctx_timeout calls */
+    int gso;                     /* 1 while GSO sends are in use */
+    int gro;                     /* 1 while GRO receives are in use */
 } pure_loop_stats;
 
 /* Copies the loop's counters. */

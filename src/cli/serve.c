@@ -65,7 +65,11 @@ static const char serve_help[] =
     "exit codes: 0 stopped by a signal; 1 runtime failure (socket error);\n"
     "            2 usage error (bad flag, address, key or allow file, address in use)\n";
 
-enum svc_kind { SVC_DRAIN = 1, SVC_ECHO = 2, SVC_SINK = 4 };
+enum svc_kind {
+    SVC_DRAIN = 1,
+    SVC_ECHO = 2,
+    SVC_SINK = 4
+};
 
 static const struct {
     const char *name;
@@ -89,7 +93,7 @@ typedef struct srv_link {
     struct server *srv;
     pure_link *link;
     enum svc_kind kind;
-    uint64_t id;               /* order of acceptance, from 1: names the link in --stats-every */
+    uint64_t id; /* order of acceptance, from 1: names the link in --stats-every */
     uint64_t messages, bytes;
     qmsg *qhead, *qtail;
     size_t qbytes;
@@ -156,7 +160,8 @@ static void sl_send(srv_link *sl, const uint8_t *d, size_t n)
             return; /* sent, or the link is closing: on_closed tells */
     }
     if (sl->qbytes + n > QUEUE_MAX) {
-        pure_link_abort(sl->link, PURE_CLOSE_APP, "echo backlog over 64 MiB: the client is not reading replies");
+        pure_link_abort(sl->link, PURE_CLOSE_APP,
+                        "echo backlog over 64 MiB: the client is not reading replies");
         return;
     }
     pure_link_pause_recv(sl->link); /* no new credit until the queue is out */
@@ -184,8 +189,10 @@ static void log_link(const srv_link *sl, const char *what, const char *detail)
     pure_addr_to_string(pure_link_peer_addr(sl->link), addr, sizeof addr);
     cli_key_text(key, pure_link_peer_key(sl->link), 0);
     fprintf(stderr, "pure serve: %s %s from %s key %s: %llu messages, %llu bytes%s%s\n", what,
-            sl->kind == SVC_DRAIN ? "drain" : sl->kind == SVC_ECHO ? "echo" : "sink", addr, key,
-            (unsigned long long)sl->messages, (unsigned long long)sl->bytes,
+            sl->kind == SVC_DRAIN  ? "drain"
+            : sl->kind == SVC_ECHO ? "echo"
+                                   : "sink",
+            addr, key, (unsigned long long)sl->messages, (unsigned long long)sl->bytes,
             detail ? ": " : "", detail ? detail : "");
 }
 
@@ -301,8 +308,8 @@ static void on_closed(pure_link *link, void *user, const pure_close_info *info)
         snprintf(why, sizeof why, "closed%s%s", *info->reason ? " by the peer: " : "",
                  info->reason);
     else
-        snprintf(why, sizeof why, "%s%s%s", pure_strerror(info->error),
-                 *info->reason ? ": " : "", info->reason);
+        snprintf(why, sizeof why, "%s%s%s", pure_strerror(info->error), *info->reason ? ": " : "",
+                 info->reason);
     log_link(sl, "closed", why);
     server *srv = sl->srv;
     if (srv->verbose && srv->loop) { /* no loop while pure_ctx_free closes the last links */
@@ -341,16 +348,28 @@ static const char *kind_name(enum svc_kind k)
 
 /* The guard counters (pure_guard_stats) in the order of pure.h, named as there: the total line
  * prints every one (a field added to the struct goes here too). */
-#define GUARD(f) {#f, offsetof(pure_guard_stats, f)}
+#define GUARD(f)                                                                                   \
+    {                                                                                              \
+#f, offsetof(pure_guard_stats, f)                                                          \
+    }
 static const struct {
     const char *name;
     size_t offset;
 } guard_fields[] = {
-    GUARD(dh_ops),           GUARD(inits_replayed),        GUARD(inits_throttled),
-    GUARD(inits_half_open_cap), GUARD(inits_bad_mac),      GUARD(inits_silent),
-    GUARD(inits_duplicate),  GUARD(cookie_replies_bad),    GUARD(rejects_bad),
-    GUARD(failed_opens),     GUARD(links_integrity_closed), GUARD(rx_memory),
-    GUARD(rx_memory_peak),   GUARD(rx_memory_stalls),
+    GUARD(dh_ops),
+    GUARD(inits_replayed),
+    GUARD(inits_throttled),
+    GUARD(inits_half_open_cap),
+    GUARD(inits_bad_mac),
+    GUARD(inits_silent),
+    GUARD(inits_duplicate),
+    GUARD(cookie_replies_bad),
+    GUARD(rejects_bad),
+    GUARD(failed_opens),
+    GUARD(links_integrity_closed),
+    GUARD(rx_memory),
+    GUARD(rx_memory_peak),
+    GUARD(rx_memory_stalls),
 };
 #undef GUARD
 
@@ -406,8 +425,7 @@ static int load_allow(pure_ctx *ctx, const char *path)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "pure serve: cannot read the --allow file %s: %s\n", path,
-                strerror(errno));
+        fprintf(stderr, "pure serve: cannot read the --allow file %s: %s\n", path, strerror(errno));
         return CLI_USAGE;
     }
     char line[512];
@@ -425,8 +443,9 @@ static int load_allow(pure_ctx *ctx, const char *path)
         uint8_t key[PURE_KEY_LEN];
         int krc = cli_public_key_from_text(key, p);
         if (krc == CLI_KEY_WRONG_KIND) {
-            fprintf(stderr, "pure serve: %s line %d is a private key (pure-priv:...): list the "
-                            "clients' public keys (pure pubkey < KEYFILE), and delete that line\n",
+            fprintf(stderr,
+                    "pure serve: %s line %d is a private key (pure-priv:...): list the "
+                    "clients' public keys (pure pubkey < KEYFILE), and delete that line\n",
                     path, lineno);
             fclose(f);
             return CLI_USAGE;
@@ -465,8 +484,9 @@ static int parse_services(const char *list, unsigned *mask)
             if (strlen(services[i].name) == n && memcmp(p, services[i].name, n) == 0)
                 k = services[i].kind;
         if (!k)
-            return cli_usage("serve", "unknown service '%.*s' in --services (known: drain, "
-                                      "echo, sink)",
+            return cli_usage("serve",
+                             "unknown service '%.*s' in --services (known: drain, "
+                             "echo, sink)",
                              (int)n, p);
         *mask |= k;
         p += n;
@@ -480,13 +500,18 @@ static int parse_services(const char *list, unsigned *mask)
 
 int cli_serve(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"listen", required_argument, NULL, 'l'}, {"key", required_argument, NULL, 'k'},
-        {"ephemeral", no_argument, NULL, 'e'},    {"allow", required_argument, NULL, 'a'},
-        {"allow-any", no_argument, NULL, 'A'},    {"services", required_argument, NULL, 's'},
-        {"keepalive", required_argument, NULL, 'K'}, {"verbose", no_argument, NULL, 'v'},
-        {"stats-every", required_argument, NULL, 'E'}, {"silent", no_argument, NULL, 'S'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"listen", required_argument, NULL, 'l'},
+                                         {"key", required_argument, NULL, 'k'},
+                                         {"ephemeral", no_argument, NULL, 'e'},
+                                         {"allow", required_argument, NULL, 'a'},
+                                         {"allow-any", no_argument, NULL, 'A'},
+                                         {"services", required_argument, NULL, 's'},
+                                         {"keepalive", required_argument, NULL, 'K'},
+                                         {"verbose", no_argument, NULL, 'v'},
+                                         {"stats-every", required_argument, NULL, 'E'},
+                                         {"silent", no_argument, NULL, 'S'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     const char *listen = NULL, *keyfile = NULL, *allow = NULL, *svc = "drain,echo,sink";
     int ephemeral = 0, allow_any = 0, verbose = 0, silent = 0, c;
     uint64_t keepalive = 0, stats_every = 0;
@@ -508,8 +533,10 @@ int cli_serve(int argc, char **argv)
             break;
         case 'E':
             if (cli_parse_seconds(optarg, &stats_every) || stats_every < 1000000u)
-                return cli_usage("serve", "--stats-every '%s' is not a number of seconds "
-                                          "(0.001 or more)", optarg);
+                return cli_usage("serve",
+                                 "--stats-every '%s' is not a number of seconds "
+                                 "(0.001 or more)",
+                                 optarg);
             break;
         case 'h': fputs(serve_help, stdout); return CLI_OK;
         default: return cli_bad_option("serve", c, argv);
@@ -532,8 +559,9 @@ int cli_serve(int argc, char **argv)
         return CLI_USAGE;
     pure_addr bind_addr;
     if (pure_addr_from_string(&bind_addr, listen) != 0)
-        return cli_usage("serve", "--listen '%s' is not an address: expected ADDR:PORT such as "
-                                  "127.0.0.1:4433, [::1]:4433 or 0.0.0.0:0",
+        return cli_usage("serve",
+                         "--listen '%s' is not an address: expected ADDR:PORT such as "
+                         "127.0.0.1:4433, [::1]:4433 or 0.0.0.0:0",
                          listen);
 
     server srv;
