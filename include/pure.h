@@ -403,10 +403,28 @@ typedef struct pure_guard_stats {
     uint64_t rx_memory_peak;         /* the most rx_memory ever was */
     uint64_t rx_memory_stalls;       /* times a link was held back (no new credit, buffers not
                                         grown) because of max_receive_memory */
+    uint64_t in_flight;              /* bytes all links had in flight at the end of the last
+                                        call on the context */
+    uint64_t in_flight_peak;         /* the most in_flight was at the end of a call */
+    uint64_t in_flight_waits;        /* times a link with data to send waited for the context's
+                                        max_in_flight (pure_ctx_set_max_in_flight) */
 } pure_guard_stats;
 
 /* Copies up to `size` bytes of the context's guard counters into st. */
 PURE_API void pure_ctx_guard_stats_get(const pure_ctx *ctx, pure_guard_stats *st, size_t size);
+
+/* Limits the bytes all the context's links together may have in flight (sent, neither
+ * acknowledged nor declared lost) to `bytes`; 0 (the default) sets no limit. Each link's own
+ * congestion window still applies; above this limit links with data wait, oldest first, and new
+ * data stays in their send rings. Probes and ACKs are never held back.
+ *
+ * Why: the links share one socket, and so do the peer's. Many links each within its own window
+ * can together put more in flight than the receiving socket's buffer holds; the kernel then
+ * drops whole flights of many links at once and each waits a probe timeout. pure_loop_new sets
+ * this to its socket's receive buffer; call it after pure_loop_new to choose otherwise. Lowering
+ * it takes nothing back: links wait until the flight falls below it. Not thread-safe, like every
+ * call on a context. */
+PURE_API void pure_ctx_set_max_in_flight(pure_ctx *ctx, uint64_t bytes);
 
 /* Calls visit(link, user, arg) for each link of the context the application knows of and
  * on_closed has not yet reported: initiator links from pure_connect (also while their handshake

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "flight.h"
 #include "handshake.h"
 #include "lifecycle.h"
 #include "link.h"
@@ -237,6 +238,15 @@ void pure_ctx_guard_stats_get(const pure_ctx *ctx, pure_guard_stats *st, size_t 
     if (!ctx || !st)
         return;
     memcpy(st, &ctx->guard, size < sizeof ctx->guard ? size : sizeof ctx->guard);
+}
+
+void pure_ctx_set_max_in_flight(pure_ctx *ctx, uint64_t bytes)
+{
+    if (!ctx)
+        return;
+    ctx->max_in_flight = bytes;
+    if (ctx->depth == 0)
+        pure_flight_wake(ctx); /* a higher limit lets waiting links go now */
 }
 
 uint64_t pure_ctx_deadline(const pure_ctx *ctx)

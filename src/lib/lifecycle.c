@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lifecycle.h"
+#include "flight.h"
 #include "keys.h"
 #include "registry.h"
 #include "rxmem.h"
@@ -239,6 +240,7 @@ static void unbusy(pure_link *link)
     pure_ranges_free(&b->acked, a);
     pure_ranges_free(&b->lost, a);
     pure_rxmem_forget(link);
+    pure_flight_forget(link);
     pure_alloc ra = pure_rxmem_alloc(link->ctx); /* receive buffers leave the accounting */
     pure_msgparse_free(&b->parse, &ra);
     pure_rob_free(&b->rob, &ra, a);

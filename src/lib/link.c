@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "link.h"
+#include "flight.h"
 #include "handshake.h"
 #include "keys.h"
 #include "lifecycle.h"
@@ -195,6 +196,7 @@ void pure_link_end_call(pure_ctx *ctx)
             ctx->dead = l->dead_next;
             pure_link_release(l);
         }
+        pure_flight_wake(ctx);
     }
 }
 

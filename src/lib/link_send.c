@@ -4,6 +4,7 @@
  * from the send buffer and sealed in place. */
 #include <string.h>
 
+#include "flight.h"
 #include "frame.h"
 #include "link_send.h"
 #include "keys.h"
@@ -246,7 +247,7 @@ static int data_allowed(pure_link *link, size_t size, size_t n, int *cwnd_blocke
         return 1;
     pure_busy *b = link->b;
     uint64_t srtt = link->rtt.has_sample ? link->rtt.smoothed : 0;
-    if (pure_cc_available(&b->cc) == 0) {
+    if (pure_cc_available(&b->cc) == 0 || !pure_flight_allowed(link)) {
         *cwnd_blocked = 1;
         return 0;
     }
@@ -315,6 +316,7 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
     }
     if (link->path_unvalidated)
         link->amp_sent += n;
+    pure_flight_turn_end(link);
     /* App-limited: the window was not what held us back. */
     link->app_limited = !cwnd_blocked && !has_data(link);
     *segment = seg;

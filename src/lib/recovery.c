@@ -6,6 +6,7 @@
  * into the link's `lost` set and are sent again from the send buffer by offset. It calls nothing
  * above it: pure_recovery_on_ack returns what the caller must act on. */
 
+#include "flight.h"
 #include "frame.h"
 #include "recovery.h"
 #include "registry.h"
@@ -22,6 +23,7 @@ int pure_recovery_on_sent(pure_link *link, const pure_sent *s)
     if (idle)
         link->wait_start = s->time;
     pure_cc_on_sent(&link->b->cc, s->size);
+    pure_flight_sent(link, s->size);
     return 0;
 }
 
@@ -69,6 +71,7 @@ static void requeue(pure_link *link, const pure_sent *e)
 static void on_lost(pure_link *link, const pure_sent *e, uint64_t now)
 {
     loss_rate_update(link, 1);
+    pure_flight_gone(link, e->size);
     if (loss_is_congestion(link)) {
         pure_cc_on_lost(&link->b->cc, e->size, e->time, now);
     } else {
@@ -164,6 +167,7 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
             largest_time = e->time;
         any = 1;
         acked_bytes += e->size;
+        pure_flight_gone(link, e->size);
         loss_rate_update(link, 0);
         if (e->data_len)
             pure_ranges_add(&link->b->acked, &link->ctx->alloc, e->data_off,
@@ -192,6 +196,7 @@ void pure_recovery_discard_from(pure_link *link, uint64_t first_pn)
     pure_rtb_discard_begin(&link->rtb, &it, first_pn);
     while ((e = pure_rtb_discard_next(&link->rtb, &it, &pn)) != NULL) {
         pure_cc_on_discarded(&link->b->cc, e->size);
+        pure_flight_gone(link, e->size);
         requeue(link, e);
     }
 }

@@ -69,6 +69,11 @@ typedef struct pure_busy {
     /* rxmem.c: the context's list of links held back by max_receive_memory, oldest first */
     pure_link *held_prev, *held_next;
     uint8_t held;
+    /* flight.c: the context's list of links waiting for max_in_flight, oldest first */
+    pure_link *flight_prev, *flight_next;
+    uint8_t flight_waiting;
+    uint8_t flight_woken; /* woken from that list: packets it may send ahead of those waiting */
+    uint64_t flight_charge; /* this link's share of ctx->flight */
     uint32_t orphaned; /* a former owner: what it held then, counted in ctx->rx_orphaned */
 } pure_busy;
 
@@ -250,6 +255,10 @@ struct pure_ctx {
 
     /* links with something to send */
     pure_link *pending_head, *pending_tail;
+    /* flight.c: what every link has in flight (bytes and a cost per packet), the limit (0:
+     * none), and the links waiting for it to fall */
+    uint64_t flight, max_in_flight;
+    pure_link *flight_head, *flight_tail;
     /* links closed during this call, freed at its end */
     pure_link *dead;
     int depth;   /* nesting of public calls (callbacks may re-enter) */
