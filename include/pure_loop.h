@@ -86,8 +86,10 @@ PURE_API int pure_addr_to_string(const pure_addr *a, char *out, size_t cap);
 /* Creates a loop for ctx and binds its UDP socket to `bind` ("127.0.0.1:0", "[::1]:4433",
  * "0.0.0.0:4433", "[::]:0"; port 0 picks a free port). The socket is non-blocking, has 4 MiB
  * receive and send buffers where the system allows (SO_RCVBUFFORCE first, then SO_RCVBUF),
- * and GRO on where the kernel has it. An IPv6 wildcard socket also takes IPv4 (mapped
- * addresses). The context must outlive the loop. Returns 0 and *out, or:
+ * and GRO on where the kernel has it. It sets the context's limit on bytes in flight to the
+ * receive buffer granted (pure_ctx_set_max_in_flight: the peer's socket is taken to be like
+ * this one; call that after pure_loop_new to choose otherwise). An IPv6 wildcard socket also
+ * takes IPv4 (mapped addresses). The context must outlive the loop. Returns 0 and *out, or:
  *   PURE_EINVAL  NULL arguments or `bind` is not a numeric address (pure_addr_from_string);
  *   PURE_ENOMEM  the loop's buffers could not be allocated;
  *   PURE_EIO     socket, bind or epoll failed (errno says why: EADDRINUSE, EACCES, ...). */

@@ -92,6 +92,8 @@ int pure_loop_new(pure_ctx *ctx, const char *bind, pure_loop **out)
         errno = e;
         return rc;
     }
+    /* The peer's socket is taken to be like ours: never more in flight than it can hold. */
+    pure_ctx_set_max_in_flight(ctx, pure_udp_rcvbuf(&l->udp));
     l->ep = epoll_create1(EPOLL_CLOEXEC);
     l->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN, .data.fd = l->udp.fd};

@@ -38,6 +38,15 @@ static void set_buffer(int fd, int force_opt, int opt)
         (void)setsockopt(fd, SOL_SOCKET, opt, &v, sizeof v);
 }
 
+uint64_t pure_udp_rcvbuf(const pure_udp *u)
+{
+    int v = 0;
+    socklen_t len = sizeof v;
+    if (getsockopt(u->fd, SOL_SOCKET, SO_RCVBUF, &v, &len) != 0 || v <= 0)
+        return 0;
+    return (uint64_t)v / 2;
+}
+
 int pure_udp_set_gro(pure_udp *u, int on)
 {
     int v = on ? 1 : 0;

@@ -40,6 +40,9 @@ void pure_udp_close(pure_udp *u);
 
 /* Turns GRO on or off on the socket; returns 1 if it is now on. */
 int pure_udp_set_gro(pure_udp *u, int on);
+/* The receive buffer the kernel granted the socket, in bytes as asked for (SO_RCVBUF reports
+ * twice that, its allowance for bookkeeping); 0 if it cannot say. */
+uint64_t pure_udp_rcvbuf(const pure_udp *u);
 
 /* Sends the datagrams of buf[*off .. n) (seg bytes each, the last possibly shorter) to `to`,
  * advancing *off past what the kernel took. Returns 0 when nothing is left to send (datagrams
