@@ -84,7 +84,7 @@ PURE_API int pure_addr_to_string(const pure_addr *a, char *out, size_t cap);
 /* ---- The loop ----------------------------------------------------------------------------- */
 
 /* Creates a loop for ctx and binds its UDP socket to `bind` ("127.0.0.1:0", "[::1]:4433",
- * "0.0.0.0:4433", "[::]:0"; port 0 picks a free port). The socket is non-blocking, has 4 MiB
+ * "0.0.0.0:4433", "[::]:0"; port 0 picks a free port). The socket is non-blocking, has 64 MiB
  * receive and send buffers where the system allows (SO_RCVBUFFORCE first, then SO_RCVBUF),
  * and GRO on where the kernel has it. It sets the context's limit on bytes in flight to the
  * receive buffer granted (pure_ctx_set_max_in_flight: the peer's socket is taken to be like
