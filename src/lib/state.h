@@ -72,9 +72,9 @@ typedef struct pure_busy {
     /* flight.c: the context's list of links waiting for max_in_flight, oldest first */
     pure_link *flight_prev, *flight_next;
     uint8_t flight_waiting;
-    uint8_t flight_woken; /* woken from that list: packets it may send ahead of those waiting */
+    uint8_t flight_woken;   /* woken from that list: packets it may send ahead of those waiting */
     uint64_t flight_charge; /* this link's share of ctx->flight */
-    uint32_t orphaned; /* a former owner: what it held then, counted in ctx->rx_orphaned */
+    uint32_t orphaned;      /* a former owner: what it held then, counted in ctx->rx_orphaned */
 } pure_busy;
 
 /* What only the initiator's handshake needs: freed once the link is open. */

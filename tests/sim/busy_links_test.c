@@ -19,7 +19,7 @@
 #define LINKS 300
 #define OUTSTANDING 16
 #define SIZE 1024
-#define ROUNDS 32         /* requests per link after the first OUTSTANDING */
+#define ROUNDS 32          /* requests per link after the first OUTSTANDING */
 #define QUEUE (256u << 10) /* bytes each direction's bottleneck holds */
 
 typedef struct cl {
