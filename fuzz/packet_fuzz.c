@@ -285,8 +285,8 @@ static uint64_t next_pn;
  * (ctl bits 3 and 7), so that neither side's packets look like replays of the other's. */
 static uint64_t take_pn(void)
 {
-    if (next_pn < W.la->next_pn + 64)
-        next_pn = W.la->next_pn + 64;
+    if (next_pn < pure_rtb_next_pn(&W.la->rtb) + 64)
+        next_pn = pure_rtb_next_pn(&W.la->rtb) + 64;
     return next_pn++;
 }
 

@@ -335,8 +335,8 @@ static int link_open(const app *u) { return u->known && !u->closes; }
 /* Our packet numbers stay above the ones A uses itself, so neither looks like a replay. */
 static uint64_t take_pn(void)
 {
-    if (W.next_pn < W.ua.link->next_pn + 64)
-        W.next_pn = W.ua.link->next_pn + 64;
+    if (W.next_pn < pure_rtb_next_pn(&W.ua.link->rtb) + 64)
+        W.next_pn = pure_rtb_next_pn(&W.ua.link->rtb) + 64;
     return W.next_pn++;
 }
 
@@ -407,7 +407,7 @@ static uint8_t *put_frame(rd *r, uint8_t *out)
         return out + len;
     }
     case 1: { /* ACK of B's packet numbers, newest first */
-        uint64_t top = lb ? lb->next_pn : 0;
+        uint64_t top = lb ? pure_rtb_next_pn(&lb->rtb) : 0;
         if (t & 8)
             top += take(r) + 1u; /* acknowledges packets never sent */
         if (top == 0)

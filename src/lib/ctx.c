@@ -347,7 +347,7 @@ int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment,
             break;
         if (l->state == PURE_LS_CLOSED)
             continue;
-        uint64_t first_pn = l->next_pn;
+        uint64_t first_pn = pure_rtb_next_pn(&l->rtb);
         n = write_link(ctx, l, buf, cap, segment, now, 0);
         if (n > 0) {
             ctx->last_burst_link = l->local_index;
@@ -439,7 +439,7 @@ int pure_ctx_burst_too_big(pure_ctx *ctx, uint64_t now)
     if (!ctx)
         return PURE_EINVAL;
     pure_link *l = ctx->last_burst_link ? pure_ctx_table_find(ctx, ctx->last_burst_link) : NULL;
-    if (!l || l->state != PURE_LS_OPEN || ctx->last_burst_pn >= l->next_pn)
+    if (!l || l->state != PURE_LS_OPEN || ctx->last_burst_pn >= pure_rtb_next_pn(&l->rtb))
         return PURE_EINVAL;
     ctx->last_burst_link = 0;
     static const uint16_t steps[] = {1452, 1400, 1280, PURE_MIN_UDP_PAYLOAD};

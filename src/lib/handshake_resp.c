@@ -2,7 +2,8 @@
 /* handshake_resp.c: the responder's side of the handshake: admission of an INIT before any DH or
  * state is spent on it (mac1, resends, replays, cookies under load, per-source token buckets,
  * half-open caps: docs/protocol.md, "Handshake admission"), then the Noise message, the
- * timestamp against replay, the refusals, and the link with its RESP. The responder keeps no
+ * timestamp against replay, the refusals, the link with its RESP, and the handshake's end when
+ * the initiator's first packet under the new keys arrives. The responder keeps no
  * state for an INIT it refuses or answers with a cookie, and never answers with more bytes than
  * it received. */
 #include <string.h>
@@ -354,4 +355,22 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
     }
     pure_noise_wipe(&noise);
     pure_wipe(payload, sizeof payload);
+}
+
+int pure_hs_confirmed(pure_link *link, uint64_t now)
+{
+    pure_ctx *ctx = link->ctx;
+    pure_hs_free(link); /* the RESP buffer */
+    pure_link_open(link, now);
+    ctx->st.handshakes_accepted++;
+    int rc = 0;
+    link->accepted = 1;
+    if (ctx->cb.on_accept)
+        rc = ctx->cb.on_accept(link, ctx->services[link->service], link->peer_key, ctx->s.user);
+    if (rc < 0) {
+        link->accepted = 0; /* refused: the application does not hear of it again */
+        pure_link_terminate(link, PURE_EREFUSED, PURE_CLOSE_REFUSED, "refused", 1, now);
+        return PURE_EREFUSED;
+    }
+    return link->state == PURE_LS_OPEN ? 0 : PURE_ECLOSED; /* closed from on_accept */
 }

@@ -31,7 +31,7 @@ pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, 
     pure_ranges_init(&l->rx_pns, PURE_ACK_MAX_RANGES + 1);
     pure_rtt_init(&l->rtt, 333000000ull); /* RFC 9002's initial RTT */
     l->ack_deadline = UINT64_MAX;
-    l->loss_time = UINT64_MAX;
+    pure_rtb_init(&l->rtb);
     l->pace_at = UINT64_MAX;
     l->release_at = UINT64_MAX;
     l->mss = (uint16_t)(s->max_udp_payload > 65535 ? 65535 : s->max_udp_payload);
@@ -177,11 +177,10 @@ int pure_link_release_buffers(pure_link *link)
     const pure_alloc *a = &link->ctx->alloc;
     if (link->state != PURE_LS_OPEN || link->close_requested)
         return 0;
-    if (link->sb.base != link->sb.end || link->eliciting_in_flight)
+    if (link->sb.base != link->sb.end || pure_rtb_in_flight(&link->rtb))
         return 1;
     pure_sendbuf_shrink(&link->sb, a);
-    pure_recovery_free(link);
-    link->sent_lo = link->next_pn;
+    pure_rtb_free(&link->rtb, &link->ctx->alloc); /* the buffer tracks again from the next packet number */
     pure_ranges_free(&link->rx_pns, a);
     if (link->b && pure_ranges_empty(&link->b->oo) && pure_msgparse_at_boundary(&link->b->parse) &&
         !link->b->lost.n)
@@ -265,7 +264,7 @@ void pure_link_free_parts(pure_link *link)
     pure_sendbuf_free(&link->sb, a);
     pure_ranges_free(&link->rx_pns, a);
     unbusy(link);
-    pure_recovery_free(link);
+    pure_rtb_free(&link->rtb, &link->ctx->alloc);
     pure_ctx *owner = link->ctx;
     pure_wipe(link, sizeof *link);
     pure_ctx_link_free(owner, link);

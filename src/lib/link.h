@@ -2,7 +2,8 @@
 /* link.h: the internal state of a link and of the context that owns it, shared by the core's
  * modules (ctx.c the context, with its link tables in table.c and timer heap in timerheap.c,
  * handshake.c, link.c lifecycle, link_send.c packet building, link_recv.c packet processing,
- * recovery.c loss detection, keys.c transport keys, rxmem.c the receive memory budget). */
+ * recovery.c loss recovery over rtb.c's retransmission buffer, keys.c transport keys, rxmem.c
+ * the receive memory budget). */
 #ifndef PURE_LINK_H
 #define PURE_LINK_H
 
@@ -22,6 +23,7 @@
 #include "pacer.h"
 #include "ranges.h"
 #include "replay.h"
+#include "rtb.h"
 #include "rxmem.h"
 #include "rtt.h"
 #include "sendbuf.h"
@@ -37,26 +39,6 @@ enum pure_link_state {
     PURE_LS_CLOSING,       /* CLOSE queued or sent; waiting to send it, then draining */
     PURE_LS_CLOSED,        /* on_closed delivered; freed at the end of the current ctx call */
 };
-
-/* Flags of a sent packet. */
-enum {
-    PURE_SENT_ELICITING = 0x01, /* needs an ACK */
-    PURE_SENT_FIN = 0x02,       /* carried the stream's FIN */
-    PURE_SENT_CREDIT = 0x04,    /* carried a CREDIT frame */
-    PURE_SENT_CLOSE = 0x08,
-    PURE_SENT_REKEY = 0x10,
-    PURE_SENT_LIVE = 0x80,      /* not yet acknowledged or declared lost */
-};
-
-/* One sent packet, kept in a ring indexed by packet number until acknowledged or lost. */
-typedef struct pure_sent {
-    uint64_t time;
-    uint64_t data_off;
-    uint32_t data_len;
-    uint16_t size;
-    uint8_t flags;
-    uint8_t unused;
-} pure_sent;
 
 /* Counters kept per link (pure_link_stats adds the fields derived when it is read). */
 typedef struct pure_link_counters {
@@ -150,7 +132,6 @@ struct pure_link {
     uint8_t in_hs_table;   /* findable by init_tag (an unvalidated responder link) */
     uint8_t path_unvalidated;
     uint8_t msg_len_known;
-    uint8_t has_largest_acked;
     uint8_t peer_closed;
     uint8_t accepted;      /* responder: the application accepted the link (on_accept) */
     uint8_t preamble_seen; /* the peer's stream preamble was checked (kept while b is released) */
@@ -161,7 +142,6 @@ struct pure_link {
     uint8_t rx_retire;     /* enum pure_rx_retire: the previous receive key after a switch */
     uint32_t ck_gen;           /* rekeys mixed into ck so far */
     uint32_t msg_len;      /* length of the message at msg_boundary, once read */
-    uint32_t sent_cap;
     uint32_t pto_count;
     uint32_t loss_rate;    /* EWMA of lost packets, 1/65536ths */
     uint32_t rx_unacked;   /* ack-eliciting packets since our last ACK */
@@ -196,13 +176,7 @@ struct pure_link {
     uint64_t msgs_acked, next_msg_id;
 
     /* recovery */
-    pure_sent *sent;       /* ring of cap entries, pn -> sent[pn & (cap-1)] */
-    uint64_t sent_lo;      /* oldest packet number still live (or next_pn) */
-    uint64_t next_pn;
-    uint64_t largest_acked;
-    uint64_t loss_time;    /* earliest time a live packet becomes lost by the time threshold */
-    uint64_t last_eliciting_sent;
-    uint64_t eliciting_in_flight;
+    pure_rtb rtb;          /* packets sent and in flight, packet numbers, loss detection */
     pure_rtt rtt;
     uint64_t latest_adjusted; /* the latest RTT sample less the peer's reported ACK delay */
 
@@ -359,6 +333,11 @@ int pure_hs_on_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, si
 int pure_hs_on_reject(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
                       uint64_t now);
 void pure_hs_timeout(pure_link *link, uint64_t now);
+/* A responder's link received its first authenticated packet: the initiator holds the keys, so
+ * the handshake is complete and its address proven. Opens the link and offers it to the
+ * application (on_accept). Returns 0 if it stays open, PURE_EREFUSED if the application refused
+ * it (a CLOSE goes), PURE_ECLOSED if it closed it from on_accept. */
+int pure_hs_confirmed(pure_link *link, uint64_t now);
 void pure_hs_free(pure_link *link);
 
 /* keys.c */
@@ -451,16 +430,31 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
 int pure_link_wants_send(const pure_link *link, uint64_t now);
 
 /* recovery.c */
-int pure_recovery_on_sent(pure_link *link, uint64_t pn, const pure_sent *s);
-void pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t now);
+/* Records the packet just sealed as the link's next packet number (congestion control counts a
+ * live one). Returns 0, or PURE_ENOMEM: it is not recorded and must not be sent. */
+int pure_recovery_on_sent(pure_link *link, const pure_sent *s);
+/* What pure_recovery_on_ack did, for the caller to act on (in this order: see link_recv.c). */
+enum {
+    PURE_RECOVERY_ACKED = 0x01,        /* packets were newly acknowledged: more may be sent, the
+                                          backlog may be writable, the link may fall idle */
+    PURE_RECOVERY_STREAM_ACKED = 0x02, /* stream bytes were acknowledged (pure_link_on_acked) */
+    PURE_RECOVERY_MSGS_ACKED = 0x04,   /* whole messages were acknowledged (on_acked callback) */
+};
+/* Processes an ACK frame: acknowledged packets leave flight (RTT sample, congestion control,
+ * acknowledged stream bytes released), then losses are detected. Returns PURE_RECOVERY_* flags
+ * (0 when the frame acknowledged nothing new, or a packet never sent and was ignored). */
+int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t now);
+/* The recovery deadline passed: losses by time, or a probe timeout (probe_pending set, the
+ * oldest data queued again). Marks the link pending when it has something to send. */
 void pure_recovery_on_timeout(pure_link *link, uint64_t now);
 /* The peer says it has room again (a CREDIT frame) while this side backs off its probe timeouts:
  * resend the oldest outstanding data now instead of after the backed-off timeout. */
 void pure_recovery_probe_now(pure_link *link);
-uint64_t pure_recovery_deadline(const pure_link *link);
+/* When pure_recovery_on_timeout is due: the loss time, else the probe timeout (backed off)
+ * after the latest ack-eliciting packet; UINT64_MAX with nothing in flight. */
 /* Packets from first_pn on never left (the I/O layer refused them): send their contents again
  * now, without a congestion signal. */
 void pure_recovery_discard_from(pure_link *link, uint64_t first_pn);
-void pure_recovery_free(pure_link *link);
+/* Releases the retransmission buffer's ring: whatever was in flight is forgotten. */
 
 #endif

@@ -273,6 +273,24 @@ static int error_for_close_code(uint64_t code)
     }
 }
 
+/* An ACK frame was processed (pure_recovery_on_ack returned `acked`): act on what moved. The
+ * order matters: on_writable may queue more or end the link, and pure_link_on_acked may end it. */
+static void after_ack(pure_link *link, int acked, uint64_t now)
+{
+    if (!(acked & PURE_RECOVERY_ACKED))
+        return;
+    if (pure_link_wants_send(link, now))
+        pure_ctx_mark_pending(link->ctx, link);
+    pure_link_check_writable(link);
+    if (link->sb.base == link->sb.end && pure_rtb_in_flight(&link->rtb) == 0)
+        pure_timers_went_idle(link, now);
+    /* on_writable may have ended the link: no callback after on_closed */
+    if ((acked & PURE_RECOVERY_MSGS_ACKED) && link->ctx->cb.on_acked && !link->closed_notified)
+        link->ctx->cb.on_acked(link, link->user, link->msgs_acked - 1);
+    if ((acked & PURE_RECOVERY_STREAM_ACKED) && link->state == PURE_LS_OPEN)
+        pure_link_on_acked(link, now); /* last: it may end the link */
+}
+
 int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
 {
     pure_ctx *ctx = link->ctx;
@@ -312,31 +330,15 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
     if (link->state == PURE_LS_CLOSING)
         return closing_recv(link, payload, plen, now);
 
-    if (link->state == PURE_LS_UNVALIDATED) {
-        /* The initiator holds the keys: the handshake is complete and its address proven. */
-        pure_hs_free(link); /* the RESP buffer */
-        pure_link_open(link, now);
-        ctx->st.handshakes_accepted++;
-        int rc = 0;
-        link->accepted = 1;
-        if (ctx->cb.on_accept)
-            rc = ctx->cb.on_accept(link, ctx->services[link->service], link->peer_key,
-                                   ctx->s.user);
-        if (rc < 0) {
-            link->accepted = 0; /* refused: the application does not hear of it again */
-            pure_link_terminate(link, PURE_EREFUSED, PURE_CLOSE_REFUSED, "refused", 1, now);
-            return 0;
-        }
-        if (link->state != PURE_LS_OPEN)
-            return 0; /* the application closed it from on_accept: its data goes nowhere */
-    }
+    if (link->state == PURE_LS_UNVALIDATED && pure_hs_confirmed(link, now) != 0)
+        return 0; /* refused, or closed from on_accept: its data goes nowhere */
     if (!pure_addr_equal(from, &link->peer) && pn + 1 >= link->b->replay.top) {
         /* The newest packet came from elsewhere: the peer's address changed (NAT rebinding).
          * Until the peer acknowledges a packet sent there, send at most 3x what came from it. */
         link->peer = *from;
         link->st.path_changes++;
         link->path_unvalidated = 1;
-        link->path_probe_pn = link->next_pn;
+        link->path_probe_pn = pure_rtb_next_pn(&link->rtb);
         link->amp_received = 0;
         link->amp_sent = 0;
         link->ping_pending = 1;
@@ -361,7 +363,7 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
             link->ack_now = 1;
             break;
         case PURE_FRAME_ACK:
-            pure_recovery_on_ack(link, &ack, now);
+            after_ack(link, pure_recovery_on_ack(link, &ack, now), now);
             break;
         case PURE_FRAME_CREDIT:
             if (f.u.credit > link->peer_credit) {
@@ -440,7 +442,7 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         pure_ctx_mark_pending(ctx, link);
     /* A side that only receives (or only answers keepalives) never processes an ACK of its own:
      * arm the release here too once it has nothing queued or in flight. */
-    if (link->sb.base == link->sb.end && link->eliciting_in_flight == 0)
+    if (link->sb.base == link->sb.end && pure_rtb_in_flight(&link->rtb) == 0)
         pure_timers_went_idle(link, now);
     return 0;
 }

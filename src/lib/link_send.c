@@ -88,7 +88,7 @@ static uint64_t next_run(pure_link *link, uint64_t *off, int *is_retx)
 static size_t seal_packet(pure_link *link, uint8_t *out, const uint8_t *end)
 {
     pure_ctx *ctx = link->ctx;
-    uint64_t pn = link->next_pn;
+    uint64_t pn = pure_rtb_next_pn(&link->rtb);
     pure_wire_put_data_header(out, link->key_phase, link->remote_index, pn);
     uint8_t nonce[PURE_NONCE_LEN];
     pure_keys_nonce(nonce, link->tx.iv, pn);
@@ -189,9 +189,8 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
     else
         rec = (pure_sent){.time = now}; /* an ACK-only packet: nothing to retransmit */
     rec.size = (uint16_t)total;
-    if (pure_recovery_on_sent(link, link->next_pn, &rec) != 0)
+    if (pure_recovery_on_sent(link, &rec) != 0)
         return 0; /* no memory to track it: do not send what we could not retransmit */
-    link->next_pn++;
     link->last_sent = now;
     link->st.packets_sent++;
     link->st.bytes_sent += total;
@@ -234,7 +233,7 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
         size_t total = seal_packet(link, buf, k.p);
         if (total == 0)
             return 0;
-        link->next_pn++;
+        pure_rtb_skip(&link->rtb); /* nothing is recorded or acknowledged after a CLOSE */
         link->close_pending = 0;
         *segment = total;
         return (int64_t)total;

@@ -1,78 +1,26 @@
 /* SPDX-License-Identifier: MIT */
-/* recovery.c: loss recovery in the manner of RFC 9002: every ack-eliciting packet is kept in a
- * ring indexed by packet number until acknowledged or declared lost (3 packets or 9/8 RTT behind
- * the largest acknowledged), with a probe timeout when acknowledgements stop. Lost stream bytes
- * go back into the link's `lost` set and are sent again from the send buffer by offset. */
-#include <string.h>
+/* recovery.c: loss recovery's policy in the manner of RFC 9002, over the retransmission buffer
+ * (rtb.c, which keeps every ack-eliciting packet until acknowledged or declared lost and says
+ * which): what an acknowledged or lost packet means for RTT, congestion control, the loss rate
+ * and the stream, and the probe timeout when acknowledgements stop. Lost stream bytes go back
+ * into the link's `lost` set and are sent again from the send buffer by offset. It calls nothing
+ * above it: pure_recovery_on_ack returns what the caller must act on. */
 
 #include "frame.h"
 #include "link.h"
-#include "timers.h"
 
-#define PACKET_THRESHOLD 3
 #define PURE_LOSS_RATE_CONGESTED (65536 / 5) /* 20% */
 
-static pure_sent *slot(const pure_link *link, uint64_t pn)
+int pure_recovery_on_sent(pure_link *link, const pure_sent *s)
 {
-    return &link->sent[pn & (link->sent_cap - 1)];
-}
-
-int pure_recovery_on_sent(pure_link *link, uint64_t pn, const pure_sent *s)
-{
-    if (link->eliciting_in_flight == 0) {
-        link->sent_lo = pn; /* nothing older is live */
-        if (!(s->flags & PURE_SENT_LIVE)) {
-            link->sent_lo = pn + 1; /* an ACK-only packet of an idle link: nothing to track */
-            return 0;
-        }
-    }
-    if (link->sent_cap == 0 || pn - link->sent_lo >= link->sent_cap) {
-        uint32_t cap = link->sent_cap ? link->sent_cap * 2 : 8; /* small first: most flights are short */
-        while ((uint64_t)cap <= pn - link->sent_lo)
-            cap *= 2;
-        if (cap > (1u << 24))
-            return PURE_ENOMEM;
-        pure_sent *r = pure_mem_alloc(&link->ctx->alloc, cap * sizeof *r);
-        if (!r)
-            return PURE_ENOMEM;
-        memset(r, 0, cap * sizeof *r);
-        for (uint64_t q = link->sent_lo; q < pn && link->sent_cap; q++)
-            r[q & (cap - 1)] = *slot(link, q);
-        pure_mem_free(&link->ctx->alloc, link->sent, link->sent_cap * sizeof *r);
-        link->sent = r;
-        link->sent_cap = cap;
-    }
-    /* Every packet number gets its slot written (ACK-only ones as not live), so a slot never
-     * shows an older lap's entry. */
-    *slot(link, pn) = *s;
-    if (!(s->flags & PURE_SENT_LIVE))
-        return 0;
-    if (link->eliciting_in_flight == 0)
+    int idle = pure_rtb_in_flight(&link->rtb) == 0;
+    int rc = pure_rtb_on_sent(&link->rtb, &link->ctx->alloc, s);
+    if (rc != 0 || !(s->flags & PURE_SENT_LIVE))
+        return rc;
+    if (idle)
         link->wait_start = s->time;
-    link->eliciting_in_flight++;
-    link->last_eliciting_sent = s->time;
     pure_cc_on_sent(&link->b->cc, s->size);
     return 0;
-}
-
-void pure_recovery_free(pure_link *link)
-{
-    pure_mem_free(&link->ctx->alloc, link->sent, link->sent_cap * sizeof *link->sent);
-    link->sent = NULL;
-    link->sent_cap = 0;
-}
-
-/* A packet left flight (acknowledged or lost): undo what it held. */
-static void retire(pure_link *link, pure_sent *e)
-{
-    e->flags &= (uint8_t)~PURE_SENT_LIVE;
-    link->eliciting_in_flight--;
-}
-
-static void advance_lo(pure_link *link)
-{
-    while (link->sent_lo < link->next_pn && !(slot(link, link->sent_lo)->flags & PURE_SENT_LIVE))
-        link->sent_lo++;
 }
 
 /* Is a loss a sign of congestion? A congested queue shows as delay: the latest RTT well above the
@@ -115,9 +63,9 @@ static void requeue(pure_link *link, const pure_sent *e)
         pure_rekey_on_lost(link);
 }
 
-static void on_lost(pure_link *link, uint64_t pn, pure_sent *e, uint64_t now)
+/* A packet was declared lost (it is out of flight already). */
+static void on_lost(pure_link *link, const pure_sent *e, uint64_t now)
 {
-    retire(link, e);
     loss_rate_update(link, 1);
     if (loss_is_congestion(link)) {
         pure_cc_on_lost(&link->b->cc, e->size, e->time, now);
@@ -127,28 +75,19 @@ static void on_lost(pure_link *link, uint64_t pn, pure_sent *e, uint64_t now)
     }
     link->st.packets_lost++;
     requeue(link, e);
-    (void)pn;
 }
 
 static void detect_lost(pure_link *link, uint64_t now)
 {
-    link->loss_time = UINT64_MAX;
-    if (!link->has_largest_acked)
-        return;
-    uint64_t delay = pure_rtt_loss_delay(&link->rtt);
+    pure_rtb_iter it;
+    uint64_t pn;
     int any = 0;
-    for (uint64_t pn = link->sent_lo; pn < link->largest_acked; pn++) {
-        pure_sent *e = slot(link, pn);
-        if (!(e->flags & PURE_SENT_LIVE))
-            continue;
-        if (link->largest_acked - pn >= PACKET_THRESHOLD || e->time + delay <= now) {
-            on_lost(link, pn, e, now);
-            any = 1;
-        } else if (e->time + delay < link->loss_time) {
-            link->loss_time = e->time + delay;
-        }
+    pure_rtb_lost_begin(&link->rtb, &it, pure_rtt_loss_delay(&link->rtt), now);
+    const pure_sent *e;
+    while ((e = pure_rtb_lost_next(&link->rtb, &it, &pn)) != NULL) {
+        on_lost(link, e, now);
+        any = 1;
     }
-    advance_lo(link);
     if (any)
         pure_ctx_mark_pending(link->ctx, link);
 }
@@ -177,103 +116,82 @@ static void count_acked_messages(pure_link *link, uint64_t acked_to)
     }
 }
 
-void pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t now)
+/* The RTT sample an ACK gives when it newly acknowledges its largest packet, sent at `sent`. */
+static void rtt_sample(pure_link *link, const pure_ack_frame *ack, uint64_t sent, uint64_t now)
 {
-    if (ack->largest >= link->next_pn)
-        return; /* acknowledges a packet never sent: ignore the frame */
-    uint64_t acked_bytes = 0, largest_time = 0;
+    uint64_t sample = now - sent;
+    pure_rtt_sample(&link->rtt, sample, ack->delay_us * 1000, link->ctx->s.max_ack_delay);
+    uint64_t delay = ack->delay_us * 1000;
+    if (delay > link->ctx->s.max_ack_delay)
+        delay = link->ctx->s.max_ack_delay;
+    link->latest_adjusted = sample > link->rtt.min + delay
+                                ? sample - delay
+                                : (sample < link->rtt.min ? sample : link->rtt.min);
+}
+
+/* Stream bytes acknowledged as a prefix can be forgotten. Returns the PURE_RECOVERY_* flags of
+ * what moved on. */
+static int release_acked(pure_link *link)
+{
+    uint64_t base = pure_ranges_contiguous_end(&link->b->acked, link->sb.base);
+    if (base <= link->sb.base)
+        return 0;
+    uint64_t msgs_acked = link->msgs_acked;
+    count_acked_messages(link, base);
+    pure_sendbuf_release(&link->sb, base);
+    pure_ranges_trim_below(&link->b->acked, base);
+    pure_ranges_trim_below(&link->b->lost, base);
+    return PURE_RECOVERY_STREAM_ACKED |
+           (link->msgs_acked != msgs_acked ? PURE_RECOVERY_MSGS_ACKED : 0);
+}
+
+int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t now)
+{
+    pure_rtb_iter it;
+    if (pure_rtb_acked_begin(&link->rtb, &it, ack) != 0)
+        return 0; /* acknowledges a packet never sent: ignore the frame */
+    uint64_t acked_bytes = 0, largest_time = 0, largest_sent = 0, pn;
     int largest_new = 0, any = 0;
-    for (uint32_t i = 0; i < ack->n; i++) {
-        uint64_t lo = ack->r[i].lo < link->sent_lo ? link->sent_lo : ack->r[i].lo;
-        for (uint64_t pn = ack->r[i].hi + 1; pn-- > lo;) {
-            if (pn < link->sent_lo)
-                break;
-            pure_sent *e = slot(link, pn);
-            if (!(e->flags & PURE_SENT_LIVE))
-                continue;
-            if (pn == ack->largest)
-                largest_new = 1;
-            if (!any || e->time > largest_time)
-                largest_time = e->time;
-            any = 1;
-            acked_bytes += e->size;
-            loss_rate_update(link, 0);
-            retire(link, e);
-            if (e->data_len)
-                pure_ranges_add(&link->b->acked, &link->ctx->alloc, e->data_off,
-                                e->data_off + e->data_len);
+    const pure_sent *e;
+    while ((e = pure_rtb_acked_next(&link->rtb, &it, &pn)) != NULL) {
+        if (pn == ack->largest) {
+            largest_new = 1;
+            largest_sent = e->time;
         }
+        if (!any || e->time > largest_time)
+            largest_time = e->time;
+        any = 1;
+        acked_bytes += e->size;
+        loss_rate_update(link, 0);
+        if (e->data_len)
+            pure_ranges_add(&link->b->acked, &link->ctx->alloc, e->data_off,
+                            e->data_off + e->data_len);
     }
     if (link->path_unvalidated && ack->largest >= link->path_probe_pn)
         link->path_unvalidated = 0; /* the peer got a packet at its new address */
-    if (!link->has_largest_acked || ack->largest > link->largest_acked) {
-        link->largest_acked = ack->largest;
-        link->has_largest_acked = 1;
-    }
     if (!any)
-        return;
-    if (largest_new) {
-        uint64_t sample = now - slot(link, ack->largest)->time;
-        pure_rtt_sample(&link->rtt, sample, ack->delay_us * 1000, link->ctx->s.max_ack_delay);
-        uint64_t delay = ack->delay_us * 1000;
-        if (delay > link->ctx->s.max_ack_delay)
-            delay = link->ctx->s.max_ack_delay;
-        link->latest_adjusted =
-            sample > link->rtt.min + delay ? sample - delay : (sample < link->rtt.min ? sample : link->rtt.min);
-    }
+        return 0;
+    if (largest_new)
+        rtt_sample(link, ack, largest_sent, now);
     pure_cc_on_acked(&link->b->cc, acked_bytes, largest_time, now, &link->rtt, link->app_limited);
     link->pto_count = 0;
-
-    /* Stream bytes acknowledged as a prefix can be forgotten. */
-    uint64_t base = pure_ranges_contiguous_end(&link->b->acked, link->sb.base);
-    int progress = base > link->sb.base;
-    uint64_t msgs_acked = link->msgs_acked;
-    if (progress) {
-        count_acked_messages(link, base);
-        pure_sendbuf_release(&link->sb, base);
-        pure_ranges_trim_below(&link->b->acked, base);
-        pure_ranges_trim_below(&link->b->lost, base);
-    }
+    int flags = PURE_RECOVERY_ACKED | release_acked(link);
     detect_lost(link, now);
-    advance_lo(link);
-    if (pure_link_wants_send(link, now))
-        pure_ctx_mark_pending(link->ctx, link);
-    pure_link_check_writable(link);
-    if (link->sb.base == link->sb.end && link->eliciting_in_flight == 0)
-        pure_timers_went_idle(link, now);
-    /* on_writable may have ended the link: no callback after on_closed */
-    if (link->msgs_acked != msgs_acked && link->ctx->cb.on_acked && !link->closed_notified)
-        link->ctx->cb.on_acked(link, link->user, link->msgs_acked - 1);
-    if (progress && link->state == PURE_LS_OPEN)
-        pure_link_on_acked(link, now); /* last: it may end the link */
+    return flags;
 }
 
 void pure_recovery_discard_from(pure_link *link, uint64_t first_pn)
 {
     if (!link->b)
         return;
-    if (first_pn < link->sent_lo)
-        first_pn = link->sent_lo;
-    for (uint64_t pn = first_pn; pn < link->next_pn; pn++) {
-        pure_sent *e = slot(link, pn);
-        if (!(e->flags & PURE_SENT_LIVE))
-            continue;
-        retire(link, e);
+    pure_rtb_iter it;
+    uint64_t pn;
+    const pure_sent *e;
+    pure_rtb_discard_begin(&link->rtb, &it, first_pn);
+    while ((e = pure_rtb_discard_next(&link->rtb, &it, &pn)) != NULL) {
         pure_cc_on_discarded(&link->b->cc, e->size);
         requeue(link, e);
     }
-    advance_lo(link);
-}
-
-uint64_t pure_recovery_deadline(const pure_link *link)
-{
-    if (link->loss_time != UINT64_MAX)
-        return link->loss_time;
-    if (link->eliciting_in_flight == 0)
-        return UINT64_MAX;
-    uint64_t pto = pure_rtt_pto(&link->rtt, link->ctx->s.max_ack_delay);
-    uint32_t shift = link->pto_count < 16 ? link->pto_count : 16;
-    return link->last_eliciting_sent + (pto << shift);
 }
 
 /* Queues the oldest unacknowledged stream bytes (a packet's worth from sb.base, up to the first
@@ -293,7 +211,7 @@ static void resend_oldest(pure_link *link)
 
 void pure_recovery_probe_now(pure_link *link)
 {
-    if (!link->b || link->pto_count == 0 || link->eliciting_in_flight == 0)
+    if (!link->b || link->pto_count == 0 || pure_rtb_in_flight(&link->rtb) == 0)
         return;
     link->probe_pending = 1;
     resend_oldest(link); /* lost bytes go lowest first: these lead */
@@ -304,12 +222,12 @@ void pure_recovery_on_timeout(pure_link *link, uint64_t now)
 {
     if (!link->b)
         return; /* nothing was sent since the link fell idle */
-    if (link->loss_time != UINT64_MAX) {
-        if (now >= link->loss_time)
+    if (pure_rtb_loss_time(&link->rtb) != UINT64_MAX) {
+        if (now >= pure_rtb_loss_time(&link->rtb))
             detect_lost(link, now);
         return;
     }
-    if (link->eliciting_in_flight == 0)
+    if (pure_rtb_in_flight(&link->rtb) == 0)
         return;
     /* Probe timeout: send up to two ack-eliciting packets, ignoring the congestion window. If
      * nothing new or lost waits, resend the oldest outstanding data; from the second timeout in

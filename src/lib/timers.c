@@ -38,7 +38,7 @@ static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
 static uint64_t idle_deadline(const pure_link *link)
 {
-    if (!link->eliciting_in_flight)
+    if (!pure_rtb_in_flight(&link->rtb))
         return UINT64_MAX;
     return max64(link->last_recv, link->wait_start) + link->ctx->s.idle_timeout;
 }
@@ -56,7 +56,7 @@ static int expecting(const pure_link *link, uint64_t now)
 
 static uint64_t watch_deadline(const pure_link *link, uint64_t now)
 {
-    if (link->eliciting_in_flight || link->ping_pending || !expecting(link, now))
+    if (pure_rtb_in_flight(&link->rtb) || link->ping_pending || !expecting(link, now))
         return UINT64_MAX;
     uint64_t at = link->last_recv + link->ctx->s.idle_timeout / 2;
     /* the watch ends idle_timeout after the last message: no probe past it */
@@ -71,9 +71,22 @@ static uint64_t keepalive_deadline(const pure_link *link)
     /* Whichever side configured a keepalive sends it (configure one side only, or both sides'
      * PINGs cross every interval). */
     uint64_t ka = link->ctx->s.keepalive;
-    if (!ka || link->eliciting_in_flight || link->ping_pending)
+    if (!ka || pure_rtb_in_flight(&link->rtb) || link->ping_pending)
         return UINT64_MAX;
     return max64(link->last_recv, link->last_sent) + ka;
+}
+
+/* The loss time threshold of a packet in flight, else the probe timeout (backing off). */
+static uint64_t recovery_deadline(const pure_link *link)
+{
+    uint64_t loss_time = pure_rtb_loss_time(&link->rtb);
+    if (loss_time != UINT64_MAX)
+        return loss_time;
+    if (pure_rtb_in_flight(&link->rtb) == 0)
+        return UINT64_MAX;
+    uint64_t pto = pure_rtt_pto(&link->rtt, link->ctx->s.max_ack_delay);
+    uint32_t shift = link->pto_count < 16 ? link->pto_count : 16;
+    return pure_rtb_last_eliciting_sent(&link->rtb) + (pto << shift);
 }
 
 static uint64_t open_deadline(const pure_link *link, enum pure_timer t, uint64_t now)
@@ -84,7 +97,7 @@ static uint64_t open_deadline(const pure_link *link, enum pure_timer t, uint64_t
     case PURE_TIMER_CLOSE_GIVE_UP:
         return link->close_requested ? link->close_deadline : UINT64_MAX;
     case PURE_TIMER_RECOVERY:
-        return pure_recovery_deadline(link);
+        return recovery_deadline(link);
     case PURE_TIMER_WATCH:
         return watch_deadline(link, now);
     case PURE_TIMER_ACK:
@@ -128,7 +141,7 @@ void pure_timers_update(pure_link *link, uint64_t now)
      * left it so (a dropped packet, an ACK-only exchange): no busy link is left without that
      * timer (the soak's long run once found one holding 1.3 MB for 12 s). */
     if (link->state == PURE_LS_OPEN && link->b && link->release_at == UINT64_MAX &&
-        link->sb.base == link->sb.end && link->eliciting_in_flight == 0)
+        link->sb.base == link->sb.end && pure_rtb_in_flight(&link->rtb) == 0)
         link->release_at = now + PURE_IDLE_RELEASE;
     uint64_t d = UINT64_MAX;
     for (unsigned t = 1; t <= PURE_TIMER_CLOSE_END; t <<= 1)
