@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # `pure serve --threads 2` on loopback (docs/performance.md, "Every core"): ten `pure ping`
-# links, each through its own udpfwd that rebinds (a new source port towards the server, as a
-# NAT would) 0.7 s into a 2 s run. Asserts: every ping gets every echo back; every forwarder
+# links, each through its own udpfwd, which rebinds (a new source port towards the server, as a
+# NAT would; SIGUSR2) once the server's stats show all ten links open and the pings under way. Asserts: every ping gets every echo back; every forwarder
 # rebound; each link (a thread and an id in the --stats-every link lines) is seen from two
 # peer ports under the same thread, still receiving after the change; while all ten links are
 # open, no thread's context has dropped a packet for a link it does not hold
@@ -30,9 +30,9 @@ wait_line "$tmp/srv" "pure serve"
 port=$(json "$tmp/srv" port) key=$(json "$tmp/srv" public_key)
 [ "$(json "$tmp/srv" threads)" = 2 ] || die "the server line lacks \"threads\": 2: $(head -1 "$tmp/srv")"
 
-LINKS=10
+LINKS=10 RT=800
 for i in $(seq $LINKS); do
-    "$fwd" --listen 127.0.0.1:0 --to "127.0.0.1:$port" --delay 1 --rebind-after 0.7 \
+    "$fwd" --listen 127.0.0.1:0 --to "127.0.0.1:$port" --delay 1 \
         --stats "$tmp/fwd$i.json" >"$tmp/fwd$i" 2>"$tmp/fwd$i.err" &
     pids+=($!)
     wait_line "$tmp/fwd$i" udpfwd
@@ -40,16 +40,24 @@ done
 ping_pids=()
 for i in $(seq $LINKS); do
     fport=$(json "$tmp/fwd$i" port)
-    timeout 30 "$pure" ping "127.0.0.1:$fport" 500 200 --peer-key "$key" >"$tmp/ping$i" 2>"$tmp/ping$i.err" &
+    timeout 30 "$pure" ping "127.0.0.1:$fport" $RT 200 --peer-key "$key" >"$tmp/ping$i" 2>"$tmp/ping$i.err" &
     ping_pids+=($!)
 done
+# every link open and a stats tick later (the link lines show the first peer): rebind them all
+for _ in $(seq 200); do
+    grep -q "\"stats\": \"total\".*\"links\": $LINKS," "$tmp/srv" && break
+    sleep 0.05
+done
+grep -q "\"stats\": \"total\".*\"links\": $LINKS," "$tmp/srv" || die "the server never held $LINKS links at once"
+sleep 0.2
+for p in "${pids[@]:1}"; do kill -USR2 "$p"; done
 for i in $(seq $LINKS); do
     rc=0; wait "${ping_pids[$((i - 1))]}" || rc=$?
     [ $rc -eq 0 ] || die "ping $i exited $rc: $(cat "$tmp/ping$i.err")"
-    [ "$(json "$tmp/ping$i" echoes)" = 500 ] || die "ping $i: $(cat "$tmp/ping$i")"
+    [ "$(json "$tmp/ping$i" echoes)" = $RT ] || die "ping $i: $(cat "$tmp/ping$i")"
     grep -q 'udpfwd: rebind' "$tmp/fwd$i.err" || die "forwarder $i never rebound: $(cat "$tmp/fwd$i.err")"
 done
-echo "e2e_threads: $LINKS pings of 500 round trips each through a rebinding forwarder: every echo back"
+echo "e2e_threads: $LINKS pings of $RT round trips each through a rebinding forwarder: every echo back"
 
 # 64 handshakes from one client socket: both threads take some
 "$pure" bench handshakes "127.0.0.1:$port" 64 --peer-key "$key" >"$tmp/hs" 2>"$tmp/hs.err" ||
