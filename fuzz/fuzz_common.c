@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "crypto.h"
-#include "link.h"
+#include "keys.h"
 #include "wire.h"
 
 /* Each block carries its size in a 16-byte prefix (keeping the alignment malloc gives). */
@@ -119,9 +119,8 @@ int fz_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, uint64_t
             after.dropped_replay <= before.dropped_replay)
             FZ_FAIL("stale datagram dropped without being counted");
         break;
-    case PURE_EFLOW: /* the link was closed for what the datagram held */
-    case PURE_EMSGSIZE:
-    case PURE_ENOMEM:
+    case PURE_ECLOSED: /* the datagram ended its link (on_closed has the reason) */
+    case PURE_ENOMEM:  /* dropped: no memory for the link's buffers */
         break;
     default:
         FZ_FAIL("pure_ctx_read returned an undocumented code");

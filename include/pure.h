@@ -28,7 +28,8 @@
  *
  * Errors: functions return 0 (or a non-negative count) on success and a negative PURE_E* code on
  * failure; pure_strerror() names each code. pure_err_is_fatal() says whether a code means the link
- * is gone.
+ * is gone. Each function's comment lists every code it returns, in its sentence that begins
+ * "Returns" (tests/unit/errlist_test.c checks the lists against the code both ways).
  */
 #ifndef PURE_H
 #define PURE_H
@@ -70,8 +71,9 @@ PURE_API const char *pure_version(void);
 #define PURE_EAGAIN -3      /* try later: the backlog is full (wait for on_writable) */
 #define PURE_ECRYPTO -4     /* a packet or handshake failed authentication */
 #define PURE_EPROTO -5      /* the peer broke the protocol (malformed frame, bad preamble) */
-#define PURE_ECLOSED -6     /* the link is closing or closed: nothing more can be sent (in
-                               on_closed: the context was freed with the link open) */
+#define PURE_ECLOSED -6     /* the link is closing or closed: nothing more can be sent (from
+                               pure_ctx_read: the datagram ended its link; in on_closed: the
+                               context was freed with the link open) */
 #define PURE_ETIMEDOUT -7   /* the peer went silent for the idle timeout (or never answered) */
 #define PURE_EREFUSED -8    /* the responder has no such service */
 #define PURE_EACCES -9      /* the responder does not allow this initiator's key */
@@ -87,8 +89,18 @@ PURE_API const char *pure_version(void);
 /* A short English description of an error code ("unknown error" for others). Never NULL. */
 PURE_API const char *pure_strerror(int err);
 
-/* 1 if err means the link is gone (it was closed or reported through on_closed), 0 if the call
- * can be retried or corrected. */
+/* 1 if err means the link is gone, 0 if the call failed and changed nothing about the link.
+ * Exactly: a function whose call ends a link (pure_ctx_read, pure_ctx_burst_too_big) returns
+ * PURE_ECLOSED, and so does pure_link_send on a link that can carry no more (closed, closing, or
+ * finished by pure_link_finish or pure_link_close); every other code a function returns means
+ * the call failed (a dropped datagram, a bad argument, a full backlog, no memory) and did
+ * nothing to the link: correct the call or retry. So the fatal codes are PURE_ECLOSED and the
+ * reasons only on_closed carries, which no function returns (PURE_ETIMEDOUT, PURE_EREFUSED,
+ * PURE_EACCES, PURE_EKEY, PURE_EFLOW, PURE_ERESET). PURE_ESTATE is not fatal: the call does not
+ * apply now (the link already finishing or closing, a walk running) and did nothing. In
+ * on_closed the link is gone whatever info->error is: it may also be PURE_EPROTO, PURE_ECRYPTO,
+ * PURE_EMSGSIZE or PURE_ENOMEM, which functions return only for failures that leave a link as it
+ * was. */
 PURE_API int pure_err_is_fatal(int err);
 
 /* ---- Keys --------------------------------------------------------------------------------- */
@@ -96,10 +108,11 @@ PURE_API int pure_err_is_fatal(int err);
 #define PURE_KEY_LEN 32
 
 /* Fills priv with a new X25519 private key from the operating system's random source.
- * Returns 0, or PURE_ECRYPTO if no randomness was available. */
+ * Returns 0, PURE_EINVAL (NULL), or PURE_ECRYPTO if no randomness was available. */
 PURE_API int pure_keygen(uint8_t priv[PURE_KEY_LEN]);
 
-/* Computes the public key of a private key. Returns 0 or PURE_ECRYPTO. */
+/* Computes the public key of a private key. Returns 0, PURE_EINVAL (NULL) or PURE_ECRYPTO (the
+ * crypto library failed). */
 PURE_API int pure_public_key(uint8_t pub[PURE_KEY_LEN], const uint8_t priv[PURE_KEY_LEN]);
 
 /* Base64 (standard alphabet, with padding: 44 characters) text of a 32-byte key into out, which
@@ -107,7 +120,7 @@ PURE_API int pure_public_key(uint8_t pub[PURE_KEY_LEN], const uint8_t priv[PURE_
 PURE_API void pure_key_to_base64(char out[45], const uint8_t key[PURE_KEY_LEN]);
 
 /* Parses a base64 key (surrounding white space allowed). Returns 0, or PURE_EINVAL if the text is
- * not exactly 32 bytes of base64. */
+ * not exactly 32 bytes of base64 (or an argument is NULL). */
 PURE_API int pure_key_from_base64(uint8_t key[PURE_KEY_LEN], const char *text);
 
 /* ---- Addresses ---------------------------------------------------------------------------- */
@@ -235,7 +248,9 @@ typedef struct pure_settings {
      * runs repeat exactly. Returns 0 or a negative code. */
     int (*random)(void *random_user, uint8_t *buf, size_t len);
     void *random_user;
-    /* Crypto backend (test hook): NULL = OpenSSL. Tests and fuzzers may pass the null backend. */
+    /* Crypto backend (test hook): NULL = the default backend (kernel randomness; Nettle/OpenSSL
+     * for X25519, SHA-256, HMAC; per key the fastest AES-GCM: VAES code, GnuTLS or OpenSSL).
+     * Tests and fuzzers may pass the null backend. */
     const void *crypto;
     /* Optional with an injected allocator: grows a block keeping its first old_size bytes, or
      * returns NULL (the block stays valid). Default: realloc when alloc/free are the defaults;
@@ -293,8 +308,8 @@ typedef struct pure_settings {
 PURE_API void pure_settings_default(pure_settings *s);
 
 /* Creates a context. Copies what it needs from s (the callbacks table must outlive the context).
- * Returns 0, PURE_EINVAL (NULL, an invalid private key, a wrong version, a limit out of range) or
- * PURE_ENOMEM. */
+ * Returns 0, PURE_EINVAL (NULL, an invalid private key, a wrong version, a limit out of range),
+ * PURE_ENOMEM, or PURE_ECRYPTO (no randomness: the random source failed). */
 PURE_API int pure_ctx_new(const pure_settings *s, pure_ctx **out);
 
 /* Frees a context and all its links at once, wiping all keys. No packet is sent; on_closed runs
@@ -308,27 +323,32 @@ PURE_API void pure_ctx_free(pure_ctx *ctx);
  * PURE_EREFUSED). */
 PURE_API int pure_ctx_add_service(pure_ctx *ctx, const char *name);
 
-/* Adds an initiator public key to the allow list (used unless allow_any). Returns 0 or
- * PURE_ENOMEM. */
+/* Adds an initiator public key to the allow list (used unless allow_any). Returns 0, PURE_EINVAL
+ * (NULL) or PURE_ENOMEM. */
 PURE_API int pure_ctx_allow(pure_ctx *ctx, const uint8_t pub[PURE_KEY_LEN]);
 
 /* This context's static public key. */
 PURE_API const uint8_t *pure_ctx_public_key(const pure_ctx *ctx);
 
 /* Feeds one received datagram. The data is decrypted in place (the buffer is modified).
- * Returns 0 when the datagram was used, or a negative code when it was dropped (it is then also
- * counted in pure_ctx_stats: PURE_EPROTO malformed, PURE_ECRYPTO failed authentication,
- * PURE_EINVAL unknown link or stale). An authenticated packet that breaks the protocol closes
- * its link (on_closed says why) and its code comes back too: PURE_EPROTO, PURE_EFLOW (data past
- * the credit given), PURE_EMSGSIZE (a message over max_message_size) or PURE_ENOMEM. Dropping
- * is normal for junk from the network; the caller need not act on any of these codes. */
+ * Returns 0 when the datagram was used; PURE_ECLOSED when it ended its link; or a code for a
+ * datagram dropped with its link as it was: PURE_EPROTO malformed, PURE_ECRYPTO failed
+ * authentication, PURE_EINVAL (NULL arguments, or an unknown link or stale packet), PURE_ENOMEM
+ * (no memory for the link's buffers: the peer sends it again). After PURE_ECLOSED on_closed has
+ * run and says why: the peer's CLOSE or refusal, or what the datagram held broke the protocol
+ * (its error then PURE_EPROTO, PURE_EFLOW for data past the credit given, PURE_EMSGSIZE for a
+ * message over max_message_size, PURE_ENOMEM), or a forgery reached max_failed_opens
+ * (PURE_ECRYPTO). Drops other than PURE_ENOMEM and NULL arguments are counted in
+ * pure_ctx_stats. Dropping is normal for junk from the network; the caller need not act on any
+ * of these codes. */
 PURE_API int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *data, size_t len,
                            uint64_t now);
 
 /* Writes the next burst of datagrams for one destination into buf (cap bytes; at least
  * max_udp_payload). Every datagram in the burst is *segment bytes long except possibly the last,
  * so the caller can send the burst with one UDP_SEGMENT sendmsg, or split it. Returns the burst's
- * length, 0 when nothing is to be sent now, or PURE_ENOBUFS if cap is too small. *to receives the
+ * length, 0 when nothing is to be sent now, PURE_EINVAL (NULL), or PURE_ENOBUFS if cap is too
+ * small (under max_udp_payload). *to receives the
  * destination. Call until it returns 0 after every read batch, send, and timeout. */
 PURE_API int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment,
                                 pure_addr *to, uint64_t now);
@@ -337,8 +357,9 @@ PURE_API int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t 
  * datagrams are larger than the path allows (sendmsg failed with EMSGSIZE). The link behind it
  * sends smaller datagrams from then on (1452, 1400, 1280, then 1200 bytes) and sends that burst's
  * data again at once; the loss is not taken as congestion. Returns 0; PURE_EINVAL if no open
- * link sent the last burst; PURE_EMSGSIZE if the link already used 1200-byte datagrams (it is
- * then closed with that error: the path cannot carry Pure). */
+ * link sent the last burst (or ctx is NULL); PURE_ECLOSED if the link already used 1200-byte
+ * datagrams: the path cannot carry Pure, and the link is closed. Its on_closed has then run,
+ * with error PURE_EMSGSIZE. */
 PURE_API int pure_ctx_burst_too_big(pure_ctx *ctx, uint64_t now);
 
 /* The time at which pure_ctx_timeout should next be called (UINT64_MAX: no timer armed). */
@@ -412,7 +433,9 @@ PURE_API uint64_t pure_ctx_links(pure_ctx *ctx,
 /* Starts a link to the responder at `to` whose static public key is peer_key, for `service`.
  * The handshake's first datagram is produced by the next pure_ctx_write. Messages may be sent
  * right away; they flow once the handshake completes (on_established). Returns 0 and *out, or
- * PURE_EINVAL (bad service name, NULL), PURE_ENOMEM, PURE_ELIMIT. Failures after this call (no
+ * PURE_EINVAL (bad service name, NULL), PURE_ENOMEM, PURE_ELIMIT (max_links), PURE_ECRYPTO (the
+ * random source failed) or PURE_ESTATE (inside pure_ctx_links or pure_ctx_free); no link was
+ * made then. Failures after this call (no
  * answer, refusal) arrive through on_closed with PURE_ETIMEDOUT, PURE_EREFUSED, PURE_EACCES or
  * PURE_EKEY. */
 PURE_API int pure_connect(pure_ctx *ctx, const pure_addr *to, const uint8_t peer_key[PURE_KEY_LEN],
@@ -427,7 +450,8 @@ PURE_API int pure_connect(pure_ctx *ctx, const pure_addr *to, const uint8_t peer
  *                 itself or sets send_queue to 0);
  *   PURE_EMSGSIZE len > max_message_size;
  *   PURE_ECLOSED  the link is finishing or closing (after pure_link_finish/close);
- *   PURE_ENOMEM   the send buffer could not be allocated. */
+ *   PURE_ENOMEM   the send buffer could not be allocated;
+ *   PURE_EINVAL   link is NULL, or msg is NULL with len > 0. */
 PURE_API int64_t pure_link_send(pure_link *link, const void *msg, size_t len);
 
 /* Ends this side's stream after the messages already accepted (the peer gets on_peer_finished once

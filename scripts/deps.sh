@@ -4,7 +4,7 @@
 # Idempotent: packages already present are skipped, so repeated runs are quick.
 set -euo pipefail
 pkgs=(
-  build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev
+  build-essential cmake ninja-build pkg-config clang clang-format libclang-rt-14-dev
   libssl-dev
   debhelper lintian
   python3 python3-dissononce python3-matplotlib

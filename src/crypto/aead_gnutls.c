@@ -22,6 +22,7 @@ int pure_gnutls_aead_init(pure_aead *a, enum pure_aead_alg alg, const uint8_t *k
     if (a == NULL || key == NULL)
         return PURE_EINVAL;
     a->impl = NULL;
+    a->ops = &pure_aead_gnutls;
     gnutls_cipher_algorithm_t c;
     unsigned klen;
     if (alg == PURE_AEAD_AES128_GCM) {
@@ -125,3 +126,11 @@ int pure_gnutls_aead_open(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], con
         free(buf);
     return rc;
 }
+
+const pure_aead_impl pure_aead_gnutls = {
+    .name = "gnutls",
+    .init = pure_gnutls_aead_init,
+    .free = pure_gnutls_aead_free,
+    .seal = pure_gnutls_aead_seal,
+    .open = pure_gnutls_aead_open,
+};

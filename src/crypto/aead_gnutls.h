@@ -13,4 +13,7 @@ int pure_gnutls_aead_seal(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], con
 int pure_gnutls_aead_open(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
                           size_t adlen, uint8_t *data, size_t len, const uint8_t tag[PURE_TAG_LEN]);
 
+/* The four functions above as one AEAD implementation (what crypto_default.c picks). */
+extern const pure_aead_impl pure_aead_gnutls;
+
 #endif

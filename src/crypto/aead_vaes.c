@@ -413,6 +413,7 @@ int pure_vaes_aead_init(pure_aead *a, enum pure_aead_alg alg, const uint8_t *key
     if (a == NULL || key == NULL)
         return PURE_EINVAL;
     a->impl = NULL;
+    a->ops = &pure_aead_vaes;
     if (alg != PURE_AEAD_AES128_GCM || !pure_vaes_available())
         return PURE_EINVAL;
     vaes_key *k = aligned_alloc(64, sizeof *k);
@@ -483,8 +484,10 @@ int pure_vaes_available(void) { return 0; }
 int pure_vaes_aead_init(pure_aead *a, enum pure_aead_alg alg, const uint8_t *key)
 {
     (void)alg, (void)key;
-    if (a)
+    if (a) {
         a->impl = NULL;
+        a->ops = &pure_aead_vaes;
+    }
     return PURE_EINVAL;
 }
 void pure_vaes_aead_free(pure_aead *a) { (void)a; }
@@ -502,3 +505,11 @@ int pure_vaes_aead_open(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const
 }
 
 #endif
+
+const pure_aead_impl pure_aead_vaes = {
+    .name = "vaes",
+    .init = pure_vaes_aead_init,
+    .free = pure_vaes_aead_free,
+    .seal = pure_vaes_aead_seal,
+    .open = pure_vaes_aead_open,
+};

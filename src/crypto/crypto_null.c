@@ -199,6 +199,8 @@ typedef struct {
     size_t keylen;
 } null_aead;
 
+static const pure_aead_impl null_aead_impl;
+
 static int null_aead_init(pure_aead *a, enum pure_aead_alg alg, const uint8_t *key)
 {
     null_aead *n;
@@ -206,6 +208,7 @@ static int null_aead_init(pure_aead *a, enum pure_aead_alg alg, const uint8_t *k
     if (a == NULL || key == NULL)
         return PURE_EINVAL;
     a->impl = NULL;
+    a->ops = &null_aead_impl;
     if (alg == PURE_AEAD_AES128_GCM)
         keylen = 16;
     else if (alg == PURE_AEAD_AES256_GCM)
@@ -218,7 +221,6 @@ static int null_aead_init(pure_aead *a, enum pure_aead_alg alg, const uint8_t *k
     memcpy(n->key, key, keylen);
     n->keylen = keylen;
     a->impl = n;
-    a->backend = &pure_crypto_null;
     a->alg = (uint8_t)alg;
     return 0;
 }
@@ -273,6 +275,14 @@ static int null_aead_open(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], con
     }
     return 0;
 }
+
+static const pure_aead_impl null_aead_impl = {
+    .name = "null",
+    .init = null_aead_init,
+    .free = null_aead_free,
+    .seal = null_aead_seal,
+    .open = null_aead_open,
+};
 
 const pure_crypto pure_crypto_null = {
     .name = "null",

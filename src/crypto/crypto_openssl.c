@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* crypto_openssl.c: the OpenSSL 3.0 libcrypto backend of the crypto seam (crypto.h). */
-#include "crypto.h"
+#include "crypto_openssl.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include <openssl/core_dispatch.h>
 #include <openssl/core_names.h>
@@ -51,26 +49,7 @@ static int ossl_random(uint8_t *buf, size_t len)
     return 0;
 }
 
-/* The kernel's CSPRNG (getrandom(2)), what the default backend draws keys and nonces from.
- * OpenSSL's RAND_bytes reaches the same source through its DRBG, whose first use instantiates
- * the DRBG chain and reads OpenSSL's configuration: 7.9 million instructions, 37% of what a
- * `pure drain` client spent before its first packet (callgrind). */
-static int os_random(uint8_t *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = getrandom(buf, len, 0);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            return PURE_ECRYPTO;
-        }
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
-static int ossl_dh_public(uint8_t pub[PURE_DH_LEN], const uint8_t priv[PURE_DH_LEN])
+int pure_openssl_dh_public(uint8_t pub[PURE_DH_LEN], const uint8_t priv[PURE_DH_LEN])
 {
     EVP_PKEY *k = EVP_PKEY_new_raw_private_key(EVP_PKEY_X25519, NULL, priv, PURE_DH_LEN);
     size_t len = PURE_DH_LEN;
@@ -84,8 +63,8 @@ static int ossl_dh_public(uint8_t pub[PURE_DH_LEN], const uint8_t priv[PURE_DH_L
 /* Imports an X25519 private key for derivation only. EVP_PKEY_new_raw_private_key would compute
  * the matching public key, a full scalar multiplication (half the cost of a DH: ~1,155k against
  * ~575k instructions per dh under callgrind), which derivation never reads. Importing the pair
- * with a placeholder public key skips it; the key object lives only inside ossl_dh and is never
- * exported, so the placeholder is never seen. */
+ * with a placeholder public key skips it; the key object lives only inside pure_openssl_dh and
+ * is never exported, so the placeholder is never seen. */
 static EVP_PKEY *import_for_derive(const uint8_t priv[PURE_DH_LEN])
 {
     static const uint8_t placeholder[PURE_DH_LEN];
@@ -104,8 +83,8 @@ static EVP_PKEY *import_for_derive(const uint8_t priv[PURE_DH_LEN])
     return k;
 }
 
-static int ossl_dh(uint8_t out[PURE_DH_LEN], const uint8_t priv[PURE_DH_LEN],
-                   const uint8_t pub[PURE_DH_LEN])
+int pure_openssl_dh(uint8_t out[PURE_DH_LEN], const uint8_t priv[PURE_DH_LEN],
+                    const uint8_t pub[PURE_DH_LEN])
 {
     static const uint8_t zero[PURE_DH_LEN];
     EVP_PKEY *k = import_for_derive(priv);
@@ -152,8 +131,8 @@ static void fail_closed(uint8_t out[PURE_HASH_LEN])
         memset(out, 0xa5, PURE_HASH_LEN);
 }
 
-static void ossl_hash(uint8_t out[PURE_HASH_LEN], const uint8_t *a, size_t alen, const uint8_t *b,
-                      size_t blen, const uint8_t *c, size_t clen)
+void pure_openssl_hash(uint8_t out[PURE_HASH_LEN], const uint8_t *a, size_t alen,
+                       const uint8_t *b, size_t blen, const uint8_t *c, size_t clen)
 {
     if (!sha256_3(out, a, alen, b, blen, c, clen))
         fail_closed(out);
@@ -161,8 +140,8 @@ static void ossl_hash(uint8_t out[PURE_HASH_LEN], const uint8_t *a, size_t alen,
 
 /* HMAC-SHA256 (RFC 2104) built on the digest: OpenSSL 3.0's one-shot HMAC() takes one buffer and
  * EVP_MAC needs a parameter dance per call, while the handshake needs HMAC(key, a || b). */
-static void ossl_hmac(uint8_t out[PURE_HASH_LEN], const uint8_t *key, size_t keylen,
-                      const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+void pure_openssl_hmac(uint8_t out[PURE_HASH_LEN], const uint8_t *key, size_t keylen,
+                       const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
     uint8_t k[64] = {0}, pad[64], inner[PURE_HASH_LEN];
     int ok = 1;
@@ -302,6 +281,7 @@ static int ossl_aead_init(pure_aead *a, enum pure_aead_alg alg, const uint8_t *k
     if (a == NULL || key == NULL)
         return PURE_EINVAL;
     a->impl = NULL;
+    a->ops = &pure_aead_openssl;
     if (!fetched())
         return PURE_ECRYPTO;
     if (alg == PURE_AEAD_AES128_GCM)
@@ -310,7 +290,6 @@ static int ossl_aead_init(pure_aead *a, enum pure_aead_alg alg, const uint8_t *k
         cipher = g_aes256gcm, keylen = 32;
     else
         return PURE_EINVAL;
-    a->backend = &pure_crypto_openssl;
     pthread_once(&g_direct_once, find_direct_all);
     if (g_direct_ok && !g_force_evp) {
         const prov_cipher *d = &g_direct[alg == PURE_AEAD_AES256_GCM];
@@ -449,85 +428,23 @@ static int ossl_aead_open(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], con
     return rc;
 }
 
+const pure_aead_impl pure_aead_openssl = {
+    .name = "openssl",
+    .init = ossl_aead_init,
+    .free = ossl_aead_free,
+    .seal = ossl_aead_seal,
+    .open = ossl_aead_open,
+};
+
 const pure_crypto pure_crypto_openssl = {
     .name = "openssl",
     .random = ossl_random,
-    .dh_public = ossl_dh_public,
-    .dh = ossl_dh,
-    .hash = ossl_hash,
-    .hmac = ossl_hmac,
+    .dh_public = pure_openssl_dh_public,
+    .dh = pure_openssl_dh,
+    .hash = pure_openssl_hash,
+    .hmac = pure_openssl_hmac,
     .aead_init = ossl_aead_init,
     .aead_free = ossl_aead_free,
     .aead_seal = ossl_aead_seal,
     .aead_open = ossl_aead_open,
-};
-
-/* The default backend: the kernel for randomness; Nettle for X25519 public keys, SHA-256 and
- * HMAC where the build has it, OpenSSL for X25519 key agreement (prims_nettle.c says why). Transport packets
- * (AES-128-GCM) go through aead_vaes.c where the CPU has VAES and VPCLMULQDQ (it says why);
- * otherwise, and for the handshake's AES-256-GCM, AES-GCM goes through GnuTLS where the build
- * has it (aead_gnutls.c says why), else OpenSSL's. */
-#include "aead_vaes.h"
-#ifdef PURE_HAVE_GNUTLS
-#include "aead_gnutls.h"
-#define FALLBACK_AEAD(op) pure_gnutls_aead_##op
-#else
-#define FALLBACK_AEAD(op) ossl_aead_##op
-#endif
-
-/* Whether contexts of this algorithm run the VAES code: decided by the CPU, the same for every
- * context, so seal, open and free know which implementation init chose. */
-static int uses_vaes(enum pure_aead_alg alg)
-{
-    return alg == PURE_AEAD_AES128_GCM && pure_vaes_available();
-}
-
-static int default_aead_init(pure_aead *a, enum pure_aead_alg alg, const uint8_t *key)
-{
-    return uses_vaes(alg) ? pure_vaes_aead_init(a, alg, key) : FALLBACK_AEAD(init)(a, alg, key);
-}
-
-static void default_aead_free(pure_aead *a)
-{
-    if (a != NULL && uses_vaes((enum pure_aead_alg)a->alg))
-        pure_vaes_aead_free(a);
-    else
-        FALLBACK_AEAD(free)(a);
-}
-
-static int default_aead_seal(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
-                             size_t adlen, uint8_t *data, size_t len, uint8_t tag[PURE_TAG_LEN])
-{
-    if (a != NULL && uses_vaes((enum pure_aead_alg)a->alg))
-        return pure_vaes_aead_seal(a, nonce, ad, adlen, data, len, tag);
-    return FALLBACK_AEAD(seal)(a, nonce, ad, adlen, data, len, tag);
-}
-
-static int default_aead_open(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
-                             size_t adlen, uint8_t *data, size_t len, const uint8_t tag[PURE_TAG_LEN])
-{
-    if (a != NULL && uses_vaes((enum pure_aead_alg)a->alg))
-        return pure_vaes_aead_open(a, nonce, ad, adlen, data, len, tag);
-    return FALLBACK_AEAD(open)(a, nonce, ad, adlen, data, len, tag);
-}
-
-#ifdef PURE_HAVE_NETTLE
-#include "prims_nettle.h"
-#define PRIM(op) pure_nettle_##op
-#else
-#define PRIM(op) ossl_##op
-#endif
-
-const pure_crypto pure_crypto_default = {
-    .name = "default",
-    .random = os_random,
-    .dh_public = PRIM(dh_public),
-    .dh = ossl_dh, /* OpenSSL's X25519 with a peer's point is faster than Nettle's (see
-                      prims_nettle.c); it brings OpenSSL's one-time set-up with it */
-    .hash = PRIM(hash),
-    .hmac = PRIM(hmac),
-    .aead_init = default_aead_init,
-    .aead_free = default_aead_free,
-    .aead_seal = default_aead_seal,
-    .aead_open = default_aead_open,
 };

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* crypto.h: the narrow seam between Pure and its cryptography backend (OpenSSL libcrypto, or the
- * deterministic null backend for tests and fuzzing).
+/* crypto.h: the narrow seam between Pure and its cryptography backends: the default (the kernel's
+ * random source, Nettle or OpenSSL for X25519, SHA-256 and HMAC, and per key the fastest AES-GCM
+ * this CPU and build offer: VAES code, GnuTLS or OpenSSL; src/crypto/crypto_default.c), OpenSSL
+ * libcrypto alone, or the deterministic null backend for tests and fuzzing.
  *
  * Pure uses one fixed suite: X25519, SHA-256 (HMAC/HKDF as in the Noise framework) for the
  * handshake, AES-256-GCM inside the Noise handshake messages (Noise's "AESGCM") and AES-128-GCM for
@@ -25,12 +27,27 @@ enum pure_aead_alg {
 };
 
 /* An AEAD context with its key scheduled once and reused for every packet. Opaque to the core;
- * the backend keeps what it needs behind `impl`. */
+ * the backend keeps what it needs behind `impl`, and `ops` names the implementation that
+ * scheduled the key, so a backend that chooses among several (the default) chooses once, at
+ * init, and never again per packet. */
 typedef struct pure_aead {
     void *impl;
-    const struct pure_crypto *backend;
+    const struct pure_aead_impl *ops;
     uint8_t alg;
 } pure_aead;
+
+/* One AEAD implementation: the four aead functions of a backend (contracts as in pure_crypto
+ * below). Every implementation's init sets a->ops to itself as soon as a is non-NULL, so a
+ * context that init refused still has ops whose seal, open and free refuse it safely. */
+typedef struct pure_aead_impl {
+    const char *name;
+    int (*init)(pure_aead *a, enum pure_aead_alg alg, const uint8_t *key);
+    void (*free)(pure_aead *a);
+    int (*seal)(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
+                size_t adlen, uint8_t *data, size_t len, uint8_t tag[PURE_TAG_LEN]);
+    int (*open)(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
+                size_t adlen, uint8_t *data, size_t len, const uint8_t tag[PURE_TAG_LEN]);
+} pure_aead_impl;
 
 /* A crypto backend. Every function returns 0 on success or a negative PURE_E* code. */
 typedef struct pure_crypto {
@@ -63,11 +80,14 @@ typedef struct pure_crypto {
                      size_t adlen, uint8_t *data, size_t len, const uint8_t tag[PURE_TAG_LEN]);
 } pure_crypto;
 
-/* The default backend, what a context uses unless told otherwise: OpenSSL for X25519, SHA-256,
- * HMAC and randomness; transport packets' AES-128-GCM through src/crypto/aead_vaes.c on CPUs with
- * VAES and VPCLMULQDQ (~3x faster per packet than the libraries here), otherwise AES-GCM through
- * GnuTLS when the build has it (per packet ~1,550 fewer instructions than OpenSSL 3.0's provider
- * path; see src/crypto/aead_gnutls.c). */
+/* The default backend, what a context uses unless told otherwise (src/crypto/crypto_default.c):
+ * the kernel's getrandom(2) for randomness; Nettle for X25519 public keys, SHA-256 and HMAC where
+ * the build has it, else OpenSSL; OpenSSL for X25519 key agreement. Each AEAD context's
+ * implementation is chosen once, when its key is scheduled: transport packets' AES-128-GCM
+ * through src/crypto/aead_vaes.c on CPUs with VAES and VPCLMULQDQ (~3x faster per packet than
+ * the libraries here), otherwise AES-GCM through GnuTLS when the build has it (per packet ~1,550
+ * fewer instructions than OpenSSL 3.0's provider path; see src/crypto/aead_gnutls.c), else
+ * OpenSSL's. */
 extern const pure_crypto pure_crypto_default;
 /* The OpenSSL libcrypto backend (src/crypto/crypto_openssl.c). */
 extern const pure_crypto pure_crypto_openssl;

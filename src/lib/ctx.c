@@ -6,7 +6,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "handshake.h"
+#include "lifecycle.h"
 #include "link.h"
+#include "link_recv.h"
+#include "link_send.h"
+#include "recovery.h"
+#include "registry.h"
+#include "rxmem.h"
 #include "timers.h"
 
 static void *default_alloc(void *user, size_t n)
@@ -404,7 +411,13 @@ int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, ui
                 rc = PURE_EINVAL;
                 break;
             }
+            /* A datagram that ends its link says so with PURE_ECLOSED, whatever ended it (on_closed
+             * has the reason): every other code means the datagram was dropped, the link as it
+             * was. l stays allocated until end_call. */
+            uint8_t was_notified = l->closed_notified;
             rc = pure_link_recv(l, from, d, n, now);
+            if (!was_notified && l->closed_notified)
+                rc = PURE_ECLOSED;
             if (l->state != PURE_LS_CLOSED)
                 pure_timers_update(l, now);
             break;
@@ -454,7 +467,7 @@ int pure_ctx_burst_too_big(pure_ctx *ctx, uint64_t now)
     int rc = 0;
     if (!next) {
         pure_link_terminate(l, PURE_EMSGSIZE, 0, NULL, 0, now);
-        rc = PURE_EMSGSIZE;
+        rc = PURE_ECLOSED; /* on_closed has run, with PURE_EMSGSIZE */
     } else {
         l->mss = next;
         pure_recovery_discard_from(l, ctx->last_burst_pn);

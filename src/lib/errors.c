@@ -28,6 +28,9 @@ const char *pure_strerror(int err)
     }
 }
 
+/* A function that ends a link, or finds it ended, returns PURE_ECLOSED; every other code it
+ * returns leaves the link as it was (pure_ctx_read's PURE_EPROTO is a dropped datagram). The
+ * other fatal codes are reasons only on_closed carries: no function returns them. */
 int pure_err_is_fatal(int err)
 {
     switch (err) {
@@ -36,7 +39,6 @@ int pure_err_is_fatal(int err)
     case PURE_EREFUSED:
     case PURE_EACCES:
     case PURE_EKEY:
-    case PURE_EPROTO:
     case PURE_EFLOW:
     case PURE_ERESET:
         return 1;

@@ -7,7 +7,10 @@
 #include <string.h>
 
 #include "admit.h"
-#include "link.h"
+#include "handshake.h"
+#include "keys.h"
+#include "lifecycle.h"
+#include "registry.h"
 #include "timers.h"
 #include "varint.h"
 
@@ -221,7 +224,7 @@ int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size
                             : status == PURE_RESP_NOT_ALLOWED ? PURE_EACCES
                                                               : PURE_EPROTO,
                             0, NULL, 0, now);
-        return 0;
+        return PURE_ECLOSED; /* on_closed has run, with the reason */
     }
     uint8_t k_send[32], k_recv[32], h[32];
     rc = pure_noise_split(noise, k_send, k_recv, link->ck, h);
@@ -231,7 +234,7 @@ int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size
     pure_wipe(k_recv, 32);
     if (rc != 0) {
         pure_link_terminate(link, PURE_ECRYPTO, 0, NULL, 0, now);
-        return rc;
+        return PURE_ECLOSED; /* on_closed has run, with PURE_ECRYPTO */
     }
     link->remote_index = sender;
     link->peer = *from;

@@ -9,7 +9,10 @@
 #include <string.h>
 
 #include "admit.h"
-#include "link.h"
+#include "handshake.h"
+#include "keys.h"
+#include "lifecycle.h"
+#include "registry.h"
 #include "timers.h"
 #include "varint.h"
 
@@ -158,7 +161,7 @@ static void accept_init(pure_ctx *ctx, const pure_addr *from, pure_noise *noise,
     pure_link *link = NULL;
     if (pure_ctx_random(ctx, e, sizeof e) == 0) {
         pure_noise_set_ephemeral(noise, e);
-        link = pure_link_alloc(ctx, from, 0, now);
+        link = pure_link_alloc(ctx, from, 0, now, NULL);
     }
     pure_wipe(e, sizeof e);
     if (!link)

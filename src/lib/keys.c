@@ -11,7 +11,7 @@
  * one (RFC 9001 section 6.5), then it is wiped. */
 #include <string.h>
 
-#include "link.h"
+#include "keys.h"
 
 int pure_keys_derive(pure_ctx *ctx, pure_dir_keys *k, const uint8_t split[32])
 {

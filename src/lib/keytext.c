@@ -9,6 +9,8 @@
 
 int pure_keygen(uint8_t priv[PURE_KEY_LEN])
 {
+    if (!priv)
+        return PURE_EINVAL;
     if (pure_crypto_default.random(priv, PURE_KEY_LEN))
         return PURE_ECRYPTO;
     /* X25519 clamping happens inside the DH; clamp here too so stored keys are canonical */
@@ -20,6 +22,8 @@ int pure_keygen(uint8_t priv[PURE_KEY_LEN])
 
 int pure_public_key(uint8_t pub[PURE_KEY_LEN], const uint8_t priv[PURE_KEY_LEN])
 {
+    if (!pub || !priv)
+        return PURE_EINVAL;
     return pure_crypto_default.dh_public(pub, priv) ? PURE_ECRYPTO : 0;
 }
 
@@ -45,7 +49,7 @@ void pure_key_to_base64(char out[45], const uint8_t key[PURE_KEY_LEN])
 
 int pure_key_from_base64(uint8_t key[PURE_KEY_LEN], const char *text)
 {
-    if (!text)
+    if (!key || !text)
         return PURE_EINVAL;
     while (*text == ' ' || *text == '\t' || *text == '\n' || *text == '\r')
         text++;

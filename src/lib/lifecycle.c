@@ -6,14 +6,22 @@
  * these, and link.c frees what a link held once the context call that ended it returns. */
 #include <string.h>
 
-#include "link.h"
+#include "lifecycle.h"
+#include "keys.h"
+#include "registry.h"
+#include "rxmem.h"
 #include "timers.h"
 
 static void unbusy(pure_link *link);
 static void half_open_end(pure_link *link, int validated);
 
-pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, uint64_t now)
+pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, uint64_t now,
+                           int *err)
 {
+    int dummy, rc;
+    if (!err)
+        err = &dummy;
+    *err = PURE_ENOMEM;
     pure_link *l = pure_ctx_link_new(ctx);
     if (!l)
         return NULL;
@@ -23,21 +31,19 @@ pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, 
     l->heap_pos = UINT32_MAX;
     l->deadline = UINT64_MAX;
     l->state = initiator ? PURE_LS_HANDSHAKE : PURE_LS_UNVALIDATED;
-    if (pure_ctx_table_add(ctx, l) != 0) {
+    if ((rc = pure_ctx_table_add(ctx, l)) != 0) {
+        *err = rc;
         pure_ctx_link_free(ctx, l);
         return NULL;
     }
     const pure_settings *s = &ctx->s;
-    pure_ranges_init(&l->rx_pns, PURE_ACK_MAX_RANGES + 1);
+    pure_acktr_init(&l->acktr);
     pure_rtt_init(&l->rtt, 333000000ull); /* RFC 9002's initial RTT */
-    l->ack_deadline = UINT64_MAX;
     pure_rtb_init(&l->rtb);
     l->pace_at = UINT64_MAX;
     l->release_at = UINT64_MAX;
     l->mss = (uint16_t)(s->max_udp_payload > 65535 ? 65535 : s->max_udp_payload);
-    l->recv_window = s->recv_window;
-    l->credit_sent = s->recv_window;
-    l->peer_credit = s->recv_window; /* both sides start from the same configured window */
+    pure_credit_init(&l->credit, s->recv_window); /* both sides start from the same window */
     l->msg_boundary = 4;             /* messages start after the preamble */
     l->created = now;
     l->last_recv = now;
@@ -181,8 +187,8 @@ int pure_link_release_buffers(pure_link *link)
         return 1;
     pure_sendbuf_shrink(&link->sb, a);
     pure_rtb_free(&link->rtb, &link->ctx->alloc); /* the buffer tracks again from the next packet number */
-    pure_ranges_free(&link->rx_pns, a);
-    if (link->b && pure_ranges_empty(&link->b->oo) && pure_msgparse_at_boundary(&link->b->parse) &&
+    pure_acktr_free(&link->acktr, a);
+    if (link->b && pure_rob_empty(&link->b->rob) && pure_msgparse_at_boundary(&link->b->parse) &&
         !link->b->lost.n)
         unbusy(link);
     pure_keys_park(link);
@@ -203,7 +209,7 @@ int pure_link_busy(pure_link *link, uint64_t now)
     pure_replay_init_seen(&b->replay, link->replay_top);
     pure_ranges_init(&b->acked, 1u << 16);
     pure_ranges_init(&b->lost, 1u << 16);
-    pure_ranges_init(&b->oo, 1u << 14);
+    pure_rob_init(&b->rob);
     pure_msgparse_init(&b->parse, s->max_message_size);
     b->parse.preamble_done = link->preamble_seen;
     pure_cc_init(&b->cc, (enum pure_cc_algo)s->congestion, s->max_udp_payload, now);
@@ -230,11 +236,10 @@ static void unbusy(pure_link *link)
     link->preamble_seen = b->parse.preamble_done;
     pure_ranges_free(&b->acked, a);
     pure_ranges_free(&b->lost, a);
-    pure_ranges_free(&b->oo, a);
     pure_rxmem_forget(link);
     pure_alloc ra = pure_rxmem_alloc(link->ctx); /* receive buffers leave the accounting */
     pure_msgparse_free(&b->parse, &ra);
-    pure_mem_free(&ra, b->ring, (size_t)b->ring_cap);
+    pure_rob_free(&b->rob, &ra, a);
     pure_wipe(b, sizeof *b);
     pure_mem_free(a, b, sizeof *b);
     link->b = NULL;
@@ -262,7 +267,7 @@ void pure_link_free_parts(pure_link *link)
 {
     const pure_alloc *a = &link->ctx->alloc;
     pure_sendbuf_free(&link->sb, a);
-    pure_ranges_free(&link->rx_pns, a);
+    pure_acktr_free(&link->acktr, a);
     unbusy(link);
     pure_rtb_free(&link->rtb, &link->ctx->alloc);
     pure_ctx *owner = link->ctx;

@@ -5,6 +5,13 @@
 #include <string.h>
 
 #include "link.h"
+#include "handshake.h"
+#include "keys.h"
+#include "lifecycle.h"
+#include "link_recv.h"
+#include "recovery.h"
+#include "registry.h"
+#include "rekey.h"
 #include "timers.h"
 #include "varint.h"
 
@@ -28,11 +35,8 @@ static void on_open_timer(pure_link *link, uint64_t now)
         link->ping_pending = 1;
         pure_ctx_mark_pending(ctx, link);
     }
-    if (pure_timer_due(link, PURE_TIMER_ACK, now)) {
-        link->ack_deadline = UINT64_MAX;
-        link->ack_now = 1;
+    if (pure_timer_due(link, PURE_TIMER_ACK, now) && pure_acktr_on_timer(&link->acktr, now))
         pure_ctx_mark_pending(ctx, link);
-    }
     if (pure_timer_due(link, PURE_TIMER_KEEPALIVE, now)) {
         link->ping_pending = 1;
         link->st.keepalives++;
@@ -119,11 +123,12 @@ int pure_connect(pure_ctx *ctx, const pure_addr *to, const uint8_t peer_key[PURE
         return PURE_ESTATE;
     if (ctx->table.used >= ctx->s.max_links)
         return PURE_ELIMIT;
-    pure_link *l = pure_link_alloc(ctx, to, 1, now);
+    int rc;
+    pure_link *l = pure_link_alloc(ctx, to, 1, now, &rc);
     if (!l)
-        return PURE_ENOMEM;
+        return rc;
     l->user = user;
-    int rc = pure_hs_start(l, peer_key, service, now);
+    rc = pure_hs_start(l, peer_key, service, now);
     if (rc) {
         l->closed_notified = 1; /* the caller learns of it from rc, not a callback */
         ctx->depth++;
@@ -304,5 +309,5 @@ void pure_link_stats_get(const pure_link *link, pure_link_stats *st)
     st->bytes_in_flight = link->b ? link->b->cc.bytes_in_flight : 0;
     st->messages_acked = link->msgs_acked;
     st->messages_sent = link->next_msg_id;
-    st->recv_window = link->recv_window;
+    st->recv_window = pure_credit_window(&link->credit);
 }

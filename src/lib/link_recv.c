@@ -1,12 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /* link_recv.c: processing a link's incoming packets: replay check, decryption in place, frame
- * dispatch, in-order delivery straight from the packet, out-of-order bytes held in a ring until
- * the gap fills, flow-control credit (a window that doubles while the reader keeps up), and the
- * decision of when an ACK is owed. */
+ * dispatch, in-order delivery straight from the packet; it composes the reorder buffer (rob.h:
+ * out-of-order bytes held until the gap fills, within rxmem.c's budget), flow credit (credit.h:
+ * a window that doubles while the reader keeps up) and the ACK tracker (acktr.h: when an ACK is
+ * owed). */
 #include <string.h>
 
 #include "frame.h"
-#include "link.h"
+#include "link_recv.h"
+#include "handshake.h"
+#include "keys.h"
+#include "lifecycle.h"
+#include "link_send.h"
+#include "recovery.h"
+#include "registry.h"
+#include "rekey.h"
+#include "rxmem.h"
 #include "timers.h"
 
 #define DATA_DROPPED 1 /* the packet's data could not be held: do not acknowledge it */
@@ -42,54 +51,22 @@ static int feed(pure_link *link, const uint8_t *p, size_t n, uint64_t now)
     return rc == 1 ? 0 : rc; /* 1: stopped because the link closed */
 }
 
-/* The ring size, doubling from `from` (64 KiB at first), that holds n bytes. */
-static uint64_t ring_size(uint64_t from, uint64_t n)
-{
-    uint64_t cap = from ? from : 65536;
-    while (cap < n)
-        cap *= 2;
-    return cap;
-}
-
-/* Makes the ring hold at least `want` bytes past recv_next (the credit outstanding, so it grows
- * once), or if memory is short at least `need` (the bytes at hand), keeping what it holds.
+/* Makes the reorder buffer hold at least `want` bytes past recv_next (the credit outstanding, so
+ * it grows once), or if memory is short at least `need` (the bytes at hand), keeping what it holds.
+ * Both rings live during the copy, so the new one must fit in what the budget leaves beside the
+ * old (pure_rxmem_ring_limit). If not even the bytes at hand fit, the link is held back (or
+ * becomes the owner and tries again); out-of-order bytes dropped here are simply sent again.
  * Returns 0, PURE_EAGAIN (max_receive_memory leaves no room even for `need`) or PURE_ENOMEM. */
 static int ring_reserve(pure_link *link, uint64_t want, uint64_t need, uint64_t now)
 {
-    if (want <= link->b->ring_cap)
-        return 0;
-    /* Both rings live during the copy, so the new one must fit in what is left beside the old.
-     * If not even the bytes at hand fit, the link is held back (or becomes the owner and tries
-     * again); out-of-order bytes dropped here are simply sent again. */
-    uint64_t cap = ring_size(link->b->ring_cap, want);
-    if (cap > pure_rxmem_ring_limit(link)) {
-        if (need <= link->b->ring_cap)
-            return 0;
-        cap = ring_size(link->b->ring_cap, need);
-        if (cap > pure_rxmem_ring_limit(link) &&
-            (!pure_rxmem_claim(link, now) || cap > pure_rxmem_ring_limit(link)))
-            return PURE_EAGAIN;
-    }
+    pure_rob *r = &link->b->rob;
     pure_alloc a = pure_rxmem_alloc(link->ctx);
-    uint8_t *r = pure_mem_alloc(&a, (size_t)cap);
-    if (!r)
-        return PURE_ENOMEM;
-    for (uint32_t i = 0; i < link->b->oo.n; i++)
-        for (uint64_t o = link->b->oo.r[i].start; o < link->b->oo.r[i].end; o++)
-            r[o & (cap - 1)] = link->b->ring[o & (link->b->ring_cap - 1)];
-    pure_mem_free(&a, link->b->ring, (size_t)link->b->ring_cap);
-    link->b->ring = r;
-    link->b->ring_cap = cap;
-    return 0;
-}
-
-static void ring_put(pure_link *link, uint64_t off, const uint8_t *src, size_t len)
-{
-    uint64_t i = off & (link->b->ring_cap - 1);
-    size_t first = (size_t)(link->b->ring_cap - i) < len ? (size_t)(link->b->ring_cap - i) : len;
-    memcpy(link->b->ring + i, src, first);
-    if (first < len)
-        memcpy(link->b->ring, src + first, len - first);
+    int rc = pure_rob_reserve(r, &a, want, pure_rxmem_ring_limit(link));
+    if (rc == PURE_EAGAIN)
+        rc = pure_rob_reserve(r, &a, need, pure_rxmem_ring_limit(link));
+    if (rc == PURE_EAGAIN && pure_rxmem_claim(link, now))
+        rc = pure_rob_reserve(r, &a, need, pure_rxmem_ring_limit(link));
+    return rc;
 }
 
 /* Consumes held out-of-order bytes that the in-order point has reached. Returns 0, a code that
@@ -97,18 +74,13 @@ static void ring_put(pure_link *link, uint64_t off, const uint8_t *src, size_t l
 static int drain_ring(pure_link *link, uint64_t now)
 {
     pure_busy *b = link->b;
-    for (;;) {
-        pure_ranges_trim_below(&b->oo, link->recv_next);
-        if (pure_ranges_empty(&b->oo) || b->oo.r[0].start > link->recv_next)
-            break;
-        uint64_t i = link->recv_next & (b->ring_cap - 1);
-        uint64_t chunk = b->ring_cap - i;
-        if (chunk > b->oo.r[0].end - link->recv_next)
-            chunk = b->oo.r[0].end - link->recv_next;
-        int rc = feed(link, b->ring + i, (size_t)chunk, now);
+    const uint8_t *p;
+    size_t chunk;
+    while ((chunk = pure_rob_next(&b->rob, link->recv_next, &p)) != 0) {
+        int rc = feed(link, p, chunk, now);
         link->recv_next += rc == PURE_EAGAIN ? chunk - b->parse.unfed : chunk;
         if (rc || link->state != PURE_LS_OPEN) {
-            pure_ranges_trim_below(&b->oo, link->recv_next);
+            pure_rob_trim(&b->rob, link->recv_next);
             return rc;
         }
     }
@@ -116,26 +88,18 @@ static int drain_ring(pure_link *link, uint64_t now)
     return 0;
 }
 
+/* The reader consumed half the window: grant more, unless the application or the receive-memory
+ * budget holds the peer back (credit.h doubles the window when the reader keeps up). */
 static void update_credit(pure_link *link, uint64_t now)
 {
-    const pure_settings *s = &link->ctx->s;
-    if (link->credit_sent - link->recv_next > link->recv_window / 2)
+    if (!pure_credit_due(&link->credit, link->recv_next))
         return;
     if (link->recv_paused) /* the application holds the peer back: grant nothing new */
         return;
     if (!pure_rxmem_may_credit(link, now)) /* over max_receive_memory: held back (rxmem.c) */
         return;
-    /* The reader consumed half the window: grant more. If that took less than two round trips,
-     * the window is what limits the sender, so double it (up to the maximum). */
     uint64_t rtt = link->rtt.has_sample ? link->rtt.smoothed : 0;
-    if (link->recv_window < s->recv_window_max &&
-        (rtt == 0 || now - link->credit_time < 2 * rtt)) {
-        link->recv_window *= 2;
-        if (link->recv_window > s->recv_window_max)
-            link->recv_window = s->recv_window_max;
-    }
-    link->credit_sent = link->recv_next + link->recv_window;
-    link->credit_time = now;
+    pure_credit_grant(&link->credit, link->recv_next, rtt, link->ctx->s.recv_window_max, now);
     link->credit_pending = 1;
 }
 
@@ -162,14 +126,13 @@ static int check_fin(pure_link *link)
 static int on_data(pure_link *link, const pure_frame *f, uint64_t now)
 {
     uint64_t off = f->u.data.offset, len = f->u.data.len, end = off + len;
-    if (end > link->credit_sent)
+    if (end > pure_credit_granted(&link->credit))
         return PURE_EFLOW;
     if (link->peer_fin_known ? (end > link->peer_fin || (f->u.data.fin && end != link->peer_fin))
                              : 0)
         return PURE_EPROTO;
     if (f->u.data.fin && !link->peer_fin_known) {
-        if (end < link->recv_next || (!pure_ranges_empty(&link->b->oo) &&
-                                      link->b->oo.r[link->b->oo.n - 1].end > end))
+        if (end < link->recv_next || pure_rob_top(&link->b->rob) > end)
             return PURE_EPROTO;
         link->peer_fin_known = 1;
         link->peer_fin = end;
@@ -194,12 +157,12 @@ static int on_data(pure_link *link, const pure_frame *f, uint64_t now)
                 return rc;
             update_credit(link, now);
         } else {
-            if (ring_reserve(link, link->credit_sent - link->recv_next, end - link->recv_next,
-                             now) != 0)
+            if (ring_reserve(link, pure_credit_granted(&link->credit) - link->recv_next,
+                             end - link->recv_next, now) != 0)
                 return DATA_DROPPED;
-            if (pure_ranges_add(&link->b->oo, &link->ctx->alloc, off, end) != 0)
+            if (pure_rob_put(&link->b->rob, &link->ctx->alloc, link->recv_next, off,
+                             f->u.data.bytes, (size_t)len) != 0)
                 return DATA_DROPPED;
-            ring_put(link, off, f->u.data.bytes, (size_t)len);
         }
     }
     return check_fin(link);
@@ -291,10 +254,12 @@ static void after_ack(pure_link *link, int acked, uint64_t now)
         pure_link_on_acked(link, now); /* last: it may end the link */
 }
 
-int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
+/* The replay check, then opening in place under the key the phase bit names (failed opens
+ * counted per key, old keys retired: keys.c); an authenticated packet makes the link busy and
+ * moves it on (replay window, rekey switch, counters). Returns 0 or a code: dropped. */
+static int open_packet(pure_link *link, uint8_t *d, size_t n, uint64_t pn, uint64_t now)
 {
     pure_ctx *ctx = link->ctx;
-    uint64_t pn = pure_wire_data_pn(d);
     /* An idle link keeps only the top of its replay window: everything below it counts as seen.
      * Its state is rebuilt only after a packet authenticates, so forgeries cost it nothing. */
     if (link->b ? pure_replay_check(&link->b->replay, pn) != 0 : pn + 1 <= link->replay_top) {
@@ -303,9 +268,6 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         return PURE_EINVAL;
     }
     uint8_t phase = pure_wire_data_phase(d);
-    size_t plen = n - PURE_DATA_HEADER - PURE_TAG_LEN;
-    uint8_t *payload = d + PURE_DATA_HEADER;
-    /* decryption, and its limits: failed opens counted per key, old keys retired (keys.c) */
     int orc = pure_keys_open(link, d, n, pn);
     if (orc != 0) {
         if (pure_keys_forged_too_often(link, phase)) {
@@ -327,14 +289,14 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
     link->st.packets_received++;
     link->st.bytes_received += n;
     link->last_recv = now;
-    if (link->state == PURE_LS_CLOSING)
-        return closing_recv(link, payload, plen, now);
+    return 0;
+}
 
-    if (link->state == PURE_LS_UNVALIDATED && pure_hs_confirmed(link, now) != 0)
-        return 0; /* refused, or closed from on_accept: its data goes nowhere */
+/* The newest packet came from elsewhere: the peer's address changed (NAT rebinding). Until the
+ * peer acknowledges a packet sent there, send at most 3x what came from it. */
+static void check_path(pure_link *link, const pure_addr *from, uint64_t pn, size_t n)
+{
     if (!pure_addr_equal(from, &link->peer) && pn + 1 >= link->b->replay.top) {
-        /* The newest packet came from elsewhere: the peer's address changed (NAT rebinding).
-         * Until the peer acknowledges a packet sent there, send at most 3x what came from it. */
         link->peer = *from;
         link->st.path_changes++;
         link->path_unvalidated = 1;
@@ -345,9 +307,106 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
     }
     if (link->path_unvalidated && pure_addr_equal(from, &link->peer))
         link->amp_received += n; /* only what came from the address being answered counts */
+}
 
-    const uint8_t *p = payload, *end = payload + plen;
-    int eliciting = 0, dropped = 0;
+/* What the frames of one packet did. */
+typedef struct frames_seen {
+    int eliciting; /* a frame that asks for an ACK */
+    int dropped;   /* stream data that could not be held: the packet is not acknowledged */
+} frames_seen;
+
+/* One frame of an open link's packet. Returns 0, or 1 if the frame ended the link (or the
+ * caller must stop: a code in *rc to return). */
+static int on_frame(pure_link *link, const pure_frame *f, const pure_ack_frame *ack,
+                    frames_seen *seen, int *rc, uint64_t now)
+{
+    switch (f->type) {
+    case PURE_FRAME_PADDING:
+        break;
+    case PURE_FRAME_PING:
+        seen->eliciting = 1;
+        pure_acktr_ack_now(&link->acktr);
+        break;
+    case PURE_FRAME_ACK:
+        after_ack(link, pure_recovery_on_ack(link, ack, now), now);
+        break;
+    case PURE_FRAME_CREDIT:
+        if (pure_credit_on_frame(&link->credit, f->u.credit))
+            pure_ctx_mark_pending(link->ctx, link);
+        /* the peer has room: if our packets went unanswered (it may have dropped them, short of
+         * memory), the oldest bytes go again now rather than after the backed-off PTO */
+        pure_recovery_probe_now(link);
+        seen->eliciting = 1;
+        break;
+    case PURE_FRAME_CLOSE: {
+        char reason[256];
+        memcpy(reason, f->u.close.reason, f->u.close.reason_len);
+        reason[f->u.close.reason_len] = 0;
+        link->close_code = f->u.close.code;
+        link->peer_closed = 1;
+        pure_link_terminate(link, error_for_close_code(f->u.close.code), 0, reason, 0, now);
+        return 1;
+    }
+    case PURE_FRAME_REKEY:
+        seen->eliciting = 1;
+        pure_rekey_on_frame(link, f->u.rekey, now);
+        break;
+    case PURE_FRAME_DATA: {
+        seen->eliciting = 1;
+        int drc = on_data(link, f, now);
+        if (drc == DATA_DROPPED) {
+            seen->dropped = 1;
+        } else if (drc < 0) {
+            pure_link_terminate(link, drc, (uint64_t)close_code_for(drc), pure_strerror(drc), 1,
+                                now);
+            *rc = drc;
+            return 1;
+        }
+        break;
+    }
+    }
+    return link->state != PURE_LS_OPEN;
+}
+
+/* After the frames: what the packet owes the peer (an ACK, or with dropped data a PING), the
+ * credit granted, and the release timer of a link left with nothing to do. */
+static void after_frames(pure_link *link, const frames_seen *seen, uint64_t pn, uint64_t now)
+{
+    pure_ctx *ctx = link->ctx;
+    if (seen->dropped) {
+        /* Not acknowledged, so the peer sends it again. An ACK of what came before still goes
+         * (or a PING if there is nothing to acknowledge), so a peer held back by
+         * max_receive_memory hears from this side and does not time the link out. */
+        if (pure_acktr_force(&link->acktr) != 0)
+            link->ping_pending = 1;
+        pure_ctx_mark_pending(ctx, link);
+        return;
+    }
+    /* Record the packet number for our ACKs. */
+    if (pure_acktr_on_packet(&link->acktr, &ctx->alloc, pn, seen->eliciting, now,
+                             ctx->s.max_ack_delay, ctx->s.ack_every))
+        pure_ctx_mark_pending(ctx, link);
+    if (link->credit_pending)
+        pure_ctx_mark_pending(ctx, link);
+    /* A side that only receives (or only answers keepalives) never processes an ACK of its own:
+     * arm the release here too once it has nothing queued or in flight. */
+    if (link->sb.base == link->sb.end && pure_rtb_in_flight(&link->rtb) == 0)
+        pure_timers_went_idle(link, now);
+}
+
+int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
+{
+    uint64_t pn = pure_wire_data_pn(d);
+    int rc = open_packet(link, d, n, pn, now);
+    if (rc != 0)
+        return rc;
+    const uint8_t *p = d + PURE_DATA_HEADER, *end = p + (n - PURE_DATA_HEADER - PURE_TAG_LEN);
+    if (link->state == PURE_LS_CLOSING)
+        return closing_recv(link, p, (size_t)(end - p), now);
+    if (link->state == PURE_LS_UNVALIDATED && pure_hs_confirmed(link, now) != 0)
+        return 0; /* refused, or closed from on_accept: its data goes nowhere */
+    check_path(link, from, pn, n);
+    frames_seen seen = {0, 0};
     pure_ack_frame ack;
     while (p < end) {
         pure_frame f;
@@ -355,94 +414,9 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
             pure_link_terminate(link, PURE_EPROTO, PURE_CLOSE_PROTOCOL, "malformed frame", 1, now);
             return PURE_EPROTO;
         }
-        switch (f.type) {
-        case PURE_FRAME_PADDING:
-            break;
-        case PURE_FRAME_PING:
-            eliciting = 1;
-            link->ack_now = 1;
-            break;
-        case PURE_FRAME_ACK:
-            after_ack(link, pure_recovery_on_ack(link, &ack, now), now);
-            break;
-        case PURE_FRAME_CREDIT:
-            if (f.u.credit > link->peer_credit) {
-                link->peer_credit = f.u.credit;
-                pure_ctx_mark_pending(ctx, link);
-            }
-            /* the peer has room: if our packets went unanswered (it may have dropped them, short
-             * of memory), the oldest bytes go again now rather than after the backed-off PTO */
-            pure_recovery_probe_now(link);
-            eliciting = 1;
-            break;
-        case PURE_FRAME_CLOSE: {
-            char reason[256];
-            memcpy(reason, f.u.close.reason, f.u.close.reason_len);
-            reason[f.u.close.reason_len] = 0;
-            link->close_code = f.u.close.code;
-            link->peer_closed = 1;
-            int err = error_for_close_code(f.u.close.code);
-            pure_link_terminate(link, err, 0, reason, 0, now);
-            return 0;
-        }
-        case PURE_FRAME_REKEY:
-            eliciting = 1;
-            pure_rekey_on_frame(link, f.u.rekey, now);
-            break;
-        case PURE_FRAME_DATA: {
-            eliciting = 1;
-            int rc = on_data(link, &f, now);
-            if (rc == DATA_DROPPED) {
-                dropped = 1;
-            } else if (rc < 0) {
-                pure_link_terminate(link, rc, (uint64_t)close_code_for(rc), pure_strerror(rc), 1,
-                                    now);
-                return rc;
-            }
-            break;
-        }
-        }
-        if (link->state != PURE_LS_OPEN)
-            return 0;
+        if (on_frame(link, &f, &ack, &seen, &rc, now))
+            return rc;
     }
-    if (dropped) {
-        /* Not acknowledged, so the peer sends it again. An ACK of what came before still goes
-         * (or a PING if there is nothing to acknowledge), so a peer held back by
-         * max_receive_memory hears from this side and does not time the link out. */
-        if (link->rx_pns.n) {
-            link->ack_now = 1;
-            if (!link->rx_unacked)
-                link->rx_unacked = 1;
-        } else {
-            link->ping_pending = 1;
-        }
-        pure_ctx_mark_pending(ctx, link);
-        return 0;
-    }
-    /* Record the packet number for our ACKs; old ranges fall off the end. */
-    uint64_t prev_largest = link->rx_pns.n ? link->rx_pns.r[link->rx_pns.n - 1].end : 0;
-    if (pure_ranges_add(&link->rx_pns, &ctx->alloc, pn, pn + 1) != 0) {
-        pure_ranges_drop_first(&link->rx_pns);
-        pure_ranges_add(&link->rx_pns, &ctx->alloc, pn, pn + 1);
-    }
-    while (link->rx_pns.n > PURE_ACK_MAX_RANGES)
-        pure_ranges_drop_first(&link->rx_pns);
-    if (pn + 1 >= prev_largest)
-        link->rx_largest_time = now;
-    if (eliciting) {
-        link->rx_unacked++;
-        if (pn != prev_largest) /* a gap or reordering: tell the sender at once */
-            link->ack_now = 1;
-        if (link->ack_now || link->rx_unacked >= ctx->s.ack_every)
-            pure_ctx_mark_pending(ctx, link);
-        else if (link->ack_deadline == UINT64_MAX)
-            link->ack_deadline = now + ctx->s.max_ack_delay;
-    }
-    if (link->credit_pending)
-        pure_ctx_mark_pending(ctx, link);
-    /* A side that only receives (or only answers keepalives) never processes an ACK of its own:
-     * arm the release here too once it has nothing queued or in flight. */
-    if (link->sb.base == link->sb.end && pure_rtb_in_flight(&link->rtb) == 0)
-        pure_timers_went_idle(link, now);
+    after_frames(link, &seen, pn, now);
     return 0;
 }

@@ -5,13 +5,18 @@
 #include <string.h>
 
 #include "frame.h"
-#include "link.h"
+#include "link_send.h"
+#include "keys.h"
+#include "lifecycle.h"
+#include "recovery.h"
+#include "rekey.h"
 #include "varint.h"
 
 /* Bytes of the stream that may go out as new data now. */
 static uint64_t new_data_limit(const pure_link *link)
 {
-    return link->sb.end < link->peer_credit ? link->sb.end : link->peer_credit;
+    uint64_t peer = pure_credit_peer(&link->credit);
+    return link->sb.end < peer ? link->sb.end : peer;
 }
 
 static int has_data(const pure_link *link)
@@ -23,8 +28,7 @@ static int has_data(const pure_link *link)
 
 static int ack_due(const pure_link *link)
 {
-    return link->rx_unacked > 0 &&
-           (link->ack_now || link->rx_unacked >= link->ctx->s.ack_every);
+    return pure_acktr_due(&link->acktr, link->ctx->s.ack_every);
 }
 
 static int control_due(const pure_link *link)
@@ -154,15 +158,13 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
     pure_sent rec = {.time = now};
     uint8_t eliciting = 0;
 
-    if (link->rx_unacked > 0 || link->ack_now) {
-        uint64_t delay = now > link->rx_largest_time ? (now - link->rx_largest_time) / 1000 : 0;
-        if (pure_pkt_ack(&k, link->rx_pns.r, link->rx_pns.n, delay) == 0) {
-            link->rx_unacked = 0;
-            link->ack_now = 0;
-            link->ack_deadline = UINT64_MAX;
-        }
+    if (pure_acktr_wanted(&link->acktr)) {
+        uint32_t n;
+        const pure_range *r = pure_acktr_ranges(&link->acktr, &n);
+        if (pure_pkt_ack(&k, r, n, pure_acktr_delay(&link->acktr, now)) == 0)
+            pure_acktr_on_sent(&link->acktr);
     }
-    if (link->credit_pending && pure_pkt_credit(&k, link->credit_sent) == 0) {
+    if (link->credit_pending && pure_pkt_credit(&k, pure_credit_granted(&link->credit)) == 0) {
         link->credit_pending = 0;
         rec.flags |= PURE_SENT_CREDIT;
         eliciting = 1;
@@ -197,11 +199,11 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
     return total;
 }
 
-int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segment, uint64_t now,
-                        int pad)
+/* A link before or after its data phase: the INIT (resent as it was), the RESP (within the
+ * amplification limit), or the CLOSE. Returns the datagram's length (0: nothing to send). */
+static int64_t write_control(pure_link *link, uint8_t *buf, size_t cap, size_t *segment,
+                             uint64_t now)
 {
-    if (pad && link->state != PURE_LS_OPEN)
-        return 0;
     if (link->state == PURE_LS_HANDSHAKE) {
         pure_hs *hs = link->hs;
         if (!hs || !hs->send_pending || cap < hs->init_len)
@@ -223,24 +225,53 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
         link->resp_pending = 0;
         return (int64_t)*segment;
     }
-    if (link->state == PURE_LS_CLOSING) {
-        if (!link->close_pending)
-            return 0;
-        pure_pkt k = {buf + PURE_DATA_HEADER, buf + cap - PURE_TAG_LEN};
-        const char *reason = link->b ? link->b->close_reason : "";
-        if (pure_pkt_close(&k, link->close_code, reason, strlen(reason)) != 0)
-            return 0;
-        size_t total = seal_packet(link, buf, k.p);
-        if (total == 0)
-            return 0;
-        pure_rtb_skip(&link->rtb); /* nothing is recorded or acknowledged after a CLOSE */
-        link->close_pending = 0;
-        *segment = total;
-        return (int64_t)total;
-    }
-    if (link->state != PURE_LS_OPEN || pure_link_busy(link, now) != 0)
+    if (link->state != PURE_LS_CLOSING || !link->close_pending)
         return 0;
+    pure_pkt k = {buf + PURE_DATA_HEADER, buf + cap - PURE_TAG_LEN};
+    const char *reason = link->b ? link->b->close_reason : "";
+    if (pure_pkt_close(&k, link->close_code, reason, strlen(reason)) != 0)
+        return 0;
+    size_t total = seal_packet(link, buf, k.p);
+    if (total == 0)
+        return 0;
+    pure_rtb_skip(&link->rtb); /* nothing is recorded or acknowledged after a CLOSE */
+    link->close_pending = 0;
+    *segment = total;
+    return (int64_t)total;
+}
 
+/* May the next packet (of `size` bytes) carry stream data? Not past the congestion window (then
+ * *cwnd_blocked), nor ahead of the pacer (which arms pace_at); a probe always may. */
+static int data_allowed(pure_link *link, size_t size, size_t n, int *cwnd_blocked, uint64_t now)
+{
+    if (!has_data(link) && !link->probe_pending)
+        return 0;
+    if (link->probe_pending)
+        return 1;
+    pure_busy *b = link->b;
+    uint64_t srtt = link->rtt.has_sample ? link->rtt.smoothed : 0;
+    if (pure_cc_available(&b->cc) == 0) {
+        *cwnd_blocked = 1;
+        return 0;
+    }
+    if (pure_pacer_allowance(&b->pacer, now, b->cc.cwnd, srtt) < size) {
+        link->pace_at = pure_pacer_next(&b->pacer, now, size, b->cc.cwnd, srtt);
+        if (n > 0)
+            link->st.paced_bursts++; /* a burst under way, cut short by the pacer */
+        return 0;
+    }
+    return 1;
+}
+
+int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segment, uint64_t now,
+                        int pad)
+{
+    if (pad && link->state != PURE_LS_OPEN)
+        return 0;
+    if (link->state != PURE_LS_OPEN)
+        return write_control(link, buf, cap, segment, now);
+    if (pure_link_busy(link, now) != 0)
+        return 0;
     if (!link->rk && pure_rekey_due(link, now))
         pure_rekey_start(link, now); /* data keeps flowing under the current keys meanwhile */
     size_t mss = link->mss;
@@ -255,7 +286,6 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
         if (mss > cap)
             mss = cap;
     }
-    uint64_t srtt = link->rtt.has_sample ? link->rtt.smoothed : 0;
     int cwnd_blocked = 0;
     if (pad)
         mss = cap < mss ? cap : mss; /* the one packet is exactly cap bytes */
@@ -268,21 +298,7 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
                                 "key exhausted: rekey not answered", 1, now);
             break;
         }
-        int data_ok = has_data(link) || link->probe_pending;
-        int allow_data = 0;
-        if (data_ok) {
-            if (link->probe_pending) {
-                allow_data = 1;
-            } else if (pure_cc_available(&link->b->cc) == 0) {
-                cwnd_blocked = 1;
-            } else if (pure_pacer_allowance(&link->b->pacer, now, link->b->cc.cwnd, srtt) < size) {
-                link->pace_at = pure_pacer_next(&link->b->pacer, now, size, link->b->cc.cwnd, srtt);
-                if (n > 0)
-                    link->st.paced_bursts++; /* a burst under way, cut short by the pacer */
-            } else {
-                allow_data = 1;
-            }
-        }
+        int allow_data = data_allowed(link, size, n, &cwnd_blocked, now);
         if (!allow_data && !ack_due(link) && !control_due(link))
             break;
         size_t built = build_packet(link, buf + n, size, allow_data, pad, now);

@@ -7,7 +7,9 @@
  * above it: pure_recovery_on_ack returns what the caller must act on. */
 
 #include "frame.h"
-#include "link.h"
+#include "recovery.h"
+#include "registry.h"
+#include "rekey.h"
 
 #define PURE_LOSS_RATE_CONGESTED (65536 / 5) /* 20% */
 

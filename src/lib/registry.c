@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "link.h"
+#include "registry.h"
 
 int pure_ctx_random(pure_ctx *ctx, uint8_t *buf, size_t len)
 {

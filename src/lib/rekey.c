@@ -25,7 +25,10 @@
  * successor (keys.c). */
 #include <string.h>
 
-#include "link.h"
+#include "rekey.h"
+#include "keys.h"
+#include "lifecycle.h"
+#include "registry.h"
 #include "varint.h"
 
 enum { RK_REQUESTED = 1, RK_ANSWERED = 2 };

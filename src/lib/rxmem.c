@@ -19,8 +19,8 @@
  * in which memory fell below the budget or ownership came free; nothing scans all links. The rule
  * is written down in docs/protocol.md, "Receive memory". */
 #include "rxmem.h"
+#include "state.h"
 
-#include "link.h"
 
 static void account(pure_ctx *ctx, size_t old, size_t n)
 {
@@ -86,7 +86,7 @@ uint64_t pure_rxmem_limit(const pure_link *link, uint64_t cap, uint64_t free_siz
 static int needs(const pure_link *link)
 {
     return link->b &&
-           (pure_msgparse_wants_memory(&link->b->parse) || !pure_ranges_empty(&link->b->oo));
+           (pure_msgparse_wants_memory(&link->b->parse) || !pure_rob_empty(&link->b->rob));
 }
 
 static void unhold(pure_link *link)
@@ -129,7 +129,7 @@ static void hold(pure_link *link)
 /* What the link holds in receive buffers. */
 static uint64_t held_by(const pure_link *link)
 {
-    return link->b ? (uint64_t)link->b->parse.body_cap + link->b->ring_cap : 0;
+    return link->b ? (uint64_t)link->b->parse.body_cap + pure_rob_cap(&link->b->rob) : 0;
 }
 
 /* An owner displaced, or done with its message while its ring still holds bytes, keeps what it
@@ -190,7 +190,7 @@ uint64_t pure_rxmem_ring_limit(const pure_link *link)
         return room;
     /* the owner: what its allowance leaves beside its whole message (and its old ring, which
      * lives on during the copy) */
-    uint64_t used = ctx->rx_orphaned + link->b->parse.body_len + link->b->ring_cap;
+    uint64_t used = ctx->rx_orphaned + link->b->parse.body_len + pure_rob_cap(&link->b->rob);
     uint64_t allow = used < ctx->s.max_message_size ? ctx->s.max_message_size - used : 0;
     return allow > room ? allow : room;
 }
@@ -218,18 +218,16 @@ void pure_rxmem_settle(pure_link *link)
         return;
     if (link == ctx->rx_owner) { /* its message is delivered */
         drop_owner(ctx);
-        if (!pure_ranges_empty(&b->oo))
+        if (!pure_rob_empty(&b->rob))
             orphan(link); /* its ring still holds what came past the message */
     }
-    if (!pure_ranges_empty(&b->oo))
+    if (!pure_rob_empty(&b->rob))
         return;
     /* Nothing in progress. Buffers kept for the next message would stay past the budget. */
     if (ctx->guard.rx_memory >= ctx->s.max_receive_memory) {
         pure_alloc a = pure_rxmem_alloc(ctx);
         pure_msgparse_shrink(&b->parse, &a);
-        pure_mem_free(&a, b->ring, (size_t)b->ring_cap);
-        b->ring = NULL;
-        b->ring_cap = 0;
+        pure_rob_shrink(&b->rob, &a);
     }
     if (b->orphaned)
         unorphan(link);
@@ -265,6 +263,6 @@ pure_link *pure_rxmem_wake_next(pure_ctx *ctx, pure_rxmem_waking *w)
     w->left--;
     pure_link *l = ctx->rx_held_head;
     unhold(l);
-    w->promised += l->recv_window;
+    w->promised += pure_credit_window(&l->credit);
     return l;
 }

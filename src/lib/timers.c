@@ -17,7 +17,7 @@
  *                               must be answered within idle_timeout. So a dead peer is found
  *                               within 1.5 x idle_timeout of its last packet whenever this side
  *                               has reason to expect one.
- *                ack            ack_deadline: max_ack_delay after an unacknowledged packet
+ *                ack            acktr's deadline: max_ack_delay after an unacknowledged packet
  *                keepalive      only when configured, keepalive after the last packet either way
  *                pace           pace_at: the pacer held packets back
  *                rx_retire      b->rx_retire_at: the previous receive key is wiped
@@ -32,6 +32,7 @@
  * incomplete, no keepalive) has no timer at all: it costs nothing, and finds out that its peer
  * is gone the next time it sends. */
 #include "timers.h"
+#include "registry.h"
 
 static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
 static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
@@ -49,7 +50,7 @@ static int expecting(const pure_link *link, uint64_t now)
     if (link->close_requested)
         return 1;
     if (link->b &&
-        (!pure_msgparse_at_boundary(&link->b->parse) || !pure_ranges_empty(&link->b->oo)))
+        (!pure_msgparse_at_boundary(&link->b->parse) || !pure_rob_empty(&link->b->rob)))
         return 1; /* the peer is in the middle of a message */
     return link->next_msg_id && now < link->last_msg_sent + link->ctx->s.idle_timeout;
 }
@@ -61,7 +62,7 @@ static uint64_t watch_deadline(const pure_link *link, uint64_t now)
     uint64_t at = link->last_recv + link->ctx->s.idle_timeout / 2;
     /* the watch ends idle_timeout after the last message: no probe past it */
     if (!link->close_requested && link->b && pure_msgparse_at_boundary(&link->b->parse) &&
-        pure_ranges_empty(&link->b->oo) && at >= link->last_msg_sent + link->ctx->s.idle_timeout)
+        pure_rob_empty(&link->b->rob) && at >= link->last_msg_sent + link->ctx->s.idle_timeout)
         return UINT64_MAX;
     return at;
 }
@@ -101,7 +102,7 @@ static uint64_t open_deadline(const pure_link *link, enum pure_timer t, uint64_t
     case PURE_TIMER_WATCH:
         return watch_deadline(link, now);
     case PURE_TIMER_ACK:
-        return link->ack_deadline;
+        return pure_acktr_deadline(&link->acktr);
     case PURE_TIMER_KEEPALIVE:
         return keepalive_deadline(link);
     case PURE_TIMER_PACE:
@@ -144,8 +145,27 @@ void pure_timers_update(pure_link *link, uint64_t now)
         link->sb.base == link->sb.end && pure_rtb_in_flight(&link->rtb) == 0)
         link->release_at = now + PURE_IDLE_RELEASE;
     uint64_t d = UINT64_MAX;
-    for (unsigned t = 1; t <= PURE_TIMER_CLOSE_END; t <<= 1)
-        d = min64(d, pure_timer_deadline(link, (enum pure_timer)t, now));
+    switch (link->state) {
+    case PURE_LS_OPEN: /* the hot path: each of the OPEN state's timers, computed once */
+        d = min64(recovery_deadline(link), pure_acktr_deadline(&link->acktr));
+        d = min64(d, idle_deadline(link));
+        d = min64(d, keepalive_deadline(link));
+        d = min64(d, watch_deadline(link, now));
+        if (link->close_requested)
+            d = min64(d, link->close_deadline);
+        d = min64(d, link->pace_at);
+        d = min64(d, link->release_at);
+        if (link->rx_retire == PURE_RX_RETIRE_TIMED && link->b)
+            d = min64(d, link->b->rx_retire_at);
+        break;
+    case PURE_LS_CLOSING:
+        d = min64(link->close_deadline, link->close_resend_at);
+        break;
+    default:
+        d = min64(pure_timer_deadline(link, PURE_TIMER_HS_RETRY, now),
+                  pure_timer_deadline(link, PURE_TIMER_HS_EXPIRE, now));
+        break;
+    }
     pure_ctx_timer_set(link->ctx, link, d);
 }
 

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "link.h"
+#include "state.h"
 
 /* The timers, as bits of what pure_timers_due returns. */
 enum pure_timer {

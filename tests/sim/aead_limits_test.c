@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "link.h"
+#include "rekey.h"
 #include "sim.h"
 #include "test.h"
 #include "wire.h"

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "admit.h"
-#include "link.h"
+#include "state.h"
 #include "sim_app.h"
 #include "test.h"
 #include "wire.h"

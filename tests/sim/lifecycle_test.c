@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "frame.h"
-#include "link.h"
+#include "link_send.h"
 #include "sim.h"
 #include "test.h"
 
@@ -167,12 +167,14 @@ static void test_ack_fills_small_packet_then_ping(void)
     CHECK(pure_link_send(l, big, sizeof big) >= 0);
     /* some packets received, so an ACK is owed; then a PING too */
     uint64_t now = sim_now(w->s);
-    l->ack_now = 1;
+    pure_acktr_ack_now(&l->acktr);
     l->ping_pending = 1;
-    CHECK(l->rx_pns.n > 0);
+    uint32_t n_ranges;
+    const pure_range *ranges = pure_acktr_ranges(&l->acktr, &n_ranges);
+    CHECK(n_ranges > 0);
     uint8_t tmp[1024];
-    uint64_t delay = now > l->rx_largest_time ? (now - l->rx_largest_time) / 1000 : 0;
-    uint8_t *e = pure_frame_put_ack(tmp, sizeof tmp, l->rx_pns.r, l->rx_pns.n, delay);
+    uint64_t delay = pure_acktr_delay(&l->acktr, now);
+    uint8_t *e = pure_frame_put_ack(tmp, sizeof tmp, ranges, n_ranges, delay);
     if (!e) {
         CHECK(e != NULL);
         world_free(w);

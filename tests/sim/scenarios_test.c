@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "admit.h"
-#include "link.h"
+#include "state.h"
 #include "sim_app.h"
 #include "wire.h"
 #include "test.h"

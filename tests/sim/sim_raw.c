@@ -3,7 +3,7 @@
 
 #include <stdlib.h>
 
-#include "link.h"
+#include "registry.h"
 #include "varint.h"
 
 int sim_raw_write(pure_link *link, const void *bytes, size_t n)

@@ -6,6 +6,7 @@
 
 #include "aead_vaes.h"
 #include "crypto.h"
+#include "crypto_openssl.h"
 #include "pure.h"
 #include "test.h"
 #ifdef PURE_HAVE_GNUTLS
@@ -531,6 +532,68 @@ static void test_evp_path(void)
     pure_crypto_openssl_force_evp(0);
 }
 
+/* A spy implementation: counts the calls the default backend forwards to it. */
+static int spy_seals, spy_opens, spy_frees;
+static int spy_seal(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
+                    size_t adlen, uint8_t *data, size_t len, uint8_t tag[PURE_TAG_LEN])
+{
+    (void)a, (void)nonce, (void)ad, (void)adlen, (void)data, (void)len, (void)tag;
+    return ++spy_seals;
+}
+static int spy_open(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
+                    size_t adlen, uint8_t *data, size_t len, const uint8_t tag[PURE_TAG_LEN])
+{
+    (void)a, (void)nonce, (void)ad, (void)adlen, (void)data, (void)len, (void)tag;
+    return ++spy_opens;
+}
+static void spy_free(pure_aead *a)
+{
+    (void)a;
+    spy_frees++;
+}
+
+/* The default backend (crypto_default.c) picks each context's AEAD once, at init: the VAES code
+ * for AES-128-GCM where the CPU has it, else the library's (GnuTLS where built, else OpenSSL),
+ * and the library's for AES-256-GCM; seal, open and free then follow the context's ops and
+ * decide nothing again. A context never initialised (zeroed) or refused at init is refused. */
+static void test_default_chooses_at_init(void)
+{
+#ifdef PURE_HAVE_GNUTLS
+    const pure_aead_impl *library = &pure_aead_gnutls;
+#else
+    const pure_aead_impl *library = &pure_aead_openssl;
+#endif
+    const pure_crypto *c = &pure_crypto_default;
+    uint8_t key[32] = {3, 1, 4}, nonce[12] = {0}, buf[64] = {0}, tag[16];
+    pure_aead a = {0};
+    CHECK_EQ(c->aead_init(&a, PURE_AEAD_AES128_GCM, key), 0);
+    CHECK(a.ops == (pure_vaes_available() ? &pure_aead_vaes : library));
+    c->aead_free(&a);
+    CHECK(a.impl == NULL);
+    CHECK_EQ(c->aead_init(&a, PURE_AEAD_AES256_GCM, key), 0);
+    CHECK(a.ops == library);
+    /* every later call goes where ops points, whatever the CPU or the algorithm */
+    const pure_aead_impl *chosen = a.ops;
+    pure_aead_impl spy = {"spy", NULL, spy_free, spy_seal, spy_open};
+    a.ops = &spy;
+    CHECK_EQ(c->aead_seal(&a, nonce, NULL, 0, buf, sizeof buf, tag), 1);
+    CHECK_EQ(c->aead_open(&a, nonce, NULL, 0, buf, sizeof buf, tag), 1);
+    c->aead_free(&a);
+    CHECK_EQ(spy_frees, 1);
+    a.ops = chosen;
+    c->aead_free(&a);
+    CHECK(a.impl == NULL);
+    /* never initialised, and refused at init */
+    pure_aead z = {0};
+    CHECK_EQ(c->aead_seal(&z, nonce, NULL, 0, buf, sizeof buf, tag), PURE_EINVAL);
+    CHECK_EQ(c->aead_open(&z, nonce, NULL, 0, buf, sizeof buf, tag), PURE_EINVAL);
+    c->aead_free(&z);
+    CHECK_EQ(c->aead_init(&z, (enum pure_aead_alg)7, key), PURE_EINVAL);
+    CHECK(z.ops != NULL && z.impl == NULL);
+    CHECK_EQ(c->aead_seal(&z, nonce, NULL, 0, buf, sizeof buf, tag), PURE_EINVAL);
+    c->aead_free(&z);
+}
+
 int main(void)
 {
     make_aead_tables();
@@ -546,6 +609,7 @@ int main(void)
     RUN(test_failed_open_leaves_no_plaintext);
     RUN(test_vaes_against_openssl);
     RUN(test_context_reuse);
+    RUN(test_default_chooses_at_init);
     RUN(test_evp_path);
     RUN(test_bad_arguments);
     RUN(test_wipe);

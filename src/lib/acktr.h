@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/* acktr.h: the ACK tracker: which packet numbers this side received (the ranges its ACK frames
+ * carry, bounded: the oldest fall off), how many ack-eliciting packets wait for an ACK, and when
+ * one is owed: at once (a gap or reordering, a PING, ack_every packets unacknowledged, a dropped
+ * packet the peer must hear about) or by a deadline max_ack_delay after the first packet that
+ * needed one. The caller builds the frame from pure_acktr_ranges and pure_acktr_delay and reports
+ * it sent. */
+#ifndef PURE_ACKTR_H
+#define PURE_ACKTR_H
+
+#include <stdint.h>
+
+#include "alloc.h"
+#include "ranges.h"
+#include "wire.h"
+
+typedef struct pure_acktr {
+    pure_ranges pns;       /* packet numbers received, at most PURE_ACK_MAX_RANGES ranges */
+    uint64_t largest_time; /* when the largest packet number so far arrived */
+    uint64_t deadline;     /* an ACK is owed by then; UINT64_MAX if none is */
+    uint32_t unacked;      /* ack-eliciting packets since the last ACK */
+    uint8_t now;           /* an ACK is owed at once */
+} pure_acktr;
+
+/* Makes t a tracker that has received nothing and owes nothing. */
+void pure_acktr_init(pure_acktr *t);
+/* Forgets the packet numbers received and gives back their storage (through a): an idle link
+ * keeps none. What is owed stays; t stays usable. */
+void pure_acktr_free(pure_acktr *t, const pure_alloc *a);
+
+/* Records packet pn, received at `now` (storage through a); `eliciting` if it carried a frame that
+ * needs an ACK. A packet number that does not fit (the ranges are full, or memory ran out) pushes
+ * the oldest range out. Returns 1 if an ACK is due at once (the packet is eliciting and it left a
+ * gap or came out of order, pure_acktr_ack_now was called, or ack_every eliciting packets are now
+ * unacknowledged): send one. Otherwise returns 0, having armed the deadline at
+ * now + max_ack_delay for an eliciting packet if it was not armed. */
+int pure_acktr_on_packet(pure_acktr *t, const pure_alloc *a, uint64_t pn, int eliciting,
+                         uint64_t now, uint64_t max_ack_delay, uint32_t ack_every);
+/* The packet being processed asks for an ACK at once (a PING). */
+static inline void pure_acktr_ack_now(pure_acktr *t) { t->now = 1; }
+/* A packet was received but dropped (not recorded): the peer must still hear from this side, so
+ * an ACK of what came before is owed at once. Returns 0, or -1 if nothing was received yet (there
+ * is nothing to acknowledge: send a PING instead). */
+int pure_acktr_force(pure_acktr *t);
+/* The deadline passed: returns 1 and owes the ACK at once (send one), or 0 if it has not come. */
+int pure_acktr_on_timer(pure_acktr *t, uint64_t now);
+/* When the ACK is owed at the latest (the timer to arm); UINT64_MAX if none is. */
+static inline uint64_t pure_acktr_deadline(const pure_acktr *t) { return t->deadline; }
+/* 1 if an ACK is owed now: worth a packet of its own. */
+static inline int pure_acktr_due(const pure_acktr *t, uint32_t ack_every)
+{
+    return t->unacked > 0 && (t->now || t->unacked >= ack_every);
+}
+/* 1 if a packet being built should carry an ACK (one is owed, now or by the deadline). */
+static inline int pure_acktr_wanted(const pure_acktr *t) { return t->unacked > 0 || t->now; }
+/* The ranges to acknowledge, ascending, and (in *n) how many. */
+static inline const pure_range *pure_acktr_ranges(const pure_acktr *t, uint32_t *n)
+{
+    *n = t->pns.n;
+    return t->pns.r;
+}
+/* The ACK delay to report at `now`, in microseconds: the time since the largest packet number
+ * arrived. */
+static inline uint64_t pure_acktr_delay(const pure_acktr *t, uint64_t now)
+{
+    return now > t->largest_time ? (now - t->largest_time) / 1000 : 0;
+}
+/* An ACK frame went out: nothing is owed until the next ack-eliciting packet. */
+static inline void pure_acktr_on_sent(pure_acktr *t)
+{
+    t->unacked = 0;
+    t->now = 0;
+    t->deadline = UINT64_MAX;
+}
+
+#endif

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* recovery.h: loss recovery's policy (recovery.c) over the retransmission buffer (rtb.h): the
+ * RTT sample, congestion control, what an acknowledged or lost packet means for the stream, the
+ * probe timeout. It returns what happened; the caller decides what follows. */
+#ifndef PURE_RECOVERY_H
+#define PURE_RECOVERY_H
+
+#include "state.h"
+
+/* Records the packet just sealed as the link's next packet number (congestion control counts a
+ * live one). Returns 0, or PURE_ENOMEM: it is not recorded and must not be sent. */
+int pure_recovery_on_sent(pure_link *link, const pure_sent *s);
+/* What pure_recovery_on_ack did, for the caller to act on (in this order: see link_recv.c). */
+enum {
+    PURE_RECOVERY_ACKED = 0x01,        /* packets were newly acknowledged: more may be sent, the
+                                          backlog may be writable, the link may fall idle */
+    PURE_RECOVERY_STREAM_ACKED = 0x02, /* stream bytes were acknowledged (pure_link_on_acked) */
+    PURE_RECOVERY_MSGS_ACKED = 0x04,   /* whole messages were acknowledged (on_acked callback) */
+};
+/* Processes an ACK frame: acknowledged packets leave flight (RTT sample, congestion control,
+ * acknowledged stream bytes released), then losses are detected. Returns PURE_RECOVERY_* flags
+ * (0 when the frame acknowledged nothing new, or a packet never sent and was ignored). */
+int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t now);
+/* The recovery deadline passed (timers.c): losses by time, or a probe timeout (probe_pending
+ * set, the oldest data queued again). Marks the link pending when it has something to send. */
+void pure_recovery_on_timeout(pure_link *link, uint64_t now);
+/* The peer says it has room again (a CREDIT frame) while this side backs off its probe timeouts:
+ * resend the oldest outstanding data now instead of after the backed-off timeout. */
+void pure_recovery_probe_now(pure_link *link);
+/* Packets from first_pn on never left (the I/O layer refused them): send their contents again
+ * now, without a congestion signal. */
+void pure_recovery_discard_from(pure_link *link, uint64_t first_pn);
+
+#endif

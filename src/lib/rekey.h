@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+/* rekey.h: rekeying an open link (rekey.c): a fresh X25519 exchange in REKEY frames mixed into
+ * the chaining key, the switch of phase, and when one is due (time, packets, the AEAD limit). */
+#ifndef PURE_REKEY_H
+#define PURE_REKEY_H
+
+#include "frame.h"
+#include "state.h"
+
+/* Is a rekey due (rekey_after time or packets, or half the AEAD limit)? */
+int pure_rekey_due(const pure_link *link, uint64_t now);
+/* Starts a rekey: a REQUEST with a fresh ephemeral key goes out. 0 or an error (the link
+ * carries on under its keys and tries again later). */
+int pure_rekey_start(pure_link *link, uint64_t now);
+/* A REKEY frame arrived (request or reply): answer, or switch to the next keys. */
+void pure_rekey_on_frame(pure_link *link, const uint8_t *frame, uint64_t now);
+/* A packet authenticated under the next phase: the peer switched, so switch sending too. */
+void pure_rekey_on_phase(pure_link *link, uint8_t phase, uint64_t now);
+/* A packet that carried a REKEY frame was lost: send the frame again. */
+void pure_rekey_on_lost(pure_link *link);
+/* Writes a pending REKEY frame into the packet if it fits; returns 1 if it did, else 0. */
+int pure_rekey_put_frame(pure_link *link, pure_pkt *k);
+/* Has the rekey a frame to send? */
+int pure_rekey_send_pending(const pure_link *link);
+/* Ends a rekey under way: its ephemeral key and next keys wiped, its state freed. */
+void pure_rekey_free(pure_link *link);
+
+#endif
