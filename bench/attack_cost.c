@@ -89,7 +89,8 @@ static void tap(void *arg, int from, int to, const uint8_t *d, size_t n)
         memcpy(captured, d, n);
         captured_n = n;
     }
-    if (from == a->srv && to == a->cli && n && d[0] == PURE_PKT_COOKIE && n <= sizeof cookie_reply) {
+    if (from == a->srv && to == a->cli && n && d[0] == PURE_PKT_COOKIE &&
+        n <= sizeof cookie_reply) {
         memcpy(cookie_reply, d, n);
         cookie_n = n;
     }
@@ -141,8 +142,8 @@ static void report(const char *what, sim_app *a, cost c0, uint64_t n)
 }
 
 /* Valid INITs made by throwaway initiators (several contexts: a context may queue handshakes). */
-static size_t make_inits(const uint8_t *victim_key, uint8_t (*out)[512], size_t *lens,
-                         size_t count, uint64_t seed)
+static size_t make_inits(const uint8_t *victim_key, uint8_t (*out)[512], size_t *lens, size_t count,
+                         uint64_t seed)
 {
     size_t made = 0;
     while (made < count) {
@@ -213,7 +214,9 @@ int main(void)
     sim_app_free(a);
 
     /* 2. fresh valid INITs from 5,000 spoofed sources at 50,000/s */
-    enum { N = 5000 };
+    enum {
+        N = 5000
+    };
     static uint8_t inits[N][512];
     static size_t lens[N];
     a = victim(2);

@@ -26,9 +26,9 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#define RPC_HDR 12                    /* seq (8) + link (4) */
-#define RPC_MAX_SIZE (1u << 20)       /* largest request any RPC server takes */
-#define RPC_MAX_OUTSTANDING 1024u     /* P: requests in flight per link */
+#define RPC_HDR 12                /* seq (8) + link (4) */
+#define RPC_MAX_SIZE (1u << 20)   /* largest request any RPC server takes */
+#define RPC_MAX_OUTSTANDING 1024u /* P: requests in flight per link */
 
 static inline void rpc_put_be32(uint8_t *p, uint32_t v)
 {
@@ -166,15 +166,15 @@ static inline double rpc_hist_quantile_us(const rpc_hist *h, double q)
 
 typedef struct rpc_result {
     uint64_t links, outstanding, size;
-    double connect_s;     /* from the first connect until every link could send */
-    double window_s;      /* the measured window */
-    uint64_t requests;    /* replies received (and checked) inside the window */
-    double client_cpu_s;  /* this process's CPU inside the window */
+    double connect_s;       /* from the first connect until every link could send */
+    double window_s;        /* the measured window */
+    uint64_t requests;      /* replies received (and checked) inside the window */
+    double client_cpu_s;    /* this process's CPU inside the window */
     uint64_t sent, replies; /* whole run, warm-up and drain included */
-    uint64_t errors;      /* replies that failed rpc_check, and links lost */
-    uint64_t missing;     /* requests never answered */
+    uint64_t errors;        /* replies that failed rpc_check, and links lost */
+    uint64_t missing;       /* requests never answered */
     const char *first_error;
-    const char *extra;    /* more JSON members (", \"key\": value ..."), or NULL */
+    const char *extra; /* more JSON members (", \"key\": value ..."), or NULL */
 } rpc_result;
 
 /* Prints the phase line the runner samples the server's CPU at. */
@@ -188,18 +188,19 @@ static inline void rpc_print_result(const rpc_result *r, const rpc_hist *h, cons
 {
     double w = r->window_s > 0 ? r->window_s : 1e-9;
     double per = r->requests ? r->client_cpu_s * 1e6 / (double)r->requests : 0;
-    printf("{\"rpc\": \"%s\", \"links\": %" PRIu64 ", \"outstanding\": %" PRIu64 ", \"size\": %" PRIu64
-           ", \"connect_seconds\": %.3f, \"seconds\": %.6f, \"requests\": %" PRIu64
-           ", \"requests_per_s\": %.1f, \"client_cpu_s\": %.6f, \"client_cpu_us_per_request\": %.4f"
-           ", \"mean_us\": %.2f, \"p50_us\": %.2f, \"p99_us\": %.2f, \"p999_us\": %.2f, \"max_us\": %.2f"
-           ", \"sent\": %" PRIu64 ", \"replies\": %" PRIu64 ", \"errors\": %" PRIu64 ", \"missing\": %" PRIu64
-           ", \"first_error\": \"%s\"%s}\n",
-           impl, r->links, r->outstanding, r->size, r->connect_s, r->window_s, r->requests,
-           (double)r->requests / w, r->client_cpu_s, per,
-           h->n ? (double)h->sum_ns / (double)h->n / 1e3 : 0.0, rpc_hist_quantile_us(h, 0.5),
-           rpc_hist_quantile_us(h, 0.99), rpc_hist_quantile_us(h, 0.999), (double)h->max_ns / 1e3,
-           r->sent, r->replies, r->errors, r->missing, r->first_error ? r->first_error : "",
-           r->extra ? r->extra : "");
+    printf(
+        "{\"rpc\": \"%s\", \"links\": %" PRIu64 ", \"outstanding\": %" PRIu64 ", \"size\": %" PRIu64
+        ", \"connect_seconds\": %.3f, \"seconds\": %.6f, \"requests\": %" PRIu64
+        ", \"requests_per_s\": %.1f, \"client_cpu_s\": %.6f, \"client_cpu_us_per_request\": %.4f"
+        ", \"mean_us\": %.2f, \"p50_us\": %.2f, \"p99_us\": %.2f, \"p999_us\": %.2f, \"max_us\": %.2f"
+        ", \"sent\": %" PRIu64 ", \"replies\": %" PRIu64 ", \"errors\": %" PRIu64
+        ", \"missing\": %" PRIu64 ", \"first_error\": \"%s\"%s}\n",
+        impl, r->links, r->outstanding, r->size, r->connect_s, r->window_s, r->requests,
+        (double)r->requests / w, r->client_cpu_s, per,
+        h->n ? (double)h->sum_ns / (double)h->n / 1e3 : 0.0, rpc_hist_quantile_us(h, 0.5),
+        rpc_hist_quantile_us(h, 0.99), rpc_hist_quantile_us(h, 0.999), (double)h->max_ns / 1e3,
+        r->sent, r->replies, r->errors, r->missing, r->first_error ? r->first_error : "",
+        r->extra ? r->extra : "");
     fflush(stdout);
 }
 

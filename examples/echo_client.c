@@ -29,7 +29,10 @@ static void send_more(pure_link *link, client *c)
     }
 }
 
-static void on_writable(pure_link *link, void *user) { send_more(link, user); }
+static void on_writable(pure_link *link, void *user)
+{
+    send_more(link, user);
+}
 
 static void on_message(pure_link *link, void *user, const uint8_t *data, size_t len)
 {
@@ -61,12 +64,13 @@ int main(int argc, char **argv)
     client c = {.n = argc > 3 ? strtoull(argv[3], NULL, 10) : 1000, .ok = 1};
     pure_addr to;
     uint8_t server_key[PURE_KEY_LEN];
-    if (pure_addr_from_string(&to, argv[1]) != 0 || pure_key_from_base64(server_key, argv[2]) != 0) {
+    if (pure_addr_from_string(&to, argv[1]) != 0 ||
+        pure_key_from_base64(server_key, argv[2]) != 0) {
         fprintf(stderr, "echo_client: bad address or key\n");
         return 2;
     }
-    static const pure_callbacks cb = {.on_message = on_message, .on_writable = on_writable,
-                                      .on_closed = on_closed};
+    static const pure_callbacks cb = {
+        .on_message = on_message, .on_writable = on_writable, .on_closed = on_closed};
     pure_settings s;
     pure_settings_default(&s);
     pure_keygen(s.private_key); /* the server allows any key */

@@ -20,11 +20,16 @@ typedef struct reply { /* a reply waiting for room in the send queue */
     uint8_t data[];
 } reply;
 
-typedef struct conn { reply *head, *tail; } conn; /* per link: the user pointer */
+typedef struct conn {
+    reply *head, *tail;
+} conn; /* per link: the user pointer */
 
 static pure_loop *loop;
 
-static void stop(int sig) { pure_loop_stop(loop); } /* async-signal-safe */
+static void stop(int sig)
+{
+    pure_loop_stop(loop);
+} /* async-signal-safe */
 
 static int on_accept(pure_link *link, const char *service, const uint8_t key[PURE_KEY_LEN],
                      void *ctx_user)
@@ -40,7 +45,7 @@ static void on_message(pure_link *link, void *user, const uint8_t *data, size_t 
 {
     conn *c = user;
     if (!c->head && pure_link_send(link, data, len) != PURE_EAGAIN)
-        return; /* sent (or the link is closing: on_closed will tell) */
+        return;                 /* sent (or the link is closing: on_closed will tell) */
     pure_link_pause_recv(link); /* no new credit: the queue stays bounded by the window */
     reply *r = malloc(sizeof *r + len);
     if (!r) {
@@ -71,7 +76,10 @@ static void on_writable(pure_link *link, void *user)
     pure_link_resume_recv(link);
 }
 
-static void on_peer_finished(pure_link *link, void *user) { pure_link_finish(link); }
+static void on_peer_finished(pure_link *link, void *user)
+{
+    pure_link_finish(link);
+}
 
 static void on_closed(pure_link *link, void *user, const pure_close_info *info)
 {
@@ -92,7 +100,8 @@ static int close_link(pure_link *link, void *user, void *arg)
 
 int main(int argc, char **argv)
 {
-    static const pure_callbacks cb = {.on_accept = on_accept, .on_message = on_message,
+    static const pure_callbacks cb = {.on_accept = on_accept,
+                                      .on_message = on_message,
                                       .on_writable = on_writable,
                                       .on_peer_finished = on_peer_finished,
                                       .on_closed = on_closed};
@@ -118,7 +127,7 @@ int main(int argc, char **argv)
     pure_loop_run(loop, PURE_LOOP_FOREVER);
 
     pure_ctx_links(ctx, close_link, NULL); /* graceful: what was accepted still goes out */
-    pure_loop_run(loop, 500000000);         /* half a second for the closes */
+    pure_loop_run(loop, 500000000);        /* half a second for the closes */
     pure_loop_free(loop);
     pure_ctx_free(ctx); /* on_closed for links still open */
     return 0;

@@ -30,7 +30,10 @@ static void on_message(pure_link *link, void *user, const uint8_t *d, size_t len
     if (++echoed == n)
         pure_link_close(link, 0, "done");
 }
-static void on_closed(pure_link *link, void *user, const pure_close_info *info) { closed = 1; }
+static void on_closed(pure_link *link, void *user, const pure_close_info *info)
+{
+    closed = 1;
+}
 
 int main(int argc, char **argv)
 {

@@ -32,7 +32,10 @@ static void send_requests(pure_link *link, client *c)
     }
 }
 
-static void on_writable(pure_link *link, void *user) { send_requests(link, user); }
+static void on_writable(pure_link *link, void *user)
+{
+    send_requests(link, user);
+}
 
 static void on_message(pure_link *link, void *user, const uint8_t *data, size_t len)
 {
@@ -78,8 +81,10 @@ int main(int argc, char **argv)
     if (!c.sent_at || !c.window || pure_addr_from_string(&to, argv[1]) != 0 ||
         pure_key_from_base64(key, argv[2]) != 0)
         return 2;
-    static const pure_callbacks cb = {.on_message = on_message, .on_writable = on_writable,
-                                      .on_closed = on_closed, .on_acked = on_acked};
+    static const pure_callbacks cb = {.on_message = on_message,
+                                      .on_writable = on_writable,
+                                      .on_closed = on_closed,
+                                      .on_acked = on_acked};
     pure_settings s;
     pure_settings_default(&s); /* sets s.version: on_acked needs version 2 */
     pure_keygen(s.private_key);
@@ -96,9 +101,8 @@ int main(int argc, char **argv)
     pure_ctx_free(ctx);
     printf("request_client: %llu requests, %llu answered, %llu acknowledged, %llu wrong, "
            "window %llu, mean latency %.1f us\n",
-           (unsigned long long)c.total, (unsigned long long)c.answered,
-           (unsigned long long)c.acked, (unsigned long long)c.wrong,
-           (unsigned long long)c.window,
+           (unsigned long long)c.total, (unsigned long long)c.answered, (unsigned long long)c.acked,
+           (unsigned long long)c.wrong, (unsigned long long)c.window,
            c.answered ? (double)c.latency_sum / (double)c.answered / 1e3 : 0.0);
     free(c.sent_at);
     return c.answered == c.total && c.wrong == 0 ? 0 : 1;

@@ -174,8 +174,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             compare_encoding(start, p, re, e);
             break;
         }
-        default:
-            FAIL("parser returned an unknown frame type");
+        default: FAIL("parser returned an unknown frame type");
         }
     }
     return 0;

@@ -104,8 +104,7 @@ int fz_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, uint64_t
     if (after.datagrams_in != before.datagrams_in + 1)
         FZ_FAIL("datagram not counted");
     switch (rc) {
-    case 0:
-        break;
+    case 0: break;
     case PURE_EPROTO:
         if (after.dropped_malformed <= before.dropped_malformed)
             FZ_FAIL("malformed datagram dropped without being counted");
@@ -120,10 +119,8 @@ int fz_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, uint64_t
             FZ_FAIL("stale datagram dropped without being counted");
         break;
     case PURE_ECLOSED: /* the datagram ended its link (on_closed has the reason) */
-    case PURE_ENOMEM:  /* dropped: no memory for the link's buffers */
-        break;
-    default:
-        FZ_FAIL("pure_ctx_read returned an undocumented code");
+    case PURE_ENOMEM: /* dropped: no memory for the link's buffers */ break;
+    default: FZ_FAIL("pure_ctx_read returned an undocumented code");
     }
     return rc;
 }

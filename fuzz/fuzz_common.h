@@ -17,7 +17,7 @@
 /* Prints which check broke and aborts, so libFuzzer reports the input as a crash. */
 #define FZ_FAIL(what)                                                                              \
     do {                                                                                           \
-        fprintf(stderr, "fuzz check failed: %s (%s:%d)\n", what, __FILE__, __LINE__);             \
+        fprintf(stderr, "fuzz check failed: %s (%s:%d)\n", what, __FILE__, __LINE__);              \
         abort();                                                                                   \
     } while (0)
 

@@ -30,21 +30,19 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const uint8_t k_init_priv[32] = {0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88,
-                                        0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x01,
-                                        0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09,
-                                        0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x42};
-static const uint8_t k_resp_priv[32] = {0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7,
-                                        0xa8, 0xa9, 0xaa, 0xab, 0xac, 0xad, 0xae, 0xaf,
-                                        0xb0, 0xb1, 0xb2, 0xb3, 0xb4, 0xb5, 0xb6, 0xb7,
-                                        0xb8, 0xb9, 0xba, 0xbb, 0xbc, 0xbd, 0xbe, 0x7f};
+static const uint8_t k_init_priv[32] = {
+    0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x01,
+    0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x42};
+static const uint8_t k_resp_priv[32] = {
+    0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, 0xa9, 0xaa, 0xab, 0xac, 0xad, 0xae, 0xaf,
+    0xb0, 0xb1, 0xb2, 0xb3, 0xb4, 0xb5, 0xb6, 0xb7, 0xb8, 0xb9, 0xba, 0xbb, 0xbc, 0xbd, 0xbe, 0x7f};
 
 static const pure_crypto *C = &pure_crypto_null;
 
 static void init_resp(pure_noise *r)
 {
-    if (pure_noise_init(r, C, 0, (const uint8_t *)PURE_PROLOGUE, strlen(PURE_PROLOGUE),
-                        k_resp_priv, NULL) != 0)
+    if (pure_noise_init(r, C, 0, (const uint8_t *)PURE_PROLOGUE, strlen(PURE_PROLOGUE), k_resp_priv,
+                        NULL) != 0)
         FAIL("responder init");
 }
 
@@ -53,8 +51,8 @@ static void init_init(pure_noise *i)
     uint8_t rs[32];
     if (C->dh_public(rs, k_resp_priv) != 0)
         FAIL("dh_public");
-    if (pure_noise_init(i, C, 1, (const uint8_t *)PURE_PROLOGUE, strlen(PURE_PROLOGUE),
-                        k_init_priv, rs) != 0)
+    if (pure_noise_init(i, C, 1, (const uint8_t *)PURE_PROLOGUE, strlen(PURE_PROLOGUE), k_init_priv,
+                        rs) != 0)
         FAIL("initiator init");
 }
 
@@ -67,8 +65,7 @@ static void check_failed_read(int rc, const pure_noise *before, const pure_noise
         FAIL("failed read changed the handshake state");
 }
 
-static int read1(pure_noise *r, const uint8_t *m, size_t len, uint8_t *pl, size_t cap,
-                 size_t *plen)
+static int read1(pure_noise *r, const uint8_t *m, size_t len, uint8_t *pl, size_t cap, size_t *plen)
 {
     pure_noise before = *r;
     int rc = pure_noise_read_msg1(r, m, len, pl, cap, plen);
@@ -82,8 +79,7 @@ static int read1(pure_noise *r, const uint8_t *m, size_t len, uint8_t *pl, size_
     return rc;
 }
 
-static int read2(pure_noise *i, const uint8_t *m, size_t len, uint8_t *pl, size_t cap,
-                 size_t *plen)
+static int read2(pure_noise *i, const uint8_t *m, size_t len, uint8_t *pl, size_t cap, size_t *plen)
 {
     pure_noise before = *i;
     int rc = pure_noise_read_msg2(i, m, len, pl, cap, plen);

@@ -34,7 +34,8 @@
  *  15 REFUSE a         side a&1's application refuses the next link it is offered
  * An end number e counts the ends (one side of one link) the application knows and that are not
  * closed, modulo their number. After every operation both contexts write what they have.
- * LINK_FUZZ_VERBOSE=1 prints what each pair sent and received. Work is bounded: at most 2000 operations, 2 MiB of messages, 20000 datagram deliveries.
+ * LINK_FUZZ_VERBOSE=1 prints what each pair sent and received. Work is bounded: at most 2000
+ * operations, 2 MiB of messages, 20000 datagram deliveries.
  *
  * Invariants (abort() on violation):
  *   - message i of a link direction has a length and bytes derived from (pair, direction, i);
@@ -63,10 +64,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-
 #define MAX_PAIRS 32
 #define MAX_ALIVE 8
-#define MAX_MSGS 512       /* messages per link direction the harness records */
+#define MAX_MSGS 512        /* messages per link direction the harness records */
 #define MAX_MSG (64u << 10) /* max_message_size */
 #define MAX_OPS 2000
 #define MAX_BYTES (2u << 20)
@@ -78,13 +78,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * on_closed), so a late callback still finds it and can be caught. */
 typedef struct end {
     struct pair *pair;
-    int dir;      /* 0: the initiator's end, 1: the responder's */
-    int side;     /* the context it belongs to */
-    int known;    /* pure_connect returned 0 / on_accept returned 0 */
-    int closed;   /* on_closed ran */
-    int closes;   /* how many times */
-    int closing;  /* this side called pure_link_close */
-    int aborted;  /* this side called pure_link_abort, or its context was freed */
+    int dir;     /* 0: the initiator's end, 1: the responder's */
+    int side;    /* the context it belongs to */
+    int known;   /* pure_connect returned 0 / on_accept returned 0 */
+    int closed;  /* on_closed ran */
+    int closes;  /* how many times */
+    int closing; /* this side called pure_link_close */
+    int aborted; /* this side called pure_link_abort, or its context was freed */
     pure_link *link;
     /* what this end sent: lengths and the running hash after each message */
     uint64_t tx;
@@ -127,7 +127,7 @@ static struct {
     int in_cb; /* depth of callbacks, to tell what runs from inside them */
 } G;
 
-static flight g_fl[MAX_FLIGHT]; /* not zeroed per input: only slots in G.order are read */
+static flight g_fl[MAX_FLIGHT];    /* not zeroed per input: only slots in G.order are read */
 static uint8_t g_msg[5 * MAX_MSG]; /* msg_size reaches 311 KiB */
 
 /* ---- message content ---- */
@@ -168,9 +168,15 @@ FZ_PLAIN static uint64_t fnv(uint64_t h, const uint8_t *p, size_t n)
 
 /* ---- ends ---- */
 
-static end *peer_of(end *e) { return &e->pair->e[!e->dir]; }
+static end *peer_of(end *e)
+{
+    return &e->pair->e[!e->dir];
+}
 
-static int alive(const end *e) { return e->known && !e->closed; }
+static int alive(const end *e)
+{
+    return e->known && !e->closed;
+}
 
 static end *end_of(pure_link *link, void *user)
 {
@@ -313,7 +319,10 @@ static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
     G.in_cb--;
 }
 
-static void on_writable(pure_link *link, void *user) { (void)end_of(link, user); }
+static void on_writable(pure_link *link, void *user)
+{
+    (void)end_of(link, user);
+}
 
 static void on_peer_finished(pure_link *link, void *user)
 {
@@ -340,8 +349,8 @@ static void on_closed(pure_link *link, void *user, const pure_close_info *info)
      * (it then drops what it acknowledged but had not delivered) or its context was freed. */
     end *peer = peer_of(e);
     if (getenv("LINK_FUZZ_VERBOSE"))
-        fprintf(stderr, "link_fuzz: pair %d %s end closed: %s, unacked %llu..%llu%s\n",
-                e->pair->id, e->dir ? "responder" : "initiator", pure_strerror(info->error),
+        fprintf(stderr, "link_fuzz: pair %d %s end closed: %s, unacked %llu..%llu%s\n", e->pair->id,
+                e->dir ? "responder" : "initiator", pure_strerror(info->error),
                 (unsigned long long)info->first_unacked, (unsigned long long)info->next_id,
                 e->closing && !e->aborted && !peer->aborted && info->error == 0 &&
                         info->first_unacked == info->next_id
@@ -507,16 +516,13 @@ static void settle(int rounds)
 static size_t msg_size(uint8_t s1, uint8_t s2)
 {
     switch (s1 >> 6) {
-    case 0:
-        return s2;
-    case 1:
-        return (size_t)((s1 & 63) << 8 | s2) % 256 * 97;
+    case 0: return s2;
+    case 1: return (size_t)((s1 & 63) << 8 | s2) % 256 * 97;
     case 2: {
         static const int64_t edge[] = {0, -1, 1, -2, 2, -1200, -MAX_MSG / 2, MAX_MSG};
         return (size_t)((int64_t)MAX_MSG + edge[s2 & 7]);
     }
-    default:
-        return (size_t)((s1 & 63) << 8 | s2) * 19;
+    default: return (size_t)((s1 & 63) << 8 | s2) * 19;
     }
 }
 
@@ -570,9 +576,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint8_t op = data[pos++] & 15;
         end *e;
         switch (op) {
-        case 0:
-            connect_from(ARG() & 1);
-            break;
+        case 0: connect_from(ARG() & 1); break;
         case 1: {
             e = pick_end(ARG());
             uint8_t s1 = ARG(), s2 = ARG();
@@ -640,18 +644,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             ctx_start(side);
             break;
         }
-        case 13:
-            settle(ARG() % 32 + 1);
-            break;
+        case 13: settle(ARG() % 32 + 1); break;
         case 14: {
             uint8_t i = ARG(), p = ARG();
             if (G.nfl)
                 deliver(i % G.nfl, 0, p);
             break;
         }
-        case 15:
-            G.refuse[ARG() & 1] = 1;
-            break;
+        case 15: G.refuse[ARG() & 1] = 1; break;
         }
         pump_all();
     }
@@ -659,8 +659,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (getenv("LINK_FUZZ_VERBOSE"))
         for (int p = 0; p < G.npairs; p++) {
             const end *a = &G.pairs[p].e[0], *b = &G.pairs[p].e[1];
-            fprintf(stderr, "link_fuzz: pair %d side %d->%d: sent %llu/%llu received %llu/%llu%s%s\n",
-                    p, a->side, b->side, (unsigned long long)a->tx, (unsigned long long)b->tx,
+            fprintf(stderr,
+                    "link_fuzz: pair %d side %d->%d: sent %llu/%llu received %llu/%llu%s%s\n", p,
+                    a->side, b->side, (unsigned long long)a->tx, (unsigned long long)b->tx,
                     (unsigned long long)b->rx, (unsigned long long)a->rx,
                     a->closed ? " initiator closed" : "", b->closed ? " responder closed" : "");
         }

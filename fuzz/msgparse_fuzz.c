@@ -187,9 +187,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FAIL("return codes differ between feeding patterns");
     if (whole.count != ref.count || split.count != ref.count || bytes.count != ref.count ||
         whole.len != ref.len || split.len != ref.len || bytes.len != ref.len ||
-        (ref.len && (memcmp(whole.buf, ref.buf, ref.len) != 0 ||
-                     memcmp(split.buf, ref.buf, ref.len) != 0 ||
-                     memcmp(bytes.buf, ref.buf, ref.len) != 0)))
+        (ref.len &&
+         (memcmp(whole.buf, ref.buf, ref.len) != 0 || memcmp(split.buf, ref.buf, ref.len) != 0 ||
+          memcmp(bytes.buf, ref.buf, ref.len) != 0)))
         FAIL("delivered messages differ between feeding patterns");
     if (rc_ref == 0 && (b_whole != b_ref || b_split != b_ref || b_bytes != b_ref))
         FAIL("boundary state differs");

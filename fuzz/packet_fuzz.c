@@ -133,9 +133,8 @@ static void a_on_closed(pure_link *link, void *user, const pure_close_info *info
         w->la = NULL;
 }
 
-static const pure_callbacks b_cb = {.on_accept = b_on_accept,
-                                    .on_message = b_on_message,
-                                    .on_closed = b_on_closed};
+static const pure_callbacks b_cb = {
+    .on_accept = b_on_accept, .on_message = b_on_message, .on_closed = b_on_closed};
 static const pure_callbacks a_cb = {.on_closed = a_on_closed};
 
 static pure_ctx *make_ctx(uint8_t key_byte, uint64_t *rng, const pure_callbacks *cb,
@@ -235,8 +234,7 @@ static void raw_mode(const uint8_t *d, size_t n, int init_first)
                 if (len >= 5)
                     put_u32le(dgram + 1, idx);
                 break;
-            default:
-                break;
+            default: break;
             }
         }
         fz_read(target, to_a ? &W.addr_b : &W.addr_a, dgram, len, W.now);

@@ -71,7 +71,6 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-
 #define STREAM_MAX (1u << 20)
 #define MAX_MSG (64u << 10)
 #define MAX_MSGS 4096
@@ -96,7 +95,7 @@ static struct {
     uint64_t now;
     app ua, ub; /* A's link, B's link */
     int close_on_message, abort_not_close;
-    int junk;  /* junk DATA bytes were sent: content checks off */
+    int junk; /* junk DATA bytes were sent: content checks off */
     uint64_t next_pn, data_budget;
     uint64_t fins[MAX_FINS];
     int nfins;
@@ -121,14 +120,10 @@ static uint32_t msg_len(int cls, uint32_t seed, uint32_t k)
     uint32_t h = (k + 1) * 2654435761u ^ seed * 40503u;
     h ^= h >> 15;
     switch (cls) {
-    case 0:
-        return h % 64;
-    case 1:
-        return h % 1501;
-    case 2:
-        return h % 20001;
-    default:
-        return MAX_MSG - 2 + h % 4; /* 64 KiB - 2 .. 64 KiB + 1 */
+    case 0: return h % 64;
+    case 1: return h % 1501;
+    case 2: return h % 20001;
+    default: return MAX_MSG - 2 + h % 4; /* 64 KiB - 2 .. 64 KiB + 1 */
     }
 }
 
@@ -263,7 +258,10 @@ static void on_closed(pure_link *link, void *user, const pure_close_info *info)
         FZ_FAIL("on_closed info");
 }
 
-static void on_other(pure_link *link, void *user) { (void)app_of(link, user); }
+static void on_other(pure_link *link, void *user)
+{
+    (void)app_of(link, user);
+}
 
 static const pure_callbacks g_cb = {.on_accept = on_accept,
                                     .on_established = on_other,
@@ -304,7 +302,10 @@ static void queue_b(void *arg, const pure_addr *dst, uint8_t *d, size_t n)
     memcpy(W.q[W.nq++], d, n);
 }
 
-static void flush_b(void) { fz_flush(W.b, &W.addr_b, NULL, W.now, queue_b, NULL); }
+static void flush_b(void)
+{
+    fz_flush(W.b, &W.addr_b, NULL, W.now, queue_b, NULL);
+}
 
 /* The n oldest of B's packets (all if n == 0) go to A; A's answers go to B. */
 static void to_a(int n)
@@ -330,7 +331,10 @@ static void run_timers(void)
     flush_b();
 }
 
-static int link_open(const app *u) { return u->known && !u->closes; }
+static int link_open(const app *u)
+{
+    return u->known && !u->closes;
+}
 
 /* Our packet numbers stay above the ones A uses itself, so neither looks like a replay. */
 static uint64_t take_pn(void)
@@ -371,7 +375,10 @@ typedef struct rd {
     const uint8_t *p, *end;
 } rd;
 
-static uint8_t take(rd *r) { return r->p < r->end ? *r->p++ : 0; }
+static uint8_t take(rd *r)
+{
+    return r->p < r->end ? *r->p++ : 0;
+}
 
 /* Appends one frame described at r to out (room: at least 1600 bytes left); returns the end. */
 static uint8_t *put_frame(rd *r, uint8_t *out)
@@ -392,7 +399,8 @@ static uint8_t *put_frame(rd *r, uint8_t *out)
         if (len > W.data_budget)
             len = W.data_budget;
         W.data_budget -= len;
-        int fin = (t & 8) != 0 && W.nfins < MAX_FINS; /* a FIN the oracle cannot record is not sent */
+        int fin =
+            (t & 8) != 0 && W.nfins < MAX_FINS; /* a FIN the oracle cannot record is not sent */
         out = pure_frame_put_data_header(out, off, len, fin);
         if ((t & 0x10) || off + len > STREAM_MAX) {
             for (uint64_t i = 0; i < len; i++)
@@ -423,7 +431,7 @@ static uint8_t *put_frame(rd *r, uint8_t *out)
         uint8_t *count_at;
         p = pure_varint_put(p, largest);
         p = pure_varint_put(p, take(r) * 100u); /* ACK delay, us */
-        count_at = p++;                          /* count < 8: one byte */
+        count_at = p++;                         /* count < 8: one byte */
         p = pure_varint_put(p, first);
         lo = largest - first;
         uint8_t n = 0;
@@ -446,9 +454,7 @@ static uint8_t *put_frame(rd *r, uint8_t *out)
             v = (lb ? lb->send_next : 0) + v * 64;
         return pure_frame_put_credit(out, v);
     }
-    case 3:
-        *out++ = PURE_FRAME_PING;
-        return out;
+    case 3: *out++ = PURE_FRAME_PING; return out;
     case 4: { /* CLOSE */
         char reason[64];
         uint8_t code = take(r), rl = take(r) % 64;
@@ -559,8 +565,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     W.b = make_ctx(0x22, &W.rng_b, &W.heap_b, opts);
     if (pure_ctx_add_service(W.b, "pure") != 0)
         FZ_FAIL("pure_ctx_add_service");
-    if (pure_connect(W.a, &W.addr_b, pure_ctx_public_key(W.b), "pure", &W.ua, &W.ua.link,
-                     W.now) != 0)
+    if (pure_connect(W.a, &W.addr_b, pure_ctx_public_key(W.b), "pure", &W.ua, &W.ua.link, W.now) !=
+        0)
         FZ_FAIL("pure_connect");
     W.ua.known = 1;
 
@@ -582,21 +588,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int b_open = link_open(&W.ub);
         uint8_t c = take(&r);
         switch (c & 7) {
-        case 0:
-            record_packet(c, &r);
-            break;
-        case 1:
-            record_bulk(take(&r) % 64 + 1);
-            break;
-        case 2:
-            b_send((size_t)take(&r) * 131);
-            break;
-        case 3:
-            to_a(take(&r));
-            break;
-        case 4:
-            W.nq = 0;
-            break;
+        case 0: record_packet(c, &r); break;
+        case 1: record_bulk(take(&r) % 64 + 1); break;
+        case 2: b_send((size_t)take(&r) * 131); break;
+        case 3: to_a(take(&r)); break;
+        case 4: W.nq = 0; break;
         case 5:
             W.now += (uint64_t)(take(&r) + 1) * 7 * FZ_MS;
             run_timers();
@@ -630,8 +626,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
 
     if (getenv("RECV_FUZZ_VERBOSE"))
-        fprintf(stderr, "recv_fuzz: B delivered %llu of %u messages (recv_next %llu)%s, A %llu of "
-                        "%llu; links %s/%s\n",
+        fprintf(stderr,
+                "recv_fuzz: B delivered %llu of %u messages (recv_next %llu)%s, A %llu of "
+                "%llu; links %s/%s\n",
                 (unsigned long long)W.ub.delivered, s_count,
                 link_open(&W.ub) ? (unsigned long long)W.ub.link->recv_next : 0ull,
                 W.junk ? " junk sent" : "", (unsigned long long)W.ua.delivered,

@@ -21,10 +21,10 @@
  *
  * Thread safety: a pure_ctx and all its links belong to one thread at a time. No function may be
  * called on a context (or any of its links) while another thread uses it; callbacks run on the
- * calling thread, inside pure_ctx_read/pure_ctx_write/pure_ctx_timeout, and may call any pure_link_*
- * function on any link of the same context, but must not free the context. Distinct contexts are
- * independent and may be used from different threads. pure_strerror, pure_version, pure_keygen
- * and pure_public_key are thread-safe.
+ * calling thread, inside pure_ctx_read/pure_ctx_write/pure_ctx_timeout, and may call any
+ * pure_link_* function on any link of the same context, but must not free the context. Distinct
+ * contexts are independent and may be used from different threads. pure_strerror, pure_version,
+ * pure_keygen and pure_public_key are thread-safe.
  *
  * Errors: functions return 0 (or a non-negative count) on success and a negative PURE_E* code on
  * failure; pure_strerror() names each code. pure_err_is_fatal() says whether a code means the link
@@ -56,7 +56,7 @@ extern "C" {
 #define PURE_VERSION_PATCH 0
 #define PURE_VERSION_STRING "0.2.0"
 /* One number for comparisons: #if PURE_VERSION_NUMBER >= 0x000200 */
-#define PURE_VERSION_NUMBER \
+#define PURE_VERSION_NUMBER                                                                        \
     ((PURE_VERSION_MAJOR << 16) | (PURE_VERSION_MINOR << 8) | PURE_VERSION_PATCH)
 
 /* The version of the library linked at run time, "MAJOR.MINOR.PATCH": compare it with
@@ -66,25 +66,25 @@ PURE_API const char *pure_version(void);
 /* ---- Errors ------------------------------------------------------------------------------- */
 
 #define PURE_OK 0
-#define PURE_EINVAL -1      /* an argument is invalid (NULL, out of range, malformed text) */
-#define PURE_ENOMEM -2      /* an allocation failed */
-#define PURE_EAGAIN -3      /* try later: the backlog is full (wait for on_writable) */
-#define PURE_ECRYPTO -4     /* a packet or handshake failed authentication */
-#define PURE_EPROTO -5      /* the peer broke the protocol (malformed frame, bad preamble) */
-#define PURE_ECLOSED -6     /* the link is closing or closed: nothing more can be sent (from
-                               pure_ctx_read: the datagram ended its link; in on_closed: the
-                               context was freed with the link open) */
-#define PURE_ETIMEDOUT -7   /* the peer went silent for the idle timeout (or never answered) */
-#define PURE_EREFUSED -8    /* the responder has no such service */
-#define PURE_EACCES -9      /* the responder does not allow this initiator's key */
-#define PURE_EKEY -10       /* the responder could not authenticate us: wrong peer public key? */
-#define PURE_EMSGSIZE -11   /* the message is larger than the configured maximum */
-#define PURE_ENOBUFS -12    /* the caller's output buffer is too small */
-#define PURE_ELIMIT -13     /* too many links */
-#define PURE_ESTATE -14     /* not allowed in the link's current state */
-#define PURE_EFLOW -15      /* the peer sent beyond the credit it was given */
-#define PURE_EIO -16        /* an operating-system call failed (I/O loop only; see errno) */
-#define PURE_ERESET -17     /* the peer closed the link with an error code */
+#define PURE_EINVAL -1  /* an argument is invalid (NULL, out of range, malformed text) */
+#define PURE_ENOMEM -2  /* an allocation failed */
+#define PURE_EAGAIN -3  /* try later: the backlog is full (wait for on_writable) */
+#define PURE_ECRYPTO -4 /* a packet or handshake failed authentication */
+#define PURE_EPROTO -5  /* the peer broke the protocol (malformed frame, bad preamble) */
+/* PURE_ECLOSED: the link is closing or closed, nothing more can be sent (from pure_ctx_read:
+ * the datagram ended its link; in on_closed: the context was freed with the link open). */
+#define PURE_ECLOSED -6   /* the link is closing or closed */
+#define PURE_ETIMEDOUT -7 /* the peer went silent for the idle timeout (or never answered) */
+#define PURE_EREFUSED -8  /* the responder has no such service */
+#define PURE_EACCES -9    /* the responder does not allow this initiator's key */
+#define PURE_EKEY -10     /* the responder could not authenticate us: wrong peer public key? */
+#define PURE_EMSGSIZE -11 /* the message is larger than the configured maximum */
+#define PURE_ENOBUFS -12  /* the caller's output buffer is too small */
+#define PURE_ELIMIT -13   /* too many links */
+#define PURE_ESTATE -14   /* not allowed in the link's current state */
+#define PURE_EFLOW -15    /* the peer sent beyond the credit it was given */
+#define PURE_EIO -16      /* an operating-system call failed (I/O loop only; see errno) */
+#define PURE_ERESET -17   /* the peer closed the link with an error code */
 
 /* A short English description of an error code ("unknown error" for others). Never NULL. */
 PURE_API const char *pure_strerror(int err);
@@ -139,10 +139,10 @@ typedef struct pure_link pure_link;
 
 /* Why a link closed, passed to on_closed. */
 typedef struct pure_close_info {
-    int error;                 /* 0 for a graceful close by either side, else a PURE_E* code */
-    uint64_t peer_code;        /* the peer's close code: its application's code (error
-                                  PURE_ERESET), 0 (error 0), or Pure's own code 1..0xff */
-    const char *reason;        /* the peer's reason text (may be ""), valid during the callback */
+    int error;          /* 0 for a graceful close by either side, else a PURE_E* code */
+    uint64_t peer_code; /* the peer's close code: its application's code (error
+                           PURE_ERESET), 0 (error 0), or Pure's own code 1..0xff */
+    const char *reason; /* the peer's reason text (may be ""), valid during the callback */
     /* Messages this side accepted but the peer never acknowledged: ids first_unacked .. next_id-1
      * (pure_link_send returns ids counting from 0). Empty (equal) after a clean close. */
     uint64_t first_unacked;
@@ -182,7 +182,10 @@ typedef struct pure_callbacks {
 } pure_callbacks;
 
 /* Congestion controllers (pure_settings.congestion). */
-enum pure_cc_algo { PURE_CC_NEWRENO = 1, PURE_CC_CUBIC = 2 };
+enum pure_cc_algo {
+    PURE_CC_NEWRENO = 1,
+    PURE_CC_CUBIC = 2
+};
 
 /* Bounds of pure_settings.rekey_after_packets: packets one transmit key may seal. */
 #define PURE_REKEY_MAX_PACKETS (1ull << 23)
@@ -194,52 +197,53 @@ enum pure_cc_algo { PURE_CC_NEWRENO = 1, PURE_CC_CUBIC = 2 };
 #define PURE_SETTINGS_VERSION 4
 
 /* Settings of a context. Initialise with pure_settings_default, then change fields. Unknown future
- * fields keep their defaults: `version` lets the library grow this struct without breaking callers. */
+ * fields keep their defaults: `version` lets the library grow this struct without breaking callers.
+ */
 typedef struct pure_settings {
-    uint32_t version;                 /* PURE_SETTINGS_VERSION */
-    uint8_t private_key[PURE_KEY_LEN];/* this endpoint's static key (required) */
-    int allow_any;                    /* responder: accept any initiator key (default 0: allow list) */
-    uint32_t max_udp_payload;         /* largest datagram sent, bytes (default 1472, min 1200) */
-    uint32_t max_message_size;        /* largest message, bytes (default 16 MiB) */
-    uint64_t send_backlog;            /* bytes of unacknowledged messages per link (default 8 MiB) */
-    uint64_t send_queue;              /* bytes accepted but not yet sent before
-                                         pure_link_send says PURE_EAGAIN (default 256 KiB, so
-                                         messages are sealed while still in cache; 0: only
-                                         send_backlog limits) */
-    uint64_t recv_window;             /* initial receive credit per link (default 1 MiB) */
-    uint64_t recv_window_max;         /* receive credit may grow to this (default 16 MiB) */
-    uint64_t idle_timeout;            /* ns an ack-eliciting packet may go unanswered before
-                                         the peer is taken for dead (default 30 s). Besides
-                                         data in flight, a link probes its peer with a PING
-                                         after idle_timeout / 2 of silence while it has reason
-                                         to expect it to speak: for idle_timeout after this
-                                         side sent a message, while the peer's message is
-                                         incomplete, and while a graceful close waits. A dead
-                                         peer is then found within 1.5 x idle_timeout. A link
-                                         with nothing to wait for has no timer and is not
-                                         closed for silence unless keepalive is set. */
-    uint64_t keepalive;               /* ns of quiet after which this side sends a PING on an idle
-                                         link (default 0: none; set it on one side only) */
-    uint64_t handshake_timeout;       /* ns before an unanswered handshake fails (default 10 s) */
-    uint64_t max_ack_delay;           /* ns a receiver may hold an ACK (default 5 ms) */
-    uint32_t ack_every;               /* ACK after this many ack-eliciting packets (default 24) */
-    int congestion;                   /* PURE_CC_CUBIC (default) or PURE_CC_NEWRENO */
-    uint32_t max_links;               /* links per context (default 1,000,000) */
-    uint32_t handshake_load;          /* a cookie is demanded while more handshakes than this are
-                                         half-open, or more INITs than this arrived in the last
-                                         second (default 1024; 0 = always demand one) */
-    uint64_t rekey_after_packets;     /* the most packets one transmit key seals (default and
-                                         at most PURE_REKEY_MAX_PACKETS = 2^23, AES-128-GCM's
-                                         confidentiality limit, RFC 9001 section 6.6; at least
-                                         PURE_REKEY_MIN_PACKETS = 16; a version 1 or 2 caller's
-                                         larger value is taken as 2^23). New keys are sought
-                                         from half of them; if the peer has not completed the
-                                         rekey when the key is down to its last packet, the
-                                         link closes with PURE_ECRYPTO, that packet its CLOSE */
-    uint64_t rekey_after_time;        /* new keys after this many ns, while data is sent
-                                         (default 120 s) */
-    const pure_callbacks *callbacks;  /* may be NULL */
-    void *user;                       /* passed to on_accept */
+    uint32_t version;                  /* PURE_SETTINGS_VERSION */
+    uint8_t private_key[PURE_KEY_LEN]; /* this endpoint's static key (required) */
+    int allow_any;                /* responder: accept any initiator key (default 0: allow list) */
+    uint32_t max_udp_payload;     /* largest datagram sent, bytes (default 1472, min 1200) */
+    uint32_t max_message_size;    /* largest message, bytes (default 16 MiB) */
+    uint64_t send_backlog;        /* bytes of unacknowledged messages per link (default 8 MiB) */
+    uint64_t send_queue;          /* bytes accepted but not yet sent before
+                                     pure_link_send says PURE_EAGAIN (default 256 KiB, so
+                                     messages are sealed while still in cache; 0: only
+                                     send_backlog limits) */
+    uint64_t recv_window;         /* initial receive credit per link (default 1 MiB) */
+    uint64_t recv_window_max;     /* receive credit may grow to this (default 16 MiB) */
+    uint64_t idle_timeout;        /* ns an ack-eliciting packet may go unanswered before
+                                     the peer is taken for dead (default 30 s). Besides
+                                     data in flight, a link probes its peer with a PING
+                                     after idle_timeout / 2 of silence while it has reason
+                                     to expect it to speak: for idle_timeout after this
+                                     side sent a message, while the peer's message is
+                                     incomplete, and while a graceful close waits. A dead
+                                     peer is then found within 1.5 x idle_timeout. A link
+                                     with nothing to wait for has no timer and is not
+                                     closed for silence unless keepalive is set. */
+    uint64_t keepalive;           /* ns of quiet after which this side sends a PING on an idle
+                                     link (default 0: none; set it on one side only) */
+    uint64_t handshake_timeout;   /* ns before an unanswered handshake fails (default 10 s) */
+    uint64_t max_ack_delay;       /* ns a receiver may hold an ACK (default 5 ms) */
+    uint32_t ack_every;           /* ACK after this many ack-eliciting packets (default 24) */
+    int congestion;               /* PURE_CC_CUBIC (default) or PURE_CC_NEWRENO */
+    uint32_t max_links;           /* links per context (default 1,000,000) */
+    uint32_t handshake_load;      /* a cookie is demanded while more handshakes than this are
+                                     half-open, or more INITs than this arrived in the last
+                                     second (default 1024; 0 = always demand one) */
+    uint64_t rekey_after_packets; /* the most packets one transmit key seals (default and
+                                     at most PURE_REKEY_MAX_PACKETS = 2^23, AES-128-GCM's
+                                     confidentiality limit, RFC 9001 section 6.6; at least
+                                     PURE_REKEY_MIN_PACKETS = 16; a version 1 or 2 caller's
+                                     larger value is taken as 2^23). New keys are sought
+                                     from half of them; if the peer has not completed the
+                                     rekey when the key is down to its last packet, the
+                                     link closes with PURE_ECRYPTO, that packet its CLOSE */
+    uint64_t rekey_after_time;    /* new keys after this many ns, while data is sent
+                                     (default 120 s) */
+    const pure_callbacks *callbacks; /* may be NULL */
+    void *user;                      /* passed to on_accept */
     /* Injected allocator (default malloc/free). */
     void *(*alloc)(void *alloc_user, size_t size);
     void (*free)(void *alloc_user, void *p, size_t size);
@@ -260,45 +264,45 @@ typedef struct pure_settings {
     void *(*realloc)(void *alloc_user, void *p, size_t old_size, size_t new_size);
 
     /* ---- version 3: limits against hostile peers (docs/protocol.md, "Threat model") ---- */
-    uint64_t max_receive_memory;      /* bytes all of a context's links may hold in partly
-                                         received messages and out-of-order data at once
-                                         (default 256 MiB; at least max_message_size). At it, a
-                                         link that needs more memory gets no new credit and
-                                         what it cannot hold is dropped for the peer to send
-                                         again, until memory is freed; one link at a time may
-                                         finish its message past it, so at most this +
-                                         max_message_size + 4 KiB per link is held
-                                         (docs/protocol.md, "Receive memory"). */
-    uint64_t max_failed_opens;        /* packets per receive key that fail authentication before
-                                         the link closes with PURE_ECRYPTO, telling the peer
-                                         (default 2^36, under AES-GCM's integrity limit of 2^52
-                                         forgeries; at least 1). Counted in 32 bits per key: a
-                                         value above 2^32 - 1 acts as 2^32 - 1. Each new key
-                                         (every rekey) starts from zero; a packet naming a key
-                                         the link does not hold is dropped without counting */
-    int respond_to_unknown;           /* responder: answer an INIT that does not authenticate or
-                                         names a key not allowed (default 1; 0 = silent: such
-                                         INITs are dropped and counted, no reply) */
-    uint32_t max_half_open;           /* responder: half-open handshakes per context (default
-                                         16384); INITs over it are dropped and counted */
-    uint32_t half_open_per_addr;      /* responder: half-open handshakes per source IP address
-                                         (IPv6: per /64) (default 64) */
-    uint32_t inits_per_addr;          /* responder under load: INITs per second each source IP
-                                         (IPv6: /64) may make the responder work on, burst the
-                                         same (default 32) */
+    uint64_t max_receive_memory; /* bytes all of a context's links may hold in partly
+                                    received messages and out-of-order data at once
+                                    (default 256 MiB; at least max_message_size). At it, a
+                                    link that needs more memory gets no new credit and
+                                    what it cannot hold is dropped for the peer to send
+                                    again, until memory is freed; one link at a time may
+                                    finish its message past it, so at most this +
+                                    max_message_size + 4 KiB per link is held
+                                    (docs/protocol.md, "Receive memory"). */
+    uint64_t max_failed_opens;   /* packets per receive key that fail authentication before
+                                    the link closes with PURE_ECRYPTO, telling the peer
+                                    (default 2^36, under AES-GCM's integrity limit of 2^52
+                                    forgeries; at least 1). Counted in 32 bits per key: a
+                                    value above 2^32 - 1 acts as 2^32 - 1. Each new key
+                                    (every rekey) starts from zero; a packet naming a key
+                                    the link does not hold is dropped without counting */
+    int respond_to_unknown;      /* responder: answer an INIT that does not authenticate or
+                                    names a key not allowed (default 1; 0 = silent: such
+                                    INITs are dropped and counted, no reply) */
+    uint32_t max_half_open;      /* responder: half-open handshakes per context (default
+                                    16384); INITs over it are dropped and counted */
+    uint32_t half_open_per_addr; /* responder: half-open handshakes per source IP address
+                                    (IPv6: per /64) (default 64) */
+    uint32_t inits_per_addr;     /* responder under load: INITs per second each source IP
+                                    (IPv6: /64) may make the responder work on, burst the
+                                    same (default 32) */
     /* Wall clock, ns since 1970 (the INIT's timestamp, against replay). Default: the system's
      * CLOCK_REALTIME. Tests inject one so runs repeat exactly. */
     uint64_t (*realtime)(void *realtime_user);
     void *realtime_user;
 
     /* ---- version 4: one context per thread (pure_loop.h, "Every core") ---- */
-    uint32_t index_top_bits;          /* the top index_top_bits bits of every link index this
-                                         context draws equal index_top (default 0: indices wholly
-                                         random; at most PURE_INDEX_TOP_BITS_MAX). Contexts that
-                                         share one port each take a different index_top, so a
-                                         packet's receiver index names the context that owns the
-                                         link; the remaining bits stay random. */
-    uint32_t index_top;               /* below 2^index_top_bits */
+    uint32_t index_top_bits; /* the top index_top_bits bits of every link index this
+                                context draws equal index_top (default 0: indices wholly
+                                random; at most PURE_INDEX_TOP_BITS_MAX). Contexts that
+                                share one port each take a different index_top, so a
+                                packet's receiver index names the context that owns the
+                                link; the remaining bits stay random. */
+    uint32_t index_top;      /* below 2^index_top_bits */
 } pure_settings;
 
 /* The most bits of a link index pure_settings.index_top_bits may fix (256 partitions). */
@@ -371,18 +375,18 @@ PURE_API void pure_ctx_timeout(pure_ctx *ctx, uint64_t now);
 
 /* Counters of a context. */
 typedef struct pure_ctx_stats {
-    uint64_t links;                 /* links alive (any state) */
-    uint64_t handshakes_started;    /* as initiator */
-    uint64_t handshakes_accepted;   /* as responder, completed */
-    uint64_t handshakes_refused;    /* refused: unknown service or key not allowed */
-    uint64_t cookies_sent;          /* cookie replies sent under load */
-    uint64_t dropped_malformed;     /* datagrams too short or of an unknown type */
-    uint64_t dropped_auth;          /* datagrams that failed authentication */
-    uint64_t dropped_replay;        /* packets seen before or too old */
-    uint64_t dropped_unknown_link;  /* no link with that index */
-    uint64_t timers_fired;          /* timer callbacks run (idle links should fire none) */
+    uint64_t links;                /* links alive (any state) */
+    uint64_t handshakes_started;   /* as initiator */
+    uint64_t handshakes_accepted;  /* as responder, completed */
+    uint64_t handshakes_refused;   /* refused: unknown service or key not allowed */
+    uint64_t cookies_sent;         /* cookie replies sent under load */
+    uint64_t dropped_malformed;    /* datagrams too short or of an unknown type */
+    uint64_t dropped_auth;         /* datagrams that failed authentication */
+    uint64_t dropped_replay;       /* packets seen before or too old */
+    uint64_t dropped_unknown_link; /* no link with that index */
+    uint64_t timers_fired;         /* timer callbacks run (idle links should fire none) */
     uint64_t datagrams_in, datagrams_out;
-    uint64_t bursts_out;            /* pure_ctx_write results (a burst holds one or more) */
+    uint64_t bursts_out; /* pure_ctx_write results (a burst holds one or more) */
 } pure_ctx_stats;
 
 /* Copies the context's counters. */
@@ -392,26 +396,26 @@ PURE_API void pure_ctx_stats_get(const pure_ctx *ctx, pure_ctx_stats *st);
  * model"). A struct apart from pure_ctx_stats so it can grow: pure_ctx_guard_stats_get writes
  * only the first `size` bytes (pass sizeof, from the header the program was built with). */
 typedef struct pure_guard_stats {
-    uint64_t dh_ops;                /* X25519 operations the handshakes did, both roles (a
-                                       message that fails half-way counts whole) */
-    uint64_t inits_replayed;        /* INITs dropped as replays (seen before, or a timestamp not
-                                       above the greatest seen from that key) */
-    uint64_t inits_throttled;       /* INITs dropped by the per-address token bucket */
-    uint64_t inits_half_open_cap;   /* INITs dropped: too many half-open links (address or
-                                       context) */
-    uint64_t inits_bad_mac;         /* INITs whose outer MAC failed: no DH was done */
-    uint64_t inits_silent;          /* INITs left unanswered (respond_to_unknown = 0) */
-    uint64_t inits_duplicate;       /* resent INITs answered from the link they made */
-    uint64_t cookie_replies_bad;    /* COOKIE replies dropped: forged, wrong address or late */
-    uint64_t rejects_bad;           /* REJECTs dropped: forged or wrong address */
-    uint64_t failed_opens;          /* link packets that failed authentication under one of
-                                       their link's keys (max_failed_opens counts these) */
-    uint64_t links_integrity_closed;/* links closed at max_failed_opens */
-    uint64_t rx_memory;             /* bytes held now for partly received messages and
-                                       out-of-order data */
-    uint64_t rx_memory_peak;        /* the most rx_memory ever was */
-    uint64_t rx_memory_stalls;      /* times a link was held back (no new credit, buffers not
-                                       grown) because of max_receive_memory */
+    uint64_t dh_ops;                 /* X25519 operations the handshakes did, both roles (a
+                                        message that fails half-way counts whole) */
+    uint64_t inits_replayed;         /* INITs dropped as replays (seen before, or a timestamp not
+                                        above the greatest seen from that key) */
+    uint64_t inits_throttled;        /* INITs dropped by the per-address token bucket */
+    uint64_t inits_half_open_cap;    /* INITs dropped: too many half-open links (address or
+                                        context) */
+    uint64_t inits_bad_mac;          /* INITs whose outer MAC failed: no DH was done */
+    uint64_t inits_silent;           /* INITs left unanswered (respond_to_unknown = 0) */
+    uint64_t inits_duplicate;        /* resent INITs answered from the link they made */
+    uint64_t cookie_replies_bad;     /* COOKIE replies dropped: forged, wrong address or late */
+    uint64_t rejects_bad;            /* REJECTs dropped: forged or wrong address */
+    uint64_t failed_opens;           /* link packets that failed authentication under one of
+                                        their link's keys (max_failed_opens counts these) */
+    uint64_t links_integrity_closed; /* links closed at max_failed_opens */
+    uint64_t rx_memory;              /* bytes held now for partly received messages and
+                                        out-of-order data */
+    uint64_t rx_memory_peak;         /* the most rx_memory ever was */
+    uint64_t rx_memory_stalls;       /* times a link was held back (no new credit, buffers not
+                                        grown) because of max_receive_memory */
 } pure_guard_stats;
 
 /* Copies up to `size` bytes of the context's guard counters into st. */
@@ -518,13 +522,13 @@ typedef struct pure_link_stats {
     uint64_t cwnd, bytes_in_flight;
     uint64_t packets_sent, packets_received, bytes_sent, bytes_received;
     uint64_t packets_lost, bytes_retransmitted, ptos;
-    uint64_t random_losses;     /* losses not taken as congestion (no queueing delay) */
+    uint64_t random_losses; /* losses not taken as congestion (no queueing delay) */
     uint64_t messages_sent, messages_received, messages_acked;
-    uint64_t recv_window;       /* current receive credit window */
+    uint64_t recv_window; /* current receive credit window */
     uint64_t rekeys, keepalives, path_changes;
     uint64_t dropped_auth, dropped_replay;
-    uint64_t paced_bursts;      /* bursts of data the pacer ended before the buffer was full
-                                   (the window and the data would have allowed more) */
+    uint64_t paced_bursts; /* bursts of data the pacer ended before the buffer was full
+                              (the window and the data would have allowed more) */
 } pure_link_stats;
 
 /* Copies the link's statistics. */

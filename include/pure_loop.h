@@ -141,22 +141,22 @@ PURE_API int pure_loop_set_gro(pure_loop *loop, int on);
 
 /* Counters of a loop. */
 typedef struct pure_loop_stats {
-    uint64_t sendmsg_calls;     /* sendmsg + sendmmsg system calls that sent something */
-    uint64_t packets_sent;      /* datagrams handed to the kernel */
-    uint64_t gso_bursts;        /* sendmsg calls carrying more than one datagram (UDP_SEGMENT) */
-    uint64_t recvmsg_calls;     /* recvmsg + recvmmsg calls that returned data */
-    uint64_t datagrams_received;/* datagrams fed to pure_ctx_read (after splitting GRO buffers) */
-    uint64_t gro_segments;      /* datagrams that arrived coalesced, in GRO buffers of 2 or more */
-    uint64_t gro_buffers;       /* receives that held 2 or more coalesced datagrams */
-    uint64_t send_blocked;      /* sends that met a full socket buffer (EAGAIN: waited) */
-    uint64_t send_errors;       /* bursts the kernel refused (unreachable, too big): dropped */
-    uint64_t recv_errors;       /* receive errors and truncated datagrams: dropped */
-    uint64_t recv_empty;        /* receive calls that found the socket empty (EAGAIN) */
-    uint64_t wakeups;           /* returns from epoll */
-    uint64_t timer_wakeups;     /* returns from epoll with no event: the core's deadline came */
-    uint64_t timeouts;          /* pure_ctx_timeout calls */
-    int gso;                    /* 1 while GSO sends are in use */
-    int gro;                    /* 1 while GRO receives are in use */
+    uint64_t sendmsg_calls;      /* sendmsg + sendmmsg system calls that sent something */
+    uint64_t packets_sent;       /* datagrams handed to the kernel */
+    uint64_t gso_bursts;         /* sendmsg calls carrying more than one datagram (UDP_SEGMENT) */
+    uint64_t recvmsg_calls;      /* recvmsg + recvmmsg calls that returned data */
+    uint64_t datagrams_received; /* datagrams fed to pure_ctx_read (after splitting GRO buffers) */
+    uint64_t gro_segments;       /* datagrams that arrived coalesced, in GRO buffers of 2 or more */
+    uint64_t gro_buffers;        /* receives that held 2 or more coalesced datagrams */
+    uint64_t send_blocked;       /* sends that met a full socket buffer (EAGAIN: waited) */
+    uint64_t send_errors;        /* bursts the kernel refused (unreachable, too big): dropped */
+    uint64_t recv_errors;        /* receive errors and truncated datagrams: dropped */
+    uint64_t recv_empty;         /* receive calls that found the socket empty (EAGAIN) */
+    uint64_t wakeups;            /* returns from epoll */
+    uint64_t timer_wakeups;      /* returns from epoll with no event: the core's deadline came */
+    uint64_t timeouts;           /* pure_ctx_timeout calls */
+    int gso;                     /* 1 while GSO sends are in use */
+    int gro;                     /* 1 while GRO receives are in use */
 } pure_loop_stats;
 
 /* Copies the loop's counters. */
@@ -216,11 +216,11 @@ PURE_API void pure_loop_group_free(pure_loop_group *g);
 
 /* Counters of a loop's part in its group (all zero outside a group). */
 typedef struct pure_loop_steer_stats {
-    uint64_t handed_off;        /* datagrams this loop received that another loop owns: queued
-                                   to that loop */
-    uint64_t handed_in;         /* datagrams other loops queued to this one, read by its context */
-    uint64_t handoff_dropped;   /* datagrams this loop could not queue to their owner (its queue
-                                   full, or longer than 2048 bytes): dropped, the peer resends */
+    uint64_t handed_off;      /* datagrams this loop received that another loop owns: queued
+                                 to that loop */
+    uint64_t handed_in;       /* datagrams other loops queued to this one, read by its context */
+    uint64_t handoff_dropped; /* datagrams this loop could not queue to their owner (its queue
+                                 full, or longer than 2048 bytes): dropped, the peer resends */
 } pure_loop_steer_stats;
 
 /* Copies the loop's steering counters: size is sizeof(pure_loop_steer_stats) as the caller knows

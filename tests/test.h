@@ -16,7 +16,7 @@ extern int pure_test_checks;
         pure_test_checks++;                                                                        \
         if (!(cond)) {                                                                             \
             pure_test_failures++;                                                                  \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);              \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
         }                                                                                          \
     } while (0)
 

@@ -52,7 +52,7 @@
 #define MAXLEN 1448
 static const size_t sizes[] = {61, 256, 512, 1024, 1448};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
-static const uint8_t key[32] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
+static const uint8_t key[32] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
                                 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
 static uint8_t bufs[BATCH][MAXLEN], tags[BATCH][16], ad[16];
 static int ms_per_point = 30;
@@ -369,8 +369,8 @@ int main(int argc, char **argv)
         memset(bufs[i], i, MAXLEN);
     printf("# ns per packet (16-byte ad, batch of %d packets, best of 3 x %d ms)\n", BATCH,
            ms_per_point / 3);
-    printf("%-19s %-4s %9s %9s %9s %10s %8s\n", "implementation", "op", "61 B", "1448 B",
-           "fixed", "ns/byte", "GB/s@1448");
+    printf("%-19s %-4s %9s %9s %9s %10s %8s\n", "implementation", "op", "61 B", "1448 B", "fixed",
+           "ns/byte", "GB/s@1448");
     for (size_t i = 0; i < nimpls; i++)
         run(&impls[i]);
 #ifndef HAVE_NETTLE_HEADERS

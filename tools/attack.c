@@ -586,7 +586,14 @@ static double raw_seconds(const rawtx *r)
 /* ---- Flood traffic: INITs of five kinds from spoofed sources ----------------------------------
  */
 
-enum { F_VALID, F_UNKNOWN, F_FLIPPED, F_TRUNC, F_RANDOM, F_KINDS };
+enum {
+    F_VALID,
+    F_UNKNOWN,
+    F_FLIPPED,
+    F_TRUNC,
+    F_RANDOM,
+    F_KINDS
+};
 static const char *const f_name[F_KINDS] = {"valid", "unknown_key", "flipped", "truncated",
                                             "random"};
 /* Shares of each kind, in percent. */
@@ -595,7 +602,7 @@ static const uint32_t f_share[F_KINDS] = {30, 15, 25, 10, 20};
 typedef struct flood {
     const target *t;
     pool valid, unknown;
-    uint32_t primed;       /* valid INITs sent once each, in the order made, before the mix */
+    uint32_t primed; /* valid INITs sent once each, in the order made, before the mix */
     uint64_t kinds[F_KINDS];
     const uint8_t *replay; /* replay mode: only this INIT */
     size_t replay_len;
@@ -629,14 +636,9 @@ static void flood_gen(void *st, rawtx *r, int i)
             for (uint32_t j = 0, m = 1 + below(4); j < m; j++)
                 b[1 + below((uint32_t)n - 1)] ^= (uint8_t)(1 + below(255));
             break;
-        case F_TRUNC:
-            n = 1 + below((uint32_t)n - 1);
-            break;
-        case F_RANDOM: /* the INIT's type byte, then random bytes */
-            fill(b + 1, n - 1);
-            break;
-        default:
-            break;
+        case F_TRUNC: n = 1 + below((uint32_t)n - 1); break;
+        case F_RANDOM: /* the INIT's type byte, then random bytes */ fill(b + 1, n - 1); break;
+        default: break;
         }
     }
     f->kinds[kind]++;
@@ -924,7 +926,11 @@ static int mode_honest(const opts *o)
 
 /* ---- cookie-reuse ---------------------------------------------------------------------------- */
 
-enum { G_FIRST = 1, G_REUSE, G_CONTROL };
+enum {
+    G_FIRST = 1,
+    G_REUSE,
+    G_CONTROL
+};
 
 typedef struct hs1 { /* one context, one link */
     pure_ctx *ctx;
@@ -1418,11 +1424,8 @@ int main(int argc, char **argv)
         case 'n': o.count = (uint32_t)num("--count", optarg, 1, 100000); break;
         case 'l': o.links = (uint32_t)num("--links", optarg, 1, 64); break;
         case 'e': o.seed = (uint64_t)num("--seed", optarg, 0, 1e18); break;
-        case 'h':
-            fputs(usage_text, stdout);
-            return 0;
-        default:
-            usage("%s", "unknown option");
+        case 'h': fputs(usage_text, stdout); return 0;
+        default: usage("%s", "unknown option");
         }
     }
     if (optind < argc)

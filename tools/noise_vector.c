@@ -178,7 +178,8 @@ int main(int argc, char **argv)
     if (strcmp(e_arg, "-") != 0)
         pure_noise_set_ephemeral(&hs, e);
     if (initiator) {
-        if ((rc = pure_noise_write_msg1(&hs, payload, (size_t)plen, msg, sizeof(msg), &outlen)) != 0)
+        if ((rc = pure_noise_write_msg1(&hs, payload, (size_t)plen, msg, sizeof(msg), &outlen)) !=
+            0)
             return fail("write_msg1", rc);
         print_hex("msg1", msg, outlen);
         if ((mlen = read_msg("msg2", msg, sizeof(msg))) < 0)
@@ -193,7 +194,8 @@ int main(int argc, char **argv)
             return fail("read_msg1", rc);
         print_hex("payload1", got, gotlen);
         print_hex("rs", hs.rs, 32);
-        if ((rc = pure_noise_write_msg2(&hs, payload, (size_t)plen, msg, sizeof(msg), &outlen)) != 0)
+        if ((rc = pure_noise_write_msg2(&hs, payload, (size_t)plen, msg, sizeof(msg), &outlen)) !=
+            0)
             return fail("write_msg2", rc);
         print_hex("msg2", msg, outlen);
     }

@@ -178,7 +178,8 @@ static int cmd_serve(int argc, char **argv)
     }
     char b64[45];
     pure_key_to_base64(b64, pure_ctx_public_key(ctx[0]));
-    printf("{\"port\": %u, \"public_key\": \"%s\", \"service\": \"" SERVICE "\", \"threads\": %u}\n",
+    printf("{\"port\": %u, \"public_key\": \"%s\", \"service\": \"" SERVICE
+           "\", \"threads\": %u}\n",
            pure_loop_port(loops[0]), b64, n);
     fflush(stdout);
     if (n == 1) {
@@ -206,7 +207,8 @@ static int cmd_serve(int argc, char **argv)
         }
     }
     if (rc)
-        fprintf(stderr, "rpc_bench serve: the loop failed: %s (%s)\n", pure_strerror(rc), strerror(errno));
+        fprintf(stderr, "rpc_bench serve: the loop failed: %s (%s)\n", pure_strerror(rc),
+                strerror(errno));
     server s = {0};
     for (unsigned t = 0; t < n; t++) {
         if (n == 1)
@@ -238,7 +240,9 @@ static int cmd_serve(int argc, char **argv)
     free(tid);
     return rc ? 1 : 0;
 usage:
-    fprintf(stderr, "usage: rpc_bench serve [--listen ADDR:PORT] [--corrupt-every N] [--drop-every N] [--threads N]\n");
+    fprintf(
+        stderr,
+        "usage: rpc_bench serve [--listen ADDR:PORT] [--corrupt-every N] [--drop-every N] [--threads N]\n");
     return 2;
 }
 
@@ -250,9 +254,9 @@ typedef struct clink {
     struct client *c;
     pure_link *link;
     uint32_t idx;
-    uint32_t owed;        /* requests to send once the link is writable again */
-    uint64_t next_seq;    /* the next request's sequence number */
-    uint64_t next_reply;  /* the sequence number the next reply must carry */
+    uint32_t owed;       /* requests to send once the link is writable again */
+    uint64_t next_seq;   /* the next request's sequence number */
+    uint64_t next_reply; /* the sequence number the next reply must carry */
     int established, closed;
 } clink;
 
@@ -389,9 +393,18 @@ static void run_for(client *c, uint64_t ns, int (*done)(client *))
         pure_loop_run(c->loop, end - now);
 }
 
-static int all_connected(client *c) { return c->established + c->closed >= c->l; }
-static int all_answered(client *c) { return c->r.replies >= c->r.sent; }
-static int all_closed(client *c) { return c->closed >= c->l; }
+static int all_connected(client *c)
+{
+    return c->established + c->closed >= c->l;
+}
+static int all_answered(client *c)
+{
+    return c->r.replies >= c->r.sent;
+}
+static int all_closed(client *c)
+{
+    return c->closed >= c->l;
+}
 
 static int cmd_client(int argc, char **argv)
 {
@@ -404,7 +417,8 @@ static int cmd_client(int argc, char **argv)
             key = v, i++;
         else if (!strcmp(a, "--links") && v && !rpc_parse_count(v, 1, 1000000, &l))
             i++;
-        else if (!strcmp(a, "--outstanding") && v && !rpc_parse_count(v, 1, RPC_MAX_OUTSTANDING, &p))
+        else if (!strcmp(a, "--outstanding") && v &&
+                 !rpc_parse_count(v, 1, RPC_MAX_OUTSTANDING, &p))
             i++;
         else if (!strcmp(a, "--size") && v && !rpc_parse_count(v, RPC_HDR, RPC_MAX_SIZE, &size))
             i++;
@@ -453,7 +467,8 @@ static int cmd_client(int argc, char **argv)
     run_for(&c, 120000000000ull, all_connected);
     c.r.connect_s = (double)(pure_now() - t0) / 1e9;
     if (c.established < l) {
-        fprintf(stderr, "rpc_bench client: only %" PRIu64 " of %" PRIu64 " links opened in %.1f s\n",
+        fprintf(stderr,
+                "rpc_bench client: only %" PRIu64 " of %" PRIu64 " links opened in %.1f s\n",
                 c.established, l, c.r.connect_s);
         cli_fail(&c, "not every link opened");
     }
@@ -499,8 +514,8 @@ static int cmd_client(int argc, char **argv)
         }
     char extra[160];
     snprintf(extra, sizeof extra,
-             ", \"packets_lost\": %" PRIu64 ", \"ptos\": %" PRIu64 ", \"bytes_resent\": %" PRIu64, lost,
-             ptos, resent);
+             ", \"packets_lost\": %" PRIu64 ", \"ptos\": %" PRIu64 ", \"bytes_resent\": %" PRIu64,
+             lost, ptos, resent);
     c.r.extra = extra;
     /* Close every link so the server sees clean ends, then report. */
     c.closing = 1;
@@ -520,9 +535,10 @@ static int cmd_client(int argc, char **argv)
     free(c.buf);
     return ok ? 0 : 1;
 usage:
-    fprintf(stderr, "usage: rpc_bench client ADDR:PORT --peer-key KEY --links L --outstanding P --size S\n"
-                    "                        --duration SEC [--warmup SEC] [--drain-timeout SEC]\n"
-                    "  (L 1..1000000, P 1..%u, S %d..%u bytes)\n",
+    fprintf(stderr,
+            "usage: rpc_bench client ADDR:PORT --peer-key KEY --links L --outstanding P --size S\n"
+            "                        --duration SEC [--warmup SEC] [--drain-timeout SEC]\n"
+            "  (L 1..1000000, P 1..%u, S %d..%u bytes)\n",
             RPC_MAX_OUTSTANDING, RPC_HDR, RPC_MAX_SIZE);
     return 2;
 }
@@ -533,8 +549,10 @@ int main(int argc, char **argv)
         return cmd_serve(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "client"))
         return cmd_client(argc - 2, argv + 2);
-    fprintf(stderr, "usage: rpc_bench serve [--listen ADDR:PORT] [--corrupt-every N] [--drop-every N] [--threads N]\n"
-                    "       rpc_bench client ADDR:PORT --peer-key KEY --links L --outstanding P --size S\n"
-                    "                        --duration SEC [--warmup SEC] [--drain-timeout SEC]\n");
+    fprintf(
+        stderr,
+        "usage: rpc_bench serve [--listen ADDR:PORT] [--corrupt-every N] [--drop-every N] [--threads N]\n"
+        "       rpc_bench client ADDR:PORT --peer-key KEY --links L --outstanding P --size S\n"
+        "                        --duration SEC [--warmup SEC] [--drain-timeout SEC]\n");
     return 2;
 }

@@ -446,9 +446,9 @@ typedef struct clink {
     uint32_t idx;
     uint64_t seed, send_rng, recv_rng;
     uint64_t sent, recvd, tx_bytes, rx_bytes, tx_hash, rx_hash;
-    size_t pending;       /* size of message `sent`, drawn but not yet accepted */
+    size_t pending; /* size of message `sent`, drawn but not yet accepted */
     int has_pending, established, finished, peer_finished, closed, early, ok, counted;
-    uint64_t last_rx;     /* when anything last arrived (ns) */
+    uint64_t last_rx; /* when anything last arrived (ns) */
 } clink;
 
 typedef struct client {
@@ -457,12 +457,12 @@ typedef struct client {
     uint32_t nlinks, open;
     uint64_t messages, max, close_rng, deadline;
     double loss_close, abort;
-    int count;            /* the count service instead of echo */
-    uint8_t *buf;         /* max + 1 bytes */
-    uint64_t eagain, mismatches, duplicates, losses, late, link_errors, emsgsize_bad, early,
-        ok, unacked_at_close;
+    int count;    /* the count service instead of echo */
+    uint8_t *buf; /* max + 1 bytes */
+    uint64_t eagain, mismatches, duplicates, losses, late, link_errors, emsgsize_bad, early, ok,
+        unacked_at_close;
     uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv;
-    uint64_t errors[20];  /* link errors by -code */
+    uint64_t errors[20]; /* link errors by -code */
     uint64_t t_last_close, max_silence_to_close;
 } client;
 
@@ -560,10 +560,11 @@ static void c_on_message(pure_link *link, void *user, const uint8_t *d, size_t n
         }
         if (get64(d) != l->sent || get64(d + 8) != l->tx_bytes || get64(d + 16) != l->tx_hash) {
             char why[160];
-            snprintf(why, sizeof why, "count: server counted %llu messages %llu bytes, sent %llu "
-                     "messages %llu bytes (hashes %s)", (unsigned long long)get64(d),
-                     (unsigned long long)get64(d + 8), (unsigned long long)l->sent,
-                     (unsigned long long)l->tx_bytes,
+            snprintf(why, sizeof why,
+                     "count: server counted %llu messages %llu bytes, sent %llu "
+                     "messages %llu bytes (hashes %s)",
+                     (unsigned long long)get64(d), (unsigned long long)get64(d + 8),
+                     (unsigned long long)l->sent, (unsigned long long)l->tx_bytes,
                      get64(d + 16) == l->tx_hash ? "equal" : "differ");
             c_fail(l, &c->mismatches, why);
         }
@@ -665,14 +666,18 @@ static const pure_callbacks c_callbacks = {
 
 static int soak_run(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"links", required_argument, NULL, 'L'},     {"messages", required_argument, NULL, 'M'},
-        {"max-size", required_argument, NULL, 'x'},  {"seed", required_argument, NULL, 's'},
-        {"service", required_argument, NULL, 'S'},   {"loss-close", required_argument, NULL, 'c'},
-        {"abort", required_argument, NULL, 'a'},
-        {"duration", required_argument, NULL, 'd'},  {"idle-timeout", required_argument, NULL, 'i'},
-        {"handshake-timeout", required_argument, NULL, 'H'},
-        {"timeout", required_argument, NULL, 't'},   {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"links", required_argument, NULL, 'L'},
+                                         {"messages", required_argument, NULL, 'M'},
+                                         {"max-size", required_argument, NULL, 'x'},
+                                         {"seed", required_argument, NULL, 's'},
+                                         {"service", required_argument, NULL, 'S'},
+                                         {"loss-close", required_argument, NULL, 'c'},
+                                         {"abort", required_argument, NULL, 'a'},
+                                         {"duration", required_argument, NULL, 'd'},
+                                         {"idle-timeout", required_argument, NULL, 'i'},
+                                         {"handshake-timeout", required_argument, NULL, 'H'},
+                                         {"timeout", required_argument, NULL, 't'},
+                                         {NULL, 0, NULL, 0}};
     uint64_t links = 1, messages = 10, max = 1024, seed = 1, duration = 0, idle = 0, hs = 0;
     uint64_t timeout = 120 * NS;
     const char *service = "echo";
@@ -696,10 +701,11 @@ static int soak_run(int argc, char **argv)
         }
     }
     if (bad || argc - optind != 2 || (strcmp(service, "echo") && strcmp(service, "count"))) {
-        fprintf(stderr, "soak run: usage: soak run PORT|ADDR:PORT KEY --links L --messages M "
-                        "--max-size BYTES --seed S [--service echo|count] [--loss-close P] [--abort P] "
-                        "[--duration S] [--idle-timeout S] [--handshake-timeout S] "
-                        "[--timeout S]\n");
+        fprintf(stderr,
+                "soak run: usage: soak run PORT|ADDR:PORT KEY --links L --messages M "
+                "--max-size BYTES --seed S [--service echo|count] [--loss-close P] [--abort P] "
+                "[--duration S] [--idle-timeout S] [--handshake-timeout S] "
+                "[--timeout S]\n");
         return 2;
     }
     char target[128];
@@ -767,8 +773,10 @@ static int soak_run(int argc, char **argv)
         /* the edge above the limit: refused at once, nothing accepted */
         int64_t big = pure_link_send(l->link, cl.buf, max + 1);
         if (big != PURE_EMSGSIZE) {
-            fprintf(stderr, "soak run: link %u: a message of max+1 = %llu bytes gave %lld, not "
-                            "PURE_EMSGSIZE\n", i, (unsigned long long)max + 1, (long long)big);
+            fprintf(stderr,
+                    "soak run: link %u: a message of max+1 = %llu bytes gave %lld, not "
+                    "PURE_EMSGSIZE\n",
+                    i, (unsigned long long)max + 1, (long long)big);
             cl.emsgsize_bad++;
         }
         c_pump(l);
@@ -789,7 +797,7 @@ static int soak_run(int argc, char **argv)
     pure_loop_free(cl.loop);
     cl.loop = NULL;
     uint64_t link_errors = cl.link_errors; /* before pure_ctx_free closes what is left */
-    pure_ctx_free(ctx); /* links still open get on_closed (PURE_ECLOSED) here */
+    pure_ctx_free(ctx);                    /* links still open get on_closed (PURE_ECLOSED) here */
     cl.link_errors = link_errors;
     uint64_t failures = cl.mismatches + cl.duplicates + cl.losses + cl.late + cl.link_errors +
                         cl.emsgsize_bad + unclosed + (rc != 0);

@@ -53,22 +53,34 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAXD 1500         /* largest junk / captured datagram */
-#define RING 8192         /* captured DATA packets kept */
-#define OLD_GAP 4096      /* data_old replays at least this many packets back */
+#define MAXD 1500    /* largest junk / captured datagram */
+#define RING 8192    /* captured DATA packets kept */
+#define OLD_GAP 4096 /* data_old replays at least this many packets back */
 #define SOCK_BUF (4 << 20)
 
 enum {
-    K_RANDOM, K_TRUNC, K_TYPED, K_LIVE, K_INIT_MUT, K_INIT_REPLAY, K_DATA_MUT, K_DATA_OLD,
-    K_DATA_RECENT, K_COUNT
+    K_RANDOM,
+    K_TRUNC,
+    K_TYPED,
+    K_LIVE,
+    K_INIT_MUT,
+    K_INIT_REPLAY,
+    K_DATA_MUT,
+    K_DATA_OLD,
+    K_DATA_RECENT,
+    K_COUNT
 };
-static const char *const kind_name[K_COUNT] = {
-    "random", "truncated", "typed", "live_index", "init_mutated", "init_replayed",
-    "data_mutated", "data_old", "data_recent"};
+static const char *const kind_name[K_COUNT] = {"random",       "truncated",    "typed",
+                                               "live_index",   "init_mutated", "init_replayed",
+                                               "data_mutated", "data_old",     "data_recent"};
 static const uint8_t types[] = {0x01, 0x02, 0x03, 0x04, 0x08, 0x09};
 
 static volatile sig_atomic_t stop;
-static void on_signal(int sig) { (void)sig; stop = 1; }
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop = 1;
+}
 
 static uint64_t rng_s;
 static uint64_t rnd(void)
@@ -79,7 +91,10 @@ static uint64_t rnd(void)
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
-static uint32_t below(uint32_t n) { return n ? (uint32_t)(rnd() % n) : 0; }
+static uint32_t below(uint32_t n)
+{
+    return n ? (uint32_t)(rnd() % n) : 0;
+}
 static void fill(uint8_t *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -166,14 +181,14 @@ struct cap {
 };
 
 static struct {
-    int spray, cli, srv;                  /* sockets; cli/srv -1 without --listen */
+    int spray, cli, srv; /* sockets; cli/srv -1 without --listen */
     struct sockaddr_storage to, client;
     socklen_t to_len, client_len;
     uint8_t init[MAXD];
     size_t init_len;
-    uint32_t live_index;                  /* the server's index for the relayed link; 0: none */
-    struct cap *ring;                     /* captured DATA packets, by relay sequence */
-    uint64_t ring_seq;                    /* DATA packets captured so far */
+    uint32_t live_index; /* the server's index for the relayed link; 0: none */
+    struct cap *ring;    /* captured DATA packets, by relay sequence */
+    uint64_t ring_seq;   /* DATA packets captured so far */
     uint64_t sent[K_COUNT], send_errors, replies[256], relayed_up, relayed_down;
     uint64_t init_replays_max, valid_inits; /* INITs that still authenticate: capped */
     uint64_t race_left, races;              /* --race */
@@ -257,9 +272,7 @@ static void junk_one(void)
             for (uint32_t k = 0, m = 1 + below(4); k < m; k++)
                 b[5 + below((uint32_t)n - 21)] ^= (uint8_t)(1 + below(255));
             break;
-        case 1: /* cut short */
-            n = 1 + below((uint32_t)n - 1);
-            break;
+        case 1: /* cut short */ n = 1 + below((uint32_t)n - 1); break;
         case 2: /* extended */
             n += 1 + below(64);
             fill(b + g.init_len, n - g.init_len);
@@ -283,7 +296,7 @@ static void junk_one(void)
     case K_DATA_RECENT:
     case K_DATA_OLD: {
         uint64_t back = kind == K_DATA_OLD ? OLD_GAP + below(RING - OLD_GAP - 64)
-                        : below(g.ring_seq < 64 ? (uint32_t)g.ring_seq : 64);
+                                           : below(g.ring_seq < 64 ? (uint32_t)g.ring_seq : 64);
         if (back >= g.ring_seq)
             back = g.ring_seq - 1;
         if (kind == K_DATA_OLD && back < OLD_GAP)
@@ -481,8 +494,8 @@ int main(int argc, char **argv)
            secs, sum, jsecs, jsecs > 0 ? (double)sum / jsecs : 0.0);
     for (int k = 0; k < K_COUNT; k++)
         printf(", \"%s\": %" PRIu64, kind_name[k], g.sent[k]);
-    printf(", \"send_errors\": %" PRIu64 ", \"relayed_up\": %" PRIu64
-           ", \"relayed_down\": %" PRIu64 ", \"link_index\": %" PRIu32 ", \"init_len\": %zu"
+    printf(", \"send_errors\": %" PRIu64 ", \"relayed_up\": %" PRIu64 ", \"relayed_down\": %" PRIu64
+           ", \"link_index\": %" PRIu32 ", \"init_len\": %zu"
            ", \"data_captured\": %" PRIu64 ", \"races\": %" PRIu64,
            g.send_errors, g.relayed_up, g.relayed_down, g.live_index, g.init_len, g.ring_seq,
            g.races);

@@ -73,8 +73,14 @@ static void on_message(pure_link *l, void *user, const uint8_t *d, size_t len)
         b->bytes += len;
     }
 }
-static void on_writable(pure_link *l, void *user) { pump(user); }
-static void on_peer_finished(pure_link *l, void *user) { ((bench *)user)->finished = 1; }
+static void on_writable(pure_link *l, void *user)
+{
+    pump(user);
+}
+static void on_peer_finished(pure_link *l, void *user)
+{
+    ((bench *)user)->finished = 1;
+}
 static void on_closed(pure_link *l, void *user, const pure_close_info *info)
 {
     bench *b = user;

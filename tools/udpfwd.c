@@ -38,7 +38,10 @@
 #define READ_BATCH 64         /* datagrams read per socket per wakeup, for fairness */
 #define SOCK_BUF (4 << 20)
 
-enum { UP = 0, DOWN = 1 };
+enum {
+    UP = 0,
+    DOWN = 1
+};
 static const char *const dir_name[2] = {"up", "down"};
 
 /* The faults applied to one direction. Times in nanoseconds, probabilities in [0, 1]. */
@@ -206,10 +209,12 @@ static int usage_error(const char *fmt, ...)
 static bool parse_double(const char *s, double *out)
 {
     char *end;
-    if (*s == '\0') return false;
+    if (*s == '\0')
+        return false;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno != 0 || *end != '\0' || !isfinite(v)) return false;
+    if (errno != 0 || *end != '\0' || !isfinite(v))
+        return false;
     *out = v;
     return true;
 }
@@ -217,10 +222,12 @@ static bool parse_double(const char *s, double *out)
 static bool parse_u64(const char *s, uint64_t *out)
 {
     char *end;
-    if (*s < '0' || *s > '9') return false;
+    if (*s < '0' || *s > '9')
+        return false;
     errno = 0;
     unsigned long long v = strtoull(s, &end, 10);
-    if (errno != 0 || *end != '\0') return false;
+    if (errno != 0 || *end != '\0')
+        return false;
     *out = v;
     return true;
 }
@@ -248,7 +255,8 @@ static int parse_secs(const char *opt, const char *s, uint64_t *out_ns)
     if (!parse_double(s, &v) || v <= 0 || v > 1e6)
         return usage_error("%s: '%s' is not a number of seconds above 0 (at most 1000000)", opt, s);
     *out_ns = (uint64_t)llround(v * 1e9);
-    if (*out_ns == 0) return usage_error("%s: '%s' is below a nanosecond", opt, s);
+    if (*out_ns == 0)
+        return usage_error("%s: '%s' is below a nanosecond", opt, s);
     return 0;
 }
 
@@ -258,8 +266,10 @@ static int split_pair(const char *opt, const char *s, const char *form, char *bu
 {
     size_t n = strlen(s);
     const char *colon = strrchr(s, ':');
-    if (n >= cap) return usage_error("%s: value too long", opt);
-    if (colon == NULL) return usage_error("%s: '%s' is not of the form %s", opt, s, form);
+    if (n >= cap)
+        return usage_error("%s: value too long", opt);
+    if (colon == NULL)
+        return usage_error("%s: '%s' is not of the form %s", opt, s, form);
     memcpy(buf, s, n + 1);
     buf[colon - s] = '\0';
     *a = buf;
@@ -271,11 +281,16 @@ static int parse_fault(const char *base, const char *opt, const char *val, struc
 {
     char buf[128];
     const char *a = NULL, *b = NULL;
-    if (strcmp(base, "loss") == 0) return parse_prob(opt, val, &f->loss);
-    if (strcmp(base, "dup") == 0) return parse_prob(opt, val, &f->dup);
-    if (strcmp(base, "corrupt") == 0) return parse_prob(opt, val, &f->corrupt);
-    if (strcmp(base, "delay") == 0) return parse_ms(opt, val, &f->delay_ns);
-    if (strcmp(base, "jitter") == 0) return parse_ms(opt, val, &f->jitter_ns);
+    if (strcmp(base, "loss") == 0)
+        return parse_prob(opt, val, &f->loss);
+    if (strcmp(base, "dup") == 0)
+        return parse_prob(opt, val, &f->dup);
+    if (strcmp(base, "corrupt") == 0)
+        return parse_prob(opt, val, &f->corrupt);
+    if (strcmp(base, "delay") == 0)
+        return parse_ms(opt, val, &f->delay_ns);
+    if (strcmp(base, "jitter") == 0)
+        return parse_ms(opt, val, &f->jitter_ns);
     if (strcmp(base, "burst") == 0) {
         if (split_pair(opt, val, "P:N", buf, sizeof buf, &a, &b) < 0 ||
             parse_prob(opt, a, &f->burst_p) < 0)
@@ -310,7 +325,8 @@ static int parse_addr(const char *opt, const char *s, bool port_zero_ok,
     char host[256];
     const char *port;
     size_t n = strlen(s);
-    if (n >= sizeof host) return usage_error("%s: '%s' is too long", opt, s);
+    if (n >= sizeof host)
+        return usage_error("%s: '%s' is too long", opt, s);
     if (s[0] == '[') {
         const char *close = strchr(s, ']');
         if (close == NULL || close[1] != ':')
@@ -320,7 +336,8 @@ static int parse_addr(const char *opt, const char *s, bool port_zero_ok,
         port = close + 2;
     } else {
         const char *colon = strrchr(s, ':');
-        if (colon == NULL) return usage_error("%s: '%s' is not of the form ADDR:PORT", opt, s);
+        if (colon == NULL)
+            return usage_error("%s: '%s' is not of the form ADDR:PORT", opt, s);
         if (memchr(s, ':', (size_t)(colon - s)) != NULL)
             return usage_error("%s: '%s': put an IPv6 address in brackets, e.g. [::1]:4433", opt,
                                s);
@@ -329,11 +346,13 @@ static int parse_addr(const char *opt, const char *s, bool port_zero_ok,
         port = colon + 1;
     }
     uint64_t p;
-    if (host[0] == '\0') return usage_error("%s: '%s' has no address", opt, s);
+    if (host[0] == '\0')
+        return usage_error("%s: '%s' has no address", opt, s);
     if (!parse_u64(port, &p) || p > 65535 || (p == 0 && !port_zero_ok))
         return usage_error("%s: '%s' is not a valid port in '%s'", opt, port, s);
     /* Numeric addresses only (and "localhost"): a test tool should never wait on a resolver. */
-    if (strcmp(host, "localhost") == 0) strcpy(host, "127.0.0.1");
+    if (strcmp(host, "localhost") == 0)
+        strcpy(host, "127.0.0.1");
     struct addrinfo hints = {.ai_socktype = SOCK_DGRAM,
                              .ai_flags = AI_NUMERICSERV | AI_NUMERICHOST};
     struct addrinfo *res;
@@ -367,35 +386,43 @@ static int parse_args(int argc, char **argv, struct config *c)
             usage(stdout);
             exit(0);
         }
-        if (strncmp(arg, "--", 2) != 0) return usage_error("unexpected argument '%s'", arg);
+        if (strncmp(arg, "--", 2) != 0)
+            return usage_error("unexpected argument '%s'", arg);
         const char *eq = strchr(arg, '=');
         size_t nlen = eq ? (size_t)(eq - arg) : strlen(arg);
-        if (nlen >= sizeof name) return usage_error("unknown option '%s'", arg);
+        if (nlen >= sizeof name)
+            return usage_error("unknown option '%s'", arg);
         memcpy(name, arg, nlen);
         name[nlen] = '\0';
         if (eq) {
             val = eq + 1;
         } else {
-            if (i + 1 >= argc) return usage_error("%s needs a value", name);
+            if (i + 1 >= argc)
+                return usage_error("%s needs a value", name);
             val = argv[++i];
         }
         const char *base = name + 2;
         if (strcmp(base, "listen") == 0) {
-            if (parse_addr(name, val, true, &c->listen, &c->listen_len) < 0) return -1;
+            if (parse_addr(name, val, true, &c->listen, &c->listen_len) < 0)
+                return -1;
             c->have_listen = true;
         } else if (strcmp(base, "to") == 0) {
-            if (parse_addr(name, val, false, &c->to, &c->to_len) < 0) return -1;
+            if (parse_addr(name, val, false, &c->to, &c->to_len) < 0)
+                return -1;
             c->have_to = true;
         } else if (strcmp(base, "seed") == 0) {
             if (!parse_u64(val, &c->seed))
                 return usage_error("--seed: '%s' is not a whole number", val);
             c->have_seed = true;
         } else if (strcmp(base, "rebind-after") == 0) {
-            if (parse_secs(name, val, &c->rebind_after) < 0) return -1;
+            if (parse_secs(name, val, &c->rebind_after) < 0)
+                return -1;
         } else if (strcmp(base, "stats-interval") == 0) {
-            if (parse_secs(name, val, &c->stats_every) < 0) return -1;
+            if (parse_secs(name, val, &c->stats_every) < 0)
+                return -1;
         } else if (strcmp(base, "stats") == 0) {
-            if (val[0] == '\0') return usage_error("--stats: empty file name");
+            if (val[0] == '\0')
+                return usage_error("--stats: empty file name");
             c->stats_path = val;
         } else if (strcmp(base, "queue") == 0) {
             if (!parse_u64(val, &c->queue) || c->queue < 1 || c->queue > 65536)
@@ -414,15 +441,20 @@ static int parse_args(int argc, char **argv, struct config *c)
                 which = DOWN;
             }
             for (int d = 0; d < 2; d++) {
-                if (which != 2 && which != d) continue;
+                if (which != 2 && which != d)
+                    continue;
                 int rc = parse_fault(fb, name, val, &c->f[d]);
-                if (rc < 0) return -1;
-                if (rc > 0) return usage_error("unknown option '%s'", name);
+                if (rc < 0)
+                    return -1;
+                if (rc > 0)
+                    return usage_error("unknown option '%s'", name);
             }
         }
     }
-    if (!c->have_listen) return usage_error("--listen ADDR:PORT is required");
-    if (!c->have_to) return usage_error("--to ADDR:PORT is required");
+    if (!c->have_listen)
+        return usage_error("--listen ADDR:PORT is required");
+    if (!c->have_to)
+        return usage_error("--to ADDR:PORT is required");
     return 0;
 }
 
@@ -452,8 +484,10 @@ static unsigned local_port(int fd)
 {
     struct sockaddr_storage a;
     socklen_t len = sizeof a;
-    if (getsockname(fd, (struct sockaddr *)&a, &len) < 0) return 0;
-    if (a.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&a)->sin_port);
+    if (getsockname(fd, (struct sockaddr *)&a, &len) < 0)
+        return 0;
+    if (a.ss_family == AF_INET)
+        return ntohs(((struct sockaddr_in *)&a)->sin_port);
     return ntohs(((struct sockaddr_in6 *)&a)->sin6_port);
 }
 
@@ -462,7 +496,8 @@ static unsigned local_port(int fd)
 static int udp_socket(int family)
 {
     int fd = socket(family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) return -1;
+    if (fd < 0)
+        return -1;
     int sz = SOCK_BUF;
     /* FORCE works for root beyond net.core.[rw]mem_max; otherwise take what the limit allows. */
     if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof sz) < 0)
@@ -478,7 +513,12 @@ static int epoll_add(int epfd, int fd, uint32_t tag)
     return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
-enum { TAG_CLIENT, TAG_SERVER, TAG_SIGNAL, TAG_TIMER };
+enum {
+    TAG_CLIENT,
+    TAG_SERVER,
+    TAG_SIGNAL,
+    TAG_TIMER
+};
 
 /* Opens a new socket towards the server; the old one (if any) is closed only once the new one
  * holds its port, so the source port always changes. */
@@ -500,7 +540,8 @@ static int server_connect(struct fwd *w)
         close(fd);
         return -1;
     }
-    if (w->server_fd >= 0) close(w->server_fd); /* also leaves the epoll set */
+    if (w->server_fd >= 0)
+        close(w->server_fd); /* also leaves the epoll set */
     w->server_fd = fd;
     return 0;
 }
@@ -603,7 +644,8 @@ static void heap_push(struct fwd *w, uint64_t due, uint32_t slot)
     struct entry e = {.due = due, .seq = w->seq++, .slot = slot};
     while (i > 0) {
         uint32_t p = (i - 1) / 2;
-        if (!entry_before(&e, &w->heap[p])) break;
+        if (!entry_before(&e, &w->heap[p]))
+            break;
         w->heap[i] = w->heap[p];
         i = p;
     }
@@ -616,27 +658,34 @@ static struct entry heap_pop(struct fwd *w)
     uint32_t i = 0, n = w->nheap;
     for (;;) {
         uint32_t c = 2 * i + 1;
-        if (c >= n) break;
-        if (c + 1 < n && entry_before(&w->heap[c + 1], &w->heap[c])) c++;
-        if (!entry_before(&w->heap[c], &last)) break;
+        if (c >= n)
+            break;
+        if (c + 1 < n && entry_before(&w->heap[c + 1], &w->heap[c]))
+            c++;
+        if (!entry_before(&w->heap[c], &last))
+            break;
         w->heap[i] = w->heap[c];
         i = c;
     }
-    if (n > 0) w->heap[i] = last;
+    if (n > 0)
+        w->heap[i] = last;
     return top;
 }
 
 static void slot_release(struct fwd *w, uint32_t idx)
 {
-    if (--w->slots[idx].refs == 0) w->free_list[w->nfree++] = idx;
+    if (--w->slots[idx].refs == 0)
+        w->free_list[w->nfree++] = idx;
 }
 
 /* ---- the data path ---- */
 
 static bool blackholed(struct fwd *w, const struct faults *f, uint64_t now)
 {
-    if (w->blackhole) return true;
-    if (f->bh_every_ns == 0) return false;
+    if (w->blackhole)
+        return true;
+    if (f->bh_every_ns == 0)
+        return false;
     uint64_t e = now - w->start;
     return e >= f->bh_every_ns && e % f->bh_every_ns < f->bh_len_ns;
 }
@@ -720,8 +769,10 @@ static void admit(struct fwd *w, uint32_t idx, uint64_t now)
     s->refs = (uint8_t)copies;
     for (int c = 0; c < copies; c++) {
         uint64_t due = now + f->delay_ns;
-        if (f->jitter_ns > 0) due += (uint64_t)(rng_unit(d->rng) * (double)f->jitter_ns);
-        if (due < d->last_due) due = d->last_due; /* jitter alone never reorders */
+        if (f->jitter_ns > 0)
+            due += (uint64_t)(rng_unit(d->rng) * (double)f->jitter_ns);
+        if (due < d->last_due)
+            due = d->last_due; /* jitter alone never reorders */
         d->last_due = due;
         if (chance(d, f->reorder_p)) {
             due += f->reorder_ns; /* not recorded in last_due: later datagrams overtake it */
@@ -751,7 +802,8 @@ static void read_socket(struct fwd *w, int dir)
         socklen_t flen = sizeof from;
         ssize_t n = recvfrom(fd, buf, SLOT_BYTES, MSG_TRUNC, (struct sockaddr *)&from, &flen);
         if (n < 0) {
-            if (errno == EAGAIN || errno == EWOULDBLOCK) return;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return;
             /* ICMP errors (ECONNREFUSED while the server is not listening) and the like. */
             if (errno == EINTR || errno == ECONNREFUSED || errno == EHOSTUNREACH ||
                 errno == ENETUNREACH)
@@ -765,7 +817,8 @@ static void read_socket(struct fwd *w, int dir)
         d->st.bytes_in += (uint64_t)n;
         if (dir == UP && !same_addr(&from, flen, &w->client_addr, w->client_len)) {
             char a[80];
-            if (w->client_len != 0) w->client_changes++;
+            if (w->client_len != 0)
+                w->client_changes++;
             memcpy(&w->client_addr, &from, flen);
             w->client_len = flen;
             logmsg("client is %s", addr_str(&from, a, sizeof a));
@@ -791,17 +844,23 @@ static void read_socket(struct fwd *w, int dir)
 static void arm_timer(struct fwd *w)
 {
     uint64_t next = UINT64_MAX;
-    if (w->nheap > 0) next = w->heap[0].due;
-    if (w->rebind_at != 0 && w->rebind_at < next) next = w->rebind_at;
-    if (w->stats_every != 0 && w->next_stats < next) next = w->next_stats;
-    if (next == w->armed) return;
+    if (w->nheap > 0)
+        next = w->heap[0].due;
+    if (w->rebind_at != 0 && w->rebind_at < next)
+        next = w->rebind_at;
+    if (w->stats_every != 0 && w->next_stats < next)
+        next = w->next_stats;
+    if (next == w->armed)
+        return;
     struct itimerspec its = {{0, 0}, {0, 0}};
     if (next != UINT64_MAX) {
-        if (next == 0) next = 1; /* 0 would disarm */
+        if (next == 0)
+            next = 1; /* 0 would disarm */
         its.it_value.tv_sec = (time_t)(next / 1000000000u);
         its.it_value.tv_nsec = (long)(next % 1000000000u);
     }
-    if (timerfd_settime(w->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) == 0) w->armed = next;
+    if (timerfd_settime(w->timer_fd, TFD_TIMER_ABSTIME, &its, NULL) == 0)
+        w->armed = next;
 }
 
 static void on_timer(struct fwd *w)
@@ -833,14 +892,10 @@ static bool on_signal(struct fwd *w)
             w->blackhole = !w->blackhole;
             logmsg("blackhole %s", w->blackhole ? "on" : "off");
             break;
-        case SIGUSR2:
-            rebind(w);
-            break;
+        case SIGUSR2: rebind(w); break;
         case SIGTERM:
-        case SIGINT:
-            return true;
-        default:
-            break;
+        case SIGINT: return true;
+        default: break;
         }
     }
     return false;
@@ -902,7 +957,8 @@ static int fwd_init(struct fwd *w, const struct config *c)
     memcpy(&w->server_addr, &c->to, c->to_len);
     w->server_len = c->to_len;
     w->server_family = c->to.ss_family;
-    if (server_connect(w) < 0) return -1;
+    if (server_connect(w) < 0)
+        return -1;
 
     sigset_t mask;
     sigemptyset(&mask);
@@ -918,7 +974,8 @@ static int fwd_init(struct fwd *w, const struct config *c)
         logmsg("signalfd/timerfd: %s", strerror(errno));
         return -1;
     }
-    if (c->rebind_after != 0) w->rebind_at = w->start + c->rebind_after;
+    if (c->rebind_after != 0)
+        w->rebind_at = w->start + c->rebind_after;
     if (c->stats_every != 0) {
         w->stats_every = c->stats_every;
         w->next_stats = w->start + c->stats_every;
@@ -929,7 +986,8 @@ static int fwd_init(struct fwd *w, const struct config *c)
 int main(int argc, char **argv)
 {
     struct config c;
-    if (parse_args(argc, argv, &c) < 0) return 2;
+    if (parse_args(argc, argv, &c) < 0)
+        return 2;
 
     /* Block the control signals before anything else, so they queue for the signalfd. */
     sigset_t mask;
@@ -942,9 +1000,11 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
 
     static struct fwd w;
-    if (fwd_init(&w, &c) < 0) return 1;
+    if (fwd_init(&w, &c) < 0)
+        return 1;
     printf("{\"port\": %u}\n", local_port(w.client_fd));
-    if (fflush(stdout) != 0) logmsg("stdout: %s", strerror(errno));
+    if (fflush(stdout) != 0)
+        logmsg("stdout: %s", strerror(errno));
 
     bool done = false;
     while (!done) {
@@ -952,24 +1012,17 @@ int main(int argc, char **argv)
         struct epoll_event ev[8];
         int n = epoll_wait(w.epfd, ev, 8, -1);
         if (n < 0) {
-            if (errno == EINTR) continue;
+            if (errno == EINTR)
+                continue;
             logmsg("epoll_wait: %s", strerror(errno));
             return 1;
         }
         for (int i = 0; i < n && !done; i++) {
             switch (ev[i].data.u32) {
-            case TAG_CLIENT:
-                read_socket(&w, UP);
-                break;
-            case TAG_SERVER:
-                read_socket(&w, DOWN);
-                break;
-            case TAG_TIMER:
-                on_timer(&w);
-                break;
-            case TAG_SIGNAL:
-                done = on_signal(&w);
-                break;
+            case TAG_CLIENT: read_socket(&w, UP); break;
+            case TAG_SERVER: read_socket(&w, DOWN); break;
+            case TAG_TIMER: on_timer(&w); break;
+            case TAG_SIGNAL: done = on_signal(&w); break;
             }
         }
     }

@@ -40,12 +40,17 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#define RBUF (16u * 1024u)       /* read-ahead per connection */
-#define DEC (64u * 1024u)        /* plaintext read per SSL_read */
+#define RBUF (16u * 1024u) /* read-ahead per connection */
+#define DEC (64u * 1024u)  /* plaintext read per SSL_read */
 #define MAX_HANDSHAKES 256
 #define MAX_THREADS 64
 
-enum { C_CONNECTING = 1, C_HANDSHAKE, C_READY, C_CLOSED };
+enum {
+    C_CONNECTING = 1,
+    C_HANDSHAKE,
+    C_READY,
+    C_CLOSED
+};
 
 typedef struct conn {
     int fd, state, out_armed, budget, eof;
@@ -155,16 +160,11 @@ static long nbio_ctrl(BIO *b, int cmd, long num, void *ptr)
     (void)num;
     (void)ptr;
     switch (cmd) {
-    case BIO_CTRL_FLUSH:
-        return 1; /* the event loop sends wbuf after every wakeup */
-    case BIO_CTRL_WPENDING:
-        return (long)(c->wlen - c->woff);
-    case BIO_CTRL_PENDING:
-        return (long)(c->rlen - c->roff);
-    case BIO_CTRL_EOF:
-        return c->eof && c->roff == c->rlen;
-    default:
-        return 0;
+    case BIO_CTRL_FLUSH: return 1; /* the event loop sends wbuf after every wakeup */
+    case BIO_CTRL_WPENDING: return (long)(c->wlen - c->woff);
+    case BIO_CTRL_PENDING: return (long)(c->rlen - c->roff);
+    case BIO_CTRL_EOF: return c->eof && c->roff == c->rlen;
+    default: return 0;
     }
 }
 
@@ -523,12 +523,15 @@ static int cmd_serve(int argc, char **argv)
             plain = 1;
         else if (!strcmp(argv[i], "--threads") && !rpc_parse_count(v, 1, MAX_THREADS, &threads))
             i++;
-        else if (!strcmp(argv[i], "--corrupt-every") && !rpc_parse_count(v, 1, UINT64_MAX, &corrupt))
+        else if (!strcmp(argv[i], "--corrupt-every") &&
+                 !rpc_parse_count(v, 1, UINT64_MAX, &corrupt))
             i++;
         else if (!strcmp(argv[i], "--drop-every") && !rpc_parse_count(v, 1, UINT64_MAX, &drop))
             i++;
         else {
-            fprintf(stderr, "usage: tls-rpc serve [--plain] [--threads N] [--corrupt-every N] [--drop-every N]\n");
+            fprintf(
+                stderr,
+                "usage: tls-rpc serve [--plain] [--threads N] [--corrupt-every N] [--drop-every N]\n");
             return 2;
         }
     }
@@ -560,8 +563,9 @@ static int cmd_serve(int argc, char **argv)
         }
     }
     if (plain)
-        printf("{\"port\": %u, \"mode\": \"tcp\", \"service\": \"rpc\", \"threads\": %" PRIu64 "}\n", port,
-               threads);
+        printf("{\"port\": %u, \"mode\": \"tcp\", \"service\": \"rpc\", \"threads\": %" PRIu64
+               "}\n",
+               port, threads);
     else
         printf("{\"port\": %u, \"mode\": \"tls1.3\", \"service\": \"rpc\", \"threads\": %" PRIu64
                ", \"cert_sha256\": \"%s\"}\n",
@@ -577,8 +581,8 @@ static int cmd_serve(int argc, char **argv)
         req += ws[t].requests, served += ws[t].served, corrupted += ws[t].corrupted;
         dropped += ws[t].dropped, conns += ws[t].conns, failed += ws[t].failed;
     }
-    printf("{\"served\": %" PRIu64 ", \"requests\": %" PRIu64 ", \"links\": %" PRIu64 ", \"corrupted\": %" PRIu64
-           ", \"dropped\": %" PRIu64 ", \"failed\": %" PRIu64 "}\n",
+    printf("{\"served\": %" PRIu64 ", \"requests\": %" PRIu64 ", \"links\": %" PRIu64
+           ", \"corrupted\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"failed\": %" PRIu64 "}\n",
            served, req, conns, corrupted, dropped, failed);
     fflush(stdout);
     return 0;
@@ -644,7 +648,8 @@ static void cli_connect_more(client *k)
         struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = c};
         if ((connect(fd, (struct sockaddr *)&a, sizeof a) && errno != EINPROGRESS) ||
             epoll_ctl(k->ep, EPOLL_CTL_ADD, fd, &ev)) {
-            fprintf(stderr, "tls-rpc client: connect to 127.0.0.1:%u: %s\n", k->port, strerror(errno));
+            fprintf(stderr, "tls-rpc client: connect to 127.0.0.1:%u: %s\n", k->port,
+                    strerror(errno));
             cli_lose(k, c, "connect failed");
         }
     }
@@ -757,13 +762,20 @@ static void run_for(client *k, uint64_t ns, int (*done)(client *))
     }
 }
 
-static int all_connected(client *k) { return k->established + k->closed >= k->l; }
-static int all_answered(client *k) { return k->r.replies >= k->r.sent || k->closed; }
+static int all_connected(client *k)
+{
+    return k->established + k->closed >= k->l;
+}
+static int all_answered(client *k)
+{
+    return k->r.replies >= k->r.sent || k->closed;
+}
 
 static int cmd_client(int argc, char **argv)
 {
     const char *port_s = NULL, *fp = NULL;
-    uint64_t port = 0, l = 0, p = 0, size = 0, duration = 0, warmup = 500000000ull, drain = 10000000000ull;
+    uint64_t port = 0, l = 0, p = 0, size = 0, duration = 0, warmup = 500000000ull,
+             drain = 10000000000ull;
     int plain = 0, have_d = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -797,7 +809,8 @@ static int cmd_client(int argc, char **argv)
         setrlimit(RLIMIT_NOFILE, &rl);
     }
     static client k;
-    k.l = l, k.p = (uint32_t)p, k.size = (uint32_t)size, k.port = (uint16_t)port, k.fp = fp, k.plain = plain;
+    k.l = l, k.p = (uint32_t)p, k.size = (uint32_t)size, k.port = (uint16_t)port, k.fp = fp,
+    k.plain = plain;
     k.r.links = l, k.r.outstanding = p, k.r.size = size;
     k.ctx = tls_client_ctx(plain);
     k.ep = epoll_create1(EPOLL_CLOEXEC);
@@ -814,7 +827,8 @@ static int cmd_client(int argc, char **argv)
     run_for(&k, 120000000000ull, all_connected);
     k.r.connect_s = (double)(rpc_now_ns() - t0) / 1e9;
     if (k.established < l) {
-        fprintf(stderr, "tls-rpc client: only %" PRIu64 " of %" PRIu64 " connections opened in %.1f s\n",
+        fprintf(stderr,
+                "tls-rpc client: only %" PRIu64 " of %" PRIu64 " connections opened in %.1f s\n",
                 k.established, l, k.r.connect_s);
         cli_fail(&k, "not every connection opened");
     }
@@ -869,8 +883,10 @@ static int cmd_client(int argc, char **argv)
     SSL_CTX_free(k.ctx);
     return k.r.errors == 0 && k.r.missing == 0 && k.established == l ? 0 : 1;
 usage:
-    fprintf(stderr, "usage: tls-rpc client PORT --links L --outstanding P --size S --duration SEC\n"
-                    "                      [--warmup SEC] [--drain-timeout SEC] [--cert-sha256 HEX] [--plain]\n");
+    fprintf(
+        stderr,
+        "usage: tls-rpc client PORT --links L --outstanding P --size S --duration SEC\n"
+        "                      [--warmup SEC] [--drain-timeout SEC] [--cert-sha256 HEX] [--plain]\n");
     return 2;
 }
 
@@ -881,8 +897,10 @@ int main(int argc, char **argv)
         return cmd_serve(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "client"))
         return cmd_client(argc - 2, argv + 2);
-    fprintf(stderr, "usage: tls-rpc serve [--plain] [--threads N] [--corrupt-every N] [--drop-every N]\n"
-                    "       tls-rpc client PORT --links L --outstanding P --size S --duration SEC\n"
-                    "                      [--warmup SEC] [--drain-timeout SEC] [--cert-sha256 HEX] [--plain]\n");
+    fprintf(
+        stderr,
+        "usage: tls-rpc serve [--plain] [--threads N] [--corrupt-every N] [--drop-every N]\n"
+        "       tls-rpc client PORT --links L --outstanding P --size S --duration SEC\n"
+        "                      [--warmup SEC] [--drain-timeout SEC] [--cert-sha256 HEX] [--plain]\n");
     return 2;
 }

@@ -50,7 +50,8 @@
 
 #define CHUNK (256u * 1024u)
 
-static double now_s(void) {
+static double now_s(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
@@ -73,7 +74,8 @@ struct rbuf {
     unsigned char wdata[CHUNK + CHUNK / 8]; /* a 256 KiB SSL_write's records and their overhead */
 };
 
-static int rbuf_flush(struct rbuf *r) {
+static int rbuf_flush(struct rbuf *r)
+{
     size_t done = 0;
     while (done < r->wlen) {
         ssize_t w = send(r->fd, r->wdata + done, r->wlen - done, MSG_NOSIGNAL);
@@ -89,7 +91,8 @@ static int rbuf_flush(struct rbuf *r) {
     return 0;
 }
 
-static int rbuf_read(BIO *b, char *out, int outl) {
+static int rbuf_read(BIO *b, char *out, int outl)
+{
     struct rbuf *r = BIO_get_data(b);
     if (outl <= 0)
         return 0;
@@ -119,7 +122,8 @@ static int rbuf_read(BIO *b, char *out, int outl) {
 /* Records are gathered and sent 256 KiB at a time (one send() instead of
  * sixteen); rbuf_flush() runs on BIO_flush (OpenSSL flushes handshake flights
  * and alerts) and after each SSL_write of the drain. */
-static int rbuf_write(BIO *b, const char *in, int inl) {
+static int rbuf_write(BIO *b, const char *in, int inl)
+{
     struct rbuf *r = BIO_get_data(b);
     size_t n = (size_t)inl;
     if (r->werr)
@@ -145,25 +149,22 @@ static int rbuf_write(BIO *b, const char *in, int inl) {
     return inl;
 }
 
-static long rbuf_ctrl(BIO *b, int cmd, long num, void *ptr) {
+static long rbuf_ctrl(BIO *b, int cmd, long num, void *ptr)
+{
     struct rbuf *r = BIO_get_data(b);
     (void)num;
     (void)ptr;
     switch (cmd) {
-    case BIO_CTRL_FLUSH:
-        return rbuf_flush(r) ? 0 : 1;
-    case BIO_CTRL_WPENDING:
-        return (long)r->wlen;
-    case BIO_CTRL_PENDING:
-        return (long)(r->len - r->off);
-    case BIO_CTRL_EOF:
-        return r->eof && r->off == r->len;
-    default:
-        return 0;
+    case BIO_CTRL_FLUSH: return rbuf_flush(r) ? 0 : 1;
+    case BIO_CTRL_WPENDING: return (long)r->wlen;
+    case BIO_CTRL_PENDING: return (long)(r->len - r->off);
+    case BIO_CTRL_EOF: return r->eof && r->off == r->len;
+    default: return 0;
     }
 }
 
-static BIO_METHOD *rbuf_method(void) {
+static BIO_METHOD *rbuf_method(void)
+{
     static BIO_METHOD *m;
     if (!m) {
         m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "drain read-ahead socket");
@@ -175,7 +176,8 @@ static BIO_METHOD *rbuf_method(void) {
 }
 
 /* Attaches fd to ssl through the read-ahead BIO; *rb is freed by the caller after SSL_free. */
-static int attach_fd(SSL *ssl, int fd, struct rbuf **rb) {
+static int attach_fd(SSL *ssl, int fd, struct rbuf **rb)
+{
     BIO_METHOD *m = rbuf_method();
     BIO *b = m ? BIO_new(m) : NULL;
     *rb = malloc(sizeof **rb);
@@ -196,7 +198,8 @@ static int attach_fd(SSL *ssl, int fd, struct rbuf **rb) {
 }
 
 /* Sends what the BIO holds; 0 on success. */
-static int flush_ssl(SSL *ssl) {
+static int flush_ssl(SSL *ssl)
+{
     BIO *w = SSL_get_wbio(ssl);
     return w && BIO_flush(w) == 1 ? 0 : -1;
 }
@@ -205,12 +208,14 @@ static int flush_ssl(SSL *ssl) {
 
 /* Writes are 256 KiB or the last few bytes of a stream; without NODELAY the
  * small end-of-stream records (close_notify, the count) wait for a delayed ACK. */
-static void set_nodelay(int fd) {
+static void set_nodelay(int fd)
+{
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-static int write_all_fd(int fd, const unsigned char *p, size_t len) {
+static int write_all_fd(int fd, const unsigned char *p, size_t len)
+{
     while (len) {
         ssize_t w = write(fd, p, len);
         if (w < 0) {
@@ -224,7 +229,8 @@ static int write_all_fd(int fd, const unsigned char *p, size_t len) {
     return 0;
 }
 
-static void serve_conn(int fd, SSL_CTX *ctx, unsigned char *buf) {
+static void serve_conn(int fd, SSL_CTX *ctx, unsigned char *buf)
+{
     struct stream_sink sink;
     stream_sink_init(&sink);
     SSL *ssl = NULL;
@@ -296,7 +302,8 @@ out:
 
 static void serve_echo_conn(int fd, SSL_CTX *ctx, unsigned char *buf);
 
-static int cmd_serve(int plain, int echo) {
+static int cmd_serve(int plain, int echo)
+{
     SSL_CTX *ctx = NULL;
     char fp[65] = {0};
     if (!plain) {
@@ -315,7 +322,8 @@ static int cmd_serve(int plain, int echo) {
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t al = sizeof a;
-    if (bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 16) || getsockname(ls, (struct sockaddr *)&a, &al)) {
+    if (bind(ls, (struct sockaddr *)&a, sizeof a) || listen(ls, 16) ||
+        getsockname(ls, (struct sockaddr *)&a, &al)) {
         fprintf(stderr, "tls serve: bind/listen on 127.0.0.1: %s\n", strerror(errno));
         return 1;
     }
@@ -323,8 +331,9 @@ static int cmd_serve(int plain, int echo) {
         printf("{\"port\": %u, \"mode\": \"tcp\", \"service\": \"%s\"}\n", ntohs(a.sin_port),
                echo ? "echo" : "drain");
     else
-        printf("{\"port\": %u, \"mode\": \"tls1.3\", \"service\": \"%s\", \"cert_sha256\": \"%s\"}\n",
-               ntohs(a.sin_port), echo ? "echo" : "drain", fp);
+        printf(
+            "{\"port\": %u, \"mode\": \"tls1.3\", \"service\": \"%s\", \"cert_sha256\": \"%s\"}\n",
+            ntohs(a.sin_port), echo ? "echo" : "drain", fp);
     fflush(stdout);
     unsigned char *buf = malloc(CHUNK);
     if (!buf) {
@@ -352,7 +361,9 @@ static int cmd_serve(int plain, int echo) {
 
 /* ---- client ---- */
 
-static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, int plain, const char *fp) {
+static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, int plain,
+                     const char *fp)
+{
     uint64_t port, n, size;
     if (parse_u64(port_s, 1, 65535, &port)) {
         fprintf(stderr, "tls drain: PORT must be 1..65535, got '%s'\n", port_s);
@@ -380,7 +391,8 @@ static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, in
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof a)) {
-        fprintf(stderr, "tls drain: connect to 127.0.0.1:%u: %s\n", (unsigned)port, strerror(errno));
+        fprintf(stderr, "tls drain: connect to 127.0.0.1:%u: %s\n", (unsigned)port,
+                strerror(errno));
         return 1;
     }
     set_nodelay(fd);
@@ -391,7 +403,8 @@ static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, in
         ctx = tls_ctx_new(0);
         if (!ctx)
             return 1;
-        SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL); /* self-signed: pinned by --cert-sha256 instead */
+        SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE,
+                           NULL); /* self-signed: pinned by --cert-sha256 instead */
         ssl = SSL_new(ctx);
         if (!ssl || !attach_fd(ssl, fd, &rb) || !SSL_set_tlsext_host_name(ssl, "localhost")) {
             tls_ssl_errors("SSL_new");
@@ -463,11 +476,15 @@ static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, in
     }
     double secs = now_s() - t0;
     if (have < 8) {
-        fprintf(stderr, "tls drain: connection closed before the server's 8-byte count arrived (%zu bytes)\n", have);
+        fprintf(
+            stderr,
+            "tls drain: connection closed before the server's 8-byte count arrived (%zu bytes)\n",
+            have);
         return 1;
     }
     uint64_t m = get_be64(reply);
-    printf("{\"messages\": %" PRIu64 ", \"size\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"seconds\": %.6f, "
+    printf("{\"messages\": %" PRIu64 ", \"size\": %" PRIu64 ", \"bytes\": %" PRIu64
+           ", \"seconds\": %.6f, "
            "\"server_messages\": %" PRIu64 "}\n",
            n, size, src.total, secs, m);
     fflush(stdout);
@@ -490,7 +507,8 @@ static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, in
 
 #define ECHO_MAX (1u << 20) /* largest message the echo server takes */
 
-static int echo_write(SSL *ssl, int fd, const unsigned char *p, size_t len) {
+static int echo_write(SSL *ssl, int fd, const unsigned char *p, size_t len)
+{
     if (ssl) {
         size_t w;
         return SSL_write_ex(ssl, p, len, &w) == 1 && flush_ssl(ssl) == 0 ? 0 : -1;
@@ -498,7 +516,8 @@ static int echo_write(SSL *ssl, int fd, const unsigned char *p, size_t len) {
     return write_all_fd(fd, p, len);
 }
 
-static void serve_echo_conn(int fd, SSL_CTX *ctx, unsigned char *buf) {
+static void serve_echo_conn(int fd, SSL_CTX *ctx, unsigned char *buf)
+{
     SSL *ssl = NULL;
     struct rbuf *rb = NULL;
     unsigned char *acc = malloc(ECHO_MAX + 4);
@@ -555,7 +574,9 @@ static void serve_echo_conn(int fd, SSL_CTX *ctx, unsigned char *buf) {
             while (have - off >= 4) {
                 uint32_t len = get_be32(acc + off);
                 if (len > ECHO_MAX) {
-                    fprintf(stderr, "tls serve: message of %u bytes is over the echo limit; closing\n", len);
+                    fprintf(stderr,
+                            "tls serve: message of %u bytes is over the echo limit; closing\n",
+                            len);
                     goto out;
                 }
                 if (have - off < 4 + (size_t)len)
@@ -588,14 +609,17 @@ struct client_conn {
     struct rbuf *rb;
 };
 
-static int client_open(struct client_conn *c, uint16_t port, SSL_CTX *ctx, const char *fp, const char *cmd) {
+static int client_open(struct client_conn *c, uint16_t port, SSL_CTX *ctx, const char *fp,
+                       const char *cmd)
+{
     c->ssl = NULL;
     c->rb = NULL;
     c->fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (c->fd < 0 || connect(c->fd, (struct sockaddr *)&a, sizeof a)) {
-        fprintf(stderr, "tls %s: connect to 127.0.0.1:%u: %s\n", cmd, (unsigned)port, strerror(errno));
+        fprintf(stderr, "tls %s: connect to 127.0.0.1:%u: %s\n", cmd, (unsigned)port,
+                strerror(errno));
         if (c->fd >= 0)
             close(c->fd);
         return -1;
@@ -604,7 +628,8 @@ static int client_open(struct client_conn *c, uint16_t port, SSL_CTX *ctx, const
     if (!ctx)
         return 0;
     c->ssl = SSL_new(ctx);
-    if (!c->ssl || !attach_fd(c->ssl, c->fd, &c->rb) || !SSL_set_tlsext_host_name(c->ssl, "localhost")) {
+    if (!c->ssl || !attach_fd(c->ssl, c->fd, &c->rb) ||
+        !SSL_set_tlsext_host_name(c->ssl, "localhost")) {
         tls_ssl_errors("SSL_new");
         return -1;
     }
@@ -618,7 +643,8 @@ static int client_open(struct client_conn *c, uint16_t port, SSL_CTX *ctx, const
 }
 
 /* Ends the stream (close_notify or FIN) and closes the socket without waiting for the server. */
-static void client_close(struct client_conn *c) {
+static void client_close(struct client_conn *c)
+{
     if (c->ssl) {
         SSL_shutdown(c->ssl);
         flush_ssl(c->ssl);
@@ -634,12 +660,14 @@ static void client_close(struct client_conn *c) {
     c->fd = -1;
 }
 
-static int client_write(struct client_conn *c, const unsigned char *p, size_t len) {
+static int client_write(struct client_conn *c, const unsigned char *p, size_t len)
+{
     return echo_write(c->ssl, c->fd, p, len);
 }
 
 /* Reads exactly len bytes; 0, or -1 if the connection ended first. */
-static int client_read(struct client_conn *c, unsigned char *p, size_t len) {
+static int client_read(struct client_conn *c, unsigned char *p, size_t len)
+{
     while (len) {
         size_t got = 0;
         if (c->ssl) {
@@ -659,13 +687,15 @@ static int client_read(struct client_conn *c, unsigned char *p, size_t len) {
     return 0;
 }
 
-static int cmp_u64(const void *a, const void *b) {
+static int cmp_u64(const void *a, const void *b)
+{
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
 }
 
 /* The q-quantile of n sorted values (nearest rank), in µs. */
-static double quantile_us(const uint64_t *v, uint64_t n, double q) {
+static double quantile_us(const uint64_t *v, uint64_t n, double q)
+{
     uint64_t k = (uint64_t)(q * (double)n + 0.999999);
     if (k < 1)
         k = 1;
@@ -674,7 +704,8 @@ static double quantile_us(const uint64_t *v, uint64_t n, double q) {
     return (double)v[k - 1] / 1e3;
 }
 
-static uint64_t mono_ns(void) {
+static uint64_t mono_ns(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
@@ -682,7 +713,8 @@ static uint64_t mono_ns(void) {
 
 /* "pure" + one frame (u32 BE length, body byte i = i % 251): the first message goes out with
  * the preamble, the rest from frame + 4. */
-static unsigned char *make_frame(uint32_t size) {
+static unsigned char *make_frame(uint32_t size)
+{
     unsigned char *f = malloc(8 + (size_t)size);
     if (!f)
         return NULL;
@@ -693,11 +725,14 @@ static unsigned char *make_frame(uint32_t size) {
     return f;
 }
 
-static int cmd_ping(const char *port_s, const char *n_s, const char *size_s, int plain, const char *fp) {
+static int cmd_ping(const char *port_s, const char *n_s, const char *size_s, int plain,
+                    const char *fp)
+{
     uint64_t port, n, size;
     if (parse_u64(port_s, 1, 65535, &port) || parse_u64(n_s, 1, 100000000, &n) ||
         parse_u64(size_s, 0, ECHO_MAX, &size)) {
-        fprintf(stderr, "tls ping: PORT (1..65535) N (1..10^8) SIZE (0..%u) expected, got '%s' '%s' '%s'\n",
+        fprintf(stderr,
+                "tls ping: PORT (1..65535) N (1..10^8) SIZE (0..%u) expected, got '%s' '%s' '%s'\n",
                 ECHO_MAX, port_s, n_s, size_s);
         return 2;
     }
@@ -720,7 +755,8 @@ static int cmd_ping(const char *port_s, const char *n_s, const char *size_s, int
     uint64_t mismatches = 0, done = 0, t0 = mono_ns();
     for (; done < n; done++) {
         uint64_t ts = mono_ns();
-        int w = done == 0 ? client_write(&c, frame, 8 + (size_t)size) : client_write(&c, frame + 4, 4 + (size_t)size);
+        int w = done == 0 ? client_write(&c, frame, 8 + (size_t)size)
+                          : client_write(&c, frame + 4, 4 + (size_t)size);
         if (w) {
             fprintf(stderr, "tls ping: writing message %" PRIu64 " failed\n", done);
             break;
@@ -742,11 +778,14 @@ static int cmd_ping(const char *port_s, const char *n_s, const char *size_s, int
     for (uint64_t i = 0; i < n; i++)
         sum += (double)rtt[i];
     qsort(rtt, n, sizeof *rtt, cmp_u64);
-    printf("{\"round_trips\": %" PRIu64 ", \"size\": %" PRIu64 ", \"echoes\": %" PRIu64 ", \"mismatches\": %" PRIu64
-           ", \"seconds\": %.6f, \"mean_us\": %.2f, \"min_us\": %.2f, \"p50_us\": %.2f, \"p90_us\": %.2f, "
-           "\"p99_us\": %.2f, \"max_us\": %.2f}\n",
-           n, size, done, mismatches, secs, sum / (double)n / 1e3, quantile_us(rtt, n, 0), quantile_us(rtt, n, 0.5),
-           quantile_us(rtt, n, 0.9), quantile_us(rtt, n, 0.99), quantile_us(rtt, n, 1));
+    printf(
+        "{\"round_trips\": %" PRIu64 ", \"size\": %" PRIu64 ", \"echoes\": %" PRIu64
+        ", \"mismatches\": %" PRIu64
+        ", \"seconds\": %.6f, \"mean_us\": %.2f, \"min_us\": %.2f, \"p50_us\": %.2f, \"p90_us\": %.2f, "
+        "\"p99_us\": %.2f, \"max_us\": %.2f}\n",
+        n, size, done, mismatches, secs, sum / (double)n / 1e3, quantile_us(rtt, n, 0),
+        quantile_us(rtt, n, 0.5), quantile_us(rtt, n, 0.9), quantile_us(rtt, n, 0.99),
+        quantile_us(rtt, n, 1));
     fflush(stdout);
     free(frame);
     free(back);
@@ -754,11 +793,13 @@ static int cmd_ping(const char *port_s, const char *n_s, const char *size_s, int
     return mismatches ? 1 : 0;
 }
 
-static int cmd_handshakes(const char *port_s, const char *n_s, int plain, const char *fp) {
+static int cmd_handshakes(const char *port_s, const char *n_s, int plain, const char *fp)
+{
     uint64_t port, n;
     const uint32_t size = 61;
     if (parse_u64(port_s, 1, 65535, &port) || parse_u64(n_s, 1, 100000000, &n)) {
-        fprintf(stderr, "tls handshakes: PORT (1..65535) N (1..10^8) expected, got '%s' '%s'\n", port_s, n_s);
+        fprintf(stderr, "tls handshakes: PORT (1..65535) N (1..10^8) expected, got '%s' '%s'\n",
+                port_s, n_s);
         return 2;
     }
     if (fp && strlen(fp) != 64) {
@@ -786,7 +827,9 @@ static int cmd_handshakes(const char *port_s, const char *n_s, int plain, const 
             break;
         }
         if (memcmp(back, frame + 4, sizeof back) && mismatches++ < 3)
-            fprintf(stderr, "tls handshakes: connection %" PRIu64 "'s echo differs from what was sent\n", done);
+            fprintf(stderr,
+                    "tls handshakes: connection %" PRIu64 "'s echo differs from what was sent\n",
+                    done);
         lat[done] = mono_ns() - ts;
         client_close(&c);
     }
@@ -798,28 +841,33 @@ static int cmd_handshakes(const char *port_s, const char *n_s, int plain, const 
     for (uint64_t i = 0; i < n; i++)
         sum += (double)lat[i];
     qsort(lat, n, sizeof *lat, cmp_u64);
-    printf("{\"handshakes\": %" PRIu64 ", \"size\": %u, \"ok\": %" PRIu64 ", \"mismatches\": %" PRIu64
-           ", \"seconds\": %.6f, \"per_second\": %.1f, \"mean_us\": %.1f, \"p50_us\": %.1f, \"p99_us\": %.1f}\n",
-           n, size, n - mismatches, mismatches, secs, (double)n / secs, sum / (double)n / 1e3,
-           quantile_us(lat, n, 0.5), quantile_us(lat, n, 0.99));
+    printf(
+        "{\"handshakes\": %" PRIu64 ", \"size\": %u, \"ok\": %" PRIu64 ", \"mismatches\": %" PRIu64
+        ", \"seconds\": %.6f, \"per_second\": %.1f, \"mean_us\": %.1f, \"p50_us\": %.1f, \"p99_us\": %.1f}\n",
+        n, size, n - mismatches, mismatches, secs, (double)n / secs, sum / (double)n / 1e3,
+        quantile_us(lat, n, 0.5), quantile_us(lat, n, 0.99));
     fflush(stdout);
     free(frame);
     free(lat);
     return mismatches ? 1 : 0;
 }
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: tls serve [--plain] [--echo]\n"
-               "       tls drain PORT N SIZE [--plain] [--cert-sha256 HEX]\n"
-               "       tls ping PORT N SIZE [--plain] [--cert-sha256 HEX]\n"
-               "       tls handshakes PORT N [--plain] [--cert-sha256 HEX]\n"
-               "TCP + TLS 1.3 (TLS_AES_128_GCM_SHA256, X25519) drain peer; --plain: TCP without TLS.\n"
-               "serve --echo: send every message back (latency, handshakes); ping: N round trips of one\n"
-               "message on one connection; handshakes: N connections one after another, each a full\n"
-               "handshake (no resumption), one 61-byte message echoed, close.\n");
+static void usage(FILE *f)
+{
+    fprintf(
+        f,
+        "usage: tls serve [--plain] [--echo]\n"
+        "       tls drain PORT N SIZE [--plain] [--cert-sha256 HEX]\n"
+        "       tls ping PORT N SIZE [--plain] [--cert-sha256 HEX]\n"
+        "       tls handshakes PORT N [--plain] [--cert-sha256 HEX]\n"
+        "TCP + TLS 1.3 (TLS_AES_128_GCM_SHA256, X25519) drain peer; --plain: TCP without TLS.\n"
+        "serve --echo: send every message back (latency, handshakes); ping: N round trips of one\n"
+        "message on one connection; handshakes: N connections one after another, each a full\n"
+        "handshake (no resumption), one 61-byte message echoed, close.\n");
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     signal(SIGPIPE, SIG_IGN);
     if (argc < 2) {
         usage(stderr);

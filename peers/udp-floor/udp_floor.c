@@ -59,7 +59,7 @@
 #define HDR 8
 #define TAG 16
 #define MAX_SEGS 44
-#define WINDOW (3u << 20)       /* client may run this far past the last credit */
+#define WINDOW (3u << 20) /* client may run this far past the last credit */
 /* the server credits every WINDOW / 3 (1 MiB) consumed */
 /* Both shrink when the socket buffers could not be made 4 MiB (not root and a
  * small net.core.rmem_max): window <= rcvbuf / 2, credit interval = window / 3. */
@@ -69,15 +69,20 @@
 #define KEYLEN 16
 #define IVLEN 12
 
-enum { DIR_C2S = 0, DIR_S2C = 1 };
+enum {
+    DIR_C2S = 0,
+    DIR_S2C = 1
+};
 
-static double now_s(void) {
+static double now_s(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static void ssl_errors(const char *what) {
+static void ssl_errors(const char *what)
+{
     fprintf(stderr, "udp-floor: %s failed", what);
     unsigned long e;
     char buf[256];
@@ -88,7 +93,8 @@ static void ssl_errors(const char *what) {
     fputc('\n', stderr);
 }
 
-static void set_bufs(int fd) {
+static void set_bufs(int fd)
+{
     int v = SOCKBUF;
     if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof v))
         setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
@@ -97,7 +103,8 @@ static void set_bufs(int fd) {
 }
 
 /* Effective receive buffer (the kernel reports twice what was asked). */
-static uint64_t rcvbuf_bytes(int fd) {
+static uint64_t rcvbuf_bytes(int fd)
+{
     int v = 0;
     socklen_t l = sizeof v;
     if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &l) || v <= 0)
@@ -105,14 +112,16 @@ static uint64_t rcvbuf_bytes(int fd) {
     return (uint64_t)v;
 }
 
-static uint64_t window_for(int fd) {
+static uint64_t window_for(int fd)
+{
     uint64_t w = rcvbuf_bytes(fd) / 2;
     if (w == 0 || w > WINDOW)
         w = WINDOW;
     return w;
 }
 
-static void put_hdr(unsigned char *h, int type, uint64_t seq) {
+static void put_hdr(unsigned char *h, int type, uint64_t seq)
+{
     put_be64(h, seq & 0x00ffffffffffffffull);
     h[0] = (unsigned char)type;
 }
@@ -124,7 +133,8 @@ struct aead {
     int seal_dir, open_dir;
 };
 
-static int aead_init(struct aead *a, const unsigned char key_iv[KEYLEN + IVLEN], int seal_dir) {
+static int aead_init(struct aead *a, const unsigned char key_iv[KEYLEN + IVLEN], int seal_dir)
+{
     EVP_CIPHER *c = EVP_CIPHER_fetch(NULL, "AES-128-GCM", NULL);
     a->seal = EVP_CIPHER_CTX_new();
     a->open = EVP_CIPHER_CTX_new();
@@ -141,7 +151,9 @@ static int aead_init(struct aead *a, const unsigned char key_iv[KEYLEN + IVLEN],
     return 0;
 }
 
-static void make_nonce(const struct aead *a, int dir, const unsigned char *hdr, unsigned char n[IVLEN]) {
+static void make_nonce(const struct aead *a, int dir, const unsigned char *hdr,
+                       unsigned char n[IVLEN])
+{
     memcpy(n, a->iv, IVLEN);
     n[3] ^= (unsigned char)dir;
     for (int i = 0; i < HDR; i++)
@@ -149,11 +161,13 @@ static void make_nonce(const struct aead *a, int dir, const unsigned char *hdr, 
 }
 
 /* out = hdr || seal(in[0..len)) || tag; hdr already at out[0..8). */
-static int aead_seal(struct aead *a, unsigned char *out, const unsigned char *in, size_t len) {
+static int aead_seal(struct aead *a, unsigned char *out, const unsigned char *in, size_t len)
+{
     unsigned char n[IVLEN];
     int l1, l2;
     make_nonce(a, a->seal_dir, out, n);
-    if (!EVP_EncryptInit_ex(a->seal, NULL, NULL, NULL, n) || !EVP_EncryptUpdate(a->seal, NULL, &l1, out, HDR) ||
+    if (!EVP_EncryptInit_ex(a->seal, NULL, NULL, NULL, n) ||
+        !EVP_EncryptUpdate(a->seal, NULL, &l1, out, HDR) ||
         !EVP_EncryptUpdate(a->seal, out + HDR, &l1, in, (int)len) ||
         !EVP_EncryptFinal_ex(a->seal, out + HDR + l1, &l2) ||
         !EVP_CIPHER_CTX_ctrl(a->seal, EVP_CTRL_AEAD_GET_TAG, TAG, out + HDR + len)) {
@@ -164,14 +178,16 @@ static int aead_seal(struct aead *a, unsigned char *out, const unsigned char *in
 }
 
 /* Opens d[0..len) in place (header, ciphertext, tag); returns plaintext length or -1. */
-static long aead_open(struct aead *a, unsigned char *d, size_t len) {
+static long aead_open(struct aead *a, unsigned char *d, size_t len)
+{
     if (len < HDR + TAG)
         return -1;
     size_t clen = len - HDR - TAG;
     unsigned char n[IVLEN];
     int l1, l2;
     make_nonce(a, a->open_dir, d, n);
-    if (!EVP_DecryptInit_ex(a->open, NULL, NULL, NULL, n) || !EVP_DecryptUpdate(a->open, NULL, &l1, d, HDR) ||
+    if (!EVP_DecryptInit_ex(a->open, NULL, NULL, NULL, n) ||
+        !EVP_DecryptUpdate(a->open, NULL, &l1, d, HDR) ||
         !EVP_DecryptUpdate(a->open, d + HDR, &l1, d + HDR, (int)clen) ||
         !EVP_CIPHER_CTX_ctrl(a->open, EVP_CTRL_AEAD_SET_TAG, TAG, d + HDR + clen) ||
         EVP_DecryptFinal_ex(a->open, d + HDR + l1, &l2) <= 0) {
@@ -181,7 +197,8 @@ static long aead_open(struct aead *a, unsigned char *d, size_t len) {
     return (long)clen;
 }
 
-static int parse_hex(const char *s, unsigned char *out, size_t n) {
+static int parse_hex(const char *s, unsigned char *out, size_t n)
+{
     if (strlen(s) != 2 * n)
         return -1;
     for (size_t i = 0; i < n; i++) {
@@ -198,7 +215,8 @@ static int parse_hex(const char *s, unsigned char *out, size_t n) {
 
 /* Sends one small control datagram (credit / count / fin), sealed if a != NULL. */
 static int send_ctl(int fd, struct aead *a, int type, uint64_t seq, const uint64_t *vals, int nvals,
-                    const struct sockaddr_in *to) {
+                    const struct sockaddr_in *to)
+{
     unsigned char plain[32], out[HDR + 32 + TAG];
     put_hdr(out, type, seq);
     for (int i = 0; i < nvals; i++)
@@ -229,7 +247,8 @@ struct session {
     struct stream_sink sink;
 };
 
-static void session_start(struct session *s, const struct sockaddr_in *from, uint64_t credit_every) {
+static void session_start(struct session *s, const struct sockaddr_in *from, uint64_t credit_every)
+{
     memset(s, 0, sizeof *s);
     s->credit_every = credit_every;
     s->active = 1;
@@ -237,14 +256,16 @@ static void session_start(struct session *s, const struct sockaddr_in *from, uin
     stream_sink_init(&s->sink);
 }
 
-static void session_reply_count(int fd, struct aead *a, struct session *s) {
+static void session_reply_count(int fd, struct aead *a, struct session *s)
+{
     uint64_t v[3] = {s->sink.messages, s->sink.body_bytes, (uint64_t)(s->failed || s->sink.failed)};
     if (send_ctl(fd, a, 'N', s->tx_seq++, v, 3, &s->peer))
         fprintf(stderr, "udp-floor serve: sending the count: %s\n", strerror(errno));
 }
 
 static void server_segment(int fd, struct aead *a, struct session *s, unsigned char *d, size_t len,
-                           const struct sockaddr_in *from) {
+                           const struct sockaddr_in *from)
+{
     if (len < HDR) {
         static uint64_t runts;
         if (runts++ < 3)
@@ -259,19 +280,24 @@ static void server_segment(int fd, struct aead *a, struct session *s, unsigned c
         if (plen < 0) {
             static uint64_t bad_auth;
             if (bad_auth++ < 3 || bad_auth % 10000 == 0)
-                fprintf(stderr, "udp-floor serve: datagram type %d seq %" PRIu64 " failed authentication: "
-                                "dropped (wrong --key?) [%" PRIu64 " so far]\n", type, seq, bad_auth);
+                fprintf(stderr,
+                        "udp-floor serve: datagram type %d seq %" PRIu64 " failed authentication: "
+                        "dropped (wrong --key?) [%" PRIu64 " so far]\n",
+                        type, seq, bad_auth);
             return;
         }
     } else {
         plen = (long)(len - HDR);
     }
-    int same = s->active && s->peer.sin_addr.s_addr == from->sin_addr.s_addr && s->peer.sin_port == from->sin_port;
+    int same = s->active && s->peer.sin_addr.s_addr == from->sin_addr.s_addr &&
+               s->peer.sin_port == from->sin_port;
     if (!same || s->done) {
         if (type == 'D' && seq == 0) {
             if (s->active && !s->done)
-                fprintf(stderr, "udp-floor serve: a new client arrived; abandoning the unfinished stream "
-                                "(%" PRIu64 " datagrams received)\n", s->dgrams);
+                fprintf(stderr,
+                        "udp-floor serve: a new client arrived; abandoning the unfinished stream "
+                        "(%" PRIu64 " datagrams received)\n",
+                        s->dgrams);
             session_start(s, from, window_for(fd) / 3);
         } else if (!same) {
             return; /* stray datagram from an old or unknown client */
@@ -282,9 +308,12 @@ static void server_segment(int fd, struct aead *a, struct session *s, unsigned c
         if (s->done)
             return;
         if (seq != s->expect) {
-            fprintf(stderr, "udp-floor serve: SEQUENCE GAP: expected data datagram %" PRIu64 ", got %" PRIu64
-                            " — %" PRIu64 " datagram(s) lost on loopback (receive buffer overrun?); "
-                            "this run fails\n", s->expect, seq, seq > s->expect ? seq - s->expect : 0);
+            fprintf(stderr,
+                    "udp-floor serve: SEQUENCE GAP: expected data datagram %" PRIu64
+                    ", got %" PRIu64 " — %" PRIu64
+                    " datagram(s) lost on loopback (receive buffer overrun?); "
+                    "this run fails\n",
+                    s->expect, seq, seq > s->expect ? seq - s->expect : 0);
             s->failed = 1;
         }
         s->expect = seq + 1;
@@ -306,8 +335,9 @@ static void server_segment(int fd, struct aead *a, struct session *s, unsigned c
         if (!s->done) {
             uint64_t total = get_be64(p), dg = get_be64(p + 8);
             if (seq < s->expect || dg != s->expect || total != s->consumed) {
-                fprintf(stderr, "udp-floor serve: at fin the client sent %" PRIu64 " datagrams / %" PRIu64
-                                " bytes, received %" PRIu64 " / %" PRIu64 "; this run fails\n",
+                fprintf(stderr,
+                        "udp-floor serve: at fin the client sent %" PRIu64 " datagrams / %" PRIu64
+                        " bytes, received %" PRIu64 " / %" PRIu64 "; this run fails\n",
                         dg, total, s->expect, s->consumed);
                 s->failed = 1;
             }
@@ -321,7 +351,8 @@ static void server_segment(int fd, struct aead *a, struct session *s, unsigned c
     }
 }
 
-static int cmd_serve(int seal) {
+static int cmd_serve(int seal)
+{
     unsigned char key_iv[KEYLEN + IVLEN];
     struct aead aead, *a = NULL;
     if (seal) {
@@ -347,7 +378,8 @@ static int cmd_serve(int seal) {
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = 0};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t sl = sizeof sa;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) || getsockname(fd, (struct sockaddr *)&sa, &sl)) {
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) ||
+        getsockname(fd, (struct sockaddr *)&sa, &sl)) {
         fprintf(stderr, "udp-floor serve: bind 127.0.0.1: %s\n", strerror(errno));
         return 1;
     }
@@ -355,7 +387,8 @@ static int cmd_serve(int seal) {
         char hex[2 * (KEYLEN + IVLEN) + 1];
         for (int i = 0; i < KEYLEN + IVLEN; i++)
             snprintf(hex + 2 * i, 3, "%02x", key_iv[i]);
-        printf("{\"port\": %u, \"mode\": \"udp-seal\", \"key\": \"%s\"}\n", ntohs(sa.sin_port), hex);
+        printf("{\"port\": %u, \"mode\": \"udp-seal\", \"key\": \"%s\"}\n", ntohs(sa.sin_port),
+               hex);
     } else {
         printf("{\"port\": %u, \"mode\": \"udp\"}\n", ntohs(sa.sin_port));
     }
@@ -390,7 +423,8 @@ static int cmd_serve(int seal) {
         for (int i = 0; i < n; i++) {
             size_t len = mm[i].msg_len;
             size_t seg = len;
-            for (struct cmsghdr *c = CMSG_FIRSTHDR(&mm[i].msg_hdr); c; c = CMSG_NXTHDR(&mm[i].msg_hdr, c))
+            for (struct cmsghdr *c = CMSG_FIRSTHDR(&mm[i].msg_hdr); c;
+                 c = CMSG_NXTHDR(&mm[i].msg_hdr, c))
                 if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
                     int g;
                     memcpy(&g, CMSG_DATA(c), sizeof g);
@@ -412,7 +446,9 @@ static int cmd_serve(int seal) {
 /* ---- client ---- */
 
 /* Reads every queued server datagram; updates *credit, sets *got_count. */
-static int client_poll(int fd, struct aead *a, int wait_ms, uint64_t *credit, int *got_count, uint64_t cnt[3]) {
+static int client_poll(int fd, struct aead *a, int wait_ms, uint64_t *credit, int *got_count,
+                       uint64_t cnt[3])
+{
     unsigned char buf[256];
     int waited = 0, got = 0;
     for (;;) {
@@ -421,7 +457,9 @@ static int client_poll(int fd, struct aead *a, int wait_ms, uint64_t *credit, in
             if (errno == EINTR)
                 continue;
             if (errno == ECONNREFUSED) {
-                fprintf(stderr, "udp-floor drain: server port refused the datagrams (no server listening?)\n");
+                fprintf(
+                    stderr,
+                    "udp-floor drain: server port refused the datagrams (no server listening?)\n");
                 return -1;
             }
             if (errno != EAGAIN && errno != EWOULDBLOCK) {
@@ -448,7 +486,9 @@ static int client_poll(int fd, struct aead *a, int wait_ms, uint64_t *credit, in
             if (plen < 0) {
                 static int bad_auth;
                 if (bad_auth++ < 3)
-                    fprintf(stderr, "udp-floor drain: server datagram failed authentication (wrong --key?)\n");
+                    fprintf(
+                        stderr,
+                        "udp-floor drain: server datagram failed authentication (wrong --key?)\n");
                 continue;
             }
         }
@@ -465,7 +505,9 @@ static int client_poll(int fd, struct aead *a, int wait_ms, uint64_t *credit, in
     }
 }
 
-static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, int seal, const char *key_hex) {
+static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, int seal,
+                     const char *key_hex)
+{
     uint64_t port, n, size;
     if (parse_u64(port_s, 1, 65535, &port)) {
         fprintf(stderr, "udp-floor drain: PORT must be 1..65535, got '%s'\n", port_s);
@@ -476,14 +518,16 @@ static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, in
         return 2;
     }
     if (parse_u64(size_s, 0, DRAIN_MAX_SIZE, &size)) {
-        fprintf(stderr, "udp-floor drain: SIZE must be 0..%u bytes, got '%s'\n", DRAIN_MAX_SIZE, size_s);
+        fprintf(stderr, "udp-floor drain: SIZE must be 0..%u bytes, got '%s'\n", DRAIN_MAX_SIZE,
+                size_s);
         return 2;
     }
     struct aead aead, *a = NULL;
     if (seal) {
         unsigned char key_iv[KEYLEN + IVLEN];
         if (!key_hex || parse_hex(key_hex, key_iv, sizeof key_iv)) {
-            fprintf(stderr, "udp-floor drain: --seal needs --key with the server's 56 hex digits\n");
+            fprintf(stderr,
+                    "udp-floor drain: --seal needs --key with the server's 56 hex digits\n");
             return 2;
         }
         if (aead_init(&aead, key_iv, DIR_C2S))
@@ -504,13 +548,16 @@ static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, in
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof sa)) {
-        fprintf(stderr, "udp-floor drain: connect 127.0.0.1:%u: %s\n", (unsigned)port, strerror(errno));
+        fprintf(stderr, "udp-floor drain: connect 127.0.0.1:%u: %s\n", (unsigned)port,
+                strerror(errno));
         return 1;
     }
     set_bufs(fd);
     const uint64_t window = window_for(fd);
     if (window < WINDOW)
-        fprintf(stderr, "udp-floor drain: socket buffers below 4 MiB (not root?): window %" PRIu64 " bytes\n",
+        fprintf(stderr,
+                "udp-floor drain: socket buffers below 4 MiB (not root?): window %" PRIu64
+                " bytes\n",
                 window);
 
     static unsigned char sbuf[MAX_SEGS * MAX_DGRAM];
@@ -540,9 +587,12 @@ static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, in
             if (credit > before) {
                 last_progress = now_s();
             } else if (now_s() - last_progress > 5.0) {
-                fprintf(stderr, "udp-floor drain: no credit from the server for 5 s (server gone or stalled, or a --seal/--key "
-                                "mismatch) "
-                                "at stream byte %" PRIu64 "\n", off);
+                fprintf(
+                    stderr,
+                    "udp-floor drain: no credit from the server for 5 s (server gone or stalled, or a --seal/--key "
+                    "mismatch) "
+                    "at stream byte %" PRIu64 "\n",
+                    off);
                 return 1;
             }
             continue;
@@ -596,9 +646,12 @@ static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, in
                 continue;
             }
             if (errno == ECONNREFUSED)
-                fprintf(stderr, "udp-floor drain: server port refused the datagrams (no server listening?)\n");
+                fprintf(
+                    stderr,
+                    "udp-floor drain: server port refused the datagrams (no server listening?)\n");
             else
-                fprintf(stderr, "udp-floor drain: sendmsg (GSO burst of %zu): %s\n", nseg, strerror(errno));
+                fprintf(stderr, "udp-floor drain: sendmsg (GSO burst of %zu): %s\n", nseg,
+                        strerror(errno));
             return 1;
         }
     }
@@ -617,29 +670,35 @@ static int cmd_drain(const char *port_s, const char *n_s, const char *size_s, in
             return 1;
     }
     double secs = now_s() - t0;
-    printf("{\"messages\": %" PRIu64 ", \"size\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"seconds\": %.6f, "
+    printf("{\"messages\": %" PRIu64 ", \"size\": %" PRIu64 ", \"bytes\": %" PRIu64
+           ", \"seconds\": %.6f, "
            "\"server_messages\": %" PRIu64 ", \"datagrams\": %" PRIu64 "}\n",
            n, size, src.total, secs, cnt[0], seq);
     fflush(stdout);
     close(fd);
     stream_src_free(&src);
     if (cnt[0] != n || cnt[2]) {
-        fprintf(stderr, "udp-floor drain: server counted %" PRIu64 " messages%s, sent %" PRIu64 "\n", cnt[0],
-                cnt[2] ? " and reported a failed stream (see its stderr)" : "", n);
+        fprintf(stderr,
+                "udp-floor drain: server counted %" PRIu64 " messages%s, sent %" PRIu64 "\n",
+                cnt[0], cnt[2] ? " and reported a failed stream (see its stderr)" : "", n);
         return 1;
     }
     return 0;
 }
 
 /* ---- aead-rate ---- */
-static double cpu_s(void) {
+static double cpu_s(void)
+{
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static int cmd_aead_rate(void) {
-    enum { LEN = 65536 };
+static int cmd_aead_rate(void)
+{
+    enum {
+        LEN = 65536
+    };
     static unsigned char in[LEN], out[HDR + LEN + TAG];
     unsigned char key_iv[KEYLEN + IVLEN];
     struct aead s, o;
@@ -671,19 +730,24 @@ static int cmd_aead_rate(void) {
     double bytes = (double)iters * LEN;
     printf("{\"ns_per_byte\": %.5f, \"seal_ns_per_byte\": %.5f, \"open_ns_per_byte\": %.5f, "
            "\"cipher\": \"AES-128-GCM\", \"buffer\": %d, \"iterations\": %" PRIu64 "}\n",
-           (seal_t + open_t) * 1e9 / (2 * bytes), seal_t * 1e9 / bytes, open_t * 1e9 / bytes, LEN, iters);
+           (seal_t + open_t) * 1e9 / (2 * bytes), seal_t * 1e9 / bytes, open_t * 1e9 / bytes, LEN,
+           iters);
     return 0;
 }
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: udp-floor serve [--seal]\n"
-               "       udp-floor drain PORT N SIZE [--seal --key HEX]\n"
-               "       udp-floor aead-rate\n"
-               "Raw UDP (GSO/GRO, credit flow control, no retransmission) drain peer; --seal: AES-128-GCM\n"
-               "per datagram. aead-rate: AES-128-GCM bulk ns per byte (64 KiB buffers, ~0.5 s).\n");
+static void usage(FILE *f)
+{
+    fprintf(
+        f,
+        "usage: udp-floor serve [--seal]\n"
+        "       udp-floor drain PORT N SIZE [--seal --key HEX]\n"
+        "       udp-floor aead-rate\n"
+        "Raw UDP (GSO/GRO, credit flow control, no retransmission) drain peer; --seal: AES-128-GCM\n"
+        "per datagram. aead-rate: AES-128-GCM bulk ns per byte (64 KiB buffers, ~0.5 s).\n");
 }
 
-int main(int argc, char **argv) {
+int main(int argc, char **argv)
+{
     signal(SIGPIPE, SIG_IGN);
     if (argc < 2) {
         usage(stderr);

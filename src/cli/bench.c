@@ -36,12 +36,16 @@ static const cli_cmd benches[] = {
 
 int cli_bench(int argc, char **argv)
 {
-    if (argc == 1 || (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))) {
+    if (argc == 1 ||
+        (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0))) {
         fputs(bench_help, stdout);
         return CLI_OK;
     }
     for (size_t i = 0; i < sizeof benches / sizeof benches[0]; i++)
         if (strcmp(argv[1], benches[i].name) == 0)
             return benches[i].run(argc - 1, argv + 1);
-    return cli_usage("bench", "no benchmark '%s': try `pure bench idle`, `pure bench handshakes` or bench/run.py", argv[1]);
+    return cli_usage(
+        "bench",
+        "no benchmark '%s': try `pure bench idle`, `pure bench handshakes` or bench/run.py",
+        argv[1]);
 }

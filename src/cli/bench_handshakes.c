@@ -104,8 +104,9 @@ static void on_message(pure_link *link, void *user, const uint8_t *data, size_t 
     uint64_t now = pure_now();
     if (len != h->size || memcmp(data, h->body, len) != 0) {
         if (h->mismatches++ < 3)
-            fprintf(stderr, "pure bench handshakes: link %llu's echo differs from what was sent "
-                            "(%zu bytes back, %llu sent)\n",
+            fprintf(stderr,
+                    "pure bench handshakes: link %llu's echo differs from what was sent "
+                    "(%zu bytes back, %llu sent)\n",
                     (unsigned long long)h->done, len, (unsigned long long)h->size);
     }
     h->lat[h->done++] = now - h->t_conn;
@@ -204,8 +205,9 @@ int cli_bench_handshakes(int argc, char **argv)
             fprintf(stderr, "pure bench handshakes: interrupted after %llu of %llu links\n",
                     (unsigned long long)h.done, (unsigned long long)h.n);
         else
-            fprintf(stderr, "pure bench handshakes: timed out after %.1f s: %llu of %llu links "
-                            "done, the last one %s\n",
+            fprintf(stderr,
+                    "pure bench handshakes: timed out after %.1f s: %llu of %llu links "
+                    "done, the last one %s\n",
                     (double)(pure_now() - t0) / 1e9, (unsigned long long)h.done,
                     (unsigned long long)h.n,
                     h.cl.established ? "waiting for its echo" : "still in its handshake");
@@ -228,8 +230,9 @@ int cli_bench_handshakes(int argc, char **argv)
                cpu * 1e6 / (double)h.n);
         fflush(stdout);
         if (h.mismatches && h.code == CLI_OK) {
-            fprintf(stderr, "pure bench handshakes: %llu of %llu echoes differed from what was "
-                            "sent\n",
+            fprintf(stderr,
+                    "pure bench handshakes: %llu of %llu echoes differed from what was "
+                    "sent\n",
                     (unsigned long long)h.mismatches, (unsigned long long)h.n);
             h.code = CLI_FAIL;
         }

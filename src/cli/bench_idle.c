@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* bench_idle.c: `pure bench idle`: K links between two processes on loopback, left idle, then
  * woken: memory per link on each side, CPU, packets and timers while idle, handshake and wake
- * times (the idle-links experiment of bench/README.md). The server is a forked child that reports its
- * counters over a pipe. */
+ * times (the idle-links experiment of bench/README.md). The server is a forked child that reports
+ * its counters over a pipe. */
 #include <errno.h>
 #include <malloc.h>
 #include <poll.h>
@@ -246,14 +246,9 @@ int cli_bench_idle(int argc, char **argv)
                 return cli_usage("bench idle", "--keepalive takes seconds above 0, not '%s'",
                                  optarg);
             break;
-        case 'j':
-            json = 1;
-            break;
-        case 'h':
-            fputs(idle_help, stdout);
-            return CLI_OK;
-        default:
-            return cli_bad_option("bench idle", o, argv);
+        case 'j': json = 1; break;
+        case 'h': fputs(idle_help, stdout); return CLI_OK;
+        default: return cli_bad_option("bench idle", o, argv);
         }
     }
     if (optind < argc)
@@ -392,7 +387,8 @@ int cli_bench_idle(int argc, char **argv)
             }
         pure_loop_stats lst;
         pure_loop_stats_get(c.loop, &lst);
-        fprintf(stderr, "client after wake: %llu lost, %llu PTOs, %llu B resent; loop: %llu sendmsg, "
+        fprintf(stderr,
+                "client after wake: %llu lost, %llu PTOs, %llu B resent; loop: %llu sendmsg, "
                 "%llu datagrams in, %llu send errors, %llu recv errors\n",
                 (unsigned long long)lost, (unsigned long long)ptos, (unsigned long long)retx,
                 (unsigned long long)lst.sendmsg_calls, (unsigned long long)lst.datagrams_received,

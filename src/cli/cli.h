@@ -13,10 +13,10 @@
 
 /* Exit codes (documented in docs/pure.1 and docs/cli.md). */
 enum {
-    CLI_OK = 0,       /* done as asked */
-    CLI_FAIL = 1,     /* runtime failure: count mismatch, link closed with an error, timeout */
-    CLI_USAGE = 2,    /* bad flag, argument, address, key text or file */
-    CLI_REFUSED = 3,  /* the peer refused us: unknown service, key not allowed, wrong peer key */
+    CLI_OK = 0,      /* done as asked */
+    CLI_FAIL = 1,    /* runtime failure: count mismatch, link closed with an error, timeout */
+    CLI_USAGE = 2,   /* bad flag, argument, address, key text or file */
+    CLI_REFUSED = 3, /* the peer refused us: unknown service, key not allowed, wrong peer key */
 };
 
 typedef struct cli_cmd {
@@ -58,7 +58,11 @@ int cli_parse_seconds(const char *s, uint64_t *ns);
 void cli_key_text(char out[CLI_KEY_TEXT], const uint8_t key[PURE_KEY_LEN], int priv);
 
 /* Results of the *_from_text functions besides 0. */
-enum { CLI_KEY_MALFORMED = -1, CLI_KEY_WRONG_KIND = -2, CLI_KEY_BARE = -3 };
+enum {
+    CLI_KEY_MALFORMED = -1,
+    CLI_KEY_WRONG_KIND = -2,
+    CLI_KEY_BARE = -3
+};
 
 /* Parses a public key ("pure-pub:..." or bare base64; surrounding white space allowed).
  * Returns 0, CLI_KEY_WRONG_KIND for a private key's text, or CLI_KEY_MALFORMED. */
@@ -100,13 +104,13 @@ int cli_signal_exit_code(void);
 
 /* What a client knows about its link, for error messages. */
 typedef struct cli_client {
-    const char *cmd;            /* "drain", "send" */
+    const char *cmd; /* "drain", "send" */
     const char *service;
-    const char *server;         /* as the user typed it */
+    const char *server; /* as the user typed it */
     const char *peer_key_text;
     uint8_t our_pub[PURE_KEY_LEN];
     int established;
-    int ipv6;                   /* the server's address family (set by cli_client_open) */
+    int ipv6;                           /* the server's address family (set by cli_client_open) */
     char server_addr[PURE_ADDR_STRLEN]; /* the address it resolved to, "[::1]:4433" */
     uint64_t handshake_timeout; /* ns: --handshake-timeout if set before cli_client_open, else
                                    filled in by it */
@@ -121,9 +125,8 @@ int cli_link_failed(const cli_client *c, const pure_close_info *info);
  * wrong key is reported as such before the overall limit, the callbacks, a socket of to's
  * family. Fills c->our_pub, c->ipv6, c->server_addr and c->handshake_timeout.
  * Returns CLI_OK, or an exit code after printing why. */
-int cli_client_open(cli_client *c, const char *keyfile, uint64_t timeout,
-                    const pure_callbacks *cb, const pure_addr *to, pure_ctx **ctx,
-                    pure_loop **loop);
+int cli_client_open(cli_client *c, const char *keyfile, uint64_t timeout, const pure_callbacks *cb,
+                    const pure_addr *to, pure_ctx **ctx, pure_loop **loop);
 
 /* The options the client commands share. Set the defaults, then call cli_client_options. */
 typedef struct cli_client_opts {
@@ -136,15 +139,15 @@ typedef struct cli_client_opts {
     int stats;                  /* --stats */
 } cli_client_opts;
 
-#define CLI_OPT_KEY 1u          /* --key */
-#define CLI_OPT_SERVICE 2u      /* --service (checked: 1 to 63 bytes) */
-#define CLI_OPT_STATS 4u        /* --stats */
-#define CLI_OPT_SIZE 8u         /* --size */
+#define CLI_OPT_KEY 1u     /* --key */
+#define CLI_OPT_SERVICE 2u /* --service (checked: 1 to 63 bytes) */
+#define CLI_OPT_STATS 4u   /* --stats */
+#define CLI_OPT_SIZE 8u    /* --size */
 
-/* Parses cmd's options: --peer-key, --timeout, --handshake-timeout and --help always, the others where `allow` has
- * them (any other is an unknown option). Returns -1 with optind at the first positional
- * argument, or the exit code to return: CLI_OK after printing `help`, CLI_USAGE after saying
- * what was wrong. */
+/* Parses cmd's options: --peer-key, --timeout, --handshake-timeout and --help always, the others
+ * where `allow` has them (any other is an unknown option). Returns -1 with optind at the first
+ * positional argument, or the exit code to return: CLI_OK after printing `help`, CLI_USAGE after
+ * saying what was wrong. */
 int cli_client_options(const char *cmd, const char *help, unsigned allow, int argc, char **argv,
                        cli_client_opts *o);
 

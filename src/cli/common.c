@@ -37,18 +37,21 @@ int cli_bad_option(const char *cmd, int c, char **argv)
 int cli_client_options(const char *cmd, const char *help, unsigned allow, int argc, char **argv,
                        cli_client_opts *o)
 {
-    static const struct option opts[] = {
-        {"peer-key", required_argument, NULL, 'p'}, {"key", required_argument, NULL, 'k'},
-        {"service", required_argument, NULL, 'S'},  {"timeout", required_argument, NULL, 't'},
-        {"size", required_argument, NULL, 'z'},     {"stats", no_argument, NULL, 's'},
-        {"handshake-timeout", required_argument, NULL, 'H'},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"peer-key", required_argument, NULL, 'p'},
+                                         {"key", required_argument, NULL, 'k'},
+                                         {"service", required_argument, NULL, 'S'},
+                                         {"timeout", required_argument, NULL, 't'},
+                                         {"size", required_argument, NULL, 'z'},
+                                         {"stats", no_argument, NULL, 's'},
+                                         {"handshake-timeout", required_argument, NULL, 'H'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     /* the options only some commands take, by the flag in `allow` that admits them */
     static const struct {
         int c;
         unsigned flag;
-    } optional[] = {{'k', CLI_OPT_KEY}, {'S', CLI_OPT_SERVICE}, {'s', CLI_OPT_STATS},
-                    {'z', CLI_OPT_SIZE}};
+    } optional[] = {
+        {'k', CLI_OPT_KEY}, {'S', CLI_OPT_SERVICE}, {'s', CLI_OPT_STATS}, {'z', CLI_OPT_SIZE}};
     int c, idx;
     opterr = 0;
     optind = 1;
@@ -72,8 +75,10 @@ int cli_client_options(const char *cmd, const char *help, unsigned allow, int ar
             break;
         case 'H':
             if (cli_parse_seconds(optarg, &o->handshake_timeout) || o->handshake_timeout == 0)
-                return cli_usage(cmd, "--handshake-timeout '%s' is not a positive number of "
-                                      "seconds", optarg);
+                return cli_usage(cmd,
+                                 "--handshake-timeout '%s' is not a positive number of "
+                                 "seconds",
+                                 optarg);
             break;
         case 'h': fputs(help, stdout); return CLI_OK;
         default: return cli_bad_option(cmd, c, argv);
@@ -112,7 +117,10 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-void cli_sort_u64(uint64_t *v, uint64_t n) { qsort(v, n, sizeof *v, cmp_u64); }
+void cli_sort_u64(uint64_t *v, uint64_t n)
+{
+    qsort(v, n, sizeof *v, cmp_u64);
+}
 
 double cli_quantile_us(const uint64_t *sorted, uint64_t n, double q)
 {
@@ -209,13 +217,16 @@ int cli_parse_key(const char *cmd, const char *what, const char *text, uint8_t k
     case 0: return 0;
     case CLI_KEY_WRONG_KIND:
         memset(key, 0, PURE_KEY_LEN);
-        fprintf(stderr, "pure %s: %s is a private key (pure-priv:...), not a public key: give "
-                        "the public key (pure pubkey < FILE prints it), and keep the private key "
-                        "off command lines\n", cmd, what);
+        fprintf(stderr,
+                "pure %s: %s is a private key (pure-priv:...), not a public key: give "
+                "the public key (pure pubkey < FILE prints it), and keep the private key "
+                "off command lines\n",
+                cmd, what);
         return CLI_USAGE;
     default:
-        return cli_usage(cmd, "%s '%.60s' is not a public key: expected pure-pub: and 44 "
-                              "characters of base64 (as printed by pure pubkey / pure serve)",
+        return cli_usage(cmd,
+                         "%s '%.60s' is not a public key: expected pure-pub: and 44 "
+                         "characters of base64 (as printed by pure pubkey / pure serve)",
                          what, text);
     }
 }
@@ -228,15 +239,20 @@ int cli_read_private_key(const char *cmd, const char *what, const char *text,
         return 0;
     memset(key, 0, PURE_KEY_LEN);
     if (rc == CLI_KEY_WRONG_KIND)
-        fprintf(stderr, "pure %s: %s holds a public key (pure-pub:...), not a private key: give "
-                        "the file pure keygen wrote\n", cmd, what);
+        fprintf(stderr,
+                "pure %s: %s holds a public key (pure-pub:...), not a private key: give "
+                "the file pure keygen wrote\n",
+                cmd, what);
     else if (rc == CLI_KEY_BARE)
-        fprintf(stderr, "pure %s: %s holds bare base64, which may be a public key: private keys "
-                        "are written pure-priv:... since pure 0.2; if it is a private key from "
-                        "pure 0.1, prefix it with pure-priv:\n", cmd, what);
+        fprintf(stderr,
+                "pure %s: %s holds bare base64, which may be a public key: private keys "
+                "are written pure-priv:... since pure 0.2; if it is a private key from "
+                "pure 0.1, prefix it with pure-priv:\n",
+                cmd, what);
     else
-        fprintf(stderr, "pure %s: %s does not hold a private key: expected one line "
-                        "pure-priv: and 44 base64 characters (make one with: pure keygen)\n",
+        fprintf(stderr,
+                "pure %s: %s does not hold a private key: expected one line "
+                "pure-priv: and 44 base64 characters (make one with: pure keygen)\n",
                 cmd, what);
     return CLI_USAGE;
 }
@@ -250,9 +266,10 @@ int cli_read_key_file(const char *cmd, const char *path, uint8_t key[PURE_KEY_LE
     }
     struct stat st;
     if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077))
-        fprintf(stderr, "pure %s: warning: private key file %s is readable by %s (mode %04o): "
-                        "chmod 600 %s\n", cmd, path,
-                (st.st_mode & 007) ? "everyone" : "its group",
+        fprintf(stderr,
+                "pure %s: warning: private key file %s is readable by %s (mode %04o): "
+                "chmod 600 %s\n",
+                cmd, path, (st.st_mode & 007) ? "everyone" : "its group",
                 (unsigned)(st.st_mode & 07777), path);
     char buf[256], what[300];
     size_t n = fread(buf, 1, sizeof buf - 1, f);
@@ -260,9 +277,11 @@ int cli_read_key_file(const char *cmd, const char *path, uint8_t key[PURE_KEY_LE
     fclose(f);
     buf[n] = 0;
     snprintf(what, sizeof what, "key file %s", path);
-    int rc = big ? (fprintf(stderr, "pure %s: key file %s does not hold a private key: it is "
-                                    "larger than one key (make one with: pure keygen > %s)\n",
-                            cmd, path, path), CLI_USAGE)
+    int rc = big ? (fprintf(stderr,
+                            "pure %s: key file %s does not hold a private key: it is "
+                            "larger than one key (make one with: pure keygen > %s)\n",
+                            cmd, path, path),
+                    CLI_USAGE)
                  : cli_read_private_key(cmd, what, buf, key);
     memset(buf, 0, sizeof buf);
     return rc;
@@ -298,8 +317,9 @@ int cli_peer_addr(const char *cmd, const char *text, pure_addr *a)
                 freeaddrinfo(res);
         }
         if (!ok)
-            return cli_usage(cmd, "'%s' is not an address: expected HOST:PORT such as "
-                                  "127.0.0.1:4433 or [::1]:4433",
+            return cli_usage(cmd,
+                             "'%s' is not an address: expected HOST:PORT such as "
+                             "127.0.0.1:4433 or [::1]:4433",
                              text);
     }
     char s[PURE_ADDR_STRLEN];
@@ -339,9 +359,15 @@ int cli_stop_on_signals(pure_loop *loop)
     return stop_signals;
 }
 
-int cli_signals_received(void) { return stop_signals; }
+int cli_signals_received(void)
+{
+    return stop_signals;
+}
 
-int cli_signal_exit_code(void) { return 128 + (last_signal ? last_signal : SIGINT); }
+int cli_signal_exit_code(void)
+{
+    return 128 + (last_signal ? last_signal : SIGINT);
+}
 
 int cli_link_failed(const cli_client *c, const pure_close_info *info)
 {
@@ -414,27 +440,26 @@ void cli_print_stats(const char *cmd, const pure_link_stats *ls, const pure_loop
                 (unsigned long long)ls->bytes_retransmitted, (unsigned long long)ls->ptos,
                 (unsigned long long)ls->recv_window, (unsigned long long)ls->rekeys,
                 (unsigned long long)ls->paced_bursts);
-    fprintf(stderr,
-            "pure %s: loop: sendmsg calls %llu, packets %llu (%.1f per call), GSO bursts %llu%s, "
-            "send blocked %llu, send errors %llu; recvmsg calls %llu, datagrams %llu (%.1f per "
-            "call), GRO segments %llu in %llu buffers%s, empty reads %llu; wakeups %llu (timer %llu), "
-            "timeouts %llu\n",
-            cmd, (unsigned long long)st.sendmsg_calls, (unsigned long long)st.packets_sent,
-            st.sendmsg_calls ? (double)st.packets_sent / (double)st.sendmsg_calls : 0.0,
-            (unsigned long long)st.gso_bursts, st.gso ? "" : " (GSO off)",
-            (unsigned long long)st.send_blocked, (unsigned long long)st.send_errors,
-            (unsigned long long)st.recvmsg_calls, (unsigned long long)st.datagrams_received,
-            st.recvmsg_calls ? (double)st.datagrams_received / (double)st.recvmsg_calls : 0.0,
-            (unsigned long long)st.gro_segments, (unsigned long long)st.gro_buffers,
-            st.gro ? "" : " (GRO off)", (unsigned long long)st.recv_empty,
-            (unsigned long long)st.wakeups,
-            (unsigned long long)st.timer_wakeups,
-            (unsigned long long)st.timeouts);
+    fprintf(
+        stderr,
+        "pure %s: loop: sendmsg calls %llu, packets %llu (%.1f per call), GSO bursts %llu%s, "
+        "send blocked %llu, send errors %llu; recvmsg calls %llu, datagrams %llu (%.1f per "
+        "call), GRO segments %llu in %llu buffers%s, empty reads %llu; wakeups %llu (timer %llu), "
+        "timeouts %llu\n",
+        cmd, (unsigned long long)st.sendmsg_calls, (unsigned long long)st.packets_sent,
+        st.sendmsg_calls ? (double)st.packets_sent / (double)st.sendmsg_calls : 0.0,
+        (unsigned long long)st.gso_bursts, st.gso ? "" : " (GSO off)",
+        (unsigned long long)st.send_blocked, (unsigned long long)st.send_errors,
+        (unsigned long long)st.recvmsg_calls, (unsigned long long)st.datagrams_received,
+        st.recvmsg_calls ? (double)st.datagrams_received / (double)st.recvmsg_calls : 0.0,
+        (unsigned long long)st.gro_segments, (unsigned long long)st.gro_buffers,
+        st.gro ? "" : " (GRO off)", (unsigned long long)st.recv_empty,
+        (unsigned long long)st.wakeups, (unsigned long long)st.timer_wakeups,
+        (unsigned long long)st.timeouts);
 }
 
-int cli_client_open(cli_client *c, const char *keyfile, uint64_t timeout,
-                    const pure_callbacks *cb, const pure_addr *to, pure_ctx **ctx,
-                    pure_loop **loop)
+int cli_client_open(cli_client *c, const char *keyfile, uint64_t timeout, const pure_callbacks *cb,
+                    const pure_addr *to, pure_ctx **ctx, pure_loop **loop)
 {
     pure_settings st;
     pure_settings_default(&st);

@@ -79,7 +79,10 @@ static void on_established(pure_link *link, void *user)
     d->cl.established = 1;
 }
 
-static void on_writable(pure_link *link, void *user) { pump(user); }
+static void on_writable(pure_link *link, void *user)
+{
+    pump(user);
+}
 
 static uint64_t be64(const uint8_t *p)
 {
@@ -131,7 +134,6 @@ static const pure_callbacks callbacks = {
     .on_writable = on_writable,
     .on_closed = on_closed,
 };
-
 
 int cli_drain(int argc, char **argv)
 {
@@ -203,10 +205,8 @@ int cli_drain(int argc, char **argv)
             fprintf(stderr, "pure drain: interrupted after %llu of %llu messages\n",
                     (unsigned long long)d.sent, (unsigned long long)d.n);
         else
-            fprintf(stderr,
-                    "pure drain: timed out after %.1f s: sent %llu of %llu messages, %s\n",
-                    (double)(t1 - t0) / 1e9, (unsigned long long)d.sent,
-                    (unsigned long long)d.n,
+            fprintf(stderr, "pure drain: timed out after %.1f s: sent %llu of %llu messages, %s\n",
+                    (double)(t1 - t0) / 1e9, (unsigned long long)d.sent, (unsigned long long)d.n,
                     d.cl.established ? "no count from the server yet"
                                      : "the handshake never completed");
         pure_link_stats_get(d.link, &d.stats);

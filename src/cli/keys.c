@@ -56,8 +56,10 @@ int cli_keygen(int argc, char **argv)
     struct stat st;
     if (fstat(STDOUT_FILENO, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 077) &&
         fchmod(STDOUT_FILENO, st.st_mode & 0700) != 0)
-        fprintf(stderr, "pure keygen: warning: cannot make the key file private (chmod 600 it): "
-                        "%s\n", strerror(errno));
+        fprintf(stderr,
+                "pure keygen: warning: cannot make the key file private (chmod 600 it): "
+                "%s\n",
+                strerror(errno));
     cli_key_text(text, priv, 1);
     memset(priv, 0, sizeof priv);
     printf("%s\n", text);

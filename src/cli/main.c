@@ -17,9 +17,10 @@ static const cli_cmd commands[] = {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: pure COMMAND [ARGS]   (pure COMMAND --help for each)\n"
-               "       pure --version        print the version (pure %s)\n\n"
-               "Pure: a secure, reliable message transport over UDP.\n\ncommands:\n",
+    fprintf(f,
+            "usage: pure COMMAND [ARGS]   (pure COMMAND --help for each)\n"
+            "       pure --version        print the version (pure %s)\n\n"
+            "Pure: a secure, reliable message transport over UDP.\n\ncommands:\n",
             pure_version());
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);

@@ -45,11 +45,11 @@ typedef struct ping {
     pure_link *link;
     uint64_t n, size, done, mismatches;
     uint8_t *body;
-    uint64_t *rtt;     /* ns, one per round trip */
-    uint64_t t_send;   /* when the message in flight was accepted */
+    uint64_t *rtt;   /* ns, one per round trip */
+    uint64_t t_send; /* when the message in flight was accepted */
     uint64_t t_first, t_last;
     double cpu_first;
-    int waiting;       /* a send waits for on_writable */
+    int waiting; /* a send waits for on_writable */
     int closed, code;
     pure_link_stats stats;
 } ping;
@@ -103,8 +103,9 @@ static void on_message(pure_link *link, void *user, const uint8_t *data, size_t 
     }
     if (len != p->size || memcmp(data, p->body, len) != 0) {
         if (p->mismatches++ < 3)
-            fprintf(stderr, "pure ping: echo %llu differs from what was sent (%zu bytes back, "
-                            "%llu sent)\n",
+            fprintf(stderr,
+                    "pure ping: echo %llu differs from what was sent (%zu bytes back, "
+                    "%llu sent)\n",
                     (unsigned long long)p->done, len, (unsigned long long)p->size);
     }
     p->rtt[p->done++] = now - p->t_send;
@@ -235,11 +236,11 @@ int cli_ping(int argc, char **argv)
                    "%llu, \"seconds\": %.6f, \"mean_us\": %.2f, \"min_us\": %.2f, \"p50_us\": "
                    "%.2f, \"p90_us\": %.2f, \"p99_us\": %.2f, \"max_us\": %.2f, "
                    "\"client_cpu_us_per_round_trip\": %.3f}\n",
-                   (unsigned long long)p.n, (unsigned long long)p.size,
-                   (unsigned long long)p.done, (unsigned long long)p.mismatches, secs, mean,
-                   cli_quantile_us(p.rtt, p.n, 0), cli_quantile_us(p.rtt, p.n, 0.5),
-                   cli_quantile_us(p.rtt, p.n, 0.9), cli_quantile_us(p.rtt, p.n, 0.99),
-                   cli_quantile_us(p.rtt, p.n, 1), cpu * 1e6 / (double)p.n);
+                   (unsigned long long)p.n, (unsigned long long)p.size, (unsigned long long)p.done,
+                   (unsigned long long)p.mismatches, secs, mean, cli_quantile_us(p.rtt, p.n, 0),
+                   cli_quantile_us(p.rtt, p.n, 0.5), cli_quantile_us(p.rtt, p.n, 0.9),
+                   cli_quantile_us(p.rtt, p.n, 0.99), cli_quantile_us(p.rtt, p.n, 1),
+                   cpu * 1e6 / (double)p.n);
         else
             printf("{\"round_trips\": 0, \"size\": %llu, \"echoes\": 0, \"mismatches\": 0}\n",
                    (unsigned long long)p.size);

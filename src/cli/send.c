@@ -45,7 +45,7 @@ typedef struct sender {
     pure_loop *loop;
     pure_link *link;
     uint8_t *buf;
-    size_t start, scan, end, cap;  /* unsent input is buf[start, end); no newline before scan */
+    size_t start, scan, end, cap; /* unsent input is buf[start, end); no newline before scan */
     int eof, watching, can_watch, readable, blocked, finished, peer_finished, closed, code;
     int echo, tty_out;
     uint64_t lines, replies;

@@ -82,7 +82,11 @@ static const char serve_help[] =
     "exit codes: 0 stopped by a signal; 1 runtime failure (socket error);\n"
     "            2 usage error (bad flag, address, key or allow file, address in use)\n";
 
-enum svc_kind { SVC_DRAIN = 1, SVC_ECHO = 2, SVC_SINK = 4 };
+enum svc_kind {
+    SVC_DRAIN = 1,
+    SVC_ECHO = 2,
+    SVC_SINK = 4
+};
 
 static const struct {
     const char *name;
@@ -106,7 +110,7 @@ typedef struct srv_link {
     struct server *srv;
     pure_link *link;
     enum svc_kind kind;
-    uint64_t id;               /* order of acceptance, from 1: names the link in --stats-every */
+    uint64_t id; /* order of acceptance, from 1: names the link in --stats-every */
     uint64_t messages, bytes;
     qmsg *qhead, *qtail;
     size_t qbytes;
@@ -131,7 +135,7 @@ typedef struct server {
     unsigned thread, threads;
     struct shared *shared;
     pthread_t tid;
-    int rc;                   /* the thread's loop result */
+    int rc; /* the thread's loop result */
 } server;
 
 static void sl_free_queue(srv_link *sl)
@@ -178,7 +182,8 @@ static void sl_send(srv_link *sl, const uint8_t *d, size_t n)
             return; /* sent, or the link is closing: on_closed tells */
     }
     if (sl->qbytes + n > QUEUE_MAX) {
-        pure_link_abort(sl->link, PURE_CLOSE_APP, "echo backlog over 64 MiB: the client is not reading replies");
+        pure_link_abort(sl->link, PURE_CLOSE_APP,
+                        "echo backlog over 64 MiB: the client is not reading replies");
         return;
     }
     pure_link_pause_recv(sl->link); /* no new credit until the queue is out */
@@ -206,8 +211,10 @@ static void log_link(const srv_link *sl, const char *what, const char *detail)
     pure_addr_to_string(pure_link_peer_addr(sl->link), addr, sizeof addr);
     cli_key_text(key, pure_link_peer_key(sl->link), 0);
     fprintf(stderr, "pure serve: %s %s from %s key %s: %llu messages, %llu bytes%s%s\n", what,
-            sl->kind == SVC_DRAIN ? "drain" : sl->kind == SVC_ECHO ? "echo" : "sink", addr, key,
-            (unsigned long long)sl->messages, (unsigned long long)sl->bytes,
+            sl->kind == SVC_DRAIN  ? "drain"
+            : sl->kind == SVC_ECHO ? "echo"
+                                   : "sink",
+            addr, key, (unsigned long long)sl->messages, (unsigned long long)sl->bytes,
             detail ? ": " : "", detail ? detail : "");
 }
 
@@ -323,8 +330,8 @@ static void on_closed(pure_link *link, void *user, const pure_close_info *info)
         snprintf(why, sizeof why, "closed%s%s", *info->reason ? " by the peer: " : "",
                  info->reason);
     else
-        snprintf(why, sizeof why, "%s%s%s", pure_strerror(info->error),
-                 *info->reason ? ": " : "", info->reason);
+        snprintf(why, sizeof why, "%s%s%s", pure_strerror(info->error), *info->reason ? ": " : "",
+                 info->reason);
     log_link(sl, "closed", why);
     server *srv = sl->srv;
     if (srv->verbose && srv->loop) { /* no loop while pure_ctx_free closes the last links */
@@ -363,32 +370,71 @@ static const char *kind_name(enum svc_kind k)
 
 /* The guard counters (pure_guard_stats) in the order of pure.h, named as there: the total line
  * prints every one (a field added to the struct goes here too). */
-#define GUARD(f) {#f, offsetof(pure_guard_stats, f)}
+#define GUARD(f)                                                                                   \
+    {                                                                                              \
+#f, offsetof(pure_guard_stats, f)                                                          \
+    }
 static const struct {
     const char *name;
     size_t offset;
 } guard_fields[] = {
-    GUARD(dh_ops),           GUARD(inits_replayed),        GUARD(inits_throttled),
-    GUARD(inits_half_open_cap), GUARD(inits_bad_mac),      GUARD(inits_silent),
-    GUARD(inits_duplicate),  GUARD(cookie_replies_bad),    GUARD(rejects_bad),
-    GUARD(failed_opens),     GUARD(links_integrity_closed), GUARD(rx_memory),
-    GUARD(rx_memory_peak),   GUARD(rx_memory_stalls),
+    GUARD(dh_ops),
+    GUARD(inits_replayed),
+    GUARD(inits_throttled),
+    GUARD(inits_half_open_cap),
+    GUARD(inits_bad_mac),
+    GUARD(inits_silent),
+    GUARD(inits_duplicate),
+    GUARD(cookie_replies_bad),
+    GUARD(rejects_bad),
+    GUARD(failed_opens),
+    GUARD(links_integrity_closed),
+    GUARD(rx_memory),
+    GUARD(rx_memory_peak),
+    GUARD(rx_memory_stalls),
 };
 #undef GUARD
 
 /* The counters of the total line, in its order (a thread's line has them too). */
-enum { F_LINKS, F_ACCEPTED, F_CLOSED, F_MESSAGES, F_BYTES, F_DGRAMS_IN, F_DGRAMS_OUT, F_REFUSED,
-       F_DROPPED, F_CORE_LINKS, F_HS_ACCEPTED, F_COOKIES, F_GUARD };
+enum {
+    F_LINKS,
+    F_ACCEPTED,
+    F_CLOSED,
+    F_MESSAGES,
+    F_BYTES,
+    F_DGRAMS_IN,
+    F_DGRAMS_OUT,
+    F_REFUSED,
+    F_DROPPED,
+    F_CORE_LINKS,
+    F_HS_ACCEPTED,
+    F_COOKIES,
+    F_GUARD
+};
 #define N_GUARD (sizeof guard_fields / sizeof *guard_fields)
 #define N_FIELDS (F_GUARD + N_GUARD)
 /* and, with threads, a thread's own: */
-enum { X_UNKNOWN_LINK, X_HANDED_OFF, X_HANDED_IN, X_HANDOFF_DROPPED, N_EXTRA };
-static const char *const field_names[F_GUARD] = {
-    "links", "accepted", "closed", "messages_received", "bytes_received", "datagrams_in",
-    "datagrams_out", "handshakes_refused", "dropped", "core_links", "handshakes_accepted",
-    "cookies_sent"};
-static const char *const extra_names[N_EXTRA] = {"dropped_unknown_link", "handed_off",
-                                                 "handed_in", "handoff_dropped"};
+enum {
+    X_UNKNOWN_LINK,
+    X_HANDED_OFF,
+    X_HANDED_IN,
+    X_HANDOFF_DROPPED,
+    N_EXTRA
+};
+static const char *const field_names[F_GUARD] = {"links",
+                                                 "accepted",
+                                                 "closed",
+                                                 "messages_received",
+                                                 "bytes_received",
+                                                 "datagrams_in",
+                                                 "datagrams_out",
+                                                 "handshakes_refused",
+                                                 "dropped",
+                                                 "core_links",
+                                                 "handshakes_accepted",
+                                                 "cookies_sent"};
+static const char *const extra_names[N_EXTRA] = {"dropped_unknown_link", "handed_off", "handed_in",
+                                                 "handoff_dropped"};
 
 typedef struct counters {
     uint64_t v[N_FIELDS];
@@ -399,12 +445,12 @@ typedef struct counters {
 typedef struct shared {
     pthread_mutex_t mu;
     unsigned threads;
-    counters *latest;     /* per thread */
-    uint64_t *tick;       /* the stats tick each thread reported last */
+    counters *latest; /* per thread */
+    uint64_t *tick;   /* the stats tick each thread reported last */
     double *t;
-    uint64_t printed;     /* the last tick whose total is out */
-    int failed;           /* a thread's socket failed: stop them all */
-    int stopping;         /* the main thread is stopping every loop */
+    uint64_t printed; /* the last tick whose total is out */
+    int failed;       /* a thread's socket failed: stop them all */
+    int stopping;     /* the main thread is stopping every loop */
     uint64_t stats_every, t_start;
 } shared;
 
@@ -519,8 +565,7 @@ static int load_allow(pure_ctx *ctx, const char *path)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "pure serve: cannot read the --allow file %s: %s\n", path,
-                strerror(errno));
+        fprintf(stderr, "pure serve: cannot read the --allow file %s: %s\n", path, strerror(errno));
         return CLI_USAGE;
     }
     char line[512];
@@ -538,8 +583,9 @@ static int load_allow(pure_ctx *ctx, const char *path)
         uint8_t key[PURE_KEY_LEN];
         int krc = cli_public_key_from_text(key, p);
         if (krc == CLI_KEY_WRONG_KIND) {
-            fprintf(stderr, "pure serve: %s line %d is a private key (pure-priv:...): list the "
-                            "clients' public keys (pure pubkey < KEYFILE), and delete that line\n",
+            fprintf(stderr,
+                    "pure serve: %s line %d is a private key (pure-priv:...): list the "
+                    "clients' public keys (pure pubkey < KEYFILE), and delete that line\n",
                     path, lineno);
             fclose(f);
             return CLI_USAGE;
@@ -578,8 +624,9 @@ static int parse_services(const char *list, unsigned *mask)
             if (strlen(services[i].name) == n && memcmp(p, services[i].name, n) == 0)
                 k = services[i].kind;
         if (!k)
-            return cli_usage("serve", "unknown service '%.*s' in --services (known: drain, "
-                                      "echo, sink)",
+            return cli_usage("serve",
+                             "unknown service '%.*s' in --services (known: drain, "
+                             "echo, sink)",
                              (int)n, p);
         *mask |= k;
         p += n;
@@ -878,14 +925,19 @@ out:
 
 int cli_serve(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"listen", required_argument, NULL, 'l'}, {"key", required_argument, NULL, 'k'},
-        {"ephemeral", no_argument, NULL, 'e'},    {"allow", required_argument, NULL, 'a'},
-        {"allow-any", no_argument, NULL, 'A'},    {"services", required_argument, NULL, 's'},
-        {"keepalive", required_argument, NULL, 'K'}, {"verbose", no_argument, NULL, 'v'},
-        {"stats-every", required_argument, NULL, 'E'}, {"silent", no_argument, NULL, 'S'},
-        {"threads", required_argument, NULL, 'T'},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    static const struct option opts[] = {{"listen", required_argument, NULL, 'l'},
+                                         {"key", required_argument, NULL, 'k'},
+                                         {"ephemeral", no_argument, NULL, 'e'},
+                                         {"allow", required_argument, NULL, 'a'},
+                                         {"allow-any", no_argument, NULL, 'A'},
+                                         {"services", required_argument, NULL, 's'},
+                                         {"keepalive", required_argument, NULL, 'K'},
+                                         {"verbose", no_argument, NULL, 'v'},
+                                         {"stats-every", required_argument, NULL, 'E'},
+                                         {"silent", no_argument, NULL, 'S'},
+                                         {"threads", required_argument, NULL, 'T'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {NULL, 0, NULL, 0}};
     const char *listen = NULL, *keyfile = NULL, *allow = NULL, *svc = "drain,echo,sink";
     int ephemeral = 0, allow_any = 0, verbose = 0, silent = 0, c;
     uint64_t keepalive = 0, stats_every = 0, threads = 0;
@@ -907,8 +959,10 @@ int cli_serve(int argc, char **argv)
             break;
         case 'E':
             if (cli_parse_seconds(optarg, &stats_every) || stats_every < 1000000u)
-                return cli_usage("serve", "--stats-every '%s' is not a number of seconds "
-                                          "(0.001 or more)", optarg);
+                return cli_usage("serve",
+                                 "--stats-every '%s' is not a number of seconds "
+                                 "(0.001 or more)",
+                                 optarg);
             break;
         case 'T':
             if (cli_parse_count(optarg, PURE_LOOP_GROUP_MAX, &threads) || threads == 0)
@@ -936,17 +990,23 @@ int cli_serve(int argc, char **argv)
         return CLI_USAGE;
     pure_addr bind_addr;
     if (pure_addr_from_string(&bind_addr, listen) != 0)
-        return cli_usage("serve", "--listen '%s' is not an address: expected ADDR:PORT such as "
-                                  "127.0.0.1:4433, [::1]:4433 or 0.0.0.0:0",
+        return cli_usage("serve",
+                         "--listen '%s' is not an address: expected ADDR:PORT such as "
+                         "127.0.0.1:4433, [::1]:4433 or 0.0.0.0:0",
                          listen);
 
     if (!threads) { /* default: every online CPU */
         long cpus = sysconf(_SC_NPROCESSORS_ONLN);
         threads = cpus < 1 ? 1 : cpus > PURE_LOOP_GROUP_MAX ? PURE_LOOP_GROUP_MAX : (uint64_t)cpus;
     }
-    serve_opts o = {.listen = listen, .allow = allow, .mask = mask,
-                    .allow_any = allow_any || (ephemeral && !allow), .keepalive = keepalive,
-                    .respond_to_unknown = !silent, .verbose = verbose, .stats_every = stats_every};
+    serve_opts o = {.listen = listen,
+                    .allow = allow,
+                    .mask = mask,
+                    .allow_any = allow_any || (ephemeral && !allow),
+                    .keepalive = keepalive,
+                    .respond_to_unknown = !silent,
+                    .verbose = verbose,
+                    .stats_every = stats_every};
     if (keyfile) {
         if (cli_read_key_file("serve", keyfile, o.key))
             return CLI_USAGE;

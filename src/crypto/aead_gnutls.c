@@ -61,8 +61,8 @@ int pure_gnutls_aead_seal(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], con
     gnutls_aead_cipher_hd_t h = a->impl;
     size_t out = len + PURE_TAG_LEN;
     if (data != NULL && tag == data + len) /* a packet: ciphertext || tag in place */
-        return gnutls_aead_cipher_encrypt(h, nonce, PURE_NONCE_LEN, ad, adlen, PURE_TAG_LEN,
-                                          data, len, data, &out) < 0
+        return gnutls_aead_cipher_encrypt(h, nonce, PURE_NONCE_LEN, ad, adlen, PURE_TAG_LEN, data,
+                                          len, data, &out) < 0
                    ? PURE_ECRYPTO
                    : 0;
     uint8_t stack[SCRATCH + PURE_TAG_LEN] = {0}; /* the handshake path only: small, rare */

@@ -34,7 +34,8 @@
 #include <cpuid.h>
 #include <immintrin.h>
 
-#define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,vaes,vpclmulqdq,aes,pclmul,sse4.1")))
+#define TARGET                                                                                     \
+    __attribute__((target("avx512f,avx512bw,avx512vl,vaes,vpclmulqdq,aes,pclmul,sse4.1")))
 
 /* Powers of H for one-reduction hashing: up to 16 blocks with the powers every key keeps; up to
  * PMAX (a whole packet of a 1,500-byte path: ad, 92 data blocks and the lengths block) with a
@@ -44,11 +45,11 @@
 /* One key: 512 bytes while a link only exchanges small packets (100,000 links waking at once
  * schedule 200,000 of these: their memory is page faults), plus 1.6 KB once it sends long ones. */
 typedef struct vaes_key {
-    __m128i rk[11];   /* AES-128 round keys (broadcast to four lanes where used) */
-    __m128i pw[20];   /* pw[16 - e] = H^e (byte-reversed domain), e = 1..16; pw[16..19] zero, so
-                         a four-lane load past a region's last block multiplies zero lanes */
-    __m128i *big;     /* NULL, or big[PMAX - e] = H^e for e = 1..npow, then four zeros */
-    uint32_t npow;    /* powers in big */
+    __m128i rk[11]; /* AES-128 round keys (broadcast to four lanes where used) */
+    __m128i pw[20]; /* pw[16 - e] = H^e (byte-reversed domain), e = 1..16; pw[16..19] zero, so
+                       a four-lane load past a region's last block multiplies zero lanes */
+    __m128i *big;   /* NULL, or big[PMAX - e] = H^e for e = 1..npow, then four zeros */
+    uint32_t npow;  /* powers in big */
 } vaes_key;
 
 static const uint8_t bswap_bytes[16] = {15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0};
@@ -103,12 +104,14 @@ TARGET static inline __m512i gf_reduce4(__m512i lo, __m512i hi)
     c_lo = _mm512_bslli_epi128(c_lo, 4);
     lo = _mm512_or_si512(lo, c_lo);
     hi = _mm512_or_si512(_mm512_or_si512(hi, c_hi), carry_mid);
-    __m512i a = _mm512_xor_si512(_mm512_xor_si512(_mm512_slli_epi32(lo, 31), _mm512_slli_epi32(lo, 30)),
-                                 _mm512_slli_epi32(lo, 25));
+    __m512i a =
+        _mm512_xor_si512(_mm512_xor_si512(_mm512_slli_epi32(lo, 31), _mm512_slli_epi32(lo, 30)),
+                         _mm512_slli_epi32(lo, 25));
     __m512i spill = _mm512_bsrli_epi128(a, 4);
     lo = _mm512_xor_si512(lo, _mm512_bslli_epi128(a, 12));
-    __m512i b = _mm512_xor_si512(_mm512_xor_si512(_mm512_srli_epi32(lo, 1), _mm512_srli_epi32(lo, 2)),
-                                 _mm512_srli_epi32(lo, 7));
+    __m512i b =
+        _mm512_xor_si512(_mm512_xor_si512(_mm512_srli_epi32(lo, 1), _mm512_srli_epi32(lo, 2)),
+                         _mm512_srli_epi32(lo, 7));
     b = _mm512_xor_si512(b, spill);
     return _mm512_xor_si512(hi, _mm512_xor_si512(lo, b));
 }
@@ -116,7 +119,8 @@ TARGET static inline __m512i gf_reduce4(__m512i lo, __m512i hi)
 /* gf_reduce4 on one lane. */
 TARGET static inline __m128i gf_reduce(__m128i lo, __m128i hi)
 {
-    return _mm512_castsi512_si128(gf_reduce4(_mm512_zextsi128_si512(lo), _mm512_zextsi128_si512(hi)));
+    return _mm512_castsi512_si128(
+        gf_reduce4(_mm512_zextsi128_si512(lo), _mm512_zextsi128_si512(hi)));
 }
 
 TARGET static inline __m128i gf_mul(__m128i a, __m128i b)
@@ -171,7 +175,7 @@ TARGET static const __m128i *powers(vaes_key *k, size_t n)
         k->npow = 16;
     }
     const __m512i h4 = _mm512_broadcast_i32x4(k->pw[12]);
-    while (k->npow < n) { /* npow is a multiple of 4 */
+    while (k->npow < n) {                                           /* npow is a multiple of 4 */
         __m512i prev = _mm512_loadu_si512(&k->big[PMAX - k->npow]); /* H^npow .. H^(npow-3) */
         _mm512_storeu_si512(&k->big[PMAX - k->npow - 4], gf_mul4(prev, h4));
         k->npow += 4;
@@ -187,7 +191,10 @@ TARGET static const __m128i *powers(vaes_key *k, size_t n)
                                                      _mm512_clmulepi64_epi128(d, h, 0x10)));       \
     } while (0)
 
-static inline __mmask64 mask_for(size_t n) { return n >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << n) - 1); }
+static inline __mmask64 mask_for(size_t n)
+{
+    return n >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << n) - 1);
+}
 
 /* y = GHASH state (byte-reversed) after absorbing n bytes at p, the last block zero-padded,
  * reducing every sixteen blocks: for inputs longer than PMAX blocks. */
@@ -217,7 +224,8 @@ TARGET static __m128i ghash(const vaes_key *k, __m128i y, const uint8_t *p, size
         const __m128i *hp = &h16[16 - nb];
         __m512i lo = _mm512_setzero_si512(), mid = lo, hi = lo;
         for (size_t j = 0; j < nb; j += 4) {
-            __m512i d = _mm512_shuffle_epi8(_mm512_maskz_loadu_epi8(mask_for(n - 16 * j), p + 16 * j), bs);
+            __m512i d =
+                _mm512_shuffle_epi8(_mm512_maskz_loadu_epi8(mask_for(n - 16 * j), p + 16 * j), bs);
             if (j == 0)
                 d = _mm512_xor_si512(d, _mm512_zextsi128_si512(y));
             __m512i h = _mm512_loadu_si512(hp + j);
@@ -230,20 +238,20 @@ TARGET static __m128i ghash(const vaes_key *k, __m128i y, const uint8_t *p, size
 
 #define AES_ROUNDS4(c0, c1, c2, c3)                                                                \
     do {                                                                                           \
-        c0 = _mm512_xor_si512(c0, K[0]);                                                       \
-        c1 = _mm512_xor_si512(c1, K[0]);                                                       \
-        c2 = _mm512_xor_si512(c2, K[0]);                                                       \
-        c3 = _mm512_xor_si512(c3, K[0]);                                                       \
+        c0 = _mm512_xor_si512(c0, K[0]);                                                           \
+        c1 = _mm512_xor_si512(c1, K[0]);                                                           \
+        c2 = _mm512_xor_si512(c2, K[0]);                                                           \
+        c3 = _mm512_xor_si512(c3, K[0]);                                                           \
         for (int r = 1; r < 10; r++) {                                                             \
-            c0 = _mm512_aesenc_epi128(c0, K[r]);                                               \
-            c1 = _mm512_aesenc_epi128(c1, K[r]);                                               \
-            c2 = _mm512_aesenc_epi128(c2, K[r]);                                               \
-            c3 = _mm512_aesenc_epi128(c3, K[r]);                                               \
+            c0 = _mm512_aesenc_epi128(c0, K[r]);                                                   \
+            c1 = _mm512_aesenc_epi128(c1, K[r]);                                                   \
+            c2 = _mm512_aesenc_epi128(c2, K[r]);                                                   \
+            c3 = _mm512_aesenc_epi128(c3, K[r]);                                                   \
         }                                                                                          \
-        c0 = _mm512_aesenclast_epi128(c0, K[10]);                                              \
-        c1 = _mm512_aesenclast_epi128(c1, K[10]);                                              \
-        c2 = _mm512_aesenclast_epi128(c2, K[10]);                                              \
-        c3 = _mm512_aesenclast_epi128(c3, K[10]);                                              \
+        c0 = _mm512_aesenclast_epi128(c0, K[10]);                                                  \
+        c1 = _mm512_aesenclast_epi128(c1, K[10]);                                                  \
+        c2 = _mm512_aesenclast_epi128(c2, K[10]);                                                  \
+        c3 = _mm512_aesenclast_epi128(c3, K[10]);                                                  \
     } while (0)
 
 /* XORs the keystream of counters 2, 3, ... under nonce into n bytes at p. */
@@ -257,8 +265,8 @@ TARGET static void ctr(const vaes_key *k, const uint8_t nonce[PURE_NONCE_LEN], u
     memcpy(b, nonce, 12);
     b[12] = 0, b[13] = 0, b[14] = 0, b[15] = 2;
     /* byte-reversed, the be32 counter is each lane's low dword: add to it, swap back */
-    __m512i rev = _mm512_broadcast_i32x4(_mm_shuffle_epi8(_mm_loadu_si128((const __m128i *)b),
-                                                          _mm_loadu_si128((const __m128i *)bswap_bytes)));
+    __m512i rev = _mm512_broadcast_i32x4(_mm_shuffle_epi8(
+        _mm_loadu_si128((const __m128i *)b), _mm_loadu_si128((const __m128i *)bswap_bytes)));
     rev = _mm512_add_epi32(rev, _mm512_set_epi32(0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0));
     const __m512i four = _mm512_set_epi32(0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4);
     while (n) {
@@ -297,7 +305,7 @@ TARGET static void ctr(const vaes_key *k, const uint8_t nonce[PURE_NONCE_LEN], u
     do {                                                                                           \
         for (size_t j_ = 0; 16 * j_ < (n); j_ += 4) {                                              \
             __m512i d_ = _mm512_shuffle_epi8(                                                      \
-                _mm512_maskz_loadu_epi8(mask_for((n) - 16 * j_), (p) + 16 * j_), bs);              \
+                _mm512_maskz_loadu_epi8(mask_for((n)-16 * j_), (p) + 16 * j_), bs);                \
             __m512i h_ = _mm512_loadu_si512((hp) + j_);                                            \
             MUL_ACC(d_, h_);                                                                       \
         }                                                                                          \
@@ -312,7 +320,7 @@ TARGET static __m128i ghash_all(vaes_key *k, const uint8_t *ad, size_t adlen, co
     __m128i lens = _mm_set_epi64x((long long)((uint64_t)adlen * 8), (long long)((uint64_t)len * 8));
     size_t na = (adlen + 15) / 16, nd = (len + 15) / 16, n = na + nd + 1;
     const __m128i *hp = powers(k, n); /* b_g times hp[g] = H^(n-g) */
-    if (hp == NULL) { /* long input: sixteen blocks per reduction */
+    if (hp == NULL) {                 /* long input: sixteen blocks per reduction */
         __m128i y = _mm_setzero_si128();
         if (adlen)
             y = ghash(k, y, ad, adlen);
@@ -456,7 +464,8 @@ TARGET int pure_vaes_aead_seal(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN]
 }
 
 TARGET int pure_vaes_aead_open(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
-                               size_t adlen, uint8_t *data, size_t len, const uint8_t tag[PURE_TAG_LEN])
+                               size_t adlen, uint8_t *data, size_t len,
+                               const uint8_t tag[PURE_TAG_LEN])
 {
     if (a == NULL || a->impl == NULL || nonce == NULL || tag == NULL || (data == NULL && len) ||
         (ad == NULL && adlen))
@@ -480,7 +489,10 @@ TARGET int pure_vaes_aead_open(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN]
 
 #else /* not x86-64 with GCC-style intrinsics: never available */
 
-int pure_vaes_available(void) { return 0; }
+int pure_vaes_available(void)
+{
+    return 0;
+}
 int pure_vaes_aead_init(pure_aead *a, enum pure_aead_alg alg, const uint8_t *key)
 {
     (void)alg, (void)key;
@@ -490,7 +502,10 @@ int pure_vaes_aead_init(pure_aead *a, enum pure_aead_alg alg, const uint8_t *key
     }
     return PURE_EINVAL;
 }
-void pure_vaes_aead_free(pure_aead *a) { (void)a; }
+void pure_vaes_aead_free(pure_aead *a)
+{
+    (void)a;
+}
 int pure_vaes_aead_seal(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
                         size_t adlen, uint8_t *data, size_t len, uint8_t tag[PURE_TAG_LEN])
 {

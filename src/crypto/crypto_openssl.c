@@ -71,8 +71,8 @@ static EVP_PKEY *import_for_derive(const uint8_t priv[PURE_DH_LEN])
     EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, "X25519", NULL);
     EVP_PKEY *k = NULL;
     OSSL_PARAM params[3];
-    params[0] = OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PRIV_KEY, (void *)priv,
-                                                  PURE_DH_LEN);
+    params[0] =
+        OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PRIV_KEY, (void *)priv, PURE_DH_LEN);
     params[1] = OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, (void *)placeholder,
                                                   PURE_DH_LEN);
     params[2] = OSSL_PARAM_construct_end();
@@ -131,8 +131,8 @@ static void fail_closed(uint8_t out[PURE_HASH_LEN])
         memset(out, 0xa5, PURE_HASH_LEN);
 }
 
-void pure_openssl_hash(uint8_t out[PURE_HASH_LEN], const uint8_t *a, size_t alen,
-                       const uint8_t *b, size_t blen, const uint8_t *c, size_t clen)
+void pure_openssl_hash(uint8_t out[PURE_HASH_LEN], const uint8_t *a, size_t alen, const uint8_t *b,
+                       size_t blen, const uint8_t *c, size_t clen)
 {
     if (!sha256_3(out, a, alen, b, blen, c, clen))
         fail_closed(out);
@@ -343,8 +343,7 @@ static void ossl_aead_free(pure_aead *a)
 
 /* One packet through the provider directly. tag is written (enc) or checked (!enc). */
 static int direct_crypt(const prov_cipher *d, void *ctx, int enc, const uint8_t *nonce,
-                        const uint8_t *ad, size_t adlen, uint8_t *data, size_t len,
-                        uint8_t *tag)
+                        const uint8_t *ad, size_t adlen, uint8_t *data, size_t len, uint8_t *tag)
 {
     OSSL_PARAM params[2];
     uint8_t fin[16]; /* GCM's final writes nothing; a real buffer keeps data == NULL legal */

@@ -13,8 +13,8 @@ int pure_openssl_dh_public(uint8_t pub[PURE_DH_LEN], const uint8_t priv[PURE_DH_
 int pure_openssl_dh(uint8_t out[PURE_DH_LEN], const uint8_t priv[PURE_DH_LEN],
                     const uint8_t pub[PURE_DH_LEN]);
 /* SHA-256 over up to three pieces (a NULL piece is skipped); fails closed (crypto_openssl.c). */
-void pure_openssl_hash(uint8_t out[PURE_HASH_LEN], const uint8_t *a, size_t alen,
-                       const uint8_t *b, size_t blen, const uint8_t *c, size_t clen);
+void pure_openssl_hash(uint8_t out[PURE_HASH_LEN], const uint8_t *a, size_t alen, const uint8_t *b,
+                       size_t blen, const uint8_t *c, size_t clen);
 /* HMAC-SHA256(key, a || b); fails closed (crypto_openssl.c). */
 void pure_openssl_hmac(uint8_t out[PURE_HASH_LEN], const uint8_t *key, size_t keylen,
                        const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);

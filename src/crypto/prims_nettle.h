@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* prims_nettle.h: X25519 public keys, SHA-256 and HMAC-SHA256 through Nettle for the default backend (why:
- * prims_nettle.c). Same contracts as the seam's dh_public, hash and hmac in crypto.h. */
+/* prims_nettle.h: X25519 public keys, SHA-256 and HMAC-SHA256 through Nettle for the default
+ * backend (why: prims_nettle.c). Same contracts as the seam's dh_public, hash and hmac in crypto.h.
+ */
 #ifndef PURE_PRIMS_NETTLE_H
 #define PURE_PRIMS_NETTLE_H
 

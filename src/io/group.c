@@ -72,14 +72,13 @@ uint32_t pure_steer_owner(const uint8_t *d, size_t len, unsigned n)
     if (len < 1)
         return 0;
     switch (d[0]) {
-    case 0x08: case 0x09: case 0x03: case 0x04:
-        return len > INDEX_TOP_BYTE ? (uint32_t)d[INDEX_TOP_BYTE] >> shift : 0;
-    case 0x02:
-        return len > SECOND_TOP_BYTE ? (uint32_t)d[SECOND_TOP_BYTE] >> shift : 0;
-    case 0x01:
-        return len > 1 ? d[1] % n : 0;
-    default:
-        return ANY;
+    case 0x08:
+    case 0x09:
+    case 0x03:
+    case 0x04: return len > INDEX_TOP_BYTE ? (uint32_t)d[INDEX_TOP_BYTE] >> shift : 0;
+    case 0x02: return len > SECOND_TOP_BYTE ? (uint32_t)d[SECOND_TOP_BYTE] >> shift : 0;
+    case 0x01: return len > 1 ? d[1] % n : 0;
+    default: return ANY;
     }
 }
 
@@ -297,8 +296,7 @@ static int check_order(pure_loop_group *g)
     return rc;
 }
 
-int pure_loop_group_new(pure_ctx *const *ctxs, unsigned n, const char *bind,
-                        pure_loop_group **out)
+int pure_loop_group_new(pure_ctx *const *ctxs, unsigned n, const char *bind, pure_loop_group **out)
 {
     if (!ctxs || !bind || !out || n == 0 || n > PURE_LOOP_GROUP_MAX)
         return PURE_EINVAL;
@@ -326,8 +324,8 @@ int pure_loop_group_new(pure_ctx *const *ctxs, unsigned n, const char *bind,
         rc = pure_loop_open(ctxs[i], i ? port_bind : bind, 1, &m->loop);
         if (rc)
             break;
-        if (i == 0 && pure_addr_to_string(pure_loop_local_addr(m->loop), port_bind,
-                                           sizeof port_bind)) {
+        if (i == 0 &&
+            pure_addr_to_string(pure_loop_local_addr(m->loop), port_bind, sizeof port_bind)) {
             rc = PURE_EINVAL;
             break;
         }

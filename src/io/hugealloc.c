@@ -24,7 +24,10 @@
 
 #define HUGE_PAGE ((size_t)2 << 20)
 
-static size_t huge_len(size_t n) { return (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1); }
+static size_t huge_len(size_t n)
+{
+    return (n + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+}
 
 static void *huge_map(size_t n)
 {
@@ -32,8 +35,8 @@ static void *huge_map(size_t n)
     if (len < n) /* overflow */
         return NULL;
     /* map one huge page more than needed, then trim to an aligned start */
-    uint8_t *raw = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-                        -1, 0);
+    uint8_t *raw =
+        mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED)
         return NULL;
     uint8_t *p = (uint8_t *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));

@@ -38,7 +38,7 @@ struct pure_loop {
     int ep;
     int evfd;
     atomic_int stop;
-    int pwait2;                 /* epoll_pwait2 works (ns timeouts); else ms, rounded up */
+    int pwait2; /* epoll_pwait2 works (ns timeouts); else ms, rounded up */
     /* the burst being sent: held across EAGAIN until EPOLLOUT */
     uint8_t *sbuf;
     size_t held_len, held_seg, held_off;
@@ -50,16 +50,31 @@ struct pure_loop {
     pure_loop_steer_stats steer; /* in a group (group.c) */
 };
 
-void pure_loop_stats_get(const pure_loop *loop, pure_loop_stats *st) { *st = loop->st; }
+void pure_loop_stats_get(const pure_loop *loop, pure_loop_stats *st)
+{
+    *st = loop->st;
+}
 uint16_t pure_loop_port(const pure_loop *loop)
 {
     /* sin_port and sin6_port sit at the same offset, in network order */
     return (uint16_t)(loop->local.bytes[2] << 8 | loop->local.bytes[3]);
 }
-const pure_addr *pure_loop_local_addr(const pure_loop *loop) { return &loop->local; }
-pure_udp *pure_loop_udp(pure_loop *loop) { return &loop->udp; }
-pure_ctx *pure_loop_ctx(pure_loop *loop) { return loop->ctx; }
-pure_loop_steer_stats *pure_loop_steer(pure_loop *loop) { return &loop->steer; }
+const pure_addr *pure_loop_local_addr(const pure_loop *loop)
+{
+    return &loop->local;
+}
+pure_udp *pure_loop_udp(pure_loop *loop)
+{
+    return &loop->udp;
+}
+pure_ctx *pure_loop_ctx(pure_loop *loop)
+{
+    return loop->ctx;
+}
+pure_loop_steer_stats *pure_loop_steer(pure_loop *loop)
+{
+    return &loop->steer;
+}
 
 void pure_loop_steer_stats_get(const pure_loop *loop, pure_loop_steer_stats *st, size_t size)
 {
@@ -199,16 +214,16 @@ static int flush(pure_loop *l, uint64_t now)
         if (!l->blocked) {
             if (bursts++)
                 now = pure_now(); /* the last burst took time: the pacer has refilled since */
-            int64_t n = pure_ctx_write(l->ctx, l->sbuf, PURE_UDP_BUF, &l->held_seg, &l->held_to,
-                                       now);
+            int64_t n =
+                pure_ctx_write(l->ctx, l->sbuf, PURE_UDP_BUF, &l->held_seg, &l->held_to, now);
             if (n <= 0)
                 return 0;
             l->held_len = (size_t)n;
             l->held_off = 0;
         }
         l->udp.too_big = 0;
-        int rc = pure_udp_send(&l->udp, l->sbuf, l->held_len, l->held_seg, &l->held_to,
-                               &l->held_off);
+        int rc =
+            pure_udp_send(&l->udp, l->sbuf, l->held_len, l->held_seg, &l->held_to, &l->held_off);
         if (l->udp.too_big) /* the path's MTU is smaller than our datagrams: shrink and resend */
             pure_ctx_burst_too_big(l->ctx, now);
         if (rc == PURE_EAGAIN) {

@@ -11,22 +11,23 @@
 
 #include "pure_loop.h"
 
-#define PURE_UDP_BUF 65536      /* one GRO receive, one GSO burst */
-#define PURE_UDP_BATCH 64       /* datagrams per sendmmsg/recvmmsg (UDP_MAX_SEGMENTS too) */
-#define PURE_UDP_SLOT 4096      /* recvmmsg slot without GRO: larger datagrams are dropped */
-#define PURE_UDP_GRO_SLOTS 4    /* GRO buffers per recvmmsg: fewer filled means the queue is empty,
-                                   so a lone datagram costs no second, empty read */
+#define PURE_UDP_BUF 65536 /* one GRO receive, one GSO burst */
+#define PURE_UDP_BATCH 64  /* datagrams per sendmmsg/recvmmsg (UDP_MAX_SEGMENTS too) */
+#define PURE_UDP_SLOT 4096 /* recvmmsg slot without GRO: larger datagrams are dropped */
+/* GRO buffers per recvmmsg: fewer filled means the queue is empty, so a lone datagram costs no
+ * second, empty read. */
+#define PURE_UDP_GRO_SLOTS 4
 
 typedef struct pure_udp {
     int fd;
-    int family;                 /* AF_INET or AF_INET6 */
-    int gso;                    /* GSO sends in use (cleared when the kernel refuses) */
-    int gso_confirmed;          /* a GSO send has succeeded: later EINVAL is not "no GSO" */
-    int gro;                    /* UDP_GRO is set on the socket */
-    int too_big;                /* the last send met EMSGSIZE: datagrams larger than the path */
+    int family;        /* AF_INET or AF_INET6 */
+    int gso;           /* GSO sends in use (cleared when the kernel refuses) */
+    int gso_confirmed; /* a GSO send has succeeded: later EINVAL is not "no GSO" */
+    int gro;           /* UDP_GRO is set on the socket */
+    int too_big;       /* the last send met EMSGSIZE: datagrams larger than the path */
     pure_loop_stats *st;
-    uint8_t *rbuf;              /* PURE_UDP_GRO_SLOTS * PURE_UDP_BUF bytes */
-    struct mmsghdr *mm;         /* PURE_UDP_BATCH entries, for sendmmsg and recvmmsg */
+    uint8_t *rbuf;      /* PURE_UDP_GRO_SLOTS * PURE_UDP_BUF bytes */
+    struct mmsghdr *mm; /* PURE_UDP_BATCH entries, for sendmmsg and recvmmsg */
     struct iovec *iov;
     struct sockaddr_storage *names;
     /* In a loop group (group.c): takes a datagram another loop of the group owns, before

@@ -37,7 +37,10 @@ void pure_acktr_free(pure_acktr *t, const pure_alloc *a);
 int pure_acktr_on_packet(pure_acktr *t, const pure_alloc *a, uint64_t pn, int eliciting,
                          uint64_t now, uint64_t max_ack_delay, uint32_t ack_every);
 /* The packet being processed asks for an ACK at once (a PING). */
-static inline void pure_acktr_ack_now(pure_acktr *t) { t->now = 1; }
+static inline void pure_acktr_ack_now(pure_acktr *t)
+{
+    t->now = 1;
+}
 /* A packet was received but dropped (not recorded): the peer must still hear from this side, so
  * an ACK of what came before is owed at once. Returns 0, or -1 if nothing was received yet (there
  * is nothing to acknowledge: send a PING instead). */
@@ -45,14 +48,20 @@ int pure_acktr_force(pure_acktr *t);
 /* The deadline passed: returns 1 and owes the ACK at once (send one), or 0 if it has not come. */
 int pure_acktr_on_timer(pure_acktr *t, uint64_t now);
 /* When the ACK is owed at the latest (the timer to arm); UINT64_MAX if none is. */
-static inline uint64_t pure_acktr_deadline(const pure_acktr *t) { return t->deadline; }
+static inline uint64_t pure_acktr_deadline(const pure_acktr *t)
+{
+    return t->deadline;
+}
 /* 1 if an ACK is owed now: worth a packet of its own. */
 static inline int pure_acktr_due(const pure_acktr *t, uint32_t ack_every)
 {
     return t->unacked > 0 && (t->now || t->unacked >= ack_every);
 }
 /* 1 if a packet being built should carry an ACK (one is owed, now or by the deadline). */
-static inline int pure_acktr_wanted(const pure_acktr *t) { return t->unacked > 0 || t->now; }
+static inline int pure_acktr_wanted(const pure_acktr *t)
+{
+    return t->unacked > 0 || t->now;
+}
 /* The ranges to acknowledge, ascending, and (in *n) how many. */
 static inline const pure_range *pure_acktr_ranges(const pure_acktr *t, uint32_t *n)
 {

@@ -125,8 +125,7 @@ int pure_admit_seen(const pure_admit *a, const uint8_t e[PURE_DH_LEN])
 
 /* Allocates a zeroed set-associative table of `sets` x 4 entries of `entry` bytes and its
  * per-set next-way bytes, on first use. Returns 0 or PURE_ENOMEM (both left NULL). */
-static int sets_alloc(const pure_alloc *al, void **table, uint8_t **next, size_t sets,
-                      size_t entry)
+static int sets_alloc(const pure_alloc *al, void **table, uint8_t **next, size_t sets, size_t entry)
 {
     if (*table)
         return 0;
@@ -228,7 +227,8 @@ int pure_admit_fresh(pure_admit *a, const pure_alloc *al, const uint8_t key[PURE
 {
     if (allow_index >= 0) {
         if ((uint64_t)allow_index >= a->allow_ts_cap) {
-            uint32_t cap = allow_cap > (uint64_t)allow_index ? allow_cap : (uint32_t)allow_index + 1;
+            uint32_t cap =
+                allow_cap > (uint64_t)allow_index ? allow_cap : (uint32_t)allow_index + 1;
             pure_ts_seen *t = pure_mem_alloc(al, cap * sizeof *t);
             if (!t)
                 return PURE_ENOMEM;

@@ -26,9 +26,9 @@
 #include "wire.h"
 
 #define PURE_INIT_TS_WINDOW (10ull * 1000000000ull) /* ns: see pure_admit_fresh */
-#define PURE_ADMIT_SEEN_SETS 256    /* x 4 ephemeral keys remembered (1,024 INITs) */
-#define PURE_ADMIT_SRC_BUCKETS 512  /* per-source buckets */
-#define PURE_ADMIT_TS_SETS 128      /* x 4 initiator keys' timestamps (allow_any) */
+#define PURE_ADMIT_SEEN_SETS 256   /* x 4 ephemeral keys remembered (1,024 INITs) */
+#define PURE_ADMIT_SRC_BUCKETS 512 /* per-source buckets */
+#define PURE_ADMIT_TS_SETS 128     /* x 4 initiator keys' timestamps (allow_any) */
 
 typedef struct pure_src_bucket {
     uint64_t refilled;  /* time tokens were last added */
@@ -57,10 +57,10 @@ typedef struct pure_admit {
     uint8_t *ts_next;
     pure_ts_seen *allow_ts; /* greatest timestamp per allow-list entry (cap_allow of them) */
     uint32_t allow_ts_cap;
-    uint64_t window;                  /* start of the current second */
-    uint32_t inits_in_window;         /* INITs with a good mac1 in it */
-    uint32_t rejects_in_window;       /* REJECT replies sent in it */
-    uint32_t wasted_in_window;        /* INITs in it that cost a DH and made no link */
+    uint64_t window;            /* start of the current second */
+    uint32_t inits_in_window;   /* INITs with a good mac1 in it */
+    uint32_t rejects_in_window; /* REJECT replies sent in it */
+    uint32_t wasted_in_window;  /* INITs in it that cost a DH and made no link */
 } pure_admit;
 
 /* Derives the MAC and cookie keys from our public key and draws the hash seed. Returns 0 or the

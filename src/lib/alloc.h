@@ -12,7 +12,10 @@ typedef struct pure_alloc {
     void *(*realloc)(void *user, void *p, size_t old_size, size_t new_size); /* may be NULL */
 } pure_alloc;
 
-static inline void *pure_mem_alloc(const pure_alloc *a, size_t n) { return a->alloc(a->user, n); }
+static inline void *pure_mem_alloc(const pure_alloc *a, size_t n)
+{
+    return a->alloc(a->user, n);
+}
 static inline void pure_mem_free(const pure_alloc *a, void *p, size_t n)
 {
     if (p)

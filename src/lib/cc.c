@@ -22,8 +22,10 @@ void pure_cc_init(pure_cc *cc, enum pure_cc_algo algo, uint32_t mss, uint64_t no
     *cc = (pure_cc){0};
     cc->ops = algo == PURE_CC_NEWRENO ? &pure_cc_newreno_ops : &pure_cc_cubic_ops;
     /* A UDP payload is below 64 KiB; holding mss to that keeps the growth products in 64 bits. */
-    if (mss == 0) mss = 1;
-    if (mss > PURE_CC_MAX_MSS) mss = PURE_CC_MAX_MSS;
+    if (mss == 0)
+        mss = 1;
+    if (mss > PURE_CC_MAX_MSS)
+        mss = PURE_CC_MAX_MSS;
     cc->mss = mss;
     cc->cwnd = (uint64_t)PURE_CC_INITIAL_PACKETS * cc->mss;
     cc->ssthresh = UINT64_MAX;
@@ -45,24 +47,30 @@ void pure_cc_on_acked(pure_cc *cc, uint64_t bytes, uint64_t sent_time, uint64_t 
     flight_remove(cc, bytes);
     /* Acknowledgements of packets sent before the reduction describe the old window: growing on
      * them would undo the reduction within the same round trip. */
-    if (sent_in_recovery(cc, sent_time)) return;
+    if (sent_in_recovery(cc, sent_time))
+        return;
     if (app_limited) {
-        if (cc->ops->on_app_limited) cc->ops->on_app_limited(cc, now);
+        if (cc->ops->on_app_limited)
+            cc->ops->on_app_limited(cc, now);
         return;
     }
-    if (bytes > PURE_CC_MAX_WINDOW) bytes = PURE_CC_MAX_WINDOW;
+    if (bytes > PURE_CC_MAX_WINDOW)
+        bytes = PURE_CC_MAX_WINDOW;
     cc->ops->on_ack(cc, bytes, sent_time, now, rtt);
-    if (cc->cwnd > PURE_CC_MAX_WINDOW) cc->cwnd = PURE_CC_MAX_WINDOW;
+    if (cc->cwnd > PURE_CC_MAX_WINDOW)
+        cc->cwnd = PURE_CC_MAX_WINDOW;
 }
 
 void pure_cc_on_lost(pure_cc *cc, uint64_t bytes, uint64_t sent_time, uint64_t now)
 {
     flight_remove(cc, bytes);
-    if (sent_in_recovery(cc, sent_time)) return;
+    if (sent_in_recovery(cc, sent_time))
+        return;
     cc->has_recovery = 1;
     cc->recovery_start = now;
     cc->ops->on_congestion(cc, sent_time, now);
-    if (cc->cwnd < min_window(cc)) cc->cwnd = min_window(cc);
+    if (cc->cwnd < min_window(cc))
+        cc->cwnd = min_window(cc);
 }
 
 void pure_cc_on_persistent_congestion(pure_cc *cc, uint64_t now)
@@ -87,7 +95,8 @@ uint64_t pure_cc_available(const pure_cc *cc)
  * crosses ssthresh is split exactly as per-packet ones would be. */
 uint64_t pure_cc_slow_start(pure_cc *cc, uint64_t acked)
 {
-    if (cc->cwnd >= cc->ssthresh) return acked;
+    if (cc->cwnd >= cc->ssthresh)
+        return acked;
     uint64_t room = cc->ssthresh - cc->cwnd;
     if (acked < room) {
         cc->cwnd += acked;
@@ -103,7 +112,8 @@ static void newreno_on_ack(pure_cc *cc, uint64_t acked, uint64_t sent_time, uint
                            const pure_rtt *rtt)
 {
     acked = pure_cc_slow_start(cc, acked);
-    if (acked == 0) return;
+    if (acked == 0)
+        return;
     /* Byte counting instead of cwnd += mss * acked / cwnd: the division would drop the remainder
      * of every call, and with summed ACK frames that remainder is most of the growth. */
     struct pure_cc_newreno *nr = &cc->u.newreno;
@@ -112,14 +122,16 @@ static void newreno_on_ack(pure_cc *cc, uint64_t acked, uint64_t sent_time, uint
         nr->acked_bytes -= cc->cwnd;
         cc->cwnd += cc->mss;
     }
-    if (cc->cwnd >= PURE_CC_MAX_WINDOW) nr->acked_bytes = 0;
+    if (cc->cwnd >= PURE_CC_MAX_WINDOW)
+        nr->acked_bytes = 0;
 }
 
 static void newreno_on_congestion(pure_cc *cc, uint64_t sent_time, uint64_t now)
 {
     uint64_t floor = (uint64_t)PURE_CC_MIN_PACKETS * cc->mss;
     cc->ssthresh = cc->cwnd / 2;
-    if (cc->ssthresh < floor) cc->ssthresh = floor;
+    if (cc->ssthresh < floor)
+        cc->ssthresh = floor;
     cc->cwnd = cc->ssthresh;
     cc->u.newreno.acked_bytes = 0;
 }

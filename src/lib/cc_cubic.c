@@ -37,9 +37,11 @@ uint64_t pure_cc_icbrt(uint64_t x)
  * does not. */
 static uint64_t mul_div(uint64_t a, uint64_t b, uint64_t c)
 {
-    if (b == 0 || a <= UINT64_MAX / b) return a * b / c;
+    if (b == 0 || a <= UINT64_MAX / b)
+        return a * b / c;
     uint64_t q = a / c, r = a % c;
-    if (q > UINT64_MAX / b) return UINT64_MAX;
+    if (q > UINT64_MAX / b)
+        return UINT64_MAX;
     uint64_t hi = q * b, lo = r * b / c;
     return hi > UINT64_MAX - lo ? UINT64_MAX : hi + lo;
 }
@@ -57,11 +59,13 @@ uint64_t pure_cc_cubic_window(const pure_cc *cc, uint64_t t)
     uint64_t t_ms = t / NS_PER_MS;
     int below = t_ms < c->k_ms;
     uint64_t d = below ? c->k_ms - t_ms : t_ms - c->k_ms;
-    if (d > CUBIC_MAX_D_MS) d = CUBIC_MAX_D_MS;
+    if (d > CUBIC_MAX_D_MS)
+        d = CUBIC_MAX_D_MS;
     /* d^3 < 2^63, and mul_div multiplies mss (< 2^16) only by a remainder below CUBE_DIV (< 2^32):
      * exact here. */
     uint64_t delta = mul_div(d * d * d, cc->mss, CUBE_DIV);
-    if (below) return delta > c->origin ? 0 : c->origin - delta;
+    if (below)
+        return delta > c->origin ? 0 : c->origin - delta;
     if (delta > PURE_CC_MAX_WINDOW || c->origin + delta > PURE_CC_MAX_WINDOW)
         return PURE_CC_MAX_WINDOW;
     return c->origin + delta;
@@ -91,9 +95,11 @@ static void cubic_on_ack(pure_cc *cc, uint64_t acked, uint64_t sent_time, uint64
                          const pure_rtt *rtt)
 {
     acked = pure_cc_slow_start(cc, acked);
-    if (acked == 0) return;
+    if (acked == 0)
+        return;
     struct pure_cc_cubic *c = &cc->u.cubic;
-    if (!c->in_epoch) epoch_begin(cc, now);
+    if (!c->in_epoch)
+        epoch_begin(cc, now);
     uint64_t t = now > c->epoch_start ? now - c->epoch_start : 0;
     uint64_t srtt = rtt ? rtt->smoothed : 0;
 
@@ -101,7 +107,8 @@ static void cubic_on_ack(pure_cc *cc, uint64_t acked, uint64_t sent_time, uint64
      * alpha = 9/17 until W_est regains the window before the last reduction, then 1 (Reno's own
      * rate). Carried remainders keep summed acknowledgements exact. */
     uint64_t an = PURE_CUBIC_ALPHA_NUM, ad = PURE_CUBIC_ALPHA_DEN;
-    if (c->w_est >= c->cwnd_prior) an = ad = 1;
+    if (c->w_est >= c->cwnd_prior)
+        an = ad = 1;
     /* acked <= 2^30 and mss < 2^16 (pure_cc_init): the product stays below 2^50. */
     c->est_rem += acked * cc->mss * an;
     uint64_t div = ad * cc->cwnd;
@@ -121,8 +128,10 @@ static void cubic_on_ack(pure_cc *cc, uint64_t acked, uint64_t sent_time, uint64
      * acknowledged byte's share of the window. */
     uint64_t target = pure_cc_cubic_window(cc, t + srtt);
     uint64_t hi = cc->cwnd + cc->cwnd / 2;
-    if (target > hi) target = hi;
-    if (target <= cc->cwnd) return;
+    if (target > hi)
+        target = hi;
+    if (target <= cc->cwnd)
+        return;
     c->cwnd_rem += (target - cc->cwnd) * acked;
     uint64_t inc = c->cwnd_rem / cc->cwnd;
     c->cwnd_rem %= cc->cwnd;
@@ -149,7 +158,8 @@ static void cubic_on_congestion(pure_cc *cc, uint64_t sent_time, uint64_t now)
     else
         c->w_max = cc->cwnd;
     cc->ssthresh = cc->cwnd * PURE_CUBIC_BETA_NUM / PURE_CUBIC_BETA_DEN;
-    if (cc->ssthresh < floor) cc->ssthresh = floor;
+    if (cc->ssthresh < floor)
+        cc->ssthresh = floor;
     cc->cwnd = cc->ssthresh;
     c->in_epoch = 0;
 }

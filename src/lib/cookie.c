@@ -51,8 +51,8 @@ static int rotate(pure_cookie_jar *j, const pure_crypto *c, uint64_t now)
     return 0;
 }
 
-static void mac(const pure_crypto *c, const uint8_t secret[32], const uint8_t *addr,
-                size_t addrlen, uint8_t out[PURE_COOKIE_LEN])
+static void mac(const pure_crypto *c, const uint8_t secret[32], const uint8_t *addr, size_t addrlen,
+                uint8_t out[PURE_COOKIE_LEN])
 {
     uint8_t full[PURE_HASH_LEN];
     c->hmac(full, secret, 32, addr, addrlen, NULL, 0);
@@ -80,8 +80,8 @@ static int same(const uint8_t *a, const uint8_t *b, size_t n)
     return d == 0;
 }
 
-int pure_cookie_verify(pure_cookie_jar *j, const pure_crypto *c, uint64_t now,
-                       const uint8_t *addr, size_t addrlen, const uint8_t cookie[PURE_COOKIE_LEN])
+int pure_cookie_verify(pure_cookie_jar *j, const pure_crypto *c, uint64_t now, const uint8_t *addr,
+                       size_t addrlen, const uint8_t cookie[PURE_COOKIE_LEN])
 {
     uint8_t want[PURE_COOKIE_LEN];
     int rc, ok;

@@ -18,11 +18,11 @@
 #define PURE_COOKIE_PERIOD_NS (120ull * 1000000000ull) /* secret lifetime */
 
 typedef struct pure_cookie_jar {
-    uint8_t cur[32];   /* secret of epoch `epoch` */
-    uint8_t prev[32];  /* secret of epoch `epoch - 1`, valid if has_prev */
-    uint64_t epoch;    /* now / PURE_COOKIE_PERIOD_NS when cur was drawn */
+    uint8_t cur[32];  /* secret of epoch `epoch` */
+    uint8_t prev[32]; /* secret of epoch `epoch - 1`, valid if has_prev */
+    uint64_t epoch;   /* now / PURE_COOKIE_PERIOD_NS when cur was drawn */
     uint8_t has_prev;
-    uint8_t ready;     /* init succeeded */
+    uint8_t ready; /* init succeeded */
 } pure_cookie_jar;
 
 /* Draws the first secret from c->random for the epoch of now. Returns 0, PURE_EINVAL (NULL) or
@@ -40,8 +40,8 @@ int pure_cookie_make(pure_cookie_jar *j, const pure_crypto *c, uint64_t now, con
 /* Checks, in constant time, a cookie presented from addr at time now against the current and
  * previous secrets. Returns 0 if valid, PURE_ECRYPTO if not (wrong address, forged, or expired),
  * PURE_EINVAL (NULL or jar not initialised), or the backend's error from rotation. */
-int pure_cookie_verify(pure_cookie_jar *j, const pure_crypto *c, uint64_t now,
-                       const uint8_t *addr, size_t addrlen, const uint8_t cookie[PURE_COOKIE_LEN]);
+int pure_cookie_verify(pure_cookie_jar *j, const pure_crypto *c, uint64_t now, const uint8_t *addr,
+                       size_t addrlen, const uint8_t cookie[PURE_COOKIE_LEN]);
 
 /* The cookies addr would get under the current and, if still valid, the previous secret, for a
  * caller that checks a MAC made with the cookie rather than the cookie itself. Returns how many

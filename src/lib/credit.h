@@ -32,9 +32,15 @@ static inline int pure_credit_due(const pure_credit *c, uint64_t consumed)
 void pure_credit_grant(pure_credit *c, uint64_t consumed, uint64_t rtt, uint64_t window_max,
                        uint64_t now);
 /* The limit granted: data reaching past it breaks flow control. */
-static inline uint64_t pure_credit_granted(const pure_credit *c) { return c->granted; }
+static inline uint64_t pure_credit_granted(const pure_credit *c)
+{
+    return c->granted;
+}
 /* The receive window (bytes the peer may have outstanding past the consumed point). */
-static inline uint64_t pure_credit_window(const pure_credit *c) { return c->window; }
+static inline uint64_t pure_credit_window(const pure_credit *c)
+{
+    return c->window;
+}
 
 /* The peer's CREDIT frame granted `limit`. Returns 1 if that raised the send limit (more may go
  * out now), 0 if it was not above it (a late or repeated frame: the limit never moves back). */
@@ -46,6 +52,9 @@ static inline int pure_credit_on_frame(pure_credit *c, uint64_t limit)
     return 1;
 }
 /* The send limit: our stream offsets below it may go out. */
-static inline uint64_t pure_credit_peer(const pure_credit *c) { return c->peer; }
+static inline uint64_t pure_credit_peer(const pure_credit *c)
+{
+    return c->peer;
+}
 
 #endif

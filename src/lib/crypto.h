@@ -14,10 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define PURE_DH_LEN 32      /* X25519 private and public key bytes */
-#define PURE_HASH_LEN 32    /* SHA-256 */
-#define PURE_TAG_LEN 16     /* GCM tag */
-#define PURE_NONCE_LEN 12   /* GCM nonce */
+#define PURE_DH_LEN 32    /* X25519 private and public key bytes */
+#define PURE_HASH_LEN 32  /* SHA-256 */
+#define PURE_TAG_LEN 16   /* GCM tag */
+#define PURE_NONCE_LEN 12 /* GCM nonce */
 #define PURE_AEAD_MAX_KEY 32
 
 /* Which AEAD a context runs. */
@@ -43,10 +43,10 @@ typedef struct pure_aead_impl {
     const char *name;
     int (*init)(pure_aead *a, enum pure_aead_alg alg, const uint8_t *key);
     void (*free)(pure_aead *a);
-    int (*seal)(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
-                size_t adlen, uint8_t *data, size_t len, uint8_t tag[PURE_TAG_LEN]);
-    int (*open)(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
-                size_t adlen, uint8_t *data, size_t len, const uint8_t tag[PURE_TAG_LEN]);
+    int (*seal)(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad, size_t adlen,
+                uint8_t *data, size_t len, uint8_t tag[PURE_TAG_LEN]);
+    int (*open)(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad, size_t adlen,
+                uint8_t *data, size_t len, const uint8_t tag[PURE_TAG_LEN]);
 } pure_aead_impl;
 
 /* A crypto backend. Every function returns 0 on success or a negative PURE_E* code. */
@@ -91,9 +91,9 @@ typedef struct pure_crypto {
 extern const pure_crypto pure_crypto_default;
 /* The OpenSSL libcrypto backend (src/crypto/crypto_openssl.c). */
 extern const pure_crypto pure_crypto_openssl;
-/* The null backend (src/crypto/crypto_null.c): deterministic, insecure, for tests and fuzzing. Its DH is
- * commutative but trivial, its AEAD does not encrypt but its tag still detects any change to the
- * data, ad or nonce, and its random is a seeded PRNG (pure_crypto_null_seed). */
+/* The null backend (src/crypto/crypto_null.c): deterministic, insecure, for tests and fuzzing. Its
+ * DH is commutative but trivial, its AEAD does not encrypt but its tag still detects any change to
+ * the data, ad or nonce, and its random is a seeded PRNG (pure_crypto_null_seed). */
 extern const pure_crypto pure_crypto_null;
 void pure_crypto_null_seed(uint64_t seed);
 

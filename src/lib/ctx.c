@@ -213,7 +213,7 @@ int pure_ctx_add_service(pure_ctx *ctx, const char *name)
     if (pure_ctx_service_index(ctx, name, len) >= 0)
         return 0;
     if (pure_ctx_grow_array(ctx, (void **)&ctx->services, &ctx->cap_services, ctx->n_services,
-                   sizeof *ctx->services))
+                            sizeof *ctx->services))
         return PURE_ENOMEM;
     memset(ctx->services[ctx->n_services], 0, sizeof *ctx->services);
     memcpy(ctx->services[ctx->n_services++], name, len);
@@ -226,13 +226,17 @@ int pure_ctx_allow(pure_ctx *ctx, const uint8_t pub[PURE_KEY_LEN])
         return PURE_EINVAL;
     if (pure_ctx_allowed(ctx, pub) && !ctx->s.allow_any)
         return 0;
-    if (pure_ctx_grow_array(ctx, (void **)&ctx->allow, &ctx->cap_allow, ctx->n_allow, sizeof *ctx->allow))
+    if (pure_ctx_grow_array(ctx, (void **)&ctx->allow, &ctx->cap_allow, ctx->n_allow,
+                            sizeof *ctx->allow))
         return PURE_ENOMEM;
     memcpy(ctx->allow[ctx->n_allow++], pub, PURE_KEY_LEN);
     return 0;
 }
 
-const uint8_t *pure_ctx_public_key(const pure_ctx *ctx) { return ctx->public_key; }
+const uint8_t *pure_ctx_public_key(const pure_ctx *ctx)
+{
+    return ctx->public_key;
+}
 
 void pure_ctx_stats_get(const pure_ctx *ctx, pure_ctx_stats *st)
 {
@@ -267,7 +271,8 @@ uint64_t pure_ctx_links(pure_ctx *ctx, int (*visit)(pure_link *link, void *user,
     uint64_t n = 0;
     for (uint32_t i = 0; i < ctx->table.cap; i++) {
         pure_link *l = pure_table_at(&ctx->table, i);
-        if (!l || l->closed_notified || l->state == PURE_LS_CLOSED || (!l->initiator && !l->accepted))
+        if (!l || l->closed_notified || l->state == PURE_LS_CLOSED ||
+            (!l->initiator && !l->accepted))
             continue; /* gone, or a responder's link the application never accepted */
         n++;
         if (visit(l, l->user, arg) != 0)
@@ -426,17 +431,10 @@ int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, ui
             pure_hs_on_init(ctx, from, d, n, now);
             rc = 0;
             break;
-        case PURE_PKT_RESP:
-            rc = pure_hs_on_resp(ctx, from, d, n, now);
-            break;
-        case PURE_PKT_COOKIE:
-            rc = pure_hs_on_cookie(ctx, from, d, n, now);
-            break;
-        case PURE_PKT_REJECT:
-            rc = pure_hs_on_reject(ctx, from, d, n, now);
-            break;
-        default:
-            rc = PURE_EPROTO;
+        case PURE_PKT_RESP: rc = pure_hs_on_resp(ctx, from, d, n, now); break;
+        case PURE_PKT_COOKIE: rc = pure_hs_on_cookie(ctx, from, d, n, now); break;
+        case PURE_PKT_REJECT: rc = pure_hs_on_reject(ctx, from, d, n, now); break;
+        default: rc = PURE_EPROTO;
         }
     }
     if (rc == PURE_EPROTO)
@@ -480,4 +478,7 @@ int pure_ctx_burst_too_big(pure_ctx *ctx, uint64_t now)
 
 /* ---- version (errors: errors.c; keys and key text: keytext.c) ---- */
 
-const char *pure_version(void) { return PURE_VERSION_STRING; }
+const char *pure_version(void)
+{
+    return PURE_VERSION_STRING;
+}

@@ -16,7 +16,8 @@ const char *pure_strerror(int err)
     case PURE_ETIMEDOUT: return "peer did not answer in time";
     case PURE_EREFUSED: return "service refused: the peer offers no such service";
     case PURE_EACCES: return "access denied: the peer does not allow our key";
-    case PURE_EKEY: return "handshake failed: the peer could not authenticate us (wrong peer public key?)";
+    case PURE_EKEY:
+        return "handshake failed: the peer could not authenticate us (wrong peer public key?)";
     case PURE_EMSGSIZE: return "message too large";
     case PURE_ENOBUFS: return "output buffer too small";
     case PURE_ELIMIT: return "too many links";
@@ -40,9 +41,7 @@ int pure_err_is_fatal(int err)
     case PURE_EACCES:
     case PURE_EKEY:
     case PURE_EFLOW:
-    case PURE_ERESET:
-        return 1;
-    default:
-        return 0;
+    case PURE_ERESET: return 1;
+    default: return 0;
     }
 }

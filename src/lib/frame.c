@@ -52,8 +52,7 @@ int pure_frame_parse(const uint8_t **pp, const uint8_t *end, pure_frame *f, pure
         while (p < end && *p == PURE_FRAME_PADDING)
             p++;
         break;
-    case PURE_FRAME_PING:
-        break;
+    case PURE_FRAME_PING: break;
     case PURE_FRAME_ACK:
         if (parse_ack(&p, end, ack) != 0)
             return PURE_EPROTO;
@@ -94,8 +93,7 @@ int pure_frame_parse(const uint8_t **pp, const uint8_t *end, pure_frame *f, pure
         p += len;
         break;
     }
-    default:
-        return PURE_EPROTO;
+    default: return PURE_EPROTO;
     }
     *pp = p;
     return 0;

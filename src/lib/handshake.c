@@ -54,9 +54,9 @@ static int build_init(pure_link *link)
     uint8_t *p = hs->init;
     pure_wire_put_header(p, PURE_PKT_INIT, link->local_index);
     size_t mlen = 0;
-    rc = pure_noise_write_msg1(&hs->noise, payload, PURE_INIT_TS_LEN + 1 + slen,
-                               p + PURE_INIT_FIXED,
-                               sizeof hs->init - PURE_INIT_FIXED - 2 * PURE_MAC_LEN, &mlen);
+    rc =
+        pure_noise_write_msg1(&hs->noise, payload, PURE_INIT_TS_LEN + 1 + slen, p + PURE_INIT_FIXED,
+                              sizeof hs->init - PURE_INIT_FIXED - 2 * PURE_MAC_LEN, &mlen);
     pure_wipe(payload, sizeof payload);
     if (rc)
         return rc;
@@ -189,8 +189,7 @@ void pure_hs_timeout(pure_link *link, uint64_t now)
     pure_ctx_mark_pending(link->ctx, link);
 }
 
-int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
-                    uint64_t now)
+int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n, uint64_t now)
 {
     if (n < PURE_RESP_FIXED + PURE_NOISE_MSG2_OVERHEAD + PURE_RESP_PAYLOAD ||
         n > PURE_RESP_FIXED + PURE_NOISE_MSG2_OVERHEAD + PURE_RESP_PAYLOAD)
@@ -220,7 +219,7 @@ int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size
     if (status != PURE_RESP_OK) {
         ctx->st.handshakes_refused++;
         pure_link_terminate(link,
-                            status == PURE_RESP_NO_SERVICE ? PURE_EREFUSED
+                            status == PURE_RESP_NO_SERVICE    ? PURE_EREFUSED
                             : status == PURE_RESP_NOT_ALLOWED ? PURE_EACCES
                                                               : PURE_EPROTO,
                             0, NULL, 0, now);
@@ -294,7 +293,8 @@ int pure_hs_on_reject(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, si
     /* A hint, believed only if it comes from where the INIT went and echoes its mac1. */
     pure_hs *hs = link->hs;
     if (!pure_addr_equal(from, &link->peer) ||
-        !pure_admit_mac_equal(d + PURE_WIRE_SECOND_AT, hs->init + hs->init_len - 2 * PURE_MAC_LEN)) {
+        !pure_admit_mac_equal(d + PURE_WIRE_SECOND_AT,
+                              hs->init + hs->init_len - 2 * PURE_MAC_LEN)) {
         ctx->guard.rejects_bad++;
         ctx->st.dropped_auth++;
         return PURE_ECRYPTO;

@@ -17,8 +17,7 @@ int pure_hs_start(pure_link *link, const uint8_t peer_key[PURE_KEY_LEN], const c
 void pure_hs_timeout(pure_link *link, uint64_t now);
 /* A RESP arrived: finishes the initiator's handshake (keys installed, link open). Returns 0, or
  * a negative code: dropped (counted), or the link ended (refused, bad key). */
-int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
-                    uint64_t now);
+int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n, uint64_t now);
 /* A COOKIE reply arrived: the INIT goes again with the cookie. 0 or a negative code (dropped,
  * counted). */
 int pure_hs_on_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,

@@ -128,16 +128,14 @@ static void send_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, 
     pure_wipe(cookie, sizeof cookie);
 }
 
-
 /* Reads an INIT that passed admission: 2 DH (es, ss). Returns the payload's length, or -1 if the
  * Noise message did not authenticate or the payload is malformed. */
-static int read_init(pure_ctx *ctx, pure_noise *noise, const uint8_t *d, size_t n,
-                     uint8_t *payload, size_t cap)
+static int read_init(pure_ctx *ctx, pure_noise *noise, const uint8_t *d, size_t n, uint8_t *payload,
+                     size_t cap)
 {
     size_t plen = 0;
     if (pure_noise_init_keys(noise, ctx->crypto, 0, (const uint8_t *)PURE_PROLOGUE,
-                             strlen(PURE_PROLOGUE), ctx->s.private_key, ctx->public_key,
-                             NULL) != 0)
+                             strlen(PURE_PROLOGUE), ctx->s.private_key, ctx->public_key, NULL) != 0)
         return -1;
     ctx->guard.dh_ops += 2;
     if (pure_noise_read_msg1(noise, d + PURE_INIT_FIXED, n - PURE_INIT_FIXED - 2 * PURE_MAC_LEN,
@@ -244,8 +242,7 @@ static pure_src_bucket *admit(pure_ctx *ctx, const pure_addr *from, const uint8_
     /* 1. mac1: the sender knows our public key. One HMAC; nothing else is spent on a datagram
      *    that fails it. */
     uint8_t want[PURE_MAC_LEN];
-    pure_admit_mac(ctx->crypto, ctx->admit.mac1_key, PURE_HASH_LEN, d, n - 2 * PURE_MAC_LEN,
-                   want);
+    pure_admit_mac(ctx->crypto, ctx->admit.mac1_key, PURE_HASH_LEN, d, n - 2 * PURE_MAC_LEN, want);
     if (!pure_admit_mac_equal(want, mac1)) {
         ctx->guard.inits_bad_mac++;
         ctx->st.dropped_auth++;
@@ -295,11 +292,10 @@ static pure_src_bucket *admit(pure_ctx *ctx, const pure_addr *from, const uint8_
     return bucket;
 }
 
-void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
-                     uint64_t now)
+void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n, uint64_t now)
 {
-    const size_t min = PURE_INIT_FIXED + PURE_NOISE_MSG1_OVERHEAD + PURE_INIT_TS_LEN + 2 +
-                       2 * PURE_MAC_LEN;
+    const size_t min =
+        PURE_INIT_FIXED + PURE_NOISE_MSG1_OVERHEAD + PURE_INIT_TS_LEN + 2 + 2 * PURE_MAC_LEN;
     const size_t max = min + PURE_SERVICE_MAX - 1;
     if (n < min || n > max || ctx->n_services == 0) {
         ctx->st.dropped_malformed++;

@@ -85,8 +85,8 @@ int pure_keys_open(pure_link *link, uint8_t *d, size_t n, uint64_t pn)
     pure_keys_nonce(nonce, k->iv, pn);
     size_t plen = n - PURE_DATA_HEADER - PURE_TAG_LEN;
     uint8_t *payload = d + PURE_DATA_HEADER;
-    if (ctx->crypto->aead_open(aead, nonce, d, PURE_DATA_HEADER, payload, plen,
-                               payload + plen) != 0) {
+    if (ctx->crypto->aead_open(aead, nonce, d, PURE_DATA_HEADER, payload, plen, payload + plen) !=
+        0) {
         ctx->st.dropped_auth++;
         link->st.dropped_auth++;
         ctx->guard.failed_opens++;

@@ -44,14 +44,13 @@ pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, 
     l->release_at = UINT64_MAX;
     l->mss = (uint16_t)(s->max_udp_payload > 65535 ? 65535 : s->max_udp_payload);
     pure_credit_init(&l->credit, s->recv_window); /* both sides start from the same window */
-    l->msg_boundary = 4;             /* messages start after the preamble */
+    l->msg_boundary = 4;                          /* messages start after the preamble */
     l->created = now;
     l->last_recv = now;
     l->keys_time = now;
     /* The stream opens with the preamble. */
-    if (pure_link_busy(l, now) != 0 ||
-        pure_sendbuf_write(&l->sb, &ctx->alloc, PURE_STREAM_PREAMBLE, 4, NULL, 0,
-                           s->send_backlog) != 0) {
+    if (pure_link_busy(l, now) != 0 || pure_sendbuf_write(&l->sb, &ctx->alloc, PURE_STREAM_PREAMBLE,
+                                                          4, NULL, 0, s->send_backlog) != 0) {
         pure_ctx_table_remove(ctx, l);
         pure_link_free_parts(l);
         return NULL;
@@ -62,7 +61,8 @@ pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, 
 void pure_link_set_state(pure_link *link, enum pure_link_state st)
 {
     static const uint8_t allowed[6] = {
-        /* from HANDSHAKE */ [PURE_LS_HANDSHAKE] = 1 << PURE_LS_OPEN | 1 << PURE_LS_CLOSING | 1 << PURE_LS_CLOSED,
+        /* from HANDSHAKE */ [PURE_LS_HANDSHAKE] =
+            1 << PURE_LS_OPEN | 1 << PURE_LS_CLOSING | 1 << PURE_LS_CLOSED,
         [PURE_LS_UNVALIDATED] = 1 << PURE_LS_OPEN | 1 << PURE_LS_CLOSING | 1 << PURE_LS_CLOSED,
         [PURE_LS_OPEN] = 1 << PURE_LS_CLOSING | 1 << PURE_LS_CLOSED,
         [PURE_LS_CLOSING] = 1 << PURE_LS_CLOSED,
@@ -169,7 +169,8 @@ void pure_link_check_writable(pure_link *link)
 {
     if (link->want_writable && link->state == PURE_LS_OPEN &&
         link->sb.end - link->sb.base <= link->ctx->s.send_backlog / 2 &&
-        (!link->ctx->s.send_queue || link->sb.end - link->send_next <= link->ctx->s.send_queue / 2)) {
+        (!link->ctx->s.send_queue ||
+         link->sb.end - link->send_next <= link->ctx->s.send_queue / 2)) {
         link->want_writable = 0;
         if (link->ctx->cb.on_writable)
             link->ctx->cb.on_writable(link, link->user);
@@ -186,7 +187,8 @@ int pure_link_release_buffers(pure_link *link)
     if (link->sb.base != link->sb.end || pure_rtb_in_flight(&link->rtb))
         return 1;
     pure_sendbuf_shrink(&link->sb, a);
-    pure_rtb_free(&link->rtb, &link->ctx->alloc); /* the buffer tracks again from the next packet number */
+    pure_rtb_free(&link->rtb,
+                  &link->ctx->alloc); /* the buffer tracks again from the next packet number */
     pure_acktr_free(&link->acktr, a);
     if (link->b && pure_rob_empty(&link->b->rob) && pure_msgparse_at_boundary(&link->b->parse) &&
         !link->b->lost.n)

@@ -15,7 +15,6 @@
 #include "timers.h"
 #include "varint.h"
 
-
 /* The OPEN state's timers, in the order they are looked at: each may arm or disarm the next. */
 static void on_open_timer(pure_link *link, uint64_t now)
 {
@@ -58,16 +57,12 @@ static void on_open_timer(pure_link *link, uint64_t now)
 void pure_link_on_timer(pure_link *link, uint64_t now)
 {
     switch (link->state) {
-    case PURE_LS_HANDSHAKE:
-        pure_hs_timeout(link, now);
-        break;
+    case PURE_LS_HANDSHAKE: pure_hs_timeout(link, now); break;
     case PURE_LS_UNVALIDATED:
         if (pure_timer_due(link, PURE_TIMER_HS_EXPIRE, now))
             pure_link_terminate(link, PURE_ETIMEDOUT, 0, NULL, 0, now);
         break;
-    case PURE_LS_OPEN:
-        on_open_timer(link, now);
-        break;
+    case PURE_LS_OPEN: on_open_timer(link, now); break;
     case PURE_LS_CLOSING:
         if (pure_timer_due(link, PURE_TIMER_CLOSE_END, now)) {
             pure_link_terminate(link, link->close_error, 0, NULL, 0, now);
@@ -78,8 +73,7 @@ void pure_link_on_timer(pure_link *link, uint64_t now)
             pure_ctx_mark_pending(link->ctx, link);
         }
         break;
-    default:
-        break;
+    default: break;
     }
     if (link->state != PURE_LS_CLOSED)
         pure_timers_update(link, now);
@@ -167,8 +161,8 @@ int64_t pure_link_send(pure_link *link, const void *msg, size_t len)
     } else {
         uint8_t hdr[4];
         pure_put_u32be(hdr, (uint32_t)len);
-        int rc = pure_sendbuf_write(sb, &link->ctx->alloc, hdr, 4, msg, len,
-                                    link->ctx->s.send_backlog);
+        int rc =
+            pure_sendbuf_write(sb, &link->ctx->alloc, hdr, 4, msg, len, link->ctx->s.send_backlog);
         if (rc) {
             if (rc == PURE_EAGAIN)
                 link->want_writable = 1;
@@ -205,7 +199,10 @@ void pure_link_end_call(pure_ctx *ctx)
 }
 
 /* An application's close code: 0, or PURE_CLOSE_APP and up (below are Pure's own). */
-static int app_code_ok(uint64_t code) { return code == 0 || (code >= PURE_CLOSE_APP && code <= PURE_VARINT_MAX); }
+static int app_code_ok(uint64_t code)
+{
+    return code == 0 || (code >= PURE_CLOSE_APP && code <= PURE_VARINT_MAX);
+}
 
 int pure_link_close(pure_link *link, uint64_t code, const char *reason)
 {
@@ -275,13 +272,31 @@ int pure_link_resume_recv(pure_link *link)
     return 0;
 }
 
-int pure_link_recv_is_paused(const pure_link *link) { return link && link->recv_paused; }
+int pure_link_recv_is_paused(const pure_link *link)
+{
+    return link && link->recv_paused;
+}
 
-void pure_link_set_user(pure_link *link, void *user) { link->user = user; }
-void *pure_link_user(const pure_link *link) { return link->user; }
-const uint8_t *pure_link_peer_key(const pure_link *link) { return link->peer_key; }
-const pure_addr *pure_link_peer_addr(const pure_link *link) { return &link->peer; }
-uint64_t pure_link_backlog(const pure_link *link) { return link->sb.end - link->sb.base; }
+void pure_link_set_user(pure_link *link, void *user)
+{
+    link->user = user;
+}
+void *pure_link_user(const pure_link *link)
+{
+    return link->user;
+}
+const uint8_t *pure_link_peer_key(const pure_link *link)
+{
+    return link->peer_key;
+}
+const pure_addr *pure_link_peer_addr(const pure_link *link)
+{
+    return &link->peer;
+}
+uint64_t pure_link_backlog(const pure_link *link)
+{
+    return link->sb.end - link->sb.base;
+}
 
 void pure_link_stats_get(const pure_link *link, pure_link_stats *st)
 {

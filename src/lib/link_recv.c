@@ -321,15 +321,12 @@ static int on_frame(pure_link *link, const pure_frame *f, const pure_ack_frame *
                     frames_seen *seen, int *rc, uint64_t now)
 {
     switch (f->type) {
-    case PURE_FRAME_PADDING:
-        break;
+    case PURE_FRAME_PADDING: break;
     case PURE_FRAME_PING:
         seen->eliciting = 1;
         pure_acktr_ack_now(&link->acktr);
         break;
-    case PURE_FRAME_ACK:
-        after_ack(link, pure_recovery_on_ack(link, ack, now), now);
-        break;
+    case PURE_FRAME_ACK: after_ack(link, pure_recovery_on_ack(link, ack, now), now); break;
     case PURE_FRAME_CREDIT:
         if (pure_credit_on_frame(&link->credit, f->u.credit))
             pure_ctx_mark_pending(link->ctx, link);

@@ -41,18 +41,14 @@ int pure_link_wants_send(const pure_link *link, uint64_t now)
 {
     (void)now;
     switch (link->state) {
-    case PURE_LS_HANDSHAKE:
-        return link->hs && link->hs->send_pending;
-    case PURE_LS_UNVALIDATED:
-        return link->resp_pending;
+    case PURE_LS_HANDSHAKE: return link->hs && link->hs->send_pending;
+    case PURE_LS_UNVALIDATED: return link->resp_pending;
     case PURE_LS_OPEN:
         return ack_due(link) || control_due(link) ||
                (has_data(link) && (!link->b || pure_cc_available(&link->b->cc) > 0) &&
                 link->pace_at == UINT64_MAX);
-    case PURE_LS_CLOSING:
-        return link->close_pending;
-    default:
-        return 0;
+    case PURE_LS_CLOSING: return link->close_pending;
+    default: return 0;
     }
 }
 

@@ -24,12 +24,12 @@ typedef int (*pure_msg_fn)(void *arg, const uint8_t *data, size_t len);
 
 typedef struct pure_msgparse {
     uint8_t hdr[4];
-    uint8_t hdr_have;      /* bytes of the current length prefix (or preamble) seen */
+    uint8_t hdr_have; /* bytes of the current length prefix (or preamble) seen */
     uint8_t preamble_done;
     uint8_t in_body;
     uint32_t body_len, body_have;
-    uint8_t *body;         /* assembly buffer for a message split across pieces */
-    uint32_t body_cap;     /* its size in bytes (what the owner accounts for) */
+    uint8_t *body;     /* assembly buffer for a message split across pieces */
+    uint32_t body_cap; /* its size in bytes (what the owner accounts for) */
     uint32_t max_len;
     /* Set by the owner before a feed: the assembly buffer may not grow past this many bytes
      * (UINT32_MAX after init: no limit). A feed that needs more stops, as zlib's avail_in. */

@@ -218,8 +218,7 @@ int pure_noise_write_msg1(pure_noise *hs, const uint8_t *payload, size_t plen, u
 }
 
 /* The body of read_msg1 on a scratch copy; see pure_noise_read_msg1 for the transaction. */
-static int read_msg1(pure_noise *hs, const uint8_t *msg, size_t len, uint8_t *payload,
-                     size_t *plen)
+static int read_msg1(pure_noise *hs, const uint8_t *msg, size_t len, uint8_t *payload, size_t *plen)
 {
     size_t off = 0, n;
     int rc;
@@ -251,8 +250,7 @@ static int read_msg2(pure_noise *hs, const uint8_t *msg, size_t len, uint8_t *pa
 static int read_on_copy(pure_noise *hs, enum pure_noise_state want, enum pure_noise_state next,
                         size_t overhead,
                         int (*reader)(pure_noise *, const uint8_t *, size_t, uint8_t *, size_t *),
-                        const uint8_t *msg, size_t len, uint8_t *payload, size_t cap,
-                        size_t *plen)
+                        const uint8_t *msg, size_t len, uint8_t *payload, size_t cap, size_t *plen)
 {
     pure_noise tmp;
     int rc;
@@ -310,8 +308,7 @@ int pure_noise_write_msg2(pure_noise *hs, const uint8_t *payload, size_t plen, u
     return 0;
 }
 
-static int read_msg2(pure_noise *hs, const uint8_t *msg, size_t len, uint8_t *payload,
-                     size_t *plen)
+static int read_msg2(pure_noise *hs, const uint8_t *msg, size_t len, uint8_t *payload, size_t *plen)
 {
     int rc;
     /* e */

@@ -27,13 +27,13 @@
 /* Where a handshake stands. Every function checks it and refuses (PURE_EINVAL) a call out of
  * order, so a message can never be processed twice or with a half-built key. */
 enum pure_noise_state {
-    PURE_NOISE_EMPTY = 0,       /* not initialised, wiped, or already split */
-    PURE_NOISE_INIT_START,      /* initiator: may write msg1 */
-    PURE_NOISE_INIT_WAIT_MSG2,  /* initiator: msg1 written, waiting for msg2 */
-    PURE_NOISE_RESP_WAIT_MSG1,  /* responder: waiting for msg1 */
-    PURE_NOISE_RESP_GOT_MSG1,   /* responder: msg1 read (rs known), may write msg2 */
-    PURE_NOISE_DONE,            /* both messages processed: may split */
-    PURE_NOISE_FAILED,          /* a DH or randomness failure left the state unusable */
+    PURE_NOISE_EMPTY = 0,      /* not initialised, wiped, or already split */
+    PURE_NOISE_INIT_START,     /* initiator: may write msg1 */
+    PURE_NOISE_INIT_WAIT_MSG2, /* initiator: msg1 written, waiting for msg2 */
+    PURE_NOISE_RESP_WAIT_MSG1, /* responder: waiting for msg1 */
+    PURE_NOISE_RESP_GOT_MSG1,  /* responder: msg1 read (rs known), may write msg2 */
+    PURE_NOISE_DONE,           /* both messages processed: may split */
+    PURE_NOISE_FAILED,         /* a DH or randomness failure left the state unusable */
 };
 
 typedef struct pure_noise {

@@ -17,9 +17,12 @@ struct rate {
 
 static struct rate rate_of(uint64_t cwnd, uint64_t srtt)
 {
-    if (cwnd == 0) cwnd = 1;
-    if (cwnd > CWND_CAP) cwnd = CWND_CAP;
-    if (srtt > SRTT_CAP) srtt = SRTT_CAP;
+    if (cwnd == 0)
+        cwnd = 1;
+    if (cwnd > CWND_CAP)
+        cwnd = CWND_CAP;
+    if (srtt > SRTT_CAP)
+        srtt = SRTT_CAP;
     return (struct rate){5 * cwnd, 4 * srtt};
 }
 
@@ -34,7 +37,8 @@ static uint64_t div_ceil(uint64_t a, uint64_t b)
 static int64_t tokens_at(const pure_pacer *p, uint64_t now, struct rate r, uint64_t *at)
 {
     *at = p->last;
-    if (now <= p->last) return p->tokens;
+    if (now <= p->last)
+        return p->tokens;
     uint64_t elapsed = now - p->last;
     /* room <= 2 * burst <= 2^25 and den < 2^38: the product fits. */
     uint64_t room = (uint64_t)((int64_t)p->burst - p->tokens);
@@ -50,8 +54,10 @@ static int64_t tokens_at(const pure_pacer *p, uint64_t now, struct rate r, uint6
 
 void pure_pacer_init(pure_pacer *p, uint64_t burst_bytes)
 {
-    if (burst_bytes == 0) burst_bytes = PURE_PACER_DEFAULT_BURST;
-    if (burst_bytes > PURE_PACER_MAX_BURST) burst_bytes = PURE_PACER_MAX_BURST;
+    if (burst_bytes == 0)
+        burst_bytes = PURE_PACER_DEFAULT_BURST;
+    if (burst_bytes > PURE_PACER_MAX_BURST)
+        burst_bytes = PURE_PACER_MAX_BURST;
     p->burst = burst_bytes;
     p->tokens = (int64_t)burst_bytes;
     p->last = 0;
@@ -84,7 +90,8 @@ uint64_t pure_pacer_allowance(pure_pacer *p, uint64_t now, uint64_t cwnd, uint64
 
 void pure_pacer_on_sent(pure_pacer *p, uint64_t bytes)
 {
-    if (p->unpaced) return;
+    if (p->unpaced)
+        return;
     /* Debt beyond one burst is forgiven: it can only come from a caller that ignored the
      * allowance, and unbounded debt would stall the link for the caller's mistake. */
     int64_t floor = -(int64_t)p->burst;
@@ -99,8 +106,10 @@ uint64_t pure_pacer_next(const pure_pacer *p, uint64_t now, uint64_t need, uint6
 {
     if (srtt == 0 || !p->has_last || p->unpaced)
         return now; /* not pacing, or a full bucket waiting for the first paced send */
-    if (need > p->burst) need = p->burst;
-    if (p->tokens >= (int64_t)need) return now;
+    if (need > p->burst)
+        need = p->burst;
+    if (p->tokens >= (int64_t)need)
+        return now;
     struct rate r = rate_of(cwnd, srtt);
     /* tokens_at(T) = tokens + floor((T - last) * num / den) >= need exactly when
      * T - last >= ceil((need - tokens) * den / num). need - tokens <= 2 * burst. */

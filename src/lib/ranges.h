@@ -15,9 +15,9 @@ typedef struct pure_range {
 } pure_range;
 
 typedef struct pure_ranges {
-    pure_range *r;     /* sorted ascending by start; r[i].end < r[i+1].start */
-    uint32_t n, cap;   /* used and allocated */
-    uint32_t max;      /* never grow past this many ranges */
+    pure_range *r;   /* sorted ascending by start; r[i].end < r[i+1].start */
+    uint32_t n, cap; /* used and allocated */
+    uint32_t max;    /* never grow past this many ranges */
 } pure_ranges;
 
 void pure_ranges_init(pure_ranges *s, uint32_t max);
@@ -34,7 +34,10 @@ void pure_ranges_drop_first(pure_ranges *s);
 /* 1 if x is in the set. */
 int pure_ranges_contains(const pure_ranges *s, uint64_t x);
 /* 1 if the set is empty. */
-static inline int pure_ranges_empty(const pure_ranges *s) { return s->n == 0; }
+static inline int pure_ranges_empty(const pure_ranges *s)
+{
+    return s->n == 0;
+}
 /* The end of the range starting at or before x that contains x, or x itself if x is not in the
  * set: "how far is [x, ...) contiguous". */
 uint64_t pure_ranges_contiguous_end(const pure_ranges *s, uint64_t x);

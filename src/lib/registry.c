@@ -18,7 +18,10 @@ int pure_ctx_random(pure_ctx *ctx, uint8_t *buf, size_t len)
 }
 
 /* Keys and hashes of the two link tables (table.h): by local index, by INIT tag. */
-static uint64_t link_index_of(const void *item) { return ((const pure_link *)item)->local_index; }
+static uint64_t link_index_of(const void *item)
+{
+    return ((const pure_link *)item)->local_index;
+}
 
 static uint32_t index_hash(uint64_t index)
 {
@@ -26,9 +29,15 @@ static uint32_t index_hash(uint64_t index)
     return (uint32_t)index * 2654435761u;
 }
 
-static uint64_t link_tag_of(const void *item) { return ((const pure_link *)item)->init_tag; }
+static uint64_t link_tag_of(const void *item)
+{
+    return ((const pure_link *)item)->init_tag;
+}
 
-static uint32_t tag_hash(uint64_t tag) { return (uint32_t)((tag * 0x9e3779b97f4a7c15ull) >> 32); }
+static uint32_t tag_hash(uint64_t tag)
+{
+    return (uint32_t)((tag * 0x9e3779b97f4a7c15ull) >> 32);
+}
 
 int pure_ctx_service_index(const pure_ctx *ctx, const char *name, size_t len)
 {
@@ -107,7 +116,7 @@ pure_link *pure_ctx_link_new(pure_ctx *ctx)
 {
     if (!ctx->free_links) {
         if (pure_ctx_grow_array(ctx, (void **)&ctx->slabs, &ctx->cap_slabs, ctx->n_slabs,
-                       sizeof *ctx->slabs))
+                                sizeof *ctx->slabs))
             return NULL;
         pure_link *slab = pure_mem_alloc(&ctx->alloc, PURE_LINK_SLAB * sizeof *slab);
         if (!slab)
@@ -213,8 +222,7 @@ void pure_registry_init(pure_ctx *ctx)
 {
     pure_table_init(&ctx->table, link_index_of, index_hash);
     pure_table_init(&ctx->hs_table, link_tag_of, tag_hash);
-    pure_timerheap_init(&ctx->timers, offsetof(pure_link, deadline),
-                        offsetof(pure_link, heap_pos));
+    pure_timerheap_init(&ctx->timers, offsetof(pure_link, deadline), offsetof(pure_link, heap_pos));
 }
 
 void pure_registry_free(pure_ctx *ctx)

@@ -31,7 +31,10 @@
 #include "registry.h"
 #include "varint.h"
 
-enum { RK_REQUESTED = 1, RK_ANSWERED = 2 };
+enum {
+    RK_REQUESTED = 1,
+    RK_ANSWERED = 2
+};
 
 typedef struct pure_rekey {
     uint8_t state;
@@ -56,7 +59,10 @@ int pure_rekey_due(const pure_link *link, uint64_t now)
     return link->send_next < link->sb.end && now - link->keys_time >= s->rekey_after_time;
 }
 
-int pure_rekey_send_pending(const pure_link *link) { return link->rk && link->rk->send_pending; }
+int pure_rekey_send_pending(const pure_link *link)
+{
+    return link->rk && link->rk->send_pending;
+}
 
 static pure_rekey *rk_new(pure_link *link)
 {

@@ -6,8 +6,8 @@
 
 #include <stdint.h>
 
-#define PURE_REPLAY_BITS 1024u                         /* bitmap size: 128 bytes */
-#define PURE_REPLAY_WORDS (PURE_REPLAY_BITS / 64u)     /* 16 words of 64 bits */
+#define PURE_REPLAY_BITS 1024u                     /* bitmap size: 128 bytes */
+#define PURE_REPLAY_WORDS (PURE_REPLAY_BITS / 64u) /* 16 words of 64 bits */
 /* Packet numbers this far below the highest accepted one are always accepted if unseen. The
  * bitmap is 1024 bits but one word is kept spare so that sliding forward only ever clears whole
  * words (see replay.c), so the guaranteed window is 1024 - 64 = 960 packets. */

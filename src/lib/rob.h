@@ -14,13 +14,13 @@
 #include "alloc.h"
 #include "ranges.h"
 
-#define PURE_ROB_FIRST 65536u        /* the ring's size when it is first needed */
+#define PURE_ROB_FIRST 65536u          /* the ring's size when it is first needed */
 #define PURE_ROB_MAX_RANGES (1u << 14) /* at most this many separate runs held */
 
 typedef struct pure_rob {
-    uint8_t *ring;     /* power-of-two ring of cap bytes, NULL while cap is 0 */
+    uint8_t *ring; /* power-of-two ring of cap bytes, NULL while cap is 0 */
     uint64_t cap;
-    pure_ranges held;  /* the stream offsets the ring holds */
+    pure_ranges held; /* the stream offsets the ring holds */
 } pure_rob;
 
 /* Makes r an empty buffer with no ring. */
@@ -55,8 +55,14 @@ void pure_rob_trim(pure_rob *r, uint64_t at);
 uint64_t pure_rob_top(const pure_rob *r);
 
 /* 1 if nothing is held. */
-static inline int pure_rob_empty(const pure_rob *r) { return pure_ranges_empty(&r->held); }
+static inline int pure_rob_empty(const pure_rob *r)
+{
+    return pure_ranges_empty(&r->held);
+}
 /* The ring's size in bytes (what it costs in memory), 0 if it has none. */
-static inline uint64_t pure_rob_cap(const pure_rob *r) { return r->cap; }
+static inline uint64_t pure_rob_cap(const pure_rob *r)
+{
+    return r->cap;
+}
 
 #endif

@@ -19,7 +19,7 @@ enum {
     PURE_SENT_CREDIT = 0x04,    /* carried a CREDIT frame */
     PURE_SENT_CLOSE = 0x08,
     PURE_SENT_REKEY = 0x10,
-    PURE_SENT_LIVE = 0x80,      /* in flight: not yet acknowledged, lost or discarded */
+    PURE_SENT_LIVE = 0x80, /* in flight: not yet acknowledged, lost or discarded */
 };
 
 /* One sent packet, kept in the ring until acknowledged or lost. Only packets with
@@ -116,12 +116,21 @@ const pure_sent *pure_rtb_discard_next(pure_rtb *rtb, pure_rtb_iter *it, uint64_
 void pure_rtb_free(pure_rtb *rtb, const pure_alloc *a);
 
 /* The packet number the next packet sent takes. */
-static inline uint64_t pure_rtb_next_pn(const pure_rtb *rtb) { return rtb->next_pn; }
+static inline uint64_t pure_rtb_next_pn(const pure_rtb *rtb)
+{
+    return rtb->next_pn;
+}
 /* Live (ack-eliciting, unacknowledged) packets. */
-static inline uint64_t pure_rtb_in_flight(const pure_rtb *rtb) { return rtb->in_flight; }
+static inline uint64_t pure_rtb_in_flight(const pure_rtb *rtb)
+{
+    return rtb->in_flight;
+}
 /* The earliest time a live packet becomes lost by the time threshold, UINT64_MAX if none: call
  * pure_rtb_lost_begin then. */
-static inline uint64_t pure_rtb_loss_time(const pure_rtb *rtb) { return rtb->loss_time; }
+static inline uint64_t pure_rtb_loss_time(const pure_rtb *rtb)
+{
+    return rtb->loss_time;
+}
 /* When the latest live packet was sent (for the probe timeout). */
 static inline uint64_t pure_rtb_last_eliciting_sent(const pure_rtb *rtb)
 {

@@ -38,11 +38,14 @@ void pure_rtt_sample(pure_rtt *r, uint64_t sample, uint64_t ack_delay, uint64_t 
         r->var = sample / 2;
         return;
     }
-    if (sample < r->min) r->min = sample;
-    if (ack_delay > max_ack_delay) ack_delay = max_ack_delay;
+    if (sample < r->min)
+        r->min = sample;
+    if (ack_delay > max_ack_delay)
+        ack_delay = max_ack_delay;
     uint64_t adjusted = sample;
     /* Written as a subtraction from sample so that min + ack_delay cannot wrap. */
-    if (sample - r->min >= ack_delay) adjusted = sample - ack_delay;
+    if (sample - r->min >= ack_delay)
+        adjusted = sample - ack_delay;
     /* var uses the smoothed value from before this sample (RFC 9002 5.3 order). */
     uint64_t dev = r->smoothed > adjusted ? r->smoothed - adjusted : adjusted - r->smoothed;
     r->var = (3 * r->var + dev) / 4;
@@ -52,7 +55,8 @@ void pure_rtt_sample(pure_rtt *r, uint64_t sample, uint64_t ack_delay, uint64_t 
 uint64_t pure_rtt_pto(const pure_rtt *r, uint64_t max_ack_delay)
 {
     uint64_t spread = 4 * r->var;
-    if (spread < PURE_RTT_GRANULARITY) spread = PURE_RTT_GRANULARITY;
+    if (spread < PURE_RTT_GRANULARITY)
+        spread = PURE_RTT_GRANULARITY;
     return sat_add(sat_add(r->smoothed, spread), max_ack_delay);
 }
 

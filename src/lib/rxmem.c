@@ -21,7 +21,6 @@
 #include "rxmem.h"
 #include "state.h"
 
-
 static void account(pure_ctx *ctx, size_t old, size_t n)
 {
     pure_guard_stats *g = &ctx->guard;
@@ -166,8 +165,8 @@ int pure_rxmem_claim(pure_link *link, uint64_t now)
     /* Only a link assembling a message may own, and only if that whole message fits, beside
      * what the owner and displaced owners hold, in max_message_size past the budget. */
     pure_busy *b = link->b;
-    int vacant = !o || o->state != PURE_LS_OPEN ||
-                 now - ctx->rx_owner_moved >= PURE_RX_OWNER_PATIENCE;
+    int vacant =
+        !o || o->state != PURE_LS_OPEN || now - ctx->rx_owner_moved >= PURE_RX_OWNER_PATIENCE;
     uint64_t others = ctx->rx_orphaned - b->orphaned + (o ? held_by(o) : 0);
     if (vacant && b->parse.in_body && others + b->parse.body_len <= ctx->s.max_message_size) {
         if (o)
@@ -198,8 +197,7 @@ uint64_t pure_rxmem_ring_limit(const pure_link *link)
 int pure_rxmem_may_credit(pure_link *link, uint64_t now)
 {
     const pure_ctx *ctx = link->ctx;
-    if (ctx->guard.rx_memory < ctx->s.max_receive_memory || link == ctx->rx_owner ||
-        !needs(link))
+    if (ctx->guard.rx_memory < ctx->s.max_receive_memory || link == ctx->rx_owner || !needs(link))
         return 1;
     return pure_rxmem_claim(link, now);
 }

@@ -60,16 +60,16 @@ typedef struct pure_busy {
     pure_cc cc;
     pure_pacer pacer;
     pure_replay replay;
-    pure_ranges acked;     /* acknowledged stream bytes above sb.base */
-    pure_ranges lost;      /* stream bytes to send again */
-    pure_rob rob;          /* out-of-order stream bytes above recv_next */
+    pure_ranges acked; /* acknowledged stream bytes above sb.base */
+    pure_ranges lost;  /* stream bytes to send again */
+    pure_rob rob;      /* out-of-order stream bytes above recv_next */
     pure_msgparse parse;
     char close_reason[48];
     uint64_t rx_retire_at; /* when the previous receive key is wiped (link->rx_retire) */
     /* rxmem.c: the context's list of links held back by max_receive_memory, oldest first */
     pure_link *held_prev, *held_next;
     uint8_t held;
-    uint32_t orphaned;     /* a former owner: what it held then, counted in ctx->rx_orphaned */
+    uint32_t orphaned; /* a former owner: what it held then, counted in ctx->rx_orphaned */
 } pure_busy;
 
 /* What only the initiator's handshake needs: freed once the link is open. */
@@ -78,13 +78,13 @@ typedef struct pure_hs {
     uint8_t init[512]; /* the INIT datagram as sent, resent on timeout */
     uint16_t init_len;
     uint8_t retries;
-    uint8_t rejected;  /* a REJECT hint arrived: report PURE_EKEY if nothing better comes */
+    uint8_t rejected; /* a REJECT hint arrived: report PURE_EKEY if nothing better comes */
     uint8_t send_pending;
     uint64_t started;
     uint64_t retry_at;
     char service[PURE_SERVICE_MAX + 1];
-    uint8_t in_flight;            /* counted in ctx->hs_in_flight */
-    uint8_t queued;               /* waiting in the context's handshake queue */
+    uint8_t in_flight; /* counted in ctx->hs_in_flight */
+    uint8_t queued;    /* waiting in the context's handshake queue */
     struct pure_link *queue_prev, *queue_next;
 } pure_hs;
 
@@ -116,36 +116,36 @@ struct pure_link {
     pure_ctx *ctx;
     void *user;
     uint32_t local_index, remote_index;
-    uint32_t heap_pos;     /* position in the context's timer heap, PURE_TIMERHEAP_NONE if none */
+    uint32_t heap_pos; /* position in the context's timer heap, PURE_TIMERHEAP_NONE if none */
     uint8_t state;
     uint8_t initiator;
-    uint8_t key_phase;     /* phase of tx keys (the DATA packet type's low bit) */
-    uint8_t in_pending;    /* on the context's send list */
-    uint16_t service;      /* responder: index of the service in ctx->services */
+    uint8_t key_phase;  /* phase of tx keys (the DATA packet type's low bit) */
+    uint8_t in_pending; /* on the context's send list */
+    uint16_t service;   /* responder: index of the service in ctx->services */
 
     /* flags */
     uint8_t finish_requested, fin_sent_pending, peer_finished, peer_fin_known;
     uint8_t want_writable, credit_pending, close_pending;
     uint8_t probe_pending, ping_pending, closed_notified, app_limited;
     /* small fields together, so the struct has no padding holes (an idle link is ~950 B) */
-    uint8_t resp_pending;  /* RESP to be (re)sent */
-    uint8_t in_hs_table;   /* findable by init_tag (an unvalidated responder link) */
+    uint8_t resp_pending; /* RESP to be (re)sent */
+    uint8_t in_hs_table;  /* findable by init_tag (an unvalidated responder link) */
     uint8_t path_unvalidated;
     uint8_t msg_len_known;
     uint8_t peer_closed;
-    uint8_t accepted;      /* responder: the application accepted the link (on_accept) */
-    uint8_t preamble_seen; /* the peer's stream preamble was checked (kept while b is released) */
+    uint8_t accepted;        /* responder: the application accepted the link (on_accept) */
+    uint8_t preamble_seen;   /* the peer's stream preamble was checked (kept while b is released) */
     uint8_t close_requested; /* pure_link_close: CLOSE goes once everything accepted is acked */
-    uint8_t recv_paused;   /* pure_link_pause_recv: no new receive credit is granted */
-    uint8_t half_open;     /* responder: counted in ctx->half_open and its source's bucket */
-    uint8_t resp_elsewhere; /* responder: RESP copies sent to an address the INIT moved to */
-    uint8_t rx_retire;     /* enum pure_rx_retire: the previous receive key after a switch */
-    uint32_t ck_gen;           /* rekeys mixed into ck so far */
-    uint32_t msg_len;      /* length of the message at msg_boundary, once read */
+    uint8_t recv_paused;     /* pure_link_pause_recv: no new receive credit is granted */
+    uint8_t half_open;       /* responder: counted in ctx->half_open and its source's bucket */
+    uint8_t resp_elsewhere;  /* responder: RESP copies sent to an address the INIT moved to */
+    uint8_t rx_retire;       /* enum pure_rx_retire: the previous receive key after a switch */
+    uint32_t ck_gen;         /* rekeys mixed into ck so far */
+    uint32_t msg_len;        /* length of the message at msg_boundary, once read */
     uint32_t pto_count;
-    uint32_t loss_rate;    /* EWMA of lost packets, 1/65536ths */
-    uint16_t mss;          /* largest datagram this link sends (shrinks if the path says so) */
-    uint16_t resp_len;     /* of resp, below */
+    uint32_t loss_rate; /* EWMA of lost packets, 1/65536ths */
+    uint16_t mss;       /* largest datagram this link sends (shrinks if the path says so) */
+    uint16_t resp_len;  /* of resp, below */
 
     pure_addr peer;
     uint8_t peer_key[PURE_KEY_LEN];
@@ -154,18 +154,18 @@ struct pure_link {
                               32 bits) */
     int close_error;       /* the error reported when CLOSING ends (here: fills a padding hole) */
     pure_hs *hs;
-    uint8_t *resp;         /* responder: the RESP datagram, kept until the link is validated */
-    uint64_t init_tag;     /* the INIT's sender index and ephemeral key, to spot its resends */
+    uint8_t *resp;     /* responder: the RESP datagram, kept until the link is validated */
+    uint64_t init_tag; /* the INIT's sender index and ephemeral key, to spot its resends */
 
     /* keys */
     pure_dir_keys tx;
-    pure_dir_keys rx[2];   /* by the phase bit of incoming packets */
-    struct pure_rekey *rk; /* only while a rekey is under way */
+    pure_dir_keys rx[2];       /* by the phase bit of incoming packets */
+    struct pure_rekey *rk;     /* only while a rekey is under way */
     uint8_t ck[PURE_HASH_LEN]; /* chaining key, for rekeying */
 
     /* amplification limit on a new, not yet validated peer address */
     uint64_t amp_received, amp_sent;
-    uint64_t path_probe_pn;  /* the first packet sent to the new address */
+    uint64_t path_probe_pn; /* the first packet sent to the new address */
 
     /* ---- send side ---- */
     pure_sendbuf sb;
@@ -175,27 +175,27 @@ struct pure_link {
     uint64_t msgs_acked, next_msg_id;
 
     /* recovery */
-    pure_rtb rtb;          /* packets sent and in flight, packet numbers, loss detection */
+    pure_rtb rtb; /* packets sent and in flight, packet numbers, loss detection */
     pure_rtt rtt;
     uint64_t latest_adjusted; /* the latest RTT sample less the peer's reported ACK delay */
 
     /* ---- receive side ---- */
-    pure_acktr acktr;      /* packet numbers received, and when an ACK is owed */
-    uint64_t recv_next;    /* in-order stream bytes consumed */
-    pure_credit credit;    /* flow credit: the receive window and grants, the peer's send limit */
-    uint64_t peer_fin;     /* peer's stream length once known */
+    pure_acktr acktr;   /* packet numbers received, and when an ACK is owed */
+    uint64_t recv_next; /* in-order stream bytes consumed */
+    pure_credit credit; /* flow credit: the receive window and grants, the peer's send limit */
+    uint64_t peer_fin;  /* peer's stream length once known */
 
     /* liveness */
     uint64_t created;
-    uint64_t last_recv;    /* last authenticated packet */
+    uint64_t last_recv; /* last authenticated packet */
     uint64_t last_sent;
-    uint64_t wait_start;   /* when ack-eliciting packets last started to fly from none */
-    uint64_t pace_at;      /* the pacer releases the next packet at this time (UINT64_MAX: none) */
-    uint64_t release_at;   /* idle since a moment: give buffers back then (UINT64_MAX: no) */
+    uint64_t wait_start; /* when ack-eliciting packets last started to fly from none */
+    uint64_t pace_at;    /* the pacer releases the next packet at this time (UINT64_MAX: none) */
+    uint64_t release_at; /* idle since a moment: give buffers back then (UINT64_MAX: no) */
     uint64_t close_resend_at; /* CLOSING: when the CLOSE goes again (UINT64_MAX: no more) */
-    uint64_t close_deadline; /* CLOSING: when to stop; OPEN with close_requested: give up then */
-    uint64_t last_msg_sent;  /* when the application last accepted a message (liveness watch) */
-    uint64_t deadline;     /* the earliest of all timers, as stored in the heap */
+    uint64_t close_deadline;  /* CLOSING: when to stop; OPEN with close_requested: give up then */
+    uint64_t last_msg_sent;   /* when the application last accepted a message (liveness watch) */
+    uint64_t deadline;        /* the earliest of all timers, as stored in the heap */
 
     /* close */
     uint64_t close_code;
@@ -204,8 +204,8 @@ struct pure_link {
     uint64_t keys_time, keys_packets;
 
     pure_link_counters st;
-    pure_busy *b;          /* state a link needs only while it carries traffic (NULL when idle) */
-    uint64_t replay_top;   /* the replay window's top while b is released: all below were seen */
+    pure_busy *b;            /* state a link needs only while it carries traffic (NULL when idle) */
+    uint64_t replay_top;     /* the replay window's top while b is released: all below were seen */
     pure_link *pending_next; /* the context's send list */
     pure_link *dead_next;
     pure_link *timer_next; /* the list of links whose timers are being run */
@@ -239,10 +239,10 @@ struct pure_ctx {
 
     /* links by local index */
     pure_table table;
-    uint32_t half_open;       /* responder links not yet validated */
-    pure_admit admit;         /* handshake admission (admit.h) */
-    uint64_t last_init_ts;    /* the timestamp of the last INIT this context made */
-    uint32_t hs_in_flight;    /* initiator handshakes under way (PURE_HS_IN_FLIGHT at most) */
+    uint32_t half_open;    /* responder links not yet validated */
+    pure_admit admit;      /* handshake admission (admit.h) */
+    uint64_t last_init_ts; /* the timestamp of the last INIT this context made */
+    uint32_t hs_in_flight; /* initiator handshakes under way (PURE_HS_IN_FLIGHT at most) */
     pure_link *hs_queue_head, *hs_queue_tail; /* initiator handshakes waiting their turn */
 
     /* timers: a min-heap of links by deadline (each link's deadline and heap_pos) */
@@ -252,7 +252,7 @@ struct pure_ctx {
     pure_link *pending_head, *pending_tail;
     /* links closed during this call, freed at its end */
     pure_link *dead;
-    int depth; /* nesting of public calls (callbacks may re-enter) */
+    int depth;   /* nesting of public calls (callbacks may re-enter) */
     int freeing; /* pure_ctx_free runs: no new links (on_closed may try) */
     int walking; /* pure_ctx_links runs: the link table must not change shape */
 
@@ -273,12 +273,12 @@ struct pure_ctx {
     pure_guard_stats guard; /* rx_memory* kept by rxmem.c */
 
     /* receive memory (rxmem.c) */
-    pure_link *rx_owner;      /* the one link max_receive_memory does not hold back (or NULL) */
-    uint64_t rx_owner_moved;  /* when it last consumed stream bytes */
-    uint64_t rx_orphaned;     /* bytes displaced owners hold for messages not yet delivered */
+    pure_link *rx_owner;     /* the one link max_receive_memory does not hold back (or NULL) */
+    uint64_t rx_owner_moved; /* when it last consumed stream bytes */
+    uint64_t rx_orphaned;    /* bytes displaced owners hold for messages not yet delivered */
     pure_link *rx_held_head, *rx_held_tail; /* links held back, oldest first */
     uint32_t rx_held_n;
-    uint8_t rx_wake;          /* memory was freed (or ownership passed) with links held back */
+    uint8_t rx_wake; /* memory was freed (or ownership passed) with links held back */
     uint64_t now;
 };
 

@@ -11,11 +11,11 @@
 #include "alloc.h"
 
 typedef struct pure_table {
-    void **slot;                       /* cap entries, NULL when empty */
-    uint32_t cap;                      /* a power of two, 0 before the first add */
-    uint32_t used;                     /* items held */
+    void **slot;                          /* cap entries, NULL when empty */
+    uint32_t cap;                         /* a power of two, 0 before the first add */
+    uint32_t used;                        /* items held */
     uint64_t (*key_of)(const void *item); /* the item's key; must not change while it is held */
-    uint32_t (*hash)(uint64_t key);    /* mixes the key; the table keeps its low bits */
+    uint32_t (*hash)(uint64_t key);       /* mixes the key; the table keeps its low bits */
 } pure_table;
 
 /* Makes t an empty table (no memory) reading keys through key_of and mixing them with hash. */
@@ -38,6 +38,9 @@ void *pure_table_find(const pure_table *t, uint64_t key, int (*match)(const void
 int pure_table_remove(pure_table *t, const void *item);
 /* The item in slot i (i < t->cap), NULL if the slot is empty: for walks over every item. Adding
  * may grow and reorder the slots; removing may move later items of a run to earlier slots. */
-static inline void *pure_table_at(const pure_table *t, uint32_t i) { return t->slot[i]; }
+static inline void *pure_table_at(const pure_table *t, uint32_t i)
+{
+    return t->slot[i];
+}
 
 #endif

@@ -34,8 +34,14 @@
 #include "timers.h"
 #include "registry.h"
 
-static uint64_t min64(uint64_t a, uint64_t b) { return a < b ? a : b; }
-static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
+static uint64_t min64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+static uint64_t max64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
 
 static uint64_t idle_deadline(const pure_link *link)
 {
@@ -49,8 +55,7 @@ static int expecting(const pure_link *link, uint64_t now)
 {
     if (link->close_requested)
         return 1;
-    if (link->b &&
-        (!pure_msgparse_at_boundary(&link->b->parse) || !pure_rob_empty(&link->b->rob)))
+    if (link->b && (!pure_msgparse_at_boundary(&link->b->parse) || !pure_rob_empty(&link->b->rob)))
         return 1; /* the peer is in the middle of a message */
     return link->next_msg_id && now < link->last_msg_sent + link->ctx->s.idle_timeout;
 }
@@ -93,27 +98,18 @@ static uint64_t recovery_deadline(const pure_link *link)
 static uint64_t open_deadline(const pure_link *link, enum pure_timer t, uint64_t now)
 {
     switch (t) {
-    case PURE_TIMER_IDLE:
-        return idle_deadline(link);
-    case PURE_TIMER_CLOSE_GIVE_UP:
-        return link->close_requested ? link->close_deadline : UINT64_MAX;
-    case PURE_TIMER_RECOVERY:
-        return recovery_deadline(link);
-    case PURE_TIMER_WATCH:
-        return watch_deadline(link, now);
-    case PURE_TIMER_ACK:
-        return pure_acktr_deadline(&link->acktr);
-    case PURE_TIMER_KEEPALIVE:
-        return keepalive_deadline(link);
-    case PURE_TIMER_PACE:
-        return link->pace_at;
+    case PURE_TIMER_IDLE: return idle_deadline(link);
+    case PURE_TIMER_CLOSE_GIVE_UP: return link->close_requested ? link->close_deadline : UINT64_MAX;
+    case PURE_TIMER_RECOVERY: return recovery_deadline(link);
+    case PURE_TIMER_WATCH: return watch_deadline(link, now);
+    case PURE_TIMER_ACK: return pure_acktr_deadline(&link->acktr);
+    case PURE_TIMER_KEEPALIVE: return keepalive_deadline(link);
+    case PURE_TIMER_PACE: return link->pace_at;
     case PURE_TIMER_RX_RETIRE:
         return link->rx_retire == PURE_RX_RETIRE_TIMED && link->b ? link->b->rx_retire_at
-                                                                   : UINT64_MAX;
-    case PURE_TIMER_RELEASE:
-        return link->release_at;
-    default:
-        return UINT64_MAX;
+                                                                  : UINT64_MAX;
+    case PURE_TIMER_RELEASE: return link->release_at;
+    default: return UINT64_MAX;
     }
 }
 
@@ -125,14 +121,12 @@ uint64_t pure_timer_deadline(const pure_link *link, enum pure_timer t, uint64_t 
     case PURE_LS_UNVALIDATED:
         return t == PURE_TIMER_HS_EXPIRE ? link->created + link->ctx->s.handshake_timeout
                                          : UINT64_MAX;
-    case PURE_LS_OPEN:
-        return open_deadline(link, t, now);
+    case PURE_LS_OPEN: return open_deadline(link, t, now);
     case PURE_LS_CLOSING:
         if (t == PURE_TIMER_CLOSE_RESEND)
             return link->close_resend_at;
         return t == PURE_TIMER_CLOSE_END ? link->close_deadline : UINT64_MAX;
-    default:
-        return UINT64_MAX;
+    default: return UINT64_MAX;
     }
 }
 
@@ -158,9 +152,7 @@ void pure_timers_update(pure_link *link, uint64_t now)
         if (link->rx_retire == PURE_RX_RETIRE_TIMED && link->b)
             d = min64(d, link->b->rx_retire_at);
         break;
-    case PURE_LS_CLOSING:
-        d = min64(link->close_deadline, link->close_resend_at);
-        break;
+    case PURE_LS_CLOSING: d = min64(link->close_deadline, link->close_resend_at); break;
     default:
         d = min64(pure_timer_deadline(link, PURE_TIMER_HS_RETRY, now),
                   pure_timer_deadline(link, PURE_TIMER_HS_EXPIRE, now));

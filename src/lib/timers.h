@@ -12,19 +12,19 @@
 
 /* The timers, as bits of what pure_timers_due returns. */
 enum pure_timer {
-    PURE_TIMER_HS_RETRY = 1u << 0,    /* HANDSHAKE: resend the INIT, or give up */
-    PURE_TIMER_HS_EXPIRE = 1u << 1,   /* UNVALIDATED: the initiator never confirmed */
-    PURE_TIMER_IDLE = 1u << 2,        /* OPEN: ack-eliciting packets unanswered for idle_timeout */
+    PURE_TIMER_HS_RETRY = 1u << 0,  /* HANDSHAKE: resend the INIT, or give up */
+    PURE_TIMER_HS_EXPIRE = 1u << 1, /* UNVALIDATED: the initiator never confirmed */
+    PURE_TIMER_IDLE = 1u << 2,      /* OPEN: ack-eliciting packets unanswered for idle_timeout */
     PURE_TIMER_CLOSE_GIVE_UP = 1u << 3, /* OPEN, closing gracefully: no progress */
-    PURE_TIMER_RECOVERY = 1u << 4,    /* OPEN: loss time threshold or probe timeout */
-    PURE_TIMER_WATCH = 1u << 5,       /* OPEN: expecting the peer, silent for idle_timeout/2 */
-    PURE_TIMER_ACK = 1u << 6,         /* OPEN: max_ack_delay after an unacknowledged packet */
-    PURE_TIMER_KEEPALIVE = 1u << 7,   /* OPEN: settings.keepalive after the last packet */
-    PURE_TIMER_PACE = 1u << 8,        /* OPEN: the pacer releases the next packet */
-    PURE_TIMER_RX_RETIRE = 1u << 9,   /* OPEN: wipe the previous receive key */
-    PURE_TIMER_RELEASE = 1u << 10,    /* OPEN: idle for a moment, give buffers back */
+    PURE_TIMER_RECOVERY = 1u << 4,      /* OPEN: loss time threshold or probe timeout */
+    PURE_TIMER_WATCH = 1u << 5,         /* OPEN: expecting the peer, silent for idle_timeout/2 */
+    PURE_TIMER_ACK = 1u << 6,           /* OPEN: max_ack_delay after an unacknowledged packet */
+    PURE_TIMER_KEEPALIVE = 1u << 7,     /* OPEN: settings.keepalive after the last packet */
+    PURE_TIMER_PACE = 1u << 8,          /* OPEN: the pacer releases the next packet */
+    PURE_TIMER_RX_RETIRE = 1u << 9,     /* OPEN: wipe the previous receive key */
+    PURE_TIMER_RELEASE = 1u << 10,      /* OPEN: idle for a moment, give buffers back */
     PURE_TIMER_CLOSE_RESEND = 1u << 11, /* CLOSING: send the CLOSE again */
-    PURE_TIMER_CLOSE_END = 1u << 12,  /* CLOSING: three probe timeouts are over */
+    PURE_TIMER_CLOSE_END = 1u << 12,    /* CLOSING: three probe timeouts are over */
 };
 
 /* Buffers of a link idle this long are given back. */

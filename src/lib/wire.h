@@ -36,7 +36,10 @@ static inline uint8_t *pure_wire_put_header(uint8_t *p, uint8_t type, uint32_t i
 }
 
 /* The first index of a datagram of at least 5 bytes. */
-static inline uint32_t pure_wire_index(const uint8_t *d) { return pure_get_u32le(d + PURE_WIRE_INDEX_AT); }
+static inline uint32_t pure_wire_index(const uint8_t *d)
+{
+    return pure_get_u32le(d + PURE_WIRE_INDEX_AT);
+}
 
 /* A RESP's receiver index (the initiator's own). */
 static inline uint32_t pure_wire_resp_receiver(const uint8_t *d)
@@ -63,23 +66,30 @@ static inline uint64_t pure_wire_data_pn(const uint8_t *d)
 }
 
 /* A DATA packet's key phase bit. */
-static inline uint8_t pure_wire_data_phase(const uint8_t *d) { return d[0] & 1; }
+static inline uint8_t pure_wire_data_phase(const uint8_t *d)
+{
+    return d[0] & 1;
+}
 
 #define PURE_PROLOGUE "pure/1"
-#define PURE_DATA_HEADER 12          /* type (1) + receiver index (4) + packet number (7) */
+#define PURE_DATA_HEADER 12 /* type (1) + receiver index (4) + packet number (7) */
 #define PURE_PN_MAX ((1ull << 56) - 1)
 #define PURE_COOKIE_LEN 16
-#define PURE_INIT_FIXED (1 + 4)      /* before the Noise message */
+#define PURE_INIT_FIXED (1 + 4) /* before the Noise message */
 #define PURE_RESP_FIXED (1 + 4 + 4)
-#define PURE_MAC_LEN 16              /* mac1, mac2 */
-#define PURE_INIT_TS_LEN 8           /* the INIT payload's timestamp, ns since 1970, big-endian */
+#define PURE_MAC_LEN 16    /* mac1, mac2 */
+#define PURE_INIT_TS_LEN 8 /* the INIT payload's timestamp, ns since 1970, big-endian */
 #define PURE_COOKIE_PKT (1 + 4 + 12 + PURE_COOKIE_LEN + 16)
 #define PURE_REJECT_PKT (1 + 4 + PURE_MAC_LEN)
 #define PURE_SERVICE_MAX 63
 /* INIT payload: timestamp u64 | service length u8 | service bytes. RESP payload: status u8 |
  * responder's index u32 (the header's sender index, authenticated; 0 with a refusal). */
 #define PURE_RESP_PAYLOAD 5
-enum pure_resp_status { PURE_RESP_OK = 0, PURE_RESP_NO_SERVICE = 1, PURE_RESP_NOT_ALLOWED = 2 };
+enum pure_resp_status {
+    PURE_RESP_OK = 0,
+    PURE_RESP_NO_SERVICE = 1,
+    PURE_RESP_NOT_ALLOWED = 2
+};
 
 /* Frame types inside the sealed payload. */
 enum pure_frame_type {
@@ -96,8 +106,8 @@ enum pure_frame_type {
 #define PURE_STREAM_PREAMBLE "pure"
 #define PURE_MIN_UDP_PAYLOAD 1200
 #define PURE_MAX_UDP_PAYLOAD 65507
-#define PURE_ACK_MAX_RANGES 32       /* ranges an ACK frame carries (older ones are dropped) */
-#define PURE_AMPLIFICATION 3         /* bytes sent per byte received before a path is validated */
+#define PURE_ACK_MAX_RANGES 32 /* ranges an ACK frame carries (older ones are dropped) */
+#define PURE_AMPLIFICATION 3   /* bytes sent per byte received before a path is validated */
 
 /* Close codes a peer sends in CLOSE (the application's own codes start at 0x100). */
 enum pure_close_code {

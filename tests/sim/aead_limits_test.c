@@ -34,7 +34,7 @@ typedef struct world {
     keyruns kr[2];
     uint8_t tmpl[2048]; /* the latest server->client DATA packet, to forge from */
     size_t tmpl_len;
-    int record;         /* keep server->client DATA packets in rec[] */
+    int record; /* keep server->client DATA packets in rec[] */
     uint8_t rec[8][2048];
     size_t rec_len[8];
     int n_rec;
@@ -206,8 +206,7 @@ static void test_rekey_at_half_never_past_limit(void)
     }
     pure_ctx_add_service(sim_ctx(w->s, w->srv), "svc");
     sim_set_tap(w->s, tap, w);
-    sim_path p = {.delay = 10 * SIM_MS, .bandwidth = 200000000ull, .queue = 1 << 20,
-                  .loss = 0.01};
+    sim_path p = {.delay = 10 * SIM_MS, .bandwidth = 200000000ull, .queue = 1 << 20, .loss = 0.01};
     sim_set_path(w->s, w->cli, w->srv, &p);
     sim_set_path(w->s, w->srv, w->cli, &p);
     pure_addr to = sim_addr(w->s, w->srv);
@@ -369,7 +368,8 @@ static void test_old_receive_key_wiped_after_3_pto(void)
     server_says(w, 100);
     /* server packets under the first key that never arrive: kept to play late */
     uint64_t now = sim_now(w->s);
-    sim_path hole = {.delay = 10 * SIM_MS, .blackhole_start = now, .blackhole_end = now + 30 * SIM_MS};
+    sim_path hole = {
+        .delay = 10 * SIM_MS, .blackhole_start = now, .blackhole_end = now + 30 * SIM_MS};
     sim_set_path(w->s, w->srv, w->cli, &hole);
     w->record = 1;
     static uint8_t m[3000];

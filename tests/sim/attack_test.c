@@ -99,7 +99,10 @@ static capture *want(sim_app *a, int from, int to, uint8_t type)
     return c;
 }
 
-static int established(void *arg) { return ((sim_app *)arg)->established; }
+static int established(void *arg)
+{
+    return ((sim_app *)arg)->established;
+}
 
 /* Valid INITs for the responder whose public key is `key`, made by throwaway initiators (each
  * context runs PURE_HS_IN_FLIGHT handshakes at once, so it takes several). */
@@ -138,7 +141,10 @@ static size_t make_inits(const pure_ctx *victim, uint8_t (*out)[512], size_t *le
     return made;
 }
 
-static void allow_list(pure_settings *s, int server) { s->allow_any = !server; }
+static void allow_list(pure_settings *s, int server)
+{
+    s->allow_any = !server;
+}
 
 static void test_replay_costs_no_dh(void)
 {
@@ -288,7 +294,9 @@ static void test_flood_of_valid_inits(void)
 {
     /* 5,000 valid INITs (allow_any: any key is welcome) from 5,000 spoofed addresses, one every
      * 20 us (50,000 a second), and an honest client connecting in the middle of it. */
-    enum { N = 5000 };
+    enum {
+        N = 5000
+    };
     static uint8_t inits[N][512];
     static size_t lens[N];
     sim_app *a = sim_app_new(4, 20, 1, 100, NULL);
@@ -324,7 +332,7 @@ static void test_flood_of_valid_inits(void)
            (unsigned long long)st.cookies_sent,
            est_at == UINT64_MAX ? -1.0 : (double)(est_at - connect_at) / 1e6);
     CHECK(est_at != UINT64_MAX && est_at - connect_at <= 2 * SIM_S);
-    CHECK(peak_half_open <= 1024 + 64);     /* handshake_load, then cookies */
+    CHECK(peak_half_open <= 1024 + 64);      /* handshake_load, then cookies */
     CHECK(g.dh_ops <= 5 * (1024 + 64) + 16); /* 5 DH per admitted INIT, none after */
     CHECK(st.cookies_sent > 0);
     /* every half-open link times out and is uncounted, in the context and in its bucket */
@@ -374,11 +382,16 @@ static void h_closed(pure_link *l, void *u, const pure_close_info *info)
 static const pure_callbacks h_srv_cb = {.on_accept = h_accept};
 static const pure_callbacks h_cli_cb = {.on_established = h_established, .on_closed = h_closed};
 
-static int all_honest(void *arg) { return ((honest *)arg)->n_established == 100; }
+static int all_honest(void *arg)
+{
+    return ((honest *)arg)->n_established == 100;
+}
 
 static void test_flood_with_100_honest_clients(void)
 {
-    enum { N = 10000 };
+    enum {
+        N = 10000
+    };
     static uint8_t inits[N][512];
     static size_t lens[N];
     static honest h;
@@ -442,7 +455,9 @@ static void test_source_with_cookies_is_held_back(void)
     sim_app *a = sim_app_new(5, 20, 1, 100, always_load);
     both(a);
     pure_ctx *srv = sim_ctx(a->s, a->srv);
-    enum { N = 500 };
+    enum {
+        N = 500
+    };
     static uint8_t inits[N][512];
     static size_t lens[N];
     CHECK_EQ(make_inits(srv, inits, lens, N, 5), N);

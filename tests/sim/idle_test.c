@@ -46,7 +46,10 @@ static int on_accept(pure_link *l, const char *svc, const uint8_t *k, void *user
     return 0;
 }
 
-static void on_established(pure_link *l, void *user) { ((world *)user)->established++; }
+static void on_established(pure_link *l, void *user)
+{
+    ((world *)user)->established++;
+}
 
 static world *the_world;
 static void on_message(pure_link *l, void *user, const uint8_t *d, size_t n)
@@ -75,7 +78,10 @@ static int all_established(void *arg)
     return w->established == LINKS && w->accepted == LINKS;
 }
 
-static int all_delivered(void *arg) { return ((world *)arg)->delivered == LINKS; }
+static int all_delivered(void *arg)
+{
+    return ((world *)arg)->delivered == LINKS;
+}
 
 /* keepalive: configured on the initiators only (the responders just answer). */
 static void run(uint64_t keepalive, int64_t *bytes_per_link_cli, int64_t *bytes_per_link_srv,
@@ -108,8 +114,8 @@ static void run(uint64_t keepalive, int64_t *bytes_per_link_cli, int64_t *bytes_
     int64_t cli_base = cc.bytes, srv_base = sc.bytes;
     pure_addr to = sim_addr(s, srv);
     for (int i = 0; i < LINKS; i++)
-        CHECK_EQ(pure_connect(sim_ctx(s, cli), &to, pure_ctx_public_key(sim_ctx(s, srv)), "idle",
-                              w, &w->cl[i], sim_now(s)),
+        CHECK_EQ(pure_connect(sim_ctx(s, cli), &to, pure_ctx_public_key(sim_ctx(s, srv)), "idle", w,
+                              &w->cl[i], sim_now(s)),
                  0);
     CHECK(sim_run(s, all_established, w, 120 * SIM_S));
     if (closed || !all_established(w)) { /* the rest would touch closed links */

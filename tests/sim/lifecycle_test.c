@@ -19,8 +19,8 @@ typedef struct app {
     int messages_after_close;
     pure_close_info info;
     uint64_t closed_at;
-    int abort_at;          /* abort from on_message at this message (0: never) */
-    int in_abort;          /* on_closed ran inside pure_link_abort */
+    int abort_at; /* abort from on_message at this message (0: never) */
+    int in_abort; /* on_closed ran inside pure_link_abort */
 } app;
 
 typedef struct world {
@@ -32,7 +32,10 @@ typedef struct world {
 
 static world *W;
 
-static app *side_of(void *user) { return user; }
+static app *side_of(void *user)
+{
+    return user;
+}
 
 static int on_accept(pure_link *l, const char *svc, const uint8_t *k, void *u)
 {
@@ -145,8 +148,14 @@ static void connect_one(world *w, int i)
              0);
 }
 
-static int established0(void *arg) { return ((world *)arg)->c[0].established && ((world *)arg)->n_sv; }
-static int closed_c0(void *arg) { return ((world *)arg)->c[0].closes > 0; }
+static int established0(void *arg)
+{
+    return ((world *)arg)->c[0].established && ((world *)arg)->n_sv;
+}
+static int closed_c0(void *arg)
+{
+    return ((world *)arg)->c[0].closes > 0;
+}
 static int closed_both0(void *arg)
 {
     return ((world *)arg)->c[0].closes > 0 && ((world *)arg)->sv[0].closes > 0;
@@ -408,8 +417,9 @@ static void test_connect_errors_within_handshake_timeout(void)
     nowhere.bytes[3] = 99; /* no endpoint there */
     uint8_t key[32];
     memset(key, 7, sizeof key);
-    CHECK_EQ(pure_connect(sim_ctx(w->s, w->cli), &nowhere, pure_ctx_public_key(sim_ctx(w->s, w->srv)),
-                          "svc", &w->c[0], &w->c[0].link, 0),
+    CHECK_EQ(pure_connect(sim_ctx(w->s, w->cli), &nowhere,
+                          pure_ctx_public_key(sim_ctx(w->s, w->srv)), "svc", &w->c[0],
+                          &w->c[0].link, 0),
              0);
     pure_addr to = sim_addr(w->s, w->srv);
     CHECK_EQ(pure_connect(sim_ctx(w->s, w->cli), &to, key, "svc", &w->c[1], &w->c[1].link, 0), 0);

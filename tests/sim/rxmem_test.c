@@ -22,7 +22,7 @@
 #include "test.h"
 
 static int LINKS = 1000;
-#define PART (128u << 10)   /* what each attacker sends of its announced 16 MiB */
+#define PART (128u << 10) /* what each attacker sends of its announced 16 MiB */
 #define SMALL_LINKS 20
 #define SMALL_MSGS 100
 #define BIG (2u << 20)
@@ -59,7 +59,11 @@ static void *h_realloc(void *user, void *p, size_t old, size_t n)
 
 /* ---- one end of a link, as the application sees it ---- */
 
-enum kind { K_ATTACK, K_SMALL, K_BIG };
+enum kind {
+    K_ATTACK,
+    K_SMALL,
+    K_BIG
+};
 
 typedef struct end {
     int kind, server, closed, error;
@@ -83,7 +87,10 @@ static end *new_end(int kind, int server)
     return e;
 }
 
-static size_t small_size(uint64_t k) { return 1 + (size_t)(sim_mix(k + 1) % 1200); }
+static size_t small_size(uint64_t k)
+{
+    return 1 + (size_t)(sim_mix(k + 1) % 1200);
+}
 
 static int on_accept(pure_link *l, const char *svc, const uint8_t *key, void *user)
 {
@@ -93,7 +100,10 @@ static int on_accept(pure_link *l, const char *svc, const uint8_t *key, void *us
     return 0;
 }
 
-static void on_established(pure_link *l, void *user) { W->established++; }
+static void on_established(pure_link *l, void *user)
+{
+    W->established++;
+}
 
 static void on_message(pure_link *l, void *user, const uint8_t *d, size_t n)
 {
@@ -170,7 +180,10 @@ static int got_enough(void *arg)
     return got_of(u->kind) >= u->want;
 }
 
-static int all_up(void *arg) { return W->established >= *(int *)arg && W->accepted >= *(int *)arg; }
+static int all_up(void *arg)
+{
+    return W->established >= *(int *)arg && W->accepted >= *(int *)arg;
+}
 
 static pure_link *connect_one(sim *s, int from, int to, const char *svc, int kind)
 {
@@ -182,7 +195,10 @@ static pure_link *connect_one(sim *s, int from, int to, const char *svc, int kin
     return l;
 }
 
-static double mib(int64_t b) { return (double)b / (1 << 20); }
+static double mib(int64_t b)
+{
+    return (double)b / (1 << 20);
+}
 
 static void test_announced_flood(void)
 {
@@ -318,8 +334,12 @@ static void run_big(uint64_t budget, double *ms, pure_guard_stats *out)
     st.max_receive_memory = budget;
     int srv = sim_add(s, &st);
     pure_ctx_add_service(sim_ctx(s, srv), "big");
-    sim_path p = {.delay = 5 * SIM_MS, .bandwidth = 1000000000ull, .queue = 4 << 20, .loss = 0.01,
-                  .reorder = 0.01, .reorder_delay = 3 * SIM_MS};
+    sim_path p = {.delay = 5 * SIM_MS,
+                  .bandwidth = 1000000000ull,
+                  .queue = 4 << 20,
+                  .loss = 0.01,
+                  .reorder = 0.01,
+                  .reorder_delay = 3 * SIM_MS};
     sim_set_path(s, cli, srv, &p);
     sim_set_path(s, srv, cli, &p);
     const int n = 20;
@@ -361,9 +381,8 @@ static void test_big_messages_no_deadlock(void)
     run_big(256u << 20, &wide_ms, &wide);
     printf("20 links x 2 MiB: budget 4 MiB: all in %.0f ms virtual, rx_memory peak %.1f MiB, "
            "%llu stalls; budget 256 MiB: %.0f ms, peak %.1f MiB, %llu stalls\n",
-           tight_ms, mib((int64_t)tight.rx_memory_peak),
-           (unsigned long long)tight.rx_memory_stalls, wide_ms, mib((int64_t)wide.rx_memory_peak),
-           (unsigned long long)wide.rx_memory_stalls);
+           tight_ms, mib((int64_t)tight.rx_memory_peak), (unsigned long long)tight.rx_memory_stalls,
+           wide_ms, mib((int64_t)wide.rx_memory_peak), (unsigned long long)wide.rx_memory_stalls);
     /* the documented bound: budget + the owner's message + 4 KiB per link */
     CHECK(tight.rx_memory_peak <= (4u << 20) + (4u << 20) + 20 * 4096);
     CHECK(tight.rx_memory_stalls > 0);
@@ -386,8 +405,8 @@ static void test_too_big(void)
         int srv = sim_add(s, &st);
         pure_ctx_add_service(sim_ctx(s, srv), "attack");
         pure_ctx_add_service(sim_ctx(s, srv), "big");
-        pure_link *l = connect_one(s, cli, srv, hostile ? "attack" : "big",
-                                   hostile ? K_ATTACK : K_BIG);
+        pure_link *l =
+            connect_one(s, cli, srv, hostile ? "attack" : "big", hostile ? K_ATTACK : K_BIG);
         int one = 1;
         CHECK(sim_run(s, all_up, &one, sim_now(s) + 10 * SIM_S));
         if (hostile) {
@@ -409,8 +428,7 @@ static void test_too_big(void)
         printf("%s length of 1 MiB + 1 against max_message_size 1 MiB: responder closed with "
                "%s, the sender heard %s; rx_memory peak %llu bytes\n",
                hostile ? "a raw" : "an honest", pure_strerror(w.ends[1].error),
-               pure_strerror(w.ends[0].error),
-               (unsigned long long)guard(s, srv).rx_memory_peak);
+               pure_strerror(w.ends[0].error), (unsigned long long)guard(s, srv).rx_memory_peak);
         CHECK(guard(s, srv).rx_memory_peak <= 1u << 20);
         sim_free(s);
         CHECK_EQ(sh.live, 0);

@@ -52,11 +52,13 @@ static double transfer(const char *name, uint64_t n, uint32_t lo, uint32_t hi, c
             pure_ctx_stats cs;
             pure_ctx_guard_stats_get(sim_ctx(a->s, a->srv), &g, sizeof g);
             pure_ctx_stats_get(sim_ctx(a->s, a->srv), &cs);
-            fprintf(stderr, "  server: links %llu accepted %llu auth-dropped %llu malformed %llu bad-mac %llu replayed %llu dup %llu dh %llu\n",
-                    (unsigned long long)cs.links, (unsigned long long)cs.handshakes_accepted,
-                    (unsigned long long)cs.dropped_auth, (unsigned long long)cs.dropped_malformed,
-                    (unsigned long long)g.inits_bad_mac, (unsigned long long)g.inits_replayed,
-                    (unsigned long long)g.inits_duplicate, (unsigned long long)g.dh_ops);
+            fprintf(
+                stderr,
+                "  server: links %llu accepted %llu auth-dropped %llu malformed %llu bad-mac %llu replayed %llu dup %llu dh %llu\n",
+                (unsigned long long)cs.links, (unsigned long long)cs.handshakes_accepted,
+                (unsigned long long)cs.dropped_auth, (unsigned long long)cs.dropped_malformed,
+                (unsigned long long)g.inits_bad_mac, (unsigned long long)g.inits_replayed,
+                (unsigned long long)g.inits_duplicate, (unsigned long long)g.dh_ops);
             pure_ctx_guard_stats_get(sim_ctx(a->s, a->cli), &g, sizeof g);
             fprintf(stderr, "  client: bad cookies %llu bad rejects %llu\n",
                     (unsigned long long)g.cookie_replies_bad, (unsigned long long)g.rejects_bad);
@@ -449,7 +451,8 @@ static void flood(int with_mac1)
     pure_ctx *srv = sim_ctx(a->s, a->srv);
     uint8_t key[PURE_HASH_LEN];
     pure_admit_mac1_key(srv->crypto, pure_ctx_public_key(srv), key);
-    uint8_t junk[PURE_INIT_FIXED + PURE_NOISE_MSG1_OVERHEAD + PURE_INIT_TS_LEN + 6 + 2 * PURE_MAC_LEN];
+    uint8_t
+        junk[PURE_INIT_FIXED + PURE_NOISE_MSG1_OVERHEAD + PURE_INIT_TS_LEN + 6 + 2 * PURE_MAC_LEN];
     for (int i = 0; i < 3000; i++) {
         for (size_t j = 0; j < sizeof junk; j++)
             junk[j] = (uint8_t)sim_rand(a->s);
@@ -477,7 +480,7 @@ static void flood(int with_mac1)
            (double)(a->finish_time - t0) / 1e6);
     if (with_mac1) {
         CHECK(st.cookies_sent > 0);
-        CHECK(st.dropped_auth < 3000); /* some of the flood was turned away before any DH */
+        CHECK(st.dropped_auth < 3000);        /* some of the flood was turned away before any DH */
         CHECK(dh_flood <= 2 * (3 * 1024ull)); /* ~1 s of handshake_load, then cookies */
     } else {
         CHECK_EQ(g.inits_bad_mac, 3000);
@@ -517,9 +520,9 @@ static void test_small_path_mtu(void)
 
 static void rekey_often(pure_settings *s, int server)
 {
-    s->rekey_after_packets = 1000;  /* rekeys from 500 packets on, sometimes both at once: a key
-                                       closes its link at 999 packets, so the exchange must
-                                       complete within a window's worth of packets */
+    s->rekey_after_packets = 1000; /* rekeys from 500 packets on, sometimes both at once: a key
+                                      closes its link at 999 packets, so the exchange must
+                                      complete within a window's worth of packets */
     s->rekey_after_time = 300 * SIM_MS;
 }
 

@@ -16,12 +16,12 @@ typedef struct app {
     sim *s;
     int cli, srv;
     pure_link *cl, *sl;
-    uint64_t n, sent, eagain;       /* client: messages to send, sent, PURE_EAGAIN seen */
-    uint64_t received, bytes;       /* server */
-    uint64_t bad;                   /* out-of-order or wrong messages, callbacks after on_closed */
-    int pause_at_first;             /* server pauses on the first message */
+    uint64_t n, sent, eagain; /* client: messages to send, sent, PURE_EAGAIN seen */
+    uint64_t received, bytes; /* server */
+    uint64_t bad;             /* out-of-order or wrong messages, callbacks after on_closed */
+    int pause_at_first;       /* server pauses on the first message */
     int cli_closed, srv_closed, accepted;
-    uint64_t acks, last_acked;      /* on_acked calls, the last id */
+    uint64_t acks, last_acked; /* on_acked calls, the last id */
     int acked_after_close;
     uint8_t buf[MSG];
 } app;
@@ -51,8 +51,14 @@ static int on_accept(pure_link *l, const char *svc, const uint8_t k[PURE_KEY_LEN
     pure_link_set_user(l, a);
     return 0;
 }
-static void on_established(pure_link *l, void *u) { fill(u); }
-static void on_writable(pure_link *l, void *u) { fill(u); }
+static void on_established(pure_link *l, void *u)
+{
+    fill(u);
+}
+static void on_writable(pure_link *l, void *u)
+{
+    fill(u);
+}
 static void on_message(pure_link *l, void *u, const uint8_t *d, size_t n)
 {
     app *a = u;
@@ -69,7 +75,8 @@ static void on_closed(pure_link *l, void *u, const pure_close_info *info)
 {
     app *a = u;
     /* a client's link is the one whose peer is the server */
-    if (memcmp(pure_link_peer_key(l), pure_ctx_public_key(sim_ctx(a->s, a->srv)), PURE_KEY_LEN) == 0) {
+    if (memcmp(pure_link_peer_key(l), pure_ctx_public_key(sim_ctx(a->s, a->srv)), PURE_KEY_LEN) ==
+        0) {
         a->cli_closed++;
         if (l == a->cl)
             a->cl = NULL;
@@ -93,8 +100,12 @@ static void on_acked(pure_link *l, void *u, uint64_t through)
 }
 
 static const pure_callbacks cbs = {
-    .on_accept = on_accept, .on_established = on_established, .on_message = on_message,
-    .on_writable = on_writable, .on_closed = on_closed, .on_acked = on_acked,
+    .on_accept = on_accept,
+    .on_established = on_established,
+    .on_message = on_message,
+    .on_writable = on_writable,
+    .on_closed = on_closed,
+    .on_acked = on_acked,
 };
 
 static app *app_new(uint64_t seed, uint64_t n, uint32_t settings_version)
@@ -231,7 +242,10 @@ static int stop_at_two(pure_link *l, void *user, void *arg)
 
 #define LINKS 300
 
-static int all_accepted(void *arg) { return ((app *)arg)->accepted == LINKS; }
+static int all_accepted(void *arg)
+{
+    return ((app *)arg)->accepted == LINKS;
+}
 
 /* pure_ctx_links visits every live link of both sides; a visitor may abort them all (each
  * reported once by on_closed, none visited again) but may not connect. */
@@ -244,7 +258,8 @@ static void test_ctx_links(void)
      * shift an unvisited one behind it */
     for (int i = 0; i < LINKS - 1; i++) {
         pure_link *l;
-        CHECK_EQ(pure_connect(cctx, &to, pure_ctx_public_key(sctx), "svc", a, &l, sim_now(a->s)), 0);
+        CHECK_EQ(pure_connect(cctx, &to, pure_ctx_public_key(sctx), "svc", a, &l, sim_now(a->s)),
+                 0);
         pure_link_send(l, "x", 1); /* the handshake completes with data */
     }
     pure_link_send(a->cl, "x", 1);
@@ -281,7 +296,8 @@ static void test_ctx_links_abort_in_handshake(void)
     pure_addr to = sim_addr(a->s, a->srv);
     for (int i = 0; i < LINKS - 1; i++) {
         pure_link *l;
-        CHECK_EQ(pure_connect(cctx, &to, pure_ctx_public_key(sctx), "svc", a, &l, sim_now(a->s)), 0);
+        CHECK_EQ(pure_connect(cctx, &to, pure_ctx_public_key(sctx), "svc", a, &l, sim_now(a->s)),
+                 0);
     }
     walk w = {.abort = 1};
     CHECK_EQ(pure_ctx_links(cctx, visit, &w), LINKS);

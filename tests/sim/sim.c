@@ -62,7 +62,10 @@ uint64_t sim_mix(uint64_t x)
     return x ^ (x >> 33);
 }
 
-double sim_rand01(sim *s) { return (double)(sim_rand(s) >> 11) / 9007199254740992.0; }
+double sim_rand01(sim *s)
+{
+    return (double)(sim_rand(s) >> 11) / 9007199254740992.0;
+}
 
 static int sim_random(void *user, uint8_t *buf, size_t len)
 {
@@ -132,13 +135,28 @@ int sim_add(sim *s, pure_settings *st)
     return ep;
 }
 
-pure_ctx *sim_ctx(sim *s, int ep) { return s->ctx[ep]; }
-pure_addr sim_addr(sim *s, int ep) { return s->addr[ep]; }
-uint64_t sim_now(sim *s) { return s->now; }
+pure_ctx *sim_ctx(sim *s, int ep)
+{
+    return s->ctx[ep];
+}
+pure_addr sim_addr(sim *s, int ep)
+{
+    return s->addr[ep];
+}
+uint64_t sim_now(sim *s)
+{
+    return s->now;
+}
 
-void sim_set_path(sim *s, int a, int b, const sim_path *p) { s->path[a][b].cfg = *p; }
+void sim_set_path(sim *s, int a, int b, const sim_path *p)
+{
+    s->path[a][b].cfg = *p;
+}
 
-void sim_kill(sim *s, int ep) { s->dead[ep] = 1; }
+void sim_kill(sim *s, int ep)
+{
+    s->dead[ep] = 1;
+}
 
 pure_ctx *sim_replace(sim *s, int ep, pure_settings *st)
 {
@@ -159,8 +177,14 @@ void sim_rebind(sim *s, int ep)
     make_addr(s, ep);
 }
 
-const sim_stats *sim_path_stats(sim *s, int a, int b) { return &s->path[a][b].st; }
-uint64_t sim_bytes(sim *s, int from, int to) { return s->bytes[from][to]; }
+const sim_stats *sim_path_stats(sim *s, int a, int b)
+{
+    return &s->path[a][b].st;
+}
+uint64_t sim_bytes(sim *s, int from, int to)
+{
+    return s->bytes[from][to];
+}
 
 void sim_set_tap(sim *s, void (*tap)(void *, int, int, const uint8_t *, size_t), void *arg)
 {
@@ -212,7 +236,11 @@ static dgram heap_pop(sim *s)
 
 static void enqueue(sim *s, int from, int to, const uint8_t *d, size_t n, uint64_t at)
 {
-    dgram g = {.at = at, .seq = s->seq++, .from = from, .to = to, .src = s->addr[from],
+    dgram g = {.at = at,
+               .seq = s->seq++,
+               .from = from,
+               .to = to,
+               .src = s->addr[from],
                .len = (uint32_t)n};
     g.data = malloc(n ? n : 1);
     memcpy(g.data, d, n);

@@ -14,24 +14,24 @@
 #define SIM_S 1000000000ull
 
 typedef struct sim_path {
-    uint64_t delay;          /* one-way, ns */
-    uint64_t jitter;         /* extra uniform 0..jitter ns per datagram */
-    uint64_t bandwidth;      /* bits per second, 0 = unlimited */
-    uint64_t queue;          /* bytes the bottleneck queue holds (0 = unlimited) */
-    double loss;             /* random loss probability */
-    double burst_start;      /* probability that a burst of losses starts at a datagram */
-    uint32_t burst_len;      /* datagrams lost in a burst (a burst also ends after 50 ms) */
-    double reorder;          /* probability of an extra reorder_delay */
+    uint64_t delay;     /* one-way, ns */
+    uint64_t jitter;    /* extra uniform 0..jitter ns per datagram */
+    uint64_t bandwidth; /* bits per second, 0 = unlimited */
+    uint64_t queue;     /* bytes the bottleneck queue holds (0 = unlimited) */
+    double loss;        /* random loss probability */
+    double burst_start; /* probability that a burst of losses starts at a datagram */
+    uint32_t burst_len; /* datagrams lost in a burst (a burst also ends after 50 ms) */
+    double reorder;     /* probability of an extra reorder_delay */
     uint64_t reorder_delay;
-    double duplicate;        /* probability a datagram is delivered twice */
-    double corrupt;          /* probability one random byte is flipped */
+    double duplicate;                         /* probability a datagram is delivered twice */
+    double corrupt;                           /* probability one random byte is flipped */
     uint64_t blackhole_period, blackhole_len; /* drop all during [k*period, k*period+len) */
     uint64_t blackhole_start, blackhole_end;  /* a single blackhole window (if end > start) */
-    uint32_t lose_first;     /* drop the first N datagrams (handshake loss) */
-    double handshake_loss;   /* loss applied only to handshake datagrams (type 1..4) */
+    uint32_t lose_first;                      /* drop the first N datagrams (handshake loss) */
+    double handshake_loss; /* loss applied only to handshake datagrams (type 1..4) */
     double handshake_corrupt;
-    uint32_t mtu;            /* largest datagram the sender's kernel accepts (0: any); larger
-                                bursts are refused as sendmsg would (EMSGSIZE) */
+    uint32_t mtu; /* largest datagram the sender's kernel accepts (0: any); larger
+                     bursts are refused as sendmsg would (EMSGSIZE) */
 } sim_path;
 
 typedef struct sim_stats {

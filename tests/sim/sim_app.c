@@ -167,10 +167,13 @@ static int done(void *arg)
     return a->finished || a->client_closed || a->server_closed;
 }
 
-int sim_app_run(sim_app *a, uint64_t until) { return sim_run(a->s, done, a, until); }
+int sim_app_run(sim_app *a, uint64_t until)
+{
+    return sim_run(a->s, done, a, until);
+}
 
 int sim_app_ok(const sim_app *a)
 {
-    return a->bad == 0 && a->received == a->n && a->sent == a->n &&
-           a->send_hash == a->recv_hash && a->finished;
+    return a->bad == 0 && a->received == a->n && a->sent == a->n && a->send_hash == a->recv_hash &&
+           a->finished;
 }

@@ -11,12 +11,12 @@ typedef struct sim_app {
     sim *s;
     int cli, srv;
     pure_link *cl, *sl;
-    uint64_t n;                 /* messages to send */
+    uint64_t n; /* messages to send */
     uint32_t min_size, max_size;
     uint64_t seed;
     uint64_t sent, received;
     uint64_t send_hash, recv_hash;
-    uint64_t bad;               /* messages that arrived wrong or out of order */
+    uint64_t bad; /* messages that arrived wrong or out of order */
     int established, accepted, finished, client_closed, server_closed;
     int client_error, server_error;
     pure_close_info client_close;

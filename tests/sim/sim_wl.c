@@ -8,7 +8,11 @@
 
 #include "crypto.h"
 
-enum { CHAOS_NONE, CHAOS_CLOSE, CHAOS_ABORT };
+enum {
+    CHAOS_NONE,
+    CHAOS_CLOSE,
+    CHAOS_ABORT
+};
 
 /* What one side's application sees of one link. */
 typedef struct side {
@@ -19,11 +23,11 @@ typedef struct side {
     int bad;              /* messages wrong, out of order or of the wrong size */
     pure_close_info info; /* as on_closed reported it (reason not kept) */
     uint64_t closed_at;
-    uint64_t sent, recv;  /* messages accepted by pure_link_send / delivered */
+    uint64_t sent, recv; /* messages accepted by pure_link_send / delivered */
     uint64_t send_hash, recv_hash;
-    int chaos;            /* what this side does to the link at chaos_at messages */
+    int chaos; /* what this side does to the link at chaos_at messages */
     uint64_t chaos_at;
-    int did;              /* what it did */
+    int did; /* what it did */
     /* server: echoes waiting for room (u32 length, bytes), sent on on_writable */
     uint8_t *q;
     size_t qhead, qlen, qcap;
@@ -34,10 +38,10 @@ typedef struct side {
 typedef struct wl_link {
     wl *w;
     uint32_t id;
-    side c;          /* the client's view */
-    side *s;         /* the server's view, once the hello named the link */
+    side c;  /* the client's view */
+    side *s; /* the server's view, once the hello named the link */
     uint64_t planned;
-    int edge_tried;  /* sent max_message_size + 1 once (refused) */
+    int edge_tried; /* sent max_message_size + 1 once (refused) */
 } wl_link;
 
 typedef struct counter {
@@ -53,7 +57,7 @@ struct wl {
     pure_settings cst, sst;
     counter cmem, smem;
     wl_link *links;
-    side *srv_sides;    /* server sides, one per accepted link (all generations) */
+    side *srv_sides; /* server sides, one per accepted link (all generations) */
     uint32_t n_srv, cap_srv;
     int server_dead;    /* the current server context belongs to a killed process */
     int client_freed;   /* the client's context was freed with links alive */
@@ -90,7 +94,10 @@ static uint64_t fnv(uint64_t h, const uint8_t *p, size_t n)
 
 /* ---- the plan: message k of link id (k = 0 is the 8-byte hello naming the link) ---- */
 
-static uint32_t max_msg(const wl *w) { return w->cfg.max_message_size; }
+static uint32_t max_msg(const wl *w)
+{
+    return w->cfg.max_message_size;
+}
 
 static size_t plan_size(const wl *w, uint32_t id, uint64_t k)
 {
@@ -108,7 +115,9 @@ static size_t plan_size(const wl *w, uint32_t id, uint64_t k)
         n = h % ((uint64_t)top + 1);
     else {
         /* the edges: empty, one byte, the limit, the windows and queues */
-        const size_t edges[] = {0, 1, max_msg(w), max_msg(w) - 1, 1u << 20, (1u << 20) + 1,
+        const size_t edges[] = {0,          1,
+                                max_msg(w), max_msg(w) - 1,
+                                1u << 20,   (1u << 20) + 1,
                                 256u << 10, (256u << 10) - 3};
         n = edges[h % (sizeof edges / sizeof edges[0])];
         if (n > top)
@@ -173,7 +182,10 @@ static void c_free(void *user, void *q, size_t n)
 
 /* ---- callbacks ---- */
 
-static wl *the_wl(void *ctx_user) { return ctx_user; }
+static wl *the_wl(void *ctx_user)
+{
+    return ctx_user;
+}
 
 /* Every callback of a side goes through here first: one after on_closed is a violation. */
 static int live(side *sd)
@@ -449,9 +461,18 @@ wl *wl_new(const wl_cfg *cfg)
     return w;
 }
 
-sim *wl_sim(wl *w) { return w->s; }
-int wl_client(const wl *w) { return w->cli; }
-int wl_server(const wl *w) { return w->srv; }
+sim *wl_sim(wl *w)
+{
+    return w->s;
+}
+int wl_client(const wl *w)
+{
+    return w->cli;
+}
+int wl_server(const wl *w)
+{
+    return w->srv;
+}
 
 /* Draws what a side does to its link: nothing, or a close or abort after some messages. */
 static void draw_chaos(wl *w, side *sd, double close, double abort_, uint64_t planned)
@@ -476,8 +497,7 @@ void wl_start(wl *w)
         k->planned = 1 + w->cfg.messages;
         k->c.send_hash = k->c.recv_hash = 0xcbf29ce484222325ull;
         draw_chaos(w, &k->c, w->cfg.client_close, w->cfg.client_abort, k->planned);
-        if (pure_connect(sim_ctx(w->s, w->cli), &to, key, "echo", k, &k->c.l, sim_now(w->s)) ==
-            0) {
+        if (pure_connect(sim_ctx(w->s, w->cli), &to, key, "echo", k, &k->c.l, sim_now(w->s)) == 0) {
             k->c.known = 1;
             client_pump(k); /* messages may be queued before the handshake completes */
         } else {
@@ -598,7 +618,10 @@ uint64_t wl_delivered(const wl *w)
     return n;
 }
 
-int64_t wl_live_bytes(const wl *w) { return w->cmem.bytes + w->smem.bytes; }
+int64_t wl_live_bytes(const wl *w)
+{
+    return w->cmem.bytes + w->smem.bytes;
+}
 
 #define FAIL(...)                                                                                  \
     do {                                                                                           \
@@ -641,8 +664,8 @@ int wl_check(wl *w, const char *name)
             FAIL("client's on_closed says %llu acknowledged, server got %llu",
                  (unsigned long long)c->info.first_unacked, (unsigned long long)srecv);
         if (c->closes && c->info.next_id != c->sent)
-            FAIL("client's on_closed next_id %llu, sent %llu",
-                 (unsigned long long)c->info.next_id, (unsigned long long)c->sent);
+            FAIL("client's on_closed next_id %llu, sent %llu", (unsigned long long)c->info.next_id,
+                 (unsigned long long)c->sent);
         if (s && s->closes && s->info.first_unacked > c->recv)
             FAIL("server's on_closed says %llu acknowledged, client got %llu",
                  (unsigned long long)s->info.first_unacked, (unsigned long long)c->recv);
@@ -666,8 +689,7 @@ int wl_check(wl *w, const char *name)
          * on a lossy path the server may instead find the client gone (PURE_ETIMEDOUT) */
         int lossy = w->cfg.path.loss > 0 || w->cfg.path.queue;
         if (!disturbed && !w->cfg.keep_open && s &&
-            (s->closes != 1 ||
-             !(s->info.error == 0 || (lossy && s->info.error == PURE_ETIMEDOUT))))
+            (s->closes != 1 || !(s->info.error == 0 || (lossy && s->info.error == PURE_ETIMEDOUT))))
             FAIL("undisturbed link: server side closes %d (%s)", s->closes,
                  pure_strerror(s->info.error));
     }

@@ -66,8 +66,14 @@ static void test_lossy_paths(void)
 
 static void test_closes_and_aborts(void)
 {
-    wl_cfg c = {.links = 100, .messages = 10, .max_size = 1u << 20, .echo = 1, .path = lan,
-                .client_close = 0.2, .client_abort = 0.2, .server_close = 0.15,
+    wl_cfg c = {.links = 100,
+                .messages = 10,
+                .max_size = 1u << 20,
+                .echo = 1,
+                .path = lan,
+                .client_close = 0.2,
+                .client_abort = 0.2,
+                .server_close = 0.15,
                 .server_abort = 0.15};
     scenario("closes and aborts on both sides", c, 600 * SIM_S);
     c.path.loss = 0.03;
@@ -148,8 +154,13 @@ static void test_long_run_memory_flat(void)
     uint32_t per_round = (uint32_t)(long_messages / 2 / links / rounds);
     if (per_round == 0)
         per_round = 1;
-    wl_cfg c = {.seed = 1, .links = links, .messages = per_round, .max_size = 200, .echo = 1,
-                .path = lan, .keep_open = 1,
+    wl_cfg c = {.seed = 1,
+                .links = links,
+                .messages = per_round,
+                .max_size = 200,
+                .echo = 1,
+                .path = lan,
+                .keep_open = 1,
                 /* the default: each round wakes 1,000 links at once, 20 MB of initial windows
                  * into a 4 MiB queue, and links whose whole window and first probes drop need
                  * more than the 5 s the other scenarios use (210 of 1,000 gave up at 5 s) */

@@ -43,7 +43,7 @@ static void test_split_merge_and_delay(void)
     CHECK(pure_acktr_wanted(&t) && !pure_acktr_due(&t, EVERY));
     CHECK_EQ(rx(&t, 1, 1, 2000), 0);
     CHECK_EQ(pure_acktr_deadline(&t), 1000 + DELAY); /* armed once, not pushed back */
-    CHECK_EQ(rx(&t, 4, 1, 3000), 1); /* a gap: at once */
+    CHECK_EQ(rx(&t, 4, 1, 3000), 1);                 /* a gap: at once */
     CHECK(pure_acktr_due(&t, EVERY));
     CHECK(same(&t, (const uint64_t[]){0, 2, 4, 5}, 2));
     CHECK_EQ(pure_acktr_delay(&t, 3000 + 7999), 7); /* µs since the largest arrived */
@@ -145,8 +145,8 @@ static void test_bound_and_alloc_failure(void)
 
 /* ---- randomized against a model ---- */
 
-#define U (1u << 18) /* packet numbers the run may use */
-static uint8_t got[U]; /* the model: 1 if the tracker should still list this packet number */
+#define U (1u << 18)    /* packet numbers the run may use */
+static uint8_t got[U];  /* the model: 1 if the tracker should still list this packet number */
 static uint64_t lo, hi; /* every packet number set in got lies in [lo, hi) */
 static int dropped_runs;
 
@@ -248,8 +248,8 @@ static void test_random_against_model(void)
             pure_acktr_ack_now(&t);
             immediate = 1;
         } else if (op < 18) { /* the timer */
-            uint64_t at = unacked && !immediate && unacked < EVERY ? first_unacked_at + DELAY
-                                                                   : UINT64_MAX;
+            uint64_t at =
+                unacked && !immediate && unacked < EVERY ? first_unacked_at + DELAY : UINT64_MAX;
             if (pure_acktr_deadline(&t) != at && !(immediate || unacked >= EVERY))
                 bad = 1; /* a deadline only while an ACK waits, from the first packet waiting */
             /* (a deadline armed before the ACK became due at once stays, and may still fire) */

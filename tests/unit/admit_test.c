@@ -88,7 +88,7 @@ static void test_token_bucket(void)
     int got = 0;
     for (int i = 0; i < 100; i++)
         got += pure_admit_take_token(&b, 32, t);
-    CHECK_EQ(got, 32); /* the burst */
+    CHECK_EQ(got, 32);                                        /* the burst */
     CHECK_EQ(pure_admit_take_token(&b, 32, t + 10000000), 0); /* 10 ms: 0.32 of a token */
     got = 0;
     for (int i = 0; i < 100; i++)

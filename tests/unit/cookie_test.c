@@ -23,9 +23,9 @@ static void test_same_address_accepted(void)
     /* The same address later in the same epoch gets the same cookie (stateless: recomputed). */
     {
         uint8_t again[16];
-        CHECK_EQ(pure_cookie_make(&j, &pure_crypto_openssl, t0 + 2 * SEC, addr1, sizeof(addr1),
-                                  again),
-                 0);
+        CHECK_EQ(
+            pure_cookie_make(&j, &pure_crypto_openssl, t0 + 2 * SEC, addr1, sizeof(addr1), again),
+            0);
         CHECK(memcmp(ck, again, 16) == 0);
     }
 }

@@ -273,7 +273,8 @@ static void tamper(const pure_crypto *c, enum pure_aead_alg alg)
     CHECK_EQ(c->aead_init(&a, alg, key), 0);
     memcpy(buf, msg, sizeof(msg));
     CHECK_EQ(c->aead_seal(&a, nonce, ad, sizeof(ad), buf, sizeof(buf), tag), 0);
-    if (c != &pure_crypto_null) CHECK(memcmp(buf, msg, sizeof(msg)) != 0); /* really encrypted */
+    if (c != &pure_crypto_null)
+        CHECK(memcmp(buf, msg, sizeof(msg)) != 0); /* really encrypted */
     {
         uint8_t *parts[4] = {buf, ad, nonce, tag};
         size_t lens[4] = {sizeof(buf), sizeof(ad), sizeof(nonce), sizeof(tag)};
@@ -309,7 +310,8 @@ static void test_tamper_both_backends(void)
     tamper(&pure_crypto_default, PURE_AEAD_AES128_GCM);
     tamper(&pure_crypto_default, PURE_AEAD_AES256_GCM);
     tamper(&gnutls_aead, PURE_AEAD_AES128_GCM);
-    if (pure_vaes_available()) tamper(&vaes_aead, PURE_AEAD_AES128_GCM);
+    if (pure_vaes_available())
+        tamper(&vaes_aead, PURE_AEAD_AES128_GCM);
 }
 
 /* A forged packet opened in place must leave no plaintext behind, on every backend: before,
@@ -346,8 +348,8 @@ static void failed_open_with(const pure_crypto *c, enum pure_aead_alg alg, const
         key[i] = (uint8_t)(0xa0 + i);
     int left = 0, not_refused = 0, not_zeroed = 0;
     for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++)
-        for (int packet = 0; packet < 2; packet++)  /* tag after the data (in place) or apart */
-            for (int part = 0; part < 2; part++) {  /* flip a tag bit or a ciphertext bit */
+        for (int packet = 0; packet < 2; packet++) /* tag after the data (in place) or apart */
+            for (int part = 0; part < 2; part++) { /* flip a tag bit or a ciphertext bit */
                 size_t len = lens[li];
                 uint8_t *t = packet ? buf + len : tag;
                 pure_aead a;
@@ -367,8 +369,8 @@ static void failed_open_with(const pure_crypto *c, enum pure_aead_alg alg, const
                 c->aead_free(&a);
             }
     if (left || not_refused || not_zeroed)
-        fprintf(stderr, "%s alg %d: %d opens left plaintext, %d not refused, %d not zeroed\n",
-                what, (int)alg, left, not_refused, not_zeroed);
+        fprintf(stderr, "%s alg %d: %d opens left plaintext, %d not refused, %d not zeroed\n", what,
+                (int)alg, left, not_refused, not_zeroed);
     CHECK_EQ(not_refused, 0);
     CHECK_EQ(left, 0);
     CHECK_EQ(not_zeroed, 0);
@@ -428,7 +430,8 @@ static void test_vaes_against_openssl(void)
         CHECK_EQ(pure_crypto_openssl.aead_seal(&ref, nonce, ad, adlen, a, len, t1), 0);
         CHECK_EQ(pure_vaes_aead_seal(&x, nonce, adlen ? ad : NULL, adlen, len ? b : NULL, len, t2),
                  0);
-        if (memcmp(a, b, len) != 0 || memcmp(t1, t2, 16) != 0) mismatches++;
+        if (memcmp(a, b, len) != 0 || memcmp(t1, t2, 16) != 0)
+            mismatches++;
         if (len) {
             b[(size_t)(r >> 40) % len] ^= (uint8_t)(1u << (it % 8));
             memcpy(a, b, len);

@@ -219,11 +219,10 @@ static void test_public_key(void)
 
 static void test_strerror(void)
 {
-    static const int codes[] = {PURE_OK,       PURE_EINVAL,   PURE_ENOMEM,    PURE_EAGAIN,
-                                PURE_ECRYPTO,  PURE_EPROTO,   PURE_ECLOSED,   PURE_ETIMEDOUT,
-                                PURE_EREFUSED, PURE_EACCES,   PURE_EKEY,      PURE_EMSGSIZE,
-                                PURE_ENOBUFS,  PURE_ELIMIT,   PURE_ESTATE,    PURE_EFLOW,
-                                PURE_EIO,      PURE_ERESET};
+    static const int codes[] = {
+        PURE_OK,      PURE_EINVAL,    PURE_ENOMEM,   PURE_EAGAIN, PURE_ECRYPTO, PURE_EPROTO,
+        PURE_ECLOSED, PURE_ETIMEDOUT, PURE_EREFUSED, PURE_EACCES, PURE_EKEY,    PURE_EMSGSIZE,
+        PURE_ENOBUFS, PURE_ELIMIT,    PURE_ESTATE,   PURE_EFLOW,  PURE_EIO,     PURE_ERESET};
     const size_t n = sizeof codes / sizeof codes[0];
     CHECK_EQ(n, 18); /* 0 and -1 .. -17 */
     const char *unknown = pure_strerror(-1000);
@@ -291,20 +290,21 @@ static void test_base64(void)
     static const char *bad[] = {
         "",
         "   ",
-        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8",   /* no padding */
-        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8==",  /* too much padding */
-        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh==",   /* 31 bytes */
+        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8",      /* no padding */
+        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8==",    /* too much padding */
+        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh==",     /* 31 bytes */
         "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8AAAA=", /* 35 bytes */
-        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh9=",   /* leftover bits not zero */
-        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8A",   /* a character where '=' belongs */
-        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYX GBkaGxwdHh8=",  /* space inside */
-        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYX-BkaGxwdHh8=",   /* not in the alphabet (URL-safe) */
+        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh9=",     /* leftover bits not zero */
+        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8A",     /* a character where '=' belongs */
+        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYX GBkaGxwdHh8=",    /* space inside */
+        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYX-BkaGxwdHh8=",     /* not in the alphabet (URL-safe) */
         "AAECAwQFBgcICQoLDA0ODxAREhMUFRYX_BkaGxwdHh8=",
         "AAECAwQFBgcICQoL=A0ODxAREhMUFRYXGBkaGxwdHh8=",   /* padding in the middle */
         "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=x",  /* trailing garbage */
         "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8= x", /* garbage after space */
         "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\x80",
-        ("\xc3\xa9" "AECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="), /* split: \xa9 then A */
+        ("\xc3\xa9"
+         "AECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="), /* split: \xa9 then A */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         memset(back, 0x5c, sizeof back);
@@ -363,9 +363,8 @@ static void on_closed(pure_link *l, void *user, const pure_close_info *info)
     e->close_error = info->error;
 }
 
-static const pure_callbacks CB = {.on_accept = on_accept,
-                                  .on_established = on_established,
-                                  .on_closed = on_closed};
+static const pure_callbacks CB = {
+    .on_accept = on_accept, .on_established = on_established, .on_closed = on_closed};
 
 static void ep_init(ep *e, uint8_t id, int allow_any)
 {
@@ -516,8 +515,9 @@ static void test_read_junk_counted(void)
     uint64_t x = 7, sent = 0;
     int bad_code = 0, uncounted = 0;
     static uint8_t d[2048];
-    static const uint8_t types[] = {0x00, PURE_PKT_INIT, PURE_PKT_RESP, PURE_PKT_COOKIE,
-                                    PURE_PKT_REJECT, 0x05, PURE_PKT_DATA0, PURE_PKT_DATA1, 0xff};
+    static const uint8_t types[] = {
+        0x00,           PURE_PKT_INIT,  PURE_PKT_RESP, PURE_PKT_COOKIE, PURE_PKT_REJECT, 0x05,
+        PURE_PKT_DATA0, PURE_PKT_DATA1, 0xff};
     for (int t = 0; t < 4000; t++) {
         size_t n = (size_t)(t % 300);
         if (t % 97 == 0)
@@ -541,18 +541,13 @@ static void test_read_junk_counted(void)
             if (n && d[0] != PURE_PKT_INIT)
                 bad_code++; /* random bytes never authenticate */
             break;
-        case PURE_EPROTO:
-            uncounted += s1.dropped_malformed == s0.dropped_malformed;
-            break;
-        case PURE_ECRYPTO:
-            uncounted += s1.dropped_auth == s0.dropped_auth;
-            break;
+        case PURE_EPROTO: uncounted += s1.dropped_malformed == s0.dropped_malformed; break;
+        case PURE_ECRYPTO: uncounted += s1.dropped_auth == s0.dropped_auth; break;
         case PURE_EINVAL:
             uncounted += s1.dropped_unknown_link == s0.dropped_unknown_link &&
                          s1.dropped_replay == s0.dropped_replay;
             break;
-        default:
-            bad_code++;
+        default: bad_code++;
         }
     }
     CHECK_EQ(bad_code, 0);

@@ -59,8 +59,8 @@ static int64_t got(const char *fn, int64_t rc, int line)
             seen[f][i] = 1;
             return rc;
         }
-    fprintf(stderr, "errlist_test.c:%d: %s returned %lld (%s), which pure.h does not list\n",
-            line, fn, (long long)rc, pure_strerror((int)rc));
+    fprintf(stderr, "errlist_test.c:%d: %s returned %lld (%s), which pure.h does not list\n", line,
+            fn, (long long)rc, pure_strerror((int)rc));
     pure_test_failures++;
     return rc;
 }
@@ -271,8 +271,8 @@ static int visit_connect(pure_link *l, void *user, void *arg)
     (void)l, (void)user;
     ep *e = arg;
     pure_link *out = NULL;
-    connect_inside_walk_rc = (int)GOT(pure_connect, (e->ctx, &e->addr, pure_ctx_public_key(e->ctx),
-                                                     "svc", NULL, &out, 0));
+    connect_inside_walk_rc = (int)GOT(
+        pure_connect, (e->ctx, &e->addr, pure_ctx_public_key(e->ctx), "svc", NULL, &out, 0));
     return 1;
 }
 
@@ -377,7 +377,7 @@ static void test_read(void)
     CHECK_EQ(GOT(pure_ctx_read, (NULL, &c.addr, d, 1, 0)), PURE_EINVAL);
     CHECK_EQ(GOT(pure_ctx_read, (s.ctx, NULL, d, 1, 0)), PURE_EINVAL);
     CHECK_EQ(rd(&s, &c, d, 0, 0), PURE_EPROTO);
-    CHECK_EQ(rd(&s, &c, d, 3, 0), PURE_EPROTO);    /* too short */
+    CHECK_EQ(rd(&s, &c, d, 3, 0), PURE_EPROTO);        /* too short */
     CHECK_EQ(rd(&s, &c, d, sizeof d, 0), PURE_EINVAL); /* no link with index 0 */
     /* a real packet, forged: fails authentication */
     CHECK(GOT(pure_link_send, (l, "hello", 5)) >= 0);
@@ -450,8 +450,8 @@ static void test_every_documented_code_returned(void)
         for (int i = 0; i < d->n; i++) {
             int excused = 0;
             for (size_t u = 0; u < sizeof unreachable / sizeof unreachable[0]; u++)
-                excused |= strcmp(unreachable[u].fn, d->fn) == 0 &&
-                           unreachable[u].code == d->codes[i];
+                excused |=
+                    strcmp(unreachable[u].fn, d->fn) == 0 && unreachable[u].code == d->codes[i];
             pure_test_checks++;
             if (!seen[f][i] && !excused) {
                 fprintf(stderr, "%s: pure.h lists %s, never returned here\n", d->fn,

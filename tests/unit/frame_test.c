@@ -10,7 +10,10 @@
 #include "test.h"
 #include "varint.h"
 
-static uint8_t *put_varint(uint8_t *p, uint64_t v) { return pure_varint_put(p, v); }
+static uint8_t *put_varint(uint8_t *p, uint64_t v)
+{
+    return pure_varint_put(p, v);
+}
 
 /* Parses exactly one frame covering [b, e). Returns the parser's code; on success the cursor
  * must land on e. */
@@ -40,9 +43,10 @@ static int all_truncations_refused(const uint8_t *b, size_t n)
 
 static void test_data_round_trip(void)
 {
-    static const uint64_t offs[] = {0, 63, 64, 16383, 16384, (1ull << 30) - 1, 1ull << 30,
-                                    PURE_VARINT_MAX - 5};
-    static const uint8_t body[70] = "the quick brown fox jumps over the lazy dog, and again and again";
+    static const uint64_t offs[] = {
+        0, 63, 64, 16383, 16384, (1ull << 30) - 1, 1ull << 30, PURE_VARINT_MAX - 5};
+    static const uint8_t body[70] =
+        "the quick brown fox jumps over the lazy dog, and again and again";
     static const size_t lens[] = {0, 1, 63, 64, 70};
     for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++)
         for (size_t j = 0; j < sizeof lens / sizeof lens[0]; j++)

@@ -36,7 +36,7 @@ static void test_small_blocks(void)
     p = pure_huge_realloc(NULL, p, 1000, 100000); /* still below PURE_HUGE_MIN */
     CHECK(p != NULL && holds(p, 1000, 1));
     pure_huge_free(NULL, p, 100000);
-    pure_huge_free(NULL, NULL, 5); /* harmless */
+    pure_huge_free(NULL, NULL, 5);            /* harmless */
     p = pure_huge_realloc(NULL, NULL, 0, 64); /* NULL grows like alloc */
     CHECK(p != NULL);
     pure_huge_free(NULL, p, 64);

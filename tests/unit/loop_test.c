@@ -19,8 +19,8 @@ static void test_addr_parse(void)
 {
     pure_addr a;
     char s[PURE_ADDR_STRLEN];
-    static const char *good[] = {"127.0.0.1:0", "127.0.0.1:4433", "0.0.0.0:65535", "[::1]:4433",
-                                 "[::]:0", "[fe80::1:2]:7", "[::ffff:1.2.3.4]:9"};
+    static const char *good[] = {"127.0.0.1:0", "127.0.0.1:4433", "0.0.0.0:65535",     "[::1]:4433",
+                                 "[::]:0",      "[fe80::1:2]:7",  "[::ffff:1.2.3.4]:9"};
     for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
         CHECK_EQ(pure_addr_from_string(&a, good[i]), 0);
         CHECK_EQ(pure_addr_to_string(&a, s, sizeof s), 0);
@@ -36,12 +36,29 @@ static void test_addr_parse(void)
     CHECK_EQ(ntohs(s4.sin_port), 4433);
     CHECK_EQ(ntohl(s4.sin_addr.s_addr), 0x7f000001);
 
-    static const char *bad[] = {"", "127.0.0.1", "127.0.0.1:", "127.0.0.1:65536",
-                                "127.0.0.1:-1", "127.0.0.1:+1", "127.0.0.1: 1", "localhost:80",
-                                "[127.0.0.1]:80", "::1:80", "[::1]80", "[::1]:", "[::1",
-                                "1.2.3.4:80x", " 1.2.3.4:80", "1.2.3.4:0x50", "1.2.3:80",
-                                "256.1.1.1:80", "[::1]:99999999999999999999", ":80",
-                                "[]:80", "1.2.3.4:80:80", "[::1]:80]"};
+    static const char *bad[] = {"",
+                                "127.0.0.1",
+                                "127.0.0.1:",
+                                "127.0.0.1:65536",
+                                "127.0.0.1:-1",
+                                "127.0.0.1:+1",
+                                "127.0.0.1: 1",
+                                "localhost:80",
+                                "[127.0.0.1]:80",
+                                "::1:80",
+                                "[::1]80",
+                                "[::1]:",
+                                "[::1",
+                                "1.2.3.4:80x",
+                                " 1.2.3.4:80",
+                                "1.2.3.4:0x50",
+                                "1.2.3:80",
+                                "256.1.1.1:80",
+                                "[::1]:99999999999999999999",
+                                ":80",
+                                "[]:80",
+                                "1.2.3.4:80:80",
+                                "[::1]:80]"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         int rc = pure_addr_from_string(&a, bad[i]);
         if (rc != PURE_EINVAL)
@@ -71,8 +88,8 @@ typedef struct side {
     pure_ctx *ctx;
     pure_loop *loop;
     pure_link *link;
-    uint64_t received;          /* messages (client: echoes) received */
-    uint64_t bad;               /* echoes that differ from what was sent */
+    uint64_t received; /* messages (client: echoes) received */
+    uint64_t bad;      /* echoes that differ from what was sent */
     int finished, closed, close_error;
 } side;
 
@@ -149,9 +166,8 @@ static void cli_closed(pure_link *link, void *user, const pure_close_info *info)
     pure_loop_stop(c->loop);
 }
 
-static const pure_callbacks cli_cb = {.on_message = cli_message,
-                                      .on_peer_finished = cli_finished,
-                                      .on_closed = cli_closed};
+static const pure_callbacks cli_cb = {
+    .on_message = cli_message, .on_peer_finished = cli_finished, .on_closed = cli_closed};
 
 static int make_side(side *s, const pure_callbacks *cb, const char *bind, int server)
 {
@@ -273,11 +289,23 @@ static void exchange(const char *srv_bind, const char *cli_bind, const char *hos
     free_side(&srv);
 }
 
-static void test_ipv4(void) { exchange("127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:%u", 1); }
-static void test_ipv6(void) { exchange("[::1]:0", "[::1]:0", "[::1]:%u", 1); }
-static void test_no_offload(void) { exchange("127.0.0.1:0", "0.0.0.0:0", "127.0.0.1:%u", 0); }
+static void test_ipv4(void)
+{
+    exchange("127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:%u", 1);
+}
+static void test_ipv6(void)
+{
+    exchange("[::1]:0", "[::1]:0", "[::1]:%u", 1);
+}
+static void test_no_offload(void)
+{
+    exchange("127.0.0.1:0", "0.0.0.0:0", "127.0.0.1:%u", 0);
+}
 /* an IPv6 wildcard socket talking to an IPv4 server: mapped on send, unmapped on receive */
-static void test_dual_stack(void) { exchange("127.0.0.1:0", "[::]:0", "127.0.0.1:%u", 1); }
+static void test_dual_stack(void)
+{
+    exchange("127.0.0.1:0", "[::]:0", "127.0.0.1:%u", 1);
+}
 
 /* ---- timeouts, stop, junk ---- */
 
@@ -299,9 +327,8 @@ static void pp_message(pure_link *link, void *user, const uint8_t *d, size_t n)
     }
 }
 
-static const pure_callbacks pp_cb = {.on_message = pp_message,
-                                     .on_peer_finished = cli_finished,
-                                     .on_closed = cli_closed};
+static const pure_callbacks pp_cb = {
+    .on_message = pp_message, .on_peer_finished = cli_finished, .on_closed = cli_closed};
 
 /* Each turn of a ping-pong wakes each side for one datagram. The loop reads it and goes back to
  * epoll: a receive that fills fewer buffers than it offered says the socket is empty, so no
@@ -325,10 +352,12 @@ static void test_ping_pong_reads_once(void)
     pure_loop_stats cs, ss;
     pure_loop_stats_get(cli.loop, &cs);
     pure_loop_stats_get(srv.loop, &ss);
-    fprintf(stderr, "  ping-pong x %d: client recvmsg %llu empty %llu wakeups %llu | server recvmsg "
-            "%llu empty %llu\n", PINGS, (unsigned long long)cs.recvmsg_calls,
-            (unsigned long long)cs.recv_empty, (unsigned long long)cs.wakeups,
-            (unsigned long long)ss.recvmsg_calls, (unsigned long long)ss.recv_empty);
+    fprintf(stderr,
+            "  ping-pong x %d: client recvmsg %llu empty %llu wakeups %llu | server recvmsg "
+            "%llu empty %llu\n",
+            PINGS, (unsigned long long)cs.recvmsg_calls, (unsigned long long)cs.recv_empty,
+            (unsigned long long)cs.wakeups, (unsigned long long)ss.recvmsg_calls,
+            (unsigned long long)ss.recv_empty);
     CHECK(cs.recvmsg_calls >= PINGS);
     CHECK(cs.recv_empty < PINGS / 4);
     CHECK(ss.recv_empty < PINGS / 4);
@@ -355,7 +384,8 @@ static void test_run_timeout(void)
 
     /* junk from the network is counted and dropped */
     int fd = socket(AF_INET, SOCK_DGRAM, 0);
-    struct sockaddr_in to = {.sin_family = AF_INET, .sin_port = htons(pure_loop_port(s.loop)),
+    struct sockaddr_in to = {.sin_family = AF_INET,
+                             .sin_port = htons(pure_loop_port(s.loop)),
                              .sin_addr.s_addr = htonl(0x7f000001)};
     static const uint8_t junk[][8] = {{0}, {0xff, 1, 2}, {2, 1, 2, 3, 4, 5, 6, 7}};
     for (int i = 0; i < 3; i++)

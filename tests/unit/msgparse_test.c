@@ -22,9 +22,9 @@ typedef struct seen {
     size_t lens[64];
     uint8_t bytes[8192];
     size_t used;
-    int stop_at;                  /* return 1 on this message number (1-based); 0 never */
-    const uint8_t *lo, *hi;       /* the input piece, to tell zero-copy deliveries */
-    int in_place;                 /* deliveries pointing into [lo, hi) */
+    int stop_at;            /* return 1 on this message number (1-based); 0 never */
+    const uint8_t *lo, *hi; /* the input piece, to tell zero-copy deliveries */
+    int in_place;           /* deliveries pointing into [lo, hi) */
 } seen;
 
 static int on_msg(void *arg, const uint8_t *d, size_t n)
@@ -356,7 +356,10 @@ static void *cnt_realloc(void *user, void *p, size_t old, size_t n)
 static const pure_alloc CA = {cnt_alloc, cnt_free, NULL, NULL};
 static const pure_alloc CR = {cnt_alloc, cnt_free, NULL, cnt_realloc};
 
-static void mem_reset(void) { mem_live = mem_peak = mem_allocs = mem_biggest = 0; }
+static void mem_reset(void)
+{
+    mem_live = mem_peak = mem_allocs = mem_biggest = 0;
+}
 
 /* Counts deliveries and checks the bytes of message k: byte i is (i * 7 + k) & 255. */
 typedef struct bigseen {
@@ -429,7 +432,7 @@ static void test_memory_follows_bytes(void)
         CHECK_EQ(mem_biggest, len); /* capped at the length: not 16 MiB */
         /* in place with realloc; else the old buffer lives while it is copied */
         CHECK(with_realloc ? mem_peak == len : mem_peak < 2 * (int64_t)len);
-        CHECK_EQ(mem_live, 0);   /* over PURE_MSGPARSE_KEEP: freed once delivered */
+        CHECK_EQ(mem_live, 0); /* over PURE_MSGPARSE_KEEP: freed once delivered */
         CHECK(m.body == NULL);
         CHECK(mem_allocs <= 20); /* doubling: a few dozen growths at most, not one per piece */
         pure_msgparse_free(&m, a);

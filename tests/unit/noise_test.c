@@ -222,7 +222,8 @@ static void test_tampered_msg1(void)
             f.m1[i / 8] ^= (uint8_t)(1u << (i % 8));
             int rc = pure_noise_read_msg1(&f.resp, f.m1, f.m1len, got, sizeof(got), &glen);
             accepted += rc == 0;
-            if (rc != PURE_ECRYPTO && rc != 0) CHECK_EQ(rc, PURE_ECRYPTO);
+            if (rc != PURE_ECRYPTO && rc != 0)
+                CHECK_EQ(rc, PURE_ECRYPTO);
             f.m1[i / 8] ^= (uint8_t)(1u << (i % 8));
         }
         CHECK_EQ(accepted, 0);

@@ -110,7 +110,8 @@ static void test_long_run_rate(void)
             a -= 1472;
         }
         t = pure_pacer_next(&p, t, 1472, cwnd, srtt);
-        if (t > 10 * S) break;
+        if (t > 10 * S)
+            break;
     }
     /* 1.25 * 441600 / 0.02 = 27.6 MB/s; 276 MB in 10 s. */
     uint64_t want = 64 * 1472 + 276000000;
@@ -125,7 +126,8 @@ static void test_long_run_rate(void)
             a -= 1472;
         }
         t = pure_pacer_next(&p, t, 1472, 2 * cwnd, srtt);
-        if (t > start + 1 * S) break;
+        if (t > start + 1 * S)
+            break;
     }
     CHECK(sent - before + 2 * 1472 >= 55200000 && sent - before <= 55200000 + 2 * 1472);
 }

@@ -206,7 +206,7 @@ static void test_cap(void)
     CHECK_EQ(s.n, 100);
     CHECK_EQ(s.cap, 100);
     CHECK_EQ(caps_seen, 6); /* 4, 8, 16, 32, 64, 100 */
-    CHECK_EQ(t_live, 1);   /* old storage is freed on growth */
+    CHECK_EQ(t_live, 1);    /* old storage is freed on growth */
     CHECK_EQ(pure_ranges_add(&s, &A, 1000, 1001), -1);
     for (uint64_t i = 0; i < 100; i++)
         CHECK(pure_ranges_contains(&s, 3 * i) && !pure_ranges_contains(&s, 3 * i + 1));
@@ -326,8 +326,14 @@ static void random_against_model(uint32_t max)
     CHECK_EQ(t_size_mismatch, 0);
 }
 
-static void test_random_uncapped(void) { random_against_model(1u << 16); }
-static void test_random_capped(void) { random_against_model(5); }
+static void test_random_uncapped(void)
+{
+    random_against_model(1u << 16);
+}
+static void test_random_capped(void)
+{
+    random_against_model(5);
+}
 
 int main(void)
 {

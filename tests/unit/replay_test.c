@@ -120,7 +120,9 @@ static void test_huge_jumps(void)
  * number: the window must agree wherever the model says "within the window". */
 static void test_against_model(void)
 {
-    enum { N = 60000 };
+    enum {
+        N = 60000
+    };
     static uint8_t seen[N];
     pure_replay r;
     uint64_t top = 0, state = 12345;

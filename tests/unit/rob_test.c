@@ -38,7 +38,10 @@ static const pure_alloc RA = {r_alloc, r_free, NULL, NULL};
 
 /* The stream byte at offset o: differs between o and o + any power of two up to 2^20, so a byte
  * stored at the wrong ring index is noticed. */
-static uint8_t sb(uint64_t o) { return (uint8_t)((o * 2654435761u) >> 11 ^ (o >> 16)); }
+static uint8_t sb(uint64_t o)
+{
+    return (uint8_t)((o * 2654435761u) >> 11 ^ (o >> 16));
+}
 
 static uint8_t src[1 << 17];
 static const uint8_t *stream(uint64_t off, size_t len)
@@ -100,9 +103,9 @@ static void test_put_wrap_and_next(void)
     CHECK_EQ(put(&r, at, at + 1, cap - 1), 0);
     CHECK_EQ(put(&r, at, at, 1), 0);
     CHECK(holds_stream(&r));
-    CHECK_EQ(put(&r, at, at + cap, 1), PURE_EINVAL);      /* one past */
-    CHECK_EQ(put(&r, at, at + 5, cap), PURE_EINVAL);      /* ends one past */
-    CHECK_EQ(put(&r, at + 1, at, 1), PURE_EINVAL);        /* below the point */
+    CHECK_EQ(put(&r, at, at + cap, 1), PURE_EINVAL); /* one past */
+    CHECK_EQ(put(&r, at, at + 5, cap), PURE_EINVAL); /* ends one past */
+    CHECK_EQ(put(&r, at + 1, at, 1), PURE_EINVAL);   /* below the point */
     CHECK(holds_stream(&r));
     CHECK_EQ(put(&r, at, at + 7, 0), 0); /* empty: nothing */
     pure_rob_trim(&r, at + cap - 10);
@@ -188,7 +191,10 @@ static void test_bookkeeping_full(void)
  * within the ring's size (at most 1 MiB) above the point, so offsets SPAN apart never meet. */
 #define SPAN (1u << 21)
 static uint8_t held[SPAN];
-static int m_get(uint64_t o) { return held[o & (SPAN - 1)]; }
+static int m_get(uint64_t o)
+{
+    return held[o & (SPAN - 1)];
+}
 static void m_set(uint64_t o, uint64_t n, uint8_t v)
 {
     for (uint64_t i = 0; i < n; i++)
@@ -240,8 +246,8 @@ static void test_random_against_model(void)
         int op = (int)(rnd() % 16);
         if (op < 10 && cap) { /* a put, mostly near the point, some duplicates and overlaps */
             uint64_t len = 1 + rnd() % 1500, room = cap - len;
-            uint64_t off = at + (rnd() % 4 ? rnd() % (room < 20000 ? room + 1 : 20000)
-                                           : rnd() % (room + 1));
+            uint64_t off =
+                at + (rnd() % 4 ? rnd() % (room < 20000 ? room + 1 : 20000) : rnd() % (room + 1));
             uint64_t wrap = (at | (cap - 1)) + 1; /* the next offset at ring index 0 */
             uint64_t run = at;
             while (m_get(run))

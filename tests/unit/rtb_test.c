@@ -18,7 +18,10 @@ static const pure_alloc A = {t_alloc, t_free, NULL, NULL};
 /* A live packet sent at `time`, its data_off derived from the time so entries can be told apart. */
 static int send_live(pure_rtb *b, uint64_t time)
 {
-    pure_sent s = {.time = time, .data_off = time * 1000 + 7, .data_len = 100, .size = 1200,
+    pure_sent s = {.time = time,
+                   .data_off = time * 1000 + 7,
+                   .data_len = 100,
+                   .size = 1200,
                    .flags = PURE_SENT_ELICITING | PURE_SENT_LIVE};
     return pure_rtb_on_sent(b, &A, &s);
 }
@@ -255,7 +258,14 @@ static void test_alloc_failure(void)
 
 /* ---- the model ---- */
 
-enum { M_UNTRACKED, M_LIVE, M_ACKED, M_LOST, M_DISCARDED, M_FORGOTTEN };
+enum {
+    M_UNTRACKED,
+    M_LIVE,
+    M_ACKED,
+    M_LOST,
+    M_DISCARDED,
+    M_FORGOTTEN
+};
 
 typedef struct mpkt {
     uint8_t st;

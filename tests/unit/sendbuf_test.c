@@ -33,7 +33,10 @@ static const pure_alloc R = {t_alloc, t_free, NULL, t_realloc};
 static const pure_alloc *cur = &A; /* what append() writes with */
 
 /* The stream byte at offset o. */
-static uint8_t at(uint64_t o) { return (uint8_t)((o * 7 + (o >> 8)) & 0xff); }
+static uint8_t at(uint64_t o)
+{
+    return (uint8_t)((o * 7 + (o >> 8)) & 0xff);
+}
 
 static void fill(uint8_t *b, uint64_t off, size_t n)
 {
@@ -97,7 +100,7 @@ static void test_growth_keeps_data(void)
     CHECK_EQ(append(&s, 10000, 1 << 20), 0); /* live 21000: grows to 32768 */
     CHECK_EQ(s.cap, 32768);
     CHECK(holds(&s, 11000, 32000));
-    CHECK_EQ(t_live, 1); /* the old ring was freed */
+    CHECK_EQ(t_live, 1);                     /* the old ring was freed */
     CHECK_EQ(append(&s, 50000, 1 << 20), 0); /* grows by more than one doubling at once */
     CHECK_EQ(s.cap, 131072);
     CHECK(holds(&s, 11000, 82000));
@@ -152,7 +155,7 @@ static void test_backlog_limit(void)
     CHECK_EQ(s.end, end); /* refused writes change nothing */
     CHECK_EQ(s.cap, cap);
     CHECK(cap >= 20000 && cap <= 32768); /* never more than the limit rounded up to a power of 2 */
-    pure_sendbuf_release(&s, 1); /* one byte acknowledged: one byte of room */
+    pure_sendbuf_release(&s, 1);         /* one byte acknowledged: one byte of room */
     CHECK_EQ(append(&s, 2, limit), PURE_EAGAIN);
     CHECK_EQ(append(&s, 1, limit), 0);
     CHECK(holds(&s, 1, 20001));
@@ -183,7 +186,7 @@ static void test_release_shrink(void)
     CHECK(s.buf == NULL);
     CHECK_EQ(s.cap, 0);
     CHECK_EQ(t_live, 0);
-    CHECK_EQ(s.base, 100); /* offsets survive */
+    CHECK_EQ(s.base, 100);                /* offsets survive */
     CHECK_EQ(append(&s, 30, 1 << 20), 0); /* and the ring comes back on the next write */
     CHECK_EQ(s.end, 130);
     CHECK(holds(&s, 100, 130));

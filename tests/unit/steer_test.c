@@ -85,7 +85,9 @@ static void test_index_partition(void)
     CHECK_EQ(pure_settings_set_thread(&s, 5, 8), 0);
     CHECK_EQ(s.index_top_bits, 3);
     CHECK_EQ(s.index_top, 5);
-    enum { LINKS = 64 }; /* a context starts at most 64 handshakes to one address at once */
+    enum {
+        LINKS = 64
+    }; /* a context starts at most 64 handshakes to one address at once */
     uint32_t idx[LINKS];
     CHECK_EQ(init_indices(&s, idx, LINKS), LINKS);
     uint32_t ones = 0, zeros = 0;
@@ -205,7 +207,9 @@ static void test_program(void)
 
 /* ---- on loopback ---- */
 
-enum { N = 4 };
+enum {
+    N = 4
+};
 
 typedef struct grp {
     pure_ctx *ctx[N];
@@ -324,7 +328,9 @@ static void test_train_handoff(void)
     grp g;
     if (grp_open(&g))
         return;
-    enum { SEG = 100 };
+    enum {
+        SEG = 100
+    };
     uint8_t train[N * SEG];
     for (unsigned i = 0; i < N; i++) {
         for (unsigned j = 0; j < SEG; j++)

@@ -17,12 +17,24 @@ typedef struct item {
     int id;
 } item;
 
-static uint64_t key_of(const void *p) { return ((const item *)p)->key; }
+static uint64_t key_of(const void *p)
+{
+    return ((const item *)p)->key;
+}
 /* a hash that keeps the key as is: tests place items in chosen slots */
-static uint32_t ident(uint64_t k) { return (uint32_t)k; }
+static uint32_t ident(uint64_t k)
+{
+    return (uint32_t)k;
+}
 /* a weak hash: 16 home slots only, so runs are long and cross the table's end */
-static uint32_t weak(uint64_t k) { return (uint32_t)(k % 16) * 4 + 40; }
-static uint32_t mix(uint64_t k) { return (uint32_t)((k * 0x9e3779b97f4a7c15ull) >> 32); }
+static uint32_t weak(uint64_t k)
+{
+    return (uint32_t)(k % 16) * 4 + 40;
+}
+static uint32_t mix(uint64_t k)
+{
+    return (uint32_t)((k * 0x9e3779b97f4a7c15ull) >> 32);
+}
 
 /* Every held item sits in its probe run: no empty slot between its home and its slot. */
 static int runs_unbroken(const pure_table *t)
@@ -86,7 +98,10 @@ static void test_wrap_and_middle_delete(void)
     CHECK_EQ(t_live, 0);
 }
 
-static int id_is(const void *p, void *arg) { return ((const item *)p)->id == *(int *)arg; }
+static int id_is(const void *p, void *arg)
+{
+    return ((const item *)p)->id == *(int *)arg;
+}
 
 static void test_duplicates_and_match(void)
 {
@@ -196,10 +211,22 @@ static void model_run(uint32_t (*hash)(uint64_t), uint64_t key_range, unsigned s
     CHECK_EQ(t_live, 0);
 }
 
-static void test_model_weak_hash(void) { model_run(weak, 1u << 20, 1); }
-static void test_model_few_keys(void) { model_run(mix, 40, 2); }
-static void test_model_mixed(void) { model_run(mix, UINT64_MAX, 3); }
-static void test_model_ident_wrap(void) { model_run(ident, 1u << 16, 4); }
+static void test_model_weak_hash(void)
+{
+    model_run(weak, 1u << 20, 1);
+}
+static void test_model_few_keys(void)
+{
+    model_run(mix, 40, 2);
+}
+static void test_model_mixed(void)
+{
+    model_run(mix, UINT64_MAX, 3);
+}
+static void test_model_ident_wrap(void)
+{
+    model_run(ident, 1u << 16, 4);
+}
 
 int main(void)
 {

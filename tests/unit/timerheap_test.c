@@ -157,7 +157,8 @@ static void test_model(void)
                 ref[x->id] = UINT64_MAX;
             }
             for (int k = 0; k < N_ITEMS; k++)
-                if (ref[k] <= now) bad_pop++; /* due, but left behind */
+                if (ref[k] <= now)
+                    bad_pop++; /* due, but left behind */
         }
         uint64_t min = UINT64_MAX;
         uint32_t n = 0;

@@ -26,7 +26,10 @@ static uint64_t rnd(void)
     return rng;
 }
 /* A random time: often unarmed, else within a few seconds of base. */
-static uint64_t rtime(uint64_t base) { return rnd() % 4 == 0 ? UINT64_MAX : base + rnd() % 4000000000ull; }
+static uint64_t rtime(uint64_t base)
+{
+    return rnd() % 4 == 0 ? UINT64_MAX : base + rnd() % 4000000000ull;
+}
 
 static pure_ctx *new_ctx(uint64_t keepalive)
 {
@@ -41,9 +44,9 @@ static pure_ctx *new_ctx(uint64_t keepalive)
 }
 
 static const enum pure_timer all[] = {
-    PURE_TIMER_HS_RETRY, PURE_TIMER_HS_EXPIRE, PURE_TIMER_IDLE,      PURE_TIMER_CLOSE_GIVE_UP,
-    PURE_TIMER_RECOVERY, PURE_TIMER_WATCH,     PURE_TIMER_ACK,       PURE_TIMER_KEEPALIVE,
-    PURE_TIMER_PACE,     PURE_TIMER_RX_RETIRE, PURE_TIMER_RELEASE,   PURE_TIMER_CLOSE_RESEND,
+    PURE_TIMER_HS_RETRY,  PURE_TIMER_HS_EXPIRE, PURE_TIMER_IDLE,    PURE_TIMER_CLOSE_GIVE_UP,
+    PURE_TIMER_RECOVERY,  PURE_TIMER_WATCH,     PURE_TIMER_ACK,     PURE_TIMER_KEEPALIVE,
+    PURE_TIMER_PACE,      PURE_TIMER_RX_RETIRE, PURE_TIMER_RELEASE, PURE_TIMER_CLOSE_RESEND,
     PURE_TIMER_CLOSE_END,
 };
 #define N_TIMERS (sizeof all / sizeof all[0])
@@ -52,7 +55,7 @@ static const enum pure_timer all[] = {
 static void randomize(pure_link *l, pure_hs *hs, uint64_t now)
 {
     static const uint8_t states[] = {PURE_LS_HANDSHAKE, PURE_LS_UNVALIDATED, PURE_LS_OPEN,
-                                     PURE_LS_OPEN, PURE_LS_OPEN, PURE_LS_CLOSING};
+                                     PURE_LS_OPEN,      PURE_LS_OPEN,        PURE_LS_CLOSING};
     l->state = states[rnd() % sizeof states];
     l->hs = rnd() % 4 ? hs : NULL;
     hs->retry_at = rtime(now);
@@ -84,28 +87,24 @@ static uint64_t model(const pure_link *l, enum pure_timer t, uint64_t now)
     const pure_settings *s = &l->ctx->s;
     uint64_t M = UINT64_MAX;
     switch (l->state) {
-    case PURE_LS_HANDSHAKE:
-        return t == PURE_TIMER_HS_RETRY && l->hs ? l->hs->retry_at : M;
+    case PURE_LS_HANDSHAKE: return t == PURE_TIMER_HS_RETRY && l->hs ? l->hs->retry_at : M;
     case PURE_LS_UNVALIDATED:
         return t == PURE_TIMER_HS_EXPIRE ? l->created + s->handshake_timeout : M;
     case PURE_LS_CLOSING:
         return t == PURE_TIMER_CLOSE_RESEND ? l->close_resend_at
                : t == PURE_TIMER_CLOSE_END  ? l->close_deadline
                                             : M;
-    case PURE_LS_OPEN:
-        break;
-    default:
-        return M;
+    case PURE_LS_OPEN: break;
+    default: return M;
     }
     uint64_t last = l->last_recv > l->last_sent ? l->last_recv : l->last_sent;
     int flying = l->rtb.in_flight != 0;
     switch (t) {
     case PURE_TIMER_IDLE:
-        return flying ? (l->last_recv > l->wait_start ? l->last_recv : l->wait_start) +
-                            s->idle_timeout
-                      : M;
-    case PURE_TIMER_CLOSE_GIVE_UP:
-        return l->close_requested ? l->close_deadline : M;
+        return flying
+                   ? (l->last_recv > l->wait_start ? l->last_recv : l->wait_start) + s->idle_timeout
+                   : M;
+    case PURE_TIMER_CLOSE_GIVE_UP: return l->close_requested ? l->close_deadline : M;
     case PURE_TIMER_RECOVERY: {
         if (l->rtb.loss_time != M)
             return l->rtb.loss_time;
@@ -115,30 +114,25 @@ static uint64_t model(const pure_link *l, enum pure_timer t, uint64_t now)
         return l->rtb.last_eliciting_sent + (pto << l->pto_count);
     }
     case PURE_TIMER_WATCH: {
-        int mid_message = l->b && (!pure_msgparse_at_boundary(&l->b->parse) ||
-                                   !pure_rob_empty(&l->b->rob));
+        int mid_message =
+            l->b && (!pure_msgparse_at_boundary(&l->b->parse) || !pure_rob_empty(&l->b->rob));
         int expecting = l->close_requested || mid_message ||
                         (l->next_msg_id && now < l->last_msg_sent + s->idle_timeout);
         if (flying || l->ping_pending || !expecting)
             return M;
         uint64_t at = l->last_recv + s->idle_timeout / 2;
-        if (!l->close_requested && l->b && !mid_message &&
-            at >= l->last_msg_sent + s->idle_timeout)
+        if (!l->close_requested && l->b && !mid_message && at >= l->last_msg_sent + s->idle_timeout)
             return M;
         return at;
     }
-    case PURE_TIMER_ACK:
-        return l->acktr.deadline;
+    case PURE_TIMER_ACK: return l->acktr.deadline;
     case PURE_TIMER_KEEPALIVE:
         return s->keepalive && !flying && !l->ping_pending ? last + s->keepalive : M;
-    case PURE_TIMER_PACE:
-        return l->pace_at;
+    case PURE_TIMER_PACE: return l->pace_at;
     case PURE_TIMER_RX_RETIRE:
         return l->rx_retire == PURE_RX_RETIRE_TIMED && l->b ? l->b->rx_retire_at : M;
-    case PURE_TIMER_RELEASE:
-        return l->release_at;
-    default:
-        return M;
+    case PURE_TIMER_RELEASE: return l->release_at;
+    default: return M;
     }
 }
 
@@ -170,7 +164,8 @@ static void test_deadline_is_earliest_timer(void)
                 CHECK_EQ(pure_timer_due(l, all[i], now), now >= d);
                 if (d != UINT64_MAX) {
                     CHECK(pure_timer_due(l, all[i], d));
-                    CHECK(d == 0 || !pure_timer_due(l, all[i], d - 1) || all[i] == PURE_TIMER_WATCH);
+                    CHECK(d == 0 || !pure_timer_due(l, all[i], d - 1) ||
+                          all[i] == PURE_TIMER_WATCH);
                 }
             }
             CHECK_EQ(l->deadline, earliest);
