@@ -38,7 +38,7 @@
  *                 4 CLOSE   code, reason length (% 64), reason bytes
  *                 5 REKEY   flag (% 3), generation, 32 key bytes
  *                 6 PADDING n
- *                 7 RAW     n, n raw bytes
+ *                 7 RAW     n, n raw bytes (they may parse as DATA: content checks off)
  *   1 BULK    k: (k % 64 + 1) KiB of A's stream in order from B's receive point, within credit
  *   2 B SEND  s: B's application sends a message of s * 131 bytes
  *   3 TO A    n: B's queued packets (n == 0: all, else the n oldest) go to A, A's answers to B
@@ -476,6 +476,9 @@ static uint8_t *put_frame(rd *r, uint8_t *out)
         return out + n;
     }
     default: { /* RAW */
+        /* raw bytes may well parse as a DATA frame (with FIN) carrying other bytes than A's
+         * stream: from here on the content and FIN checks are off, as for junk DATA */
+        W.junk = 1;
         uint8_t n = take(r);
         for (uint8_t i = 0; i < n; i++)
             *out++ = take(r);

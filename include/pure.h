@@ -191,9 +191,10 @@ enum pure_cc_algo {
 #define PURE_REKEY_MAX_PACKETS (1ull << 23)
 #define PURE_REKEY_MIN_PACKETS 16
 
-/* 2 since 0.2 (pure_callbacks.on_acked); pure_ctx_new still takes 1, and then never reads the
- * callbacks that version did not have. */
-#define PURE_SETTINGS_VERSION 3
+/* 2 since 0.2 (pure_callbacks.on_acked); 3 added the limits against hostile peers; 4 the link
+ * index partition (index_top_bits). pure_ctx_new still takes 1, and then never reads the fields
+ * and callbacks that version did not have. */
+#define PURE_SETTINGS_VERSION 4
 
 /* Settings of a context. Initialise with pure_settings_default, then change fields. Unknown future
  * fields keep their defaults: `version` lets the library grow this struct without breaking callers.
@@ -293,7 +294,19 @@ typedef struct pure_settings {
      * CLOCK_REALTIME. Tests inject one so runs repeat exactly. */
     uint64_t (*realtime)(void *realtime_user);
     void *realtime_user;
+
+    /* ---- version 4: one context per thread (pure_loop.h, "Every core") ---- */
+    uint32_t index_top_bits; /* the top index_top_bits bits of every link index this
+                                context draws equal index_top (default 0: indices wholly
+                                random; at most PURE_INDEX_TOP_BITS_MAX). Contexts that
+                                share one port each take a different index_top, so a
+                                packet's receiver index names the context that owns the
+                                link; the remaining bits stay random. */
+    uint32_t index_top;      /* below 2^index_top_bits */
 } pure_settings;
+
+/* The most bits of a link index pure_settings.index_top_bits may fix (256 partitions). */
+#define PURE_INDEX_TOP_BITS_MAX 8
 
 /* Fills s with the defaults above (private_key zero: the caller must set it). */
 PURE_API void pure_settings_default(pure_settings *s);

@@ -164,6 +164,72 @@ typedef struct pure_loop_stats {
 /* Copies the loop's counters. */
 PURE_API void pure_loop_stats_get(const pure_loop *loop, pure_loop_stats *st);
 
+/* ---- Every core: a group of loops sharing one port ----------------------------------------- */
+
+/* A server uses every core with one context and one loop per thread, all on one UDP port: a
+ * group. Each loop has its own socket, bound to the same address with SO_REUSEPORT; socket i of
+ * the kernel's reuseport group is loop i's. A classic BPF program (SO_ATTACH_REUSEPORT_CBPF)
+ * steers every datagram to the loop whose context owns the link it names: DATA, COOKIE and
+ * REJECT by their receiver index, RESP by its second (receiver) index, whose top bits are the
+ * owning context's number (pure_settings.index_top). A link so stays on its thread whatever its
+ * peer's address does (NAT rebinding). An INIT goes to thread (lowest byte of its sender index)
+ * mod n, so one client's links spread and every copy of one INIT lands on the same thread.
+ * The kernel steers a GRO or GSO train (several datagrams in one buffer) by its first datagram:
+ * a loop hands any datagram of such a train that another loop owns to that loop (a bounded
+ * queue per loop and an eventfd: pure_loop_steer_stats), so no context ever reads a packet for
+ * another context's link. docs/performance.md, "Every core", has the whole picture.
+ *
+ * The loops share nothing else: run each with pure_loop_run on its own thread (contexts and
+ * their callbacks stay on that thread); pure_loop_stop on any of them from anywhere. */
+
+/* Threads a group may have: the index partition has at most 8 bits (PURE_INDEX_TOP_BITS_MAX). */
+#define PURE_LOOP_GROUP_MAX 256
+
+typedef struct pure_loop_group pure_loop_group;
+
+/* Sets s->index_top_bits and s->index_top for the context of thread `thread` (0-based) of a
+ * group of `threads`: the fewest bits that number them all, and `thread`. One thread: no
+ * partition (0, 0). Returns 0, or PURE_EINVAL (threads 0 or above PURE_LOOP_GROUP_MAX, thread
+ * not below threads). */
+PURE_API int pure_settings_set_thread(pure_settings *s, unsigned thread, unsigned threads);
+
+/* Creates n loops, loop i for ctxs[i] (made with settings passed to
+ * pure_settings_set_thread(s, i, n)), each with its own socket bound to `bind` with
+ * SO_REUSEPORT, in order; port 0 picks a free port for the first and the others bind to it.
+ * Attaches the steering program, then checks the kernel's socket order: it sends each socket a
+ * probe datagram from a socket of its own (to the loopback address for a wildcard bind) and
+ * requires socket i to receive probe i. Datagrams from elsewhere that arrive during that check
+ * (at most a second) are dropped. Returns 0 and *out, or:
+ *   PURE_EINVAL  NULL arguments, n 0 or above PURE_LOOP_GROUP_MAX, `bind` not an address;
+ *   PURE_ENOMEM  out of memory;
+ *   PURE_EIO     socket, bind, the program's attach or the check failed (errno says why;
+ *                after the check, EADDRINUSE: a probe reached another of the group's sockets;
+ *                ETIMEDOUT: a probe reached none of them in a second, as when another socket,
+ *                say another process's, already holds a place in the port's reuseport group). */
+PURE_API int pure_loop_group_new(pure_ctx *const *ctxs, unsigned n, const char *bind,
+                                 pure_loop_group **out);
+
+/* Loop i (i < n) of the group; NULL for i out of range. Do not pure_loop_free it: the group
+ * does. */
+PURE_API pure_loop *pure_loop_group_loop(const pure_loop_group *g, unsigned i);
+
+/* Frees every loop of the group (not the contexts). No loop may be running. */
+PURE_API void pure_loop_group_free(pure_loop_group *g);
+
+/* Counters of a loop's part in its group (all zero outside a group). */
+typedef struct pure_loop_steer_stats {
+    uint64_t handed_off;      /* datagrams this loop received that another loop owns: queued
+                                 to that loop */
+    uint64_t handed_in;       /* datagrams other loops queued to this one, read by its context */
+    uint64_t handoff_dropped; /* datagrams this loop could not queue to their owner (its queue
+                                 full, or longer than 2048 bytes): dropped, the peer resends */
+} pure_loop_steer_stats;
+
+/* Copies the loop's steering counters: size is sizeof(pure_loop_steer_stats) as the caller knows
+ * it, so the struct can grow. */
+PURE_API void pure_loop_steer_stats_get(const pure_loop *loop, pure_loop_steer_stats *st,
+                                        size_t size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /* rpc_bench: the RPC workload over Pure (bench/README.md, "RPC"; issue #14).
  *
- *   rpc_bench serve [--listen ADDR:PORT] [--corrupt-every N] [--drop-every N]
+ *   rpc_bench serve [--listen ADDR:PORT] [--corrupt-every N] [--drop-every N] [--threads N]
  *       a listener (ephemeral key, any client key allowed, service "rpc") that sends every
  *       request back on its link from inside on_message. Prints {"port": N, "public_key":
  *       "..."}, serves until SIGTERM or SIGINT, then prints {"served": N, "links": L, ...}.
  *       --corrupt-every N flips a byte of every Nth reply and --drop-every N leaves every Nth
  *       request unanswered: for the test that a client notices (tests/scripts/rpc_smoke.sh).
+ *       --threads N (default 1): N contexts on one port, a loop each on its own thread
+ *       (pure_loop_group, pure_loop.h "Every core"); the exit line sums them.
  *   rpc_bench client ADDR:PORT --peer-key KEY --links L --outstanding P --size S
  *                    --duration SEC [--warmup SEC] [--drain-timeout SEC]
  *       opens L links (at most 256 handshakes at once), then keeps P requests of S bytes in
@@ -22,6 +24,7 @@
  * why this is a tool of its own rather than `pure serve --services echo`).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,18 +106,27 @@ static void srv_closed(pure_link *l, void *user, const pure_close_info *info)
         s->closed++;
 }
 
+static void *serve_thread(void *arg)
+{
+    pure_loop *loop = arg;
+    return (void *)(intptr_t)pure_loop_run(loop, PURE_LOOP_FOREVER);
+}
+
 static int cmd_serve(int argc, char **argv)
 {
     const char *listen = "127.0.0.1:0";
-    server s = {0};
+    uint64_t corrupt_every = 0, drop_every = 0, threads = 1;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--listen") && i + 1 < argc) {
             listen = argv[++i];
         } else if (!strcmp(argv[i], "--corrupt-every") && i + 1 < argc) {
-            if (rpc_parse_count(argv[++i], 1, UINT64_MAX, &s.corrupt_every))
+            if (rpc_parse_count(argv[++i], 1, UINT64_MAX, &corrupt_every))
                 goto usage;
         } else if (!strcmp(argv[i], "--drop-every") && i + 1 < argc) {
-            if (rpc_parse_count(argv[++i], 1, UINT64_MAX, &s.drop_every))
+            if (rpc_parse_count(argv[++i], 1, UINT64_MAX, &drop_every))
+                goto usage;
+        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
+            if (rpc_parse_count(argv[++i], 1, PURE_LOOP_GROUP_MAX, &threads))
                 goto usage;
         } else {
             goto usage;
@@ -122,52 +134,115 @@ static int cmd_serve(int argc, char **argv)
     }
     static const pure_callbacks cbs = {
         .on_accept = srv_accept, .on_message = srv_message, .on_closed = srv_closed};
-    pure_settings st;
-    pure_settings_default(&st);
-    pure_settings_use_huge_pages(&st); /* as the pure CLI does */
-    if (pure_keygen(st.private_key)) {
-        fprintf(stderr, "rpc_bench serve: no randomness for a key\n");
+    unsigned n = (unsigned)threads;
+    server *sv = calloc(n, sizeof *sv);
+    pure_ctx **ctx = calloc(n, sizeof *ctx);
+    pure_loop **loops = calloc(n, sizeof *loops);
+    pthread_t *tid = calloc(n, sizeof *tid);
+    uint8_t key[PURE_KEY_LEN];
+    if (!sv || !ctx || !loops || !tid || pure_keygen(key)) {
+        fprintf(stderr, "rpc_bench serve: out of memory or no randomness for a key\n");
         return 1;
     }
-    st.allow_any = 1;
-    st.callbacks = &cbs;
-    st.user = &s;
-    st.send_queue = 0;
-    st.handshake_load = 16384;
-    s.scratch = malloc(RPC_MAX_SIZE);
-    pure_ctx *ctx = NULL;
-    pure_loop *loop = NULL;
+    pure_loop_group *g = NULL;
     int rc = 0;
-    if (!s.scratch || (rc = pure_ctx_new(&st, &ctx)) || (rc = pure_ctx_add_service(ctx, SERVICE)) ||
-        (rc = pure_loop_new(ctx, listen, &loop))) {
+    for (unsigned t = 0; t < n && !rc; t++) {
+        sv[t].corrupt_every = corrupt_every;
+        sv[t].drop_every = drop_every;
+        pure_settings st;
+        pure_settings_default(&st);
+        pure_settings_use_huge_pages(&st); /* as the pure CLI does */
+        memcpy(st.private_key, key, sizeof key);
+        st.allow_any = 1;
+        st.callbacks = &cbs;
+        st.user = &sv[t];
+        st.send_queue = 0;
+        st.handshake_load = 16384;
+        if (n > 1)
+            pure_settings_set_thread(&st, t, n); /* one context per thread: pure_loop.h */
+        sv[t].scratch = malloc(RPC_MAX_SIZE);
+        if (!sv[t].scratch)
+            rc = PURE_ENOMEM;
+        else if (!(rc = pure_ctx_new(&st, &ctx[t])))
+            rc = pure_ctx_add_service(ctx[t], SERVICE);
+    }
+    if (!rc && n == 1)
+        rc = pure_loop_new(ctx[0], listen, &loops[0]);
+    if (!rc && n > 1 && !(rc = pure_loop_group_new(ctx, n, listen, &g)))
+        for (unsigned t = 0; t < n; t++)
+            loops[t] = pure_loop_group_loop(g, t);
+    if (rc) {
         fprintf(stderr, "rpc_bench serve: cannot listen on %s: %s (%s)\n", listen,
-                s.scratch ? pure_strerror(rc) : "out of memory", strerror(errno));
+                pure_strerror(rc), strerror(errno));
         return 1;
     }
-    char key[45];
-    pure_key_to_base64(key, pure_ctx_public_key(ctx));
-    printf("{\"port\": %u, \"public_key\": \"%s\", \"service\": \"" SERVICE "\"}\n",
-           pure_loop_port(loop), key);
+    char b64[45];
+    pure_key_to_base64(b64, pure_ctx_public_key(ctx[0]));
+    printf("{\"port\": %u, \"public_key\": \"%s\", \"service\": \"" SERVICE
+           "\", \"threads\": %u}\n",
+           pure_loop_port(loops[0]), b64, n);
     fflush(stdout);
-    g_loop = loop;
-    stop_on_signals();
-    rc = pure_loop_run(loop, PURE_LOOP_FOREVER);
-    g_loop = NULL;
+    if (n == 1) {
+        g_loop = loops[0];
+        stop_on_signals();
+        rc = pure_loop_run(loops[0], PURE_LOOP_FOREVER);
+        g_loop = NULL;
+    } else { /* the loops run on threads; this one waits for the signal and stops them */
+        sigset_t set;
+        sigemptyset(&set);
+        sigaddset(&set, SIGTERM);
+        sigaddset(&set, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &set, NULL);
+        for (unsigned t = 0; t < n; t++)
+            pthread_create(&tid[t], NULL, serve_thread, loops[t]);
+        int sig;
+        sigwait(&set, &sig);
+        for (unsigned t = 0; t < n; t++)
+            pure_loop_stop(loops[t]);
+        for (unsigned t = 0; t < n; t++) {
+            void *r;
+            pthread_join(tid[t], &r);
+            if (r)
+                rc = (int)(intptr_t)r;
+        }
+    }
     if (rc)
         fprintf(stderr, "rpc_bench serve: the loop failed: %s (%s)\n", pure_strerror(rc),
                 strerror(errno));
-    pure_loop_free(loop);
-    pure_ctx_free(ctx);
+    server s = {0};
+    for (unsigned t = 0; t < n; t++) {
+        if (n == 1)
+            pure_loop_free(loops[t]);
+        pure_ctx_free(ctx[t]);
+        s.served += sv[t].served;
+        s.requests += sv[t].requests;
+        s.links += sv[t].links;
+        s.corrupted += sv[t].corrupted;
+        s.dropped += sv[t].dropped;
+        s.failed_sends += sv[t].failed_sends;
+        free(sv[t].scratch);
+    }
+    pure_loop_group_free(g);
     printf("{\"served\": %" PRIu64 ", \"requests\": %" PRIu64 ", \"links\": %" PRIu64
-           ", \"corrupted\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"failed_sends\": %" PRIu64
-           "}\n",
+           ", \"corrupted\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"failed_sends\": %" PRIu64,
            s.served, s.requests, s.links, s.corrupted, s.dropped, s.failed_sends);
+    if (n > 1) {
+        printf(", \"per_thread_requests\": [");
+        for (unsigned t = 0; t < n; t++)
+            printf("%s%" PRIu64, t ? ", " : "", sv[t].requests);
+        printf("]");
+    }
+    printf("}\n");
     fflush(stdout);
-    free(s.scratch);
+    free(sv);
+    free(ctx);
+    free(loops);
+    free(tid);
     return rc ? 1 : 0;
 usage:
-    fprintf(stderr,
-            "usage: rpc_bench serve [--listen ADDR:PORT] [--corrupt-every N] [--drop-every N]\n");
+    fprintf(
+        stderr,
+        "usage: rpc_bench serve [--listen ADDR:PORT] [--corrupt-every N] [--drop-every N] [--threads N]\n");
     return 2;
 }
 
@@ -474,9 +549,10 @@ int main(int argc, char **argv)
         return cmd_serve(argc - 2, argv + 2);
     if (argc >= 2 && !strcmp(argv[1], "client"))
         return cmd_client(argc - 2, argv + 2);
-    fprintf(stderr,
-            "usage: rpc_bench serve [--listen ADDR:PORT] [--corrupt-every N] [--drop-every N]\n"
-            "       rpc_bench client ADDR:PORT --peer-key KEY --links L --outstanding P --size S\n"
-            "                        --duration SEC [--warmup SEC] [--drain-timeout SEC]\n");
+    fprintf(
+        stderr,
+        "usage: rpc_bench serve [--listen ADDR:PORT] [--corrupt-every N] [--drop-every N] [--threads N]\n"
+        "       rpc_bench client ADDR:PORT --peer-key KEY --links L --outstanding P --size S\n"
+        "                        --duration SEC [--warmup SEC] [--drain-timeout SEC]\n");
     return 2;
 }

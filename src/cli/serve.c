@@ -3,17 +3,21 @@
  * bytes, confirm the count when the peer finishes), echo (send every message back) and sink
  * (discard) — until SIGINT or SIGTERM, then a graceful close of every link. */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
 static const char serve_help[] =
     "usage: pure serve --listen ADDR:PORT (--key FILE | --ephemeral)\n"
     "                  [--allow FILE | --allow-any] [--silent] [--services LIST]\n"
-    "                  [--keepalive SECONDS] [--stats-every SECONDS] [--verbose]\n"
+    "                  [--keepalive SECONDS] [--stats-every SECONDS] [--threads N]\n"
+    "                  [--verbose]\n"
     "\n"
     "Accepts links on a UDP socket and serves them until SIGINT or SIGTERM, then closes\n"
     "every link gracefully and exits 0. First prints one JSON line on stdout:\n"
@@ -56,6 +60,19 @@ static const char serve_help[] =
     "                      \"rx_memory\", \"rx_memory_peak\", \"rx_memory_stalls\"} (t: seconds\n"
     "                      since start; totals count closed links too; core_links: every\n"
     "                      link the core holds, half-open and closing ones included)\n"
+    "  --threads N         serve with N threads (1..256; default: the number of online\n"
+    "                      CPUs): each its own context and its own socket on the same port\n"
+    "                      (SO_REUSEPORT); a BPF program steers each datagram to the thread\n"
+    "                      whose link it names, so a link stays on its thread even when its\n"
+    "                      peer's address changes, and new links spread over the threads.\n"
+    "                      With N > 1 the first line also has \"threads\": N; --stats-every\n"
+    "                      adds one line per thread, {\"stats\": \"thread\", \"thread\": I, ...}\n"
+    "                      with the total line's fields plus \"dropped_unknown_link\",\n"
+    "                      \"handed_off\", \"handed_in\" and \"handoff_dropped\" (datagrams of a\n"
+    "                      GRO/GSO train passed to the thread owning them), link lines carry\n"
+    "                      \"thread\": I, and the total line (its t that of the latest thread\n"
+    "                      line) sums the threads and has \"threads\": N. --threads 1: one\n"
+    "                      socket, no steering, output as without the flag\n"
     "  --verbose           on stderr: a line per link opened, and per link closed with its\n"
     "                      counters and the loop's (RTT, cwnd, losses, datagrams per call);\n"
     "                      on exit, the listener's counters: datagrams, handshakes, cookies,\n"
@@ -114,6 +131,11 @@ typedef struct server {
     int verbose;
     uint64_t accepted, closed;
     uint64_t messages, bytes; /* received on every link, closed ones included */
+    /* --threads N > 1: this server is thread `thread` of `threads`, all sharing `shared` */
+    unsigned thread, threads;
+    struct shared *shared;
+    pthread_t tid;
+    int rc; /* the thread's loop result */
 } server;
 
 static void sl_free_queue(srv_link *sl)
@@ -373,50 +395,168 @@ static const struct {
 };
 #undef GUARD
 
-/* --stats-every: a JSON line per open link, then the totals, on stdout. */
-static void print_stats(const server *srv, uint64_t t_ns)
+/* The counters of the total line, in its order (a thread's line has them too). */
+enum {
+    F_LINKS,
+    F_ACCEPTED,
+    F_CLOSED,
+    F_MESSAGES,
+    F_BYTES,
+    F_DGRAMS_IN,
+    F_DGRAMS_OUT,
+    F_REFUSED,
+    F_DROPPED,
+    F_CORE_LINKS,
+    F_HS_ACCEPTED,
+    F_COOKIES,
+    F_GUARD
+};
+#define N_GUARD (sizeof guard_fields / sizeof *guard_fields)
+#define N_FIELDS (F_GUARD + N_GUARD)
+/* and, with threads, a thread's own: */
+enum {
+    X_UNKNOWN_LINK,
+    X_HANDED_OFF,
+    X_HANDED_IN,
+    X_HANDOFF_DROPPED,
+    N_EXTRA
+};
+static const char *const field_names[F_GUARD] = {"links",
+                                                 "accepted",
+                                                 "closed",
+                                                 "messages_received",
+                                                 "bytes_received",
+                                                 "datagrams_in",
+                                                 "datagrams_out",
+                                                 "handshakes_refused",
+                                                 "dropped",
+                                                 "core_links",
+                                                 "handshakes_accepted",
+                                                 "cookies_sent"};
+static const char *const extra_names[N_EXTRA] = {"dropped_unknown_link", "handed_off", "handed_in",
+                                                 "handoff_dropped"};
+
+typedef struct counters {
+    uint64_t v[N_FIELDS];
+    uint64_t x[N_EXTRA];
+} counters;
+
+/* State the threads of --threads N share: their latest counters, for the total line. */
+typedef struct shared {
+    pthread_mutex_t mu;
+    unsigned threads;
+    counters *latest; /* per thread */
+    uint64_t *tick;   /* the stats tick each thread reported last */
+    double *t;
+    uint64_t printed; /* the last tick whose total is out */
+    int failed;       /* a thread's socket failed: stop them all */
+    int stopping;     /* the main thread is stopping every loop */
+    uint64_t stats_every, t_start;
+} shared;
+
+static void collect(const server *srv, counters *c)
 {
-    double t = (double)t_ns / 1e9;
-    uint64_t open = 0;
-    for (const srv_link *sl = srv->links; sl; sl = sl->next, open++) {
-        pure_link_stats ls;
-        char addr[PURE_ADDR_STRLEN];
-        pure_link_stats_get(sl->link, &ls);
-        pure_addr_to_string(pure_link_peer_addr(sl->link), addr, sizeof addr);
-        printf("{\"stats\": \"link\", \"t\": %.3f, \"id\": %llu, \"service\": \"%s\", "
-               "\"peer\": \"%s\", \"messages_received\": %llu, \"bytes_received\": %llu, "
-               "\"messages_sent\": %llu, \"messages_acked\": %llu, \"backlog\": %llu, "
-               "\"queued\": %llu, \"rtt_us\": %.1f, \"packets_lost\": %llu}\n",
-               t, (unsigned long long)sl->id, kind_name(sl->kind), addr,
-               (unsigned long long)sl->messages, (unsigned long long)sl->bytes,
-               (unsigned long long)ls.messages_sent, (unsigned long long)ls.messages_acked,
-               (unsigned long long)pure_link_backlog(sl->link), (unsigned long long)sl->qbytes,
-               (double)ls.rtt_ns / 1e3, (unsigned long long)ls.packets_lost);
-    }
+    memset(c, 0, sizeof *c);
+    for (const srv_link *sl = srv->links; sl; sl = sl->next)
+        c->v[F_LINKS]++;
     pure_ctx_stats cs;
     pure_ctx_stats_get(srv->ctx, &cs);
     pure_guard_stats gs;
     memset(&gs, 0, sizeof gs);
     pure_ctx_guard_stats_get(srv->ctx, &gs, sizeof gs);
-    printf("{\"stats\": \"total\", \"t\": %.3f, \"links\": %llu, \"accepted\": %llu, "
-           "\"closed\": %llu, \"messages_received\": %llu, \"bytes_received\": %llu, "
-           "\"datagrams_in\": %llu, \"datagrams_out\": %llu, \"handshakes_refused\": %llu, "
-           "\"dropped\": %llu, \"core_links\": %llu, \"handshakes_accepted\": %llu, "
-           "\"cookies_sent\": %llu",
-           t, (unsigned long long)open, (unsigned long long)srv->accepted,
-           (unsigned long long)srv->closed, (unsigned long long)srv->messages,
-           (unsigned long long)srv->bytes, (unsigned long long)cs.datagrams_in,
-           (unsigned long long)cs.datagrams_out, (unsigned long long)cs.handshakes_refused,
-           (unsigned long long)(cs.dropped_malformed + cs.dropped_auth + cs.dropped_replay +
-                                cs.dropped_unknown_link),
-           (unsigned long long)cs.links, (unsigned long long)cs.handshakes_accepted,
-           (unsigned long long)cs.cookies_sent);
-    for (size_t i = 0; i < sizeof guard_fields / sizeof *guard_fields; i++) {
-        uint64_t v;
-        memcpy(&v, (const uint8_t *)&gs + guard_fields[i].offset, sizeof v);
-        printf(", \"%s\": %llu", guard_fields[i].name, (unsigned long long)v);
-    }
+    c->v[F_ACCEPTED] = srv->accepted;
+    c->v[F_CLOSED] = srv->closed;
+    c->v[F_MESSAGES] = srv->messages;
+    c->v[F_BYTES] = srv->bytes;
+    c->v[F_DGRAMS_IN] = cs.datagrams_in;
+    c->v[F_DGRAMS_OUT] = cs.datagrams_out;
+    c->v[F_REFUSED] = cs.handshakes_refused;
+    c->v[F_DROPPED] =
+        cs.dropped_malformed + cs.dropped_auth + cs.dropped_replay + cs.dropped_unknown_link;
+    c->v[F_CORE_LINKS] = cs.links;
+    c->v[F_HS_ACCEPTED] = cs.handshakes_accepted;
+    c->v[F_COOKIES] = cs.cookies_sent;
+    for (size_t i = 0; i < N_GUARD; i++)
+        memcpy(&c->v[F_GUARD + i], (const uint8_t *)&gs + guard_fields[i].offset, sizeof(uint64_t));
+    pure_loop_steer_stats ss;
+    pure_loop_steer_stats_get(srv->loop, &ss, sizeof ss);
+    c->x[X_UNKNOWN_LINK] = cs.dropped_unknown_link;
+    c->x[X_HANDED_OFF] = ss.handed_off;
+    c->x[X_HANDED_IN] = ss.handed_in;
+    c->x[X_HANDOFF_DROPPED] = ss.handoff_dropped;
+}
+
+/* One JSON line: {"stats": KIND, "t": T, [WHO: N,] the fields[, the extras]}. */
+static void print_counters(const char *kind, double t, const char *who, unsigned n,
+                           const counters *c, int extras)
+{
+    printf("{\"stats\": \"%s\", \"t\": %.3f", kind, t);
+    if (who)
+        printf(", \"%s\": %u", who, n);
+    for (size_t i = 0; i < N_FIELDS; i++)
+        printf(", \"%s\": %llu", i < F_GUARD ? field_names[i] : guard_fields[i - F_GUARD].name,
+               (unsigned long long)c->v[i]);
+    for (size_t i = 0; extras && i < N_EXTRA; i++)
+        printf(", \"%s\": %llu", extra_names[i], (unsigned long long)c->x[i]);
     printf("}\n");
+}
+
+/* --stats-every: a JSON line per open link, then the totals, on stdout. With threads, this
+ * thread's line; the thread that completes a tick also prints the total of every thread. */
+static void print_stats(server *srv, uint64_t t_ns, uint64_t tick)
+{
+    double t = (double)t_ns / 1e9;
+    char thread[32] = "";
+    if (srv->threads > 1)
+        snprintf(thread, sizeof thread, ", \"thread\": %u", srv->thread);
+    flockfile(stdout); /* a thread's lines stay together */
+    for (const srv_link *sl = srv->links; sl; sl = sl->next) {
+        pure_link_stats ls;
+        char addr[PURE_ADDR_STRLEN];
+        pure_link_stats_get(sl->link, &ls);
+        pure_addr_to_string(pure_link_peer_addr(sl->link), addr, sizeof addr);
+        printf("{\"stats\": \"link\", \"t\": %.3f%s, \"id\": %llu, \"service\": \"%s\", "
+               "\"peer\": \"%s\", \"messages_received\": %llu, \"bytes_received\": %llu, "
+               "\"messages_sent\": %llu, \"messages_acked\": %llu, \"backlog\": %llu, "
+               "\"queued\": %llu, \"rtt_us\": %.1f, \"packets_lost\": %llu}\n",
+               t, thread, (unsigned long long)sl->id, kind_name(sl->kind), addr,
+               (unsigned long long)sl->messages, (unsigned long long)sl->bytes,
+               (unsigned long long)ls.messages_sent, (unsigned long long)ls.messages_acked,
+               (unsigned long long)pure_link_backlog(sl->link), (unsigned long long)sl->qbytes,
+               (double)ls.rtt_ns / 1e3, (unsigned long long)ls.packets_lost);
+    }
+    counters c;
+    collect(srv, &c);
+    if (srv->threads <= 1) {
+        print_counters("total", t, NULL, 0, &c, 0);
+        funlockfile(stdout);
+        fflush(stdout);
+        return;
+    }
+    print_counters("thread", t, "thread", srv->thread, &c, 1);
+    shared *sh = srv->shared;
+    pthread_mutex_lock(&sh->mu);
+    sh->latest[srv->thread] = c;
+    sh->tick[srv->thread] = tick;
+    sh->t[srv->thread] = t;
+    uint64_t done = tick;
+    for (unsigned i = 0; i < sh->threads; i++)
+        if (sh->tick[i] < done)
+            done = sh->tick[i];
+    if (done > sh->printed) { /* every thread has reported this tick: the total */
+        sh->printed = done;
+        counters sum;
+        memset(&sum, 0, sizeof sum);
+        for (unsigned i = 0; i < sh->threads; i++) {
+            for (size_t k = 0; k < N_FIELDS; k++)
+                sum.v[k] += sh->latest[i].v[k];
+            for (size_t k = 0; k < N_EXTRA; k++)
+                sum.x[k] += sh->latest[i].x[k];
+        }
+        print_counters("total", t, "threads", sh->threads, &sum, 1);
+    }
+    pthread_mutex_unlock(&sh->mu);
+    funlockfile(stdout);
     fflush(stdout);
 }
 
@@ -498,6 +638,291 @@ static int parse_services(const char *list, unsigned *mask)
     return 0;
 }
 
+/* What every thread's server is made from. */
+typedef struct serve_opts {
+    const char *listen, *allow;
+    unsigned mask;
+    int allow_any;
+    uint64_t keepalive;
+    int respond_to_unknown, verbose;
+    uint64_t stats_every;
+    uint8_t key[PURE_KEY_LEN];
+} serve_opts;
+
+/* The context of thread `thread` of `threads` (1: no index partition), with its services and
+ * allow list. Returns 0 or a CLI exit code (message printed). */
+static int server_init(server *srv, const serve_opts *o, unsigned thread, unsigned threads)
+{
+    memset(srv, 0, sizeof *srv);
+    srv->verbose = o->verbose;
+    srv->thread = thread;
+    srv->threads = threads;
+    pure_settings st;
+    pure_settings_default(&st);
+    pure_settings_use_huge_pages(&st); /* a streaming link's ring: few page faults */
+    memcpy(st.private_key, o->key, PURE_KEY_LEN);
+    st.allow_any = o->allow_any;
+    st.keepalive = o->keepalive;
+    st.respond_to_unknown = o->respond_to_unknown;
+    st.callbacks = &callbacks;
+    st.user = srv;
+    if (threads > 1)
+        pure_settings_set_thread(&st, thread, threads);
+    int rc = pure_ctx_new(&st, &srv->ctx);
+    memset(st.private_key, 0, sizeof st.private_key);
+    if (rc) {
+        fprintf(stderr, "pure serve: cannot create the context: %s\n", pure_strerror(rc));
+        return CLI_FAIL;
+    }
+    for (size_t i = 0; i < sizeof services / sizeof *services; i++)
+        if ((o->mask & services[i].kind) && pure_ctx_add_service(srv->ctx, services[i].name))
+            return CLI_FAIL;
+    if (o->allow && (rc = load_allow(srv->ctx, o->allow)) != 0)
+        return rc;
+    return 0;
+}
+
+/* Graceful shutdown: every link sends what it had accepted and then CLOSE; give that up to a
+ * second (a closing link lingers a few RTTs to repeat its CLOSE). */
+static void server_shutdown(server *srv)
+{
+    for (srv_link *sl = srv->links, *next; sl; sl = next) {
+        next = sl->next;
+        pure_link_close(sl->link, 0, "server shutting down");
+    }
+    uint64_t until = pure_now() + 1000000000u;
+    pure_ctx_stats cs;
+    for (;;) {
+        pure_ctx_stats_get(srv->ctx, &cs);
+        uint64_t now = pure_now();
+        if (cs.links == 0 || now >= until)
+            break;
+        if (pure_loop_run(srv->loop, until - now < 10000000u ? until - now : 10000000u))
+            break;
+    }
+    /* A graceful close first sends everything the link had accepted, which can take longer
+     * than the second: abort the links still at it, so their peers get a CLOSE now rather
+     * than wait out their idle timeout. */
+    for (srv_link *sl = srv->links, *next; sl; sl = next) {
+        next = sl->next;
+        pure_link_abort(sl->link, 0, "server shutting down");
+    }
+    pure_loop_run(srv->loop, 0); /* one pass: sends the CLOSE packets */
+}
+
+static void print_summary(const server *srv)
+{
+    pure_ctx_stats cst;
+    pure_ctx_stats_get(srv->ctx, &cst);
+    char who[32] = "";
+    if (srv->threads > 1)
+        snprintf(who, sizeof who, " thread %u", srv->thread);
+    fprintf(stderr,
+            "pure serve:%s stopped after %llu links; datagrams in %llu out %llu; handshakes "
+            "accepted %llu refused %llu, cookies sent %llu; dropped: malformed %llu, "
+            "failed authentication %llu, replayed %llu, unknown link %llu",
+            who, (unsigned long long)srv->accepted, (unsigned long long)cst.datagrams_in,
+            (unsigned long long)cst.datagrams_out, (unsigned long long)cst.handshakes_accepted,
+            (unsigned long long)cst.handshakes_refused, (unsigned long long)cst.cookies_sent,
+            (unsigned long long)cst.dropped_malformed, (unsigned long long)cst.dropped_auth,
+            (unsigned long long)cst.dropped_replay, (unsigned long long)cst.dropped_unknown_link);
+    if (srv->threads > 1) {
+        pure_loop_steer_stats ss;
+        pure_loop_steer_stats_get(srv->loop, &ss, sizeof ss);
+        fprintf(stderr, "; handed off %llu, handed in %llu, hand-offs dropped %llu",
+                (unsigned long long)ss.handed_off, (unsigned long long)ss.handed_in,
+                (unsigned long long)ss.handoff_dropped);
+    }
+    fprintf(stderr, "\n");
+}
+
+static int shared_stopping(shared *sh)
+{
+    pthread_mutex_lock(&sh->mu);
+    int stop = sh->failed || sh->stopping;
+    pthread_mutex_unlock(&sh->mu);
+    return stop;
+}
+
+/* Runs srv's loop until stopped, printing --stats-every lines on the way. Returns the loop's
+ * result (0: stopped). */
+static int server_run(server *srv, uint64_t stats_every, uint64_t t_start)
+{
+    uint64_t next_stats = t_start + stats_every, tick = 0;
+    for (;;) {
+        uint64_t now = pure_now();
+        if (!stats_every)
+            return pure_loop_run(srv->loop, PURE_LOOP_FOREVER);
+        if (now >= next_stats) {
+            while (next_stats <= now) { /* no burst of lines after a stall */
+                next_stats += stats_every;
+                tick++;
+            }
+            print_stats(srv, now - t_start, tick);
+        }
+        int rc = pure_loop_run(srv->loop, next_stats - now);
+        if (rc || cli_signals_received() || (srv->shared && shared_stopping(srv->shared)))
+            return rc;
+    }
+}
+
+static void print_listening(const server *srv, unsigned threads)
+{
+    char pub[CLI_KEY_TEXT];
+    cli_key_text(pub, pure_ctx_public_key(srv->ctx), 0);
+    if (threads > 1)
+        printf("{\"port\": %u, \"public_key\": \"%s\", \"threads\": %u}\n",
+               pure_loop_port(srv->loop), pub, threads);
+    else
+        printf("{\"port\": %u, \"public_key\": \"%s\"}\n", pure_loop_port(srv->loop), pub);
+    fflush(stdout);
+}
+
+/* --threads 1: one context, one loop, on this thread. */
+static int serve_one(const serve_opts *o)
+{
+    server srv;
+    int rc = server_init(&srv, o, 0, 1);
+    if (rc) {
+        pure_ctx_free(srv.ctx);
+        return rc;
+    }
+    rc = pure_loop_new(srv.ctx, o->listen, &srv.loop);
+    if (rc) {
+        fprintf(stderr, "pure serve: cannot listen on %s: %s\n", o->listen,
+                rc == PURE_EIO ? strerror(errno) : pure_strerror(rc));
+        pure_ctx_free(srv.ctx);
+        return rc == PURE_EIO ? CLI_USAGE : CLI_FAIL;
+    }
+    cli_stop_on_signals(srv.loop);
+    print_listening(&srv, 1);
+    rc = server_run(&srv, o->stats_every, pure_now());
+    int code = CLI_OK;
+    if (rc) {
+        perror("pure serve: the socket failed");
+        code = CLI_FAIL;
+    } else {
+        server_shutdown(&srv);
+    }
+    cli_stop_on_signals(NULL);
+    if (o->verbose)
+        print_summary(&srv);
+    pure_loop_free(srv.loop);
+    srv.loop = NULL;
+    pure_ctx_free(srv.ctx); /* runs on_closed for links that did not finish closing */
+    return code;
+}
+
+/* A thread of --threads N: its loop until stopped, then its own graceful shutdown. */
+static void *server_thread(void *arg)
+{
+    server *srv = arg;
+    srv->rc = server_run(srv, srv->shared->stats_every, srv->shared->t_start);
+    if (srv->rc) {
+        perror("pure serve: the socket failed");
+        pthread_mutex_lock(&srv->shared->mu);
+        srv->shared->failed = 1;
+        pthread_mutex_unlock(&srv->shared->mu);
+        kill(getpid(), SIGUSR1); /* wakes the main thread */
+    } else {
+        server_shutdown(srv);
+    }
+    return NULL;
+}
+
+/* --threads N > 1: N contexts and a loop group, a thread each; this thread waits for SIGINT or
+ * SIGTERM (or a thread's failure), then stops them all. */
+static int serve_threads(const serve_opts *o, unsigned n)
+{
+    server *srv = calloc(n, sizeof *srv);
+    pure_ctx **ctxs = calloc(n, sizeof *ctxs);
+    shared sh;
+    memset(&sh, 0, sizeof sh);
+    pthread_mutex_init(&sh.mu, NULL);
+    sh.threads = n;
+    sh.stats_every = o->stats_every;
+    sh.latest = calloc(n, sizeof *sh.latest);
+    sh.tick = calloc(n, sizeof *sh.tick);
+    sh.t = calloc(n, sizeof *sh.t);
+    pure_loop_group *g = NULL;
+    int code = CLI_OK, rc = 0;
+    unsigned made = 0, started = 0;
+    if (!srv || !ctxs || !sh.latest || !sh.tick || !sh.t) {
+        fprintf(stderr, "pure serve: out of memory\n");
+        code = CLI_FAIL;
+        goto out;
+    }
+    for (; made < n; made++) {
+        if ((code = server_init(&srv[made], o, made, n)) != 0) {
+            made++;
+            goto out;
+        }
+        srv[made].shared = &sh;
+        ctxs[made] = srv[made].ctx;
+    }
+    rc = pure_loop_group_new(ctxs, n, o->listen, &g);
+    if (rc) {
+        fprintf(stderr, "pure serve: cannot listen on %s with %u threads: %s\n", o->listen, n,
+                rc == PURE_EIO ? strerror(errno) : pure_strerror(rc));
+        code = rc == PURE_EIO ? CLI_USAGE : CLI_FAIL;
+        goto out;
+    }
+    for (unsigned i = 0; i < n; i++)
+        srv[i].loop = pure_loop_group_loop(g, i);
+    /* Signals go to this thread only: it waits for them and stops every loop. */
+    sigset_t set, old;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    signal(SIGPIPE, SIG_IGN); /* a closed stdout shows up as a write error instead */
+    print_listening(&srv[0], n);
+    sh.t_start = pure_now();
+    for (; started < n; started++)
+        if (pthread_create(&srv[started].tid, NULL, server_thread, &srv[started]) != 0) {
+            fprintf(stderr, "pure serve: cannot start thread %u: %s\n", started, strerror(errno));
+            code = CLI_FAIL;
+            break;
+        }
+    while (code == CLI_OK) {
+        int sig = sigwaitinfo(&set, NULL);
+        pthread_mutex_lock(&sh.mu);
+        int failed = sh.failed;
+        pthread_mutex_unlock(&sh.mu);
+        if (failed) {
+            code = CLI_FAIL;
+            break;
+        }
+        if (sig == SIGINT || sig == SIGTERM)
+            break;
+    }
+    pthread_mutex_lock(&sh.mu);
+    sh.stopping = 1;
+    pthread_mutex_unlock(&sh.mu);
+    for (unsigned i = 0; i < started; i++)
+        pure_loop_stop(srv[i].loop);
+    for (unsigned i = 0; i < started; i++)
+        pthread_join(srv[i].tid, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (o->verbose)
+        for (unsigned i = 0; i < n; i++)
+            print_summary(&srv[i]);
+out:
+    pure_loop_group_free(g);
+    for (unsigned i = 0; i < made; i++) {
+        srv[i].loop = NULL;
+        pure_ctx_free(srv[i].ctx); /* runs on_closed for links that did not finish closing */
+    }
+    pthread_mutex_destroy(&sh.mu);
+    free(srv);
+    free(ctxs);
+    free(sh.latest);
+    free(sh.tick);
+    free(sh.t);
+    return code;
+}
+
 int cli_serve(int argc, char **argv)
 {
     static const struct option opts[] = {{"listen", required_argument, NULL, 'l'},
@@ -510,11 +935,12 @@ int cli_serve(int argc, char **argv)
                                          {"verbose", no_argument, NULL, 'v'},
                                          {"stats-every", required_argument, NULL, 'E'},
                                          {"silent", no_argument, NULL, 'S'},
+                                         {"threads", required_argument, NULL, 'T'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *listen = NULL, *keyfile = NULL, *allow = NULL, *svc = "drain,echo,sink";
     int ephemeral = 0, allow_any = 0, verbose = 0, silent = 0, c;
-    uint64_t keepalive = 0, stats_every = 0;
+    uint64_t keepalive = 0, stats_every = 0, threads = 0;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":hv", opts, NULL)) != -1) {
@@ -537,6 +963,11 @@ int cli_serve(int argc, char **argv)
                                  "--stats-every '%s' is not a number of seconds "
                                  "(0.001 or more)",
                                  optarg);
+            break;
+        case 'T':
+            if (cli_parse_count(optarg, PURE_LOOP_GROUP_MAX, &threads) || threads == 0)
+                return cli_usage("serve", "--threads '%s' is not a number of threads (1..%d)",
+                                 optarg, PURE_LOOP_GROUP_MAX);
             break;
         case 'h': fputs(serve_help, stdout); return CLI_OK;
         default: return cli_bad_option("serve", c, argv);
@@ -564,115 +995,26 @@ int cli_serve(int argc, char **argv)
                          "127.0.0.1:4433, [::1]:4433 or 0.0.0.0:0",
                          listen);
 
-    server srv;
-    memset(&srv, 0, sizeof srv);
-    srv.verbose = verbose;
-    pure_settings st;
-    pure_settings_default(&st);
-    pure_settings_use_huge_pages(&st); /* a streaming link's ring: few page faults */
+    if (!threads) { /* default: every online CPU */
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = cpus < 1 ? 1 : cpus > PURE_LOOP_GROUP_MAX ? PURE_LOOP_GROUP_MAX : (uint64_t)cpus;
+    }
+    serve_opts o = {.listen = listen,
+                    .allow = allow,
+                    .mask = mask,
+                    .allow_any = allow_any || (ephemeral && !allow),
+                    .keepalive = keepalive,
+                    .respond_to_unknown = !silent,
+                    .verbose = verbose,
+                    .stats_every = stats_every};
     if (keyfile) {
-        if (cli_read_key_file("serve", keyfile, st.private_key))
+        if (cli_read_key_file("serve", keyfile, o.key))
             return CLI_USAGE;
-    } else if (pure_keygen(st.private_key) != 0) {
+    } else if (pure_keygen(o.key) != 0) {
         fprintf(stderr, "pure serve: no randomness available for --ephemeral\n");
         return CLI_FAIL;
     }
-    st.allow_any = allow_any || (ephemeral && !allow);
-    st.keepalive = keepalive;
-    st.respond_to_unknown = !silent;
-    st.callbacks = &callbacks;
-    st.user = &srv;
-    int rc = pure_ctx_new(&st, &srv.ctx);
-    memset(st.private_key, 0, sizeof st.private_key);
-    if (rc) {
-        fprintf(stderr, "pure serve: cannot create the context: %s\n", pure_strerror(rc));
-        return CLI_FAIL;
-    }
-    for (size_t i = 0; i < sizeof services / sizeof *services; i++)
-        if ((mask & services[i].kind) && pure_ctx_add_service(srv.ctx, services[i].name)) {
-            pure_ctx_free(srv.ctx);
-            return CLI_FAIL;
-        }
-    if (allow && (rc = load_allow(srv.ctx, allow)) != 0) {
-        pure_ctx_free(srv.ctx);
-        return rc;
-    }
-    rc = pure_loop_new(srv.ctx, listen, &srv.loop);
-    if (rc) {
-        fprintf(stderr, "pure serve: cannot listen on %s: %s\n", listen,
-                rc == PURE_EIO ? strerror(errno) : pure_strerror(rc));
-        pure_ctx_free(srv.ctx);
-        return rc == PURE_EIO ? CLI_USAGE : CLI_FAIL;
-    }
-    cli_stop_on_signals(srv.loop);
-    char pub[CLI_KEY_TEXT];
-    cli_key_text(pub, pure_ctx_public_key(srv.ctx), 0);
-    printf("{\"port\": %u, \"public_key\": \"%s\"}\n", pure_loop_port(srv.loop), pub);
-    fflush(stdout);
-
-    uint64_t t_start = pure_now(), next_stats = t_start + stats_every;
-    for (;;) {
-        uint64_t now = pure_now();
-        if (!stats_every) {
-            rc = pure_loop_run(srv.loop, PURE_LOOP_FOREVER);
-            break;
-        }
-        if (now >= next_stats) {
-            print_stats(&srv, now - t_start);
-            while (next_stats <= now) /* no burst of lines after a stall */
-                next_stats += stats_every;
-        }
-        rc = pure_loop_run(srv.loop, next_stats - now);
-        if (rc || cli_signals_received())
-            break;
-    }
-    int code = CLI_OK;
-    if (rc) {
-        perror("pure serve: the socket failed");
-        code = CLI_FAIL;
-    } else {
-        /* Graceful shutdown: every link sends what it had accepted and then CLOSE; give that up
-         * to a second (a closing link lingers a few RTTs to repeat its CLOSE). */
-        for (srv_link *sl = srv.links, *next; sl; sl = next) {
-            next = sl->next;
-            pure_link_close(sl->link, 0, "server shutting down");
-        }
-        uint64_t until = pure_now() + 1000000000u;
-        pure_ctx_stats cs;
-        for (;;) {
-            pure_ctx_stats_get(srv.ctx, &cs);
-            uint64_t now = pure_now();
-            if (cs.links == 0 || now >= until)
-                break;
-            if (pure_loop_run(srv.loop, until - now < 10000000u ? until - now : 10000000u))
-                break;
-        }
-        /* A graceful close first sends everything the link had accepted, which can take longer
-         * than the second: abort the links still at it, so their peers get a CLOSE now rather
-         * than wait out their idle timeout. */
-        for (srv_link *sl = srv.links, *next; sl; sl = next) {
-            next = sl->next;
-            pure_link_abort(sl->link, 0, "server shutting down");
-        }
-        pure_loop_run(srv.loop, 0); /* one pass: sends the CLOSE packets */
-    }
-    cli_stop_on_signals(NULL);
-    if (verbose) {
-        pure_ctx_stats cst;
-        pure_ctx_stats_get(srv.ctx, &cst);
-        fprintf(stderr,
-                "pure serve: stopped after %llu links; datagrams in %llu out %llu; handshakes "
-                "accepted %llu refused %llu, cookies sent %llu; dropped: malformed %llu, "
-                "failed authentication %llu, replayed %llu, unknown link %llu\n",
-                (unsigned long long)srv.accepted, (unsigned long long)cst.datagrams_in,
-                (unsigned long long)cst.datagrams_out, (unsigned long long)cst.handshakes_accepted,
-                (unsigned long long)cst.handshakes_refused, (unsigned long long)cst.cookies_sent,
-                (unsigned long long)cst.dropped_malformed, (unsigned long long)cst.dropped_auth,
-                (unsigned long long)cst.dropped_replay,
-                (unsigned long long)cst.dropped_unknown_link);
-    }
-    pure_loop_free(srv.loop);
-    srv.loop = NULL;
-    pure_ctx_free(srv.ctx); /* runs on_closed for links that did not finish closing */
+    int code = threads == 1 ? serve_one(&o) : serve_threads(&o, (unsigned)threads);
+    memset(o.key, 0, sizeof o.key);
     return code;
 }

@@ -47,6 +47,7 @@ struct pure_loop {
     watch fds[MAX_FDS];
     int nfds;
     pure_loop_stats st;
+    pure_loop_steer_stats steer; /* in a group (group.c) */
 };
 
 void pure_loop_stats_get(const pure_loop *loop, pure_loop_stats *st)
@@ -62,8 +63,31 @@ const pure_addr *pure_loop_local_addr(const pure_loop *loop)
 {
     return &loop->local;
 }
+pure_udp *pure_loop_udp(pure_loop *loop)
+{
+    return &loop->udp;
+}
+pure_ctx *pure_loop_ctx(pure_loop *loop)
+{
+    return loop->ctx;
+}
+pure_loop_steer_stats *pure_loop_steer(pure_loop *loop)
+{
+    return &loop->steer;
+}
+
+void pure_loop_steer_stats_get(const pure_loop *loop, pure_loop_steer_stats *st, size_t size)
+{
+    memset(st, 0, size);
+    memcpy(st, &loop->steer, size < sizeof loop->steer ? size : sizeof loop->steer);
+}
 
 int pure_loop_new(pure_ctx *ctx, const char *bind, pure_loop **out)
+{
+    return pure_loop_open(ctx, bind, 0, out);
+}
+
+int pure_loop_open(pure_ctx *ctx, const char *bind, int reuseport, pure_loop **out)
 {
     if (!ctx || !bind || !out)
         return PURE_EINVAL;
@@ -84,7 +108,7 @@ int pure_loop_new(pure_ctx *ctx, const char *bind, pure_loop **out)
         free(l);
         return PURE_ENOMEM;
     }
-    rc = pure_udp_open(&l->udp, &l->local, &l->st);
+    rc = pure_udp_open(&l->udp, &l->local, &l->st, reuseport);
     if (rc) {
         int e = errno;
         free(l->sbuf);

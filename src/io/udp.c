@@ -61,7 +61,7 @@ int pure_udp_set_gro(pure_udp *u, int on)
     return u->gro;
 }
 
-int pure_udp_open(pure_udp *u, pure_addr *local, pure_loop_stats *st)
+int pure_udp_open(pure_udp *u, pure_addr *local, pure_loop_stats *st, int reuseport)
 {
     memset(u, 0, sizeof *u);
     u->fd = -1;
@@ -86,6 +86,9 @@ int pure_udp_open(pure_udp *u, pure_addr *local, pure_loop_stats *st)
         int off = 0;
         (void)setsockopt(u->fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
     }
+    int one = 1;
+    if (reuseport && setsockopt(u->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
+        goto fail;
     set_buffer(u->fd, SO_RCVBUFFORCE, SO_RCVBUF);
     set_buffer(u->fd, SO_SNDBUFFORCE, SO_SNDBUF);
     if (bind(u->fd, (struct sockaddr *)&ss, (socklen_t)local->len) != 0)
@@ -313,6 +316,10 @@ static void deliver(pure_udp *u, pure_ctx *ctx, uint8_t *d, size_t len, size_t s
     size_t pkts = 0;
     for (size_t o = 0; o < len; o += seg, pkts++) {
         size_t l = len - o < seg ? len - o : seg;
+        /* In a group, the kernel steered this buffer by its first datagram: a GRO or GSO train
+         * of several links' packets may hold some another loop owns. */
+        if (u->handoff && u->handoff(u->handoff_arg, d + o, l, from))
+            continue;
         (void)pure_ctx_read(ctx, from, d + o, l, now); /* junk is counted by the core */
     }
     if (len == 0) { /* an empty datagram is still one (the core drops it as malformed) */

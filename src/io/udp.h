@@ -30,11 +30,17 @@ typedef struct pure_udp {
     struct mmsghdr *mm; /* PURE_UDP_BATCH entries, for sendmmsg and recvmmsg */
     struct iovec *iov;
     struct sockaddr_storage *names;
+    /* In a loop group (group.c): takes a datagram another loop of the group owns, before
+     * pure_ctx_read would see it; returns 1 if it took it. NULL outside a group. */
+    int (*handoff)(void *arg, const uint8_t *d, size_t len, const pure_addr *from);
+    void *handoff_arg;
 } pure_udp;
 
 /* Opens a non-blocking UDP socket bound to `local` (4 MiB buffers, GRO where available) and
- * fills `local` with the bound address. Returns 0, PURE_ENOMEM, or PURE_EIO (errno set). */
-int pure_udp_open(pure_udp *u, pure_addr *local, pure_loop_stats *st);
+ * fills `local` with the bound address; with reuseport, SO_REUSEPORT is set before the bind, so
+ * the socket joins (or starts) the port's reuseport group. Returns 0, PURE_ENOMEM, or PURE_EIO
+ * (errno set). */
+int pure_udp_open(pure_udp *u, pure_addr *local, pure_loop_stats *st, int reuseport);
 
 void pure_udp_close(pure_udp *u);
 
@@ -56,5 +62,12 @@ int pure_udp_send(pure_udp *u, const uint8_t *buf, size_t n, size_t seg, const p
  * Returns 1 if the socket may still hold data (the budget ran out), 0 when it is drained
  * (EAGAIN), or PURE_EIO when the socket is broken (errno set). */
 int pure_udp_recv(pure_udp *u, pure_ctx *ctx, int budget);
+
+/* The loop's internals a loop group (group.c) uses. pure_loop_open is pure_loop_new with
+ * SO_REUSEPORT when reuseport is set. */
+int pure_loop_open(pure_ctx *ctx, const char *bind, int reuseport, pure_loop **out);
+pure_udp *pure_loop_udp(pure_loop *loop);
+pure_ctx *pure_loop_ctx(pure_loop *loop);
+pure_loop_steer_stats *pure_loop_steer(pure_loop *loop);
 
 #endif

@@ -91,6 +91,13 @@ static void settings_v3_defaults(pure_settings *s)
     s->realtime_user = NULL;
 }
 
+/* The fields settings version 4 added: no index partition. */
+static void settings_v4_defaults(pure_settings *s)
+{
+    s->index_top_bits = 0;
+    s->index_top = 0;
+}
+
 /* A copy of settings holds the private key: wiped as it goes out of scope, on every path. */
 static void wipe_settings(pure_settings *s)
 {
@@ -104,11 +111,15 @@ int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
         return PURE_EINVAL;
     /* a caller built against an older pure.h has a shorter struct: read only what it has */
     pure_settings full __attribute__((cleanup(wipe_settings)));
-    if (user_settings->version >= 3) {
+    if (user_settings->version >= 4) {
         full = *user_settings;
+    } else if (user_settings->version == 3) {
+        memcpy(&full, user_settings, offsetof(pure_settings, index_top_bits));
+        settings_v4_defaults(&full);
     } else {
         memcpy(&full, user_settings, offsetof(pure_settings, max_receive_memory));
         settings_v3_defaults(&full);
+        settings_v4_defaults(&full);
         /* before version 3 the default was 2^32, above the AEAD's limit: take the limit */
         if (full.rekey_after_packets > PURE_REKEY_MAX_PACKETS)
             full.rekey_after_packets = PURE_REKEY_MAX_PACKETS;
@@ -117,7 +128,8 @@ int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
     if (s->max_receive_memory < s->max_message_size || s->max_failed_opens == 0 ||
         s->max_half_open == 0 || s->half_open_per_addr == 0 || s->inits_per_addr == 0 ||
         s->rekey_after_packets < PURE_REKEY_MIN_PACKETS ||
-        s->rekey_after_packets > PURE_REKEY_MAX_PACKETS)
+        s->rekey_after_packets > PURE_REKEY_MAX_PACKETS ||
+        s->index_top_bits > PURE_INDEX_TOP_BITS_MAX || s->index_top >> s->index_top_bits)
         return PURE_EINVAL;
     if (s->max_udp_payload < PURE_MIN_UDP_PAYLOAD || s->max_udp_payload > PURE_MAX_UDP_PAYLOAD ||
         s->max_message_size == 0 || s->max_message_size > (1u << 30) || s->send_backlog < 4096 ||

@@ -89,6 +89,11 @@ int pure_ctx_table_add(pure_ctx *ctx, pure_link *link)
         uint32_t idx;
         if (pure_ctx_random(ctx, (uint8_t *)&idx, sizeof idx))
             return PURE_ECRYPTO;
+        /* The top bits name this context (pure_settings.index_top): the top, because the
+         * table's hash multiplies, and a product's low bits come from the index's low bits. */
+        if (ctx->s.index_top_bits)
+            idx = (idx & (UINT32_MAX >> ctx->s.index_top_bits)) |
+                  ctx->s.index_top << (32 - ctx->s.index_top_bits);
         if (idx == 0 || pure_ctx_table_find(ctx, idx))
             continue;
         link->local_index = idx;

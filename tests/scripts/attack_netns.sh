@@ -144,12 +144,14 @@ chmod 600 "$tmp"/*.keys
 pk=$(<"$tmp/server.pub")
 
 # ---- the victim: a fresh pure serve for every phase, so that no phase inherits another's state
-# (half-open links from a flood keep a listener "under load" for seconds) ----------------------
+# (half-open links from a flood keep a listener "under load" for seconds). One thread: the
+# thresholds under test (handshake_load, the per-address limits) are per context, and with
+# --threads N each of N contexts sees about 1/N of the INITs (docs/performance.md) ----------
 hz=$(getconf CLK_TCK)
 start_victim() {
     : >"$tmp/srv"
     ip netns exec "$nsv" "$pure" serve --key "$tmp/server.keys" --allow "$tmp/allow" \
-        --listen "$victim:4433" --services echo,drain --stats-every 0.2 \
+        --listen "$victim:4433" --services echo,drain --stats-every 0.2 --threads 1 \
         >"$tmp/srv" 2>"$tmp/srv.err" &
     srv=$!
     for _ in $(seq 600); do
