@@ -237,13 +237,6 @@ int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size
     }
     link->remote_index = sender;
     link->peer = *from;
-    /* The INIT's round trip is the link's first RTT sample, as RFC 9002 (5.1) takes one from the
-     * handshake. Without it the first flight's probe timeout comes from the initial 333 ms RTT,
-     * about 1 s: a first flight lost when many links start at once waited that long, then twice
-     * that. Only an INIT sent once is timed (after a resend the RESP may answer either); a
-     * COOKIE round only makes the sample longer, which errs on the safe side. */
-    if (link->hs->retries == 0 && now > link->hs->started)
-        pure_rtt_sample(&link->rtt, now - link->hs->started, 0, ctx->s.max_ack_delay);
     pure_hs_free(link);
     /* The first packet from us proves to the responder that we hold the keys: send one now even
      * with nothing queued. */

@@ -359,10 +359,6 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
 int pure_hs_confirmed(pure_link *link, uint64_t now)
 {
     pure_ctx *ctx = link->ctx;
-    /* From the INIT answered (the link's creation) to the initiator's first packet: at least one
-     * round trip, the responder's first RTT sample (see pure_hs_on_resp for why it matters). */
-    if (!link->rtt.has_sample && now > link->created)
-        pure_rtt_sample(&link->rtt, now - link->created, 0, ctx->s.max_ack_delay);
     pure_hs_free(link); /* the RESP buffer */
     pure_link_open(link, now);
     ctx->st.handshakes_accepted++;
