@@ -139,7 +139,9 @@ typedef struct pure_link pure_link;
 
 /* Why a link closed, passed to on_closed. */
 typedef struct pure_close_info {
-    int error;          /* 0 for a graceful close by either side, else a PURE_E* code */
+    /* 0 for a graceful close by either side, else a PURE_E* code. After the peer's graceful
+     * close, messages sent here may still be unacknowledged: first_unacked..next_id-1 below. */
+    int error;
     uint64_t peer_code; /* the peer's close code: its application's code (error
                            PURE_ERESET), 0 (error 0), or Pure's own code 1..0xff */
     const char *reason; /* the peer's reason text (may be ""), valid during the callback */
