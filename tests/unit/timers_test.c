@@ -43,6 +43,15 @@ static pure_ctx *new_ctx(uint64_t keepalive)
     return ctx;
 }
 
+/* An initiator's link to loopback, as pure_connect makes before its handshake starts. */
+static pure_link *new_link(pure_ctx *ctx, uint64_t now)
+{
+    pure_addr peer = {.len = 4, .bytes = {127, 0, 0, 1}};
+    pure_link *l = pure_link_alloc(ctx, &peer, 1, now, NULL);
+    CHECK(l != NULL);
+    return l;
+}
+
 static const enum pure_timer all[] = {
     PURE_TIMER_HS_RETRY,  PURE_TIMER_HS_EXPIRE, PURE_TIMER_IDLE,    PURE_TIMER_CLOSE_GIVE_UP,
     PURE_TIMER_RECOVERY,  PURE_TIMER_WATCH,     PURE_TIMER_ACK,     PURE_TIMER_KEEPALIVE,
@@ -140,10 +149,8 @@ static void test_deadline_is_earliest_timer(void)
 {
     for (int ka = 0; ka < 2; ka++) {
         pure_ctx *ctx = new_ctx(ka ? 15000000000ull : 0);
-        pure_addr peer = {.len = 4, .bytes = {127, 0, 0, 1}};
         uint64_t now = 1000000000000ull;
-        pure_link *l = pure_link_alloc(ctx, &peer, 1, now, NULL);
-        CHECK(l != NULL);
+        pure_link *l = new_link(ctx, now);
         pure_hs hs;
         memset(&hs, 0, sizeof hs);
         uint8_t saved_state = l->state;
@@ -183,10 +190,8 @@ static void test_deadline_is_earliest_timer(void)
 static void test_closing_resends(void)
 {
     pure_ctx *ctx = new_ctx(0);
-    pure_addr peer = {.len = 4, .bytes = {127, 0, 0, 1}};
     uint64_t now = 5000000000ull;
-    pure_link *l = pure_link_alloc(ctx, &peer, 1, now, NULL);
-    CHECK(l != NULL);
+    pure_link *l = new_link(ctx, now);
     l->state = PURE_LS_CLOSING;
     pure_timers_closing(l, now);
     uint64_t pto = pure_rtt_pto(&l->rtt, ctx->s.max_ack_delay);
@@ -213,10 +218,8 @@ static void test_closing_resends(void)
 static void test_release_waits_for_quiet(void)
 {
     pure_ctx *ctx = new_ctx(0);
-    pure_addr peer = {.len = 4, .bytes = {127, 0, 0, 1}};
     uint64_t now = 5000000000ull;
-    pure_link *l = pure_link_alloc(ctx, &peer, 1, now, NULL);
-    CHECK(l != NULL);
+    pure_link *l = new_link(ctx, now);
     l->release_at = UINT64_MAX;
     pure_timers_went_idle(l, now);
     CHECK_EQ(l->release_at, now + PURE_IDLE_RELEASE);
