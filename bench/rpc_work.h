@@ -30,6 +30,13 @@
 #define RPC_MAX_SIZE (1u << 20)   /* largest request any RPC server takes */
 #define RPC_MAX_OUTSTANDING 1024u /* P: requests in flight per link */
 
+/* The fan-in drain (bench/README.md, "Fan-in"): a request whose sequence number has RPC_ONEWAY
+ * set is counted by the server and not sent back, unless RPC_LAST is set too: a link's last
+ * one-way request is echoed like any other, and since a link delivers in order, its echo says
+ * every earlier request on the link arrived. */
+#define RPC_ONEWAY (1ull << 63)
+#define RPC_LAST (1ull << 62)
+
 static inline void rpc_put_be32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)(v >> 24);
@@ -77,6 +84,13 @@ static inline uint8_t *rpc_pattern_new(uint32_t size)
         for (size_t j = 0; j < 251 + (size_t)size; j++)
             pat[j] = (uint8_t)(j % 251);
     return pat;
+}
+
+/* 1 if the server sends request d[0..n) back: anything but a one-way request that is not its
+ * link's last. */
+static inline int rpc_server_echoes(const uint8_t *d, size_t n)
+{
+    return n < 8 || (d[0] & 0xc0) != 0x80;
 }
 
 /* Writes request (link, seq) of `size` bytes into out. */
@@ -174,6 +188,7 @@ typedef struct rpc_result {
     uint64_t errors;        /* replies that failed rpc_check, and links lost */
     uint64_t missing;       /* requests never answered */
     const char *first_error;
+    double rate;       /* --rate: requests per second over all links (0: as fast as replies come) */
     const char *extra; /* more JSON members (", \"key\": value ..."), or NULL */
 } rpc_result;
 
@@ -194,13 +209,30 @@ static inline void rpc_print_result(const rpc_result *r, const rpc_hist *h, cons
         ", \"requests_per_s\": %.1f, \"client_cpu_s\": %.6f, \"client_cpu_us_per_request\": %.4f"
         ", \"mean_us\": %.2f, \"p50_us\": %.2f, \"p99_us\": %.2f, \"p999_us\": %.2f, \"max_us\": %.2f"
         ", \"sent\": %" PRIu64 ", \"replies\": %" PRIu64 ", \"errors\": %" PRIu64
-        ", \"missing\": %" PRIu64 ", \"first_error\": \"%s\"%s}\n",
+        ", \"missing\": %" PRIu64 ", \"rate_per_s\": %.0f, \"first_error\": \"%s\"%s}\n",
         impl, r->links, r->outstanding, r->size, r->connect_s, r->window_s, r->requests,
         (double)r->requests / w, r->client_cpu_s, per,
         h->n ? (double)h->sum_ns / (double)h->n / 1e3 : 0.0, rpc_hist_quantile_us(h, 0.5),
         rpc_hist_quantile_us(h, 0.99), rpc_hist_quantile_us(h, 0.999), (double)h->max_ns / 1e3,
-        r->sent, r->replies, r->errors, r->missing, r->first_error ? r->first_error : "",
+        r->sent, r->replies, r->errors, r->missing, r->rate, r->first_error ? r->first_error : "",
         r->extra ? r->extra : "");
+    fflush(stdout);
+}
+
+/* The fan-in client's one line: r->requests is every one-way request sent (links x N), r->window_s
+ * the time from the first send to the last link's final echo, r->replies the final echoes. */
+static inline void rpc_print_fanin(const rpc_result *r, uint64_t per_link, const char *impl)
+{
+    double w = r->window_s > 0 ? r->window_s : 1e-9;
+    printf("{\"fanin\": \"%s\", \"links\": %" PRIu64 ", \"messages_per_link\": %" PRIu64
+           ", \"size\": %" PRIu64 ", \"connect_seconds\": %.3f, \"seconds\": %.6f, \"messages\": %" PRIu64
+           ", \"messages_per_s\": %.1f, \"client_cpu_s\": %.6f, \"client_cpu_us_per_message\": %.4f"
+           ", \"sent\": %" PRIu64 ", \"replies\": %" PRIu64 ", \"errors\": %" PRIu64 ", \"missing\": %" PRIu64
+           ", \"first_error\": \"%s\"%s}\n",
+           impl, r->links, per_link, r->size, r->connect_s, r->window_s, r->requests,
+           (double)r->requests / w, r->client_cpu_s,
+           r->requests ? r->client_cpu_s * 1e6 / (double)r->requests : 0.0, r->sent, r->replies,
+           r->errors, r->missing, r->first_error ? r->first_error : "", r->extra ? r->extra : "");
     fflush(stdout);
 }
 
