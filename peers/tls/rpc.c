@@ -783,10 +783,16 @@ static void cli_event(client *k, conn *c, uint32_t events)
         cli_pump(k, c);
 }
 
-static void cli_poll(client *k, int ms)
+/* Waits up to ns for events (epoll_pwait2: the pacing tick is below a millisecond) and handles
+ * them. */
+static void cli_poll(client *k, uint64_t ns)
 {
     struct epoll_event evs[256];
-    int n = epoll_wait(k->ep, evs, 256, ms);
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
+                          .tv_nsec = (long)(ns % 1000000000u)};
+    int n = epoll_pwait2(k->ep, evs, 256, &ts, NULL);
+    if (n < 0 && errno == ENOSYS)
+        n = epoll_wait(k->ep, evs, 256, (int)(ns / 1000000 + (ns % 1000000 != 0)));
     for (int i = 0; i < n; i++)
         cli_event(k, evs[i].data.ptr, evs[i].events);
 }
@@ -821,9 +827,11 @@ static void run_for(client *k, uint64_t ns, int (*done)(client *))
         int pacing = k->rate && k->rate_t0 && !k->stopping;
         if (pacing)
             cli_pace(k, now);
-        if (pacing && left > 1000000)
-            left = 1000000; /* paced: wake every millisecond */
-        cli_poll(k, (int)(left / 1000000 + (left % 1000000 != 0)));
+        uint64_t tick = 1000000000ull / (k->rate ? k->rate : 1); /* as rpc_bench.c's pace_tick_ns */
+        tick = tick < 20000 ? 20000 : tick > 1000000 ? 1000000 : tick;
+        if (pacing && left > tick)
+            left = tick;
+        cli_poll(k, left);
     }
 }
 
