@@ -265,7 +265,9 @@ uint64_t pure_ctx_deadline(const pure_ctx *ctx)
 {
     if (ctx->ctl_len || ctx->pending_head)
         return ctx->now; /* something is queued: write now */
-    return pure_timerheap_min(&ctx->timers);
+    /* Settling the heap's top (timerheap.h: deadlines moved later) changes no deadline, only where
+     * an entry sits: to the application the context is unchanged. */
+    return pure_timerheap_min((pure_timerheap *)&ctx->timers);
 }
 
 uint64_t pure_ctx_links(pure_ctx *ctx, int (*visit)(pure_link *link, void *user, void *arg),

@@ -15,11 +15,6 @@ static uint32_t *pos_of(const pure_timerheap *h, void *item)
     return (uint32_t *)(void *)((char *)item + h->pos_off);
 }
 
-static uint64_t key(const pure_timerheap *h, uint32_t i)
-{
-    return *deadline_of(h, h->item[i]);
-}
-
 void pure_timerheap_init(pure_timerheap *h, size_t deadline_off, size_t pos_off)
 {
     memset(h, 0, sizeof *h);
@@ -29,47 +24,51 @@ void pure_timerheap_init(pure_timerheap *h, size_t deadline_off, size_t pos_off)
 
 void pure_timerheap_free(pure_timerheap *h, const pure_alloc *a)
 {
-    pure_mem_free(a, h->item, h->cap * sizeof *h->item);
-    h->item = NULL;
+    pure_mem_free(a, h->slot, h->cap * sizeof *h->slot);
+    h->slot = NULL;
     h->len = h->cap = 0;
 }
 
-static void swap(pure_timerheap *h, uint32_t a, uint32_t b)
+/* Puts entry e at i (the hole) and tells its item. */
+static void place(pure_timerheap *h, uint32_t i, pure_timerheap_slot e)
 {
-    void *t = h->item[a];
-    h->item[a] = h->item[b];
-    h->item[b] = t;
-    *pos_of(h, h->item[a]) = a;
-    *pos_of(h, h->item[b]) = b;
+    h->slot[i] = e;
+    *pos_of(h, e.item) = i;
 }
 
+/* Moves the entry at i up to its place: parents with a larger key move down into the hole. */
 static void up(pure_timerheap *h, uint32_t i)
 {
+    pure_timerheap_slot e = h->slot[i];
     while (i > 0) {
         uint32_t p = (i - 1) / 2;
-        if (key(h, p) <= key(h, i))
+        if (h->slot[p].key <= e.key)
             break;
-        swap(h, i, p);
+        place(h, i, h->slot[p]);
         i = p;
     }
+    place(h, i, e);
 }
 
+/* Moves the entry at i down to its place: the smaller child moves up into the hole. */
 static void down(pure_timerheap *h, uint32_t i)
 {
+    pure_timerheap_slot e = h->slot[i];
     for (;;) {
-        uint32_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < h->len && key(h, l) < key(h, m))
-            m = l;
-        if (r < h->len && key(h, r) < key(h, m))
-            m = r;
-        if (m == i)
-            return;
-        swap(h, i, m);
-        i = m;
+        uint32_t c = 2 * i + 1;
+        if (c >= h->len)
+            break;
+        if (c + 1 < h->len && h->slot[c + 1].key < h->slot[c].key)
+            c++;
+        if (e.key <= h->slot[c].key)
+            break;
+        place(h, i, h->slot[c]);
+        i = c;
     }
+    place(h, i, e);
 }
 
-/* Takes item off the heap: the last item fills its place and moves up or down from there. */
+/* Takes item off the heap: the last entry fills its place and moves up or down from there. */
 static void take(pure_timerheap *h, void *item)
 {
     uint32_t i = *pos_of(h, item);
@@ -77,10 +76,11 @@ static void take(pure_timerheap *h, void *item)
     h->len--;
     if (i == h->len)
         return;
-    h->item[i] = h->item[h->len];
-    *pos_of(h, h->item[i]) = i;
-    up(h, i);
-    down(h, *pos_of(h, h->item[i]));
+    h->slot[i] = h->slot[h->len];
+    if (i > 0 && h->slot[(i - 1) / 2].key > h->slot[i].key)
+        up(h, i);
+    else
+        down(h, i);
 }
 
 static int grow(pure_timerheap *h, const pure_alloc *a)
@@ -88,13 +88,13 @@ static int grow(pure_timerheap *h, const pure_alloc *a)
     if (h->cap > UINT32_MAX / 2)
         return PURE_ENOMEM;
     uint32_t nc = h->cap ? h->cap * 2 : 8;
-    void **p = pure_mem_alloc(a, (size_t)nc * sizeof *p);
+    pure_timerheap_slot *p = pure_mem_alloc(a, (size_t)nc * sizeof *p);
     if (!p)
         return PURE_ENOMEM;
-    if (h->item)
-        memcpy(p, h->item, h->cap * sizeof *p);
-    pure_mem_free(a, h->item, h->cap * sizeof *h->item);
-    h->item = p;
+    if (h->slot)
+        memcpy(p, h->slot, h->cap * sizeof *p);
+    pure_mem_free(a, h->slot, h->cap * sizeof *h->slot);
+    h->slot = p;
     h->cap = nc;
     return 0;
 }
@@ -103,8 +103,6 @@ int pure_timerheap_set(pure_timerheap *h, const pure_alloc *a, void *item, uint6
 {
     uint32_t *pos = pos_of(h, item);
     uint64_t *d = deadline_of(h, item);
-    if (*pos != PURE_TIMERHEAP_NONE && *d == deadline)
-        return 0;
     if (deadline == UINT64_MAX) {
         if (*pos != PURE_TIMERHEAP_NONE)
             take(h, item);
@@ -115,30 +113,43 @@ int pure_timerheap_set(pure_timerheap *h, const pure_alloc *a, void *item, uint6
         if (h->len == h->cap && grow(h, a))
             return PURE_ENOMEM;
         *d = deadline;
-        *pos = h->len;
-        h->item[h->len++] = item;
-        up(h, *pos);
+        h->slot[h->len].key = deadline;
+        h->slot[h->len].item = item;
+        up(h, h->len++);
         return 0;
     }
-    uint64_t old = *d;
     *d = deadline;
-    if (deadline < old)
+    if (deadline < h->slot[*pos].key) { /* earlier: sift now */
+        h->slot[*pos].key = deadline;
         up(h, *pos);
-    else
-        down(h, *pos);
+    } /* later: the entry keeps its key, a lower bound, until it surfaces */
     return 0;
 }
 
-uint64_t pure_timerheap_min(const pure_timerheap *h)
+/* Puts right the top entries whose item's deadline moved past their key. */
+static void settle_top(pure_timerheap *h)
 {
-    return h->len ? key(h, 0) : UINT64_MAX;
+    while (h->len) {
+        uint64_t d = *deadline_of(h, h->slot[0].item);
+        if (h->slot[0].key == d)
+            return;
+        h->slot[0].key = d;
+        down(h, 0);
+    }
+}
+
+uint64_t pure_timerheap_min(pure_timerheap *h)
+{
+    settle_top(h);
+    return h->len ? h->slot[0].key : UINT64_MAX;
 }
 
 void *pure_timerheap_pop_due(pure_timerheap *h, uint64_t now)
 {
-    if (!h->len || key(h, 0) > now)
+    settle_top(h);
+    if (!h->len || h->slot[0].key > now)
         return NULL;
-    void *item = h->item[0];
+    void *item = h->slot[0].item;
     take(h, item);
     *deadline_of(h, item) = UINT64_MAX;
     return item;

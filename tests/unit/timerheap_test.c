@@ -33,17 +33,46 @@ static void init_items(item *it, int n)
     }
 }
 
-/* Heap order holds and every item held knows its position. */
+/* Heap order holds by key, every key is at most its item's deadline (equal unless the deadline
+ * moved later since) and every item held knows its position. */
 static int well_formed(const pure_timerheap *h)
 {
     for (uint32_t i = 0; i < h->len; i++) {
-        const item *x = h->item[i];
-        if (x->pos != i || x->deadline == UINT64_MAX)
+        const item *x = h->slot[i].item;
+        if (x->pos != i || x->deadline == UINT64_MAX || h->slot[i].key > x->deadline)
             return 0;
-        if (i && ((const item *)h->item[(i - 1) / 2])->deadline > x->deadline)
+        if (i && h->slot[(i - 1) / 2].key > h->slot[i].key)
             return 0;
     }
     return h->len <= h->cap;
+}
+
+/* A deadline moved later is not sifted at once: its entry stays where it was, with its old key,
+ * until it surfaces; then min and pop_due put it right and answer exactly. */
+static void test_later_is_lazy(void)
+{
+    pure_timerheap h;
+    init(&h);
+    item it[3];
+    init_items(it, 3);
+    CHECK_EQ(pure_timerheap_set(&h, &A, &it[0], 10), 0);
+    CHECK_EQ(pure_timerheap_set(&h, &A, &it[1], 20), 0);
+    CHECK_EQ(pure_timerheap_set(&h, &A, &it[2], 40), 0);
+    CHECK_EQ(pure_timerheap_set(&h, &A, &it[0], 30), 0); /* later: not moved */
+    CHECK(h.slot[0].item == &it[0] && h.slot[0].key == 10 && it[0].deadline == 30);
+    CHECK_EQ(pure_timerheap_set(&h, &A, &it[0], 50), 0); /* later again: still not moved */
+    CHECK(h.slot[0].item == &it[0] && h.slot[0].key == 10);
+    CHECK(well_formed(&h));
+    CHECK_EQ(pure_timerheap_min(&h), 20); /* surfaced: settled, then the true minimum */
+    CHECK(h.slot[0].item == &it[1] && it[0].pos != 0 && h.slot[it[0].pos].key == 50);
+    CHECK(pure_timerheap_pop_due(&h, 45) == &it[1]);
+    CHECK(pure_timerheap_pop_due(&h, 45) == &it[2]);
+    CHECK(pure_timerheap_pop_due(&h, 45) == NULL);      /* it[0] is due at 50, not 10 */
+    CHECK_EQ(pure_timerheap_set(&h, &A, &it[0], 5), 0); /* earlier: sifted at once */
+    CHECK(h.slot[0].item == &it[0] && h.slot[0].key == 5);
+    CHECK(pure_timerheap_pop_due(&h, 5) == &it[0] && it[0].deadline == UINT64_MAX);
+    CHECK_EQ(h.len, 0);
+    pure_timerheap_free(&h, &A);
 }
 
 static void test_empty(void)
@@ -167,7 +196,8 @@ static void test_model(void)
                 min = ref[k];
             if (ref[k] != UINT64_MAX) {
                 n++;
-                if (it[k].pos >= h.len || h.item[it[k].pos] != &it[k] || it[k].deadline != ref[k])
+                if (it[k].pos >= h.len || h.slot[it[k].pos].item != &it[k] ||
+                    it[k].deadline != ref[k])
                     bad_item++;
             } else if (it[k].pos != PURE_TIMERHEAP_NONE) {
                 bad_item++;
@@ -189,6 +219,7 @@ static void test_model(void)
 int main(void)
 {
     RUN(test_empty);
+    RUN(test_later_is_lazy);
     RUN(test_basic);
     RUN(test_enomem);
     RUN(test_model);
