@@ -1633,18 +1633,27 @@ static void usage(FILE *f)
             "       %s ping PORT N SIZE\n"
             "       %s handshakes PORT N\n"
             "       %s idle --links K --idle SECONDS [--keepalive SECONDS] [--json]\n"
+            "       %s rpc-serve [--corrupt-every N] [--drop-every N]\n"
+            "       %s rpc-client PORT --links L --outstanding P --size S --duration SEC\n"
+            "                  [--warmup SEC] [--drain-timeout SEC] [--rate R] [--fanin N]\n"
             "QUIC (ngtcp2 %s + GnuTLS %s) drain peer for the Pure benchmark.\n",
-            prog, prog, prog, prog, prog, ngtcp2_version(0)->version_str,
+            prog, prog, prog, prog, prog, prog, prog, ngtcp2_version(0)->version_str,
             gnutls_check_version(NULL));
 }
 
-int idle_main(int argc, char **argv); /* idle.c: the idle-links experiment */
+int idle_main(int argc, char **argv);       /* idle.c: the idle-links experiment */
+int rpc_serve_main(int argc, char **argv);  /* rpc.c: the RPC workload's server */
+int rpc_client_main(int argc, char **argv); /* rpc.c: and its client */
 
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
     if (argc >= 2 && strcmp(argv[1], "idle") == 0)
         return idle_main(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "rpc-serve") == 0)
+        return rpc_serve_main(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "rpc-client") == 0)
+        return rpc_client_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "serve") == 0 && argc == 2)
         return serve(0);
     if (argc == 3 && strcmp(argv[1], "serve") == 0 && strcmp(argv[2], "--echo") == 0)
