@@ -12,8 +12,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=$1
 mkdir -p "$out"
 bin="$out/ngtcp2"
-srcs="$here/drain.c $here/idle.c $here/rpc.c $here/shared.c"
-deps="$srcs $here/shared.h $here/../../bench/rpc_work.h $here/build.sh"
+srcs="$here/drain.c $here/idle.c $here/rpc.c $here/multi.c $here/shared.c"
+deps="$srcs $here/shared.h $here/multi.h $here/../../bench/rpc_work.h $here/build.sh"
 fresh=1
 [ -x "$bin" ] || fresh=0
 for f in $deps; do
