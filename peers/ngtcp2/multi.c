@@ -351,11 +351,11 @@ static int conn_write(side *s, rconn *c, ngtcp2_tstamp ts)
     if (wrote)
         ngtcp2_conn_update_pkt_tx_time(c->conn, ts);
     /* Stream data ngtcp2 would not send although the congestion window has room: the pacer holds
-       it, and ngtcp2 0.12's expiry leaves the pacer's time out (README, "ngtcp2 0.12"): look again
-       shortly rather than at the next ACK or PTO timer. */
+       it. Look again shortly rather than at the next ACK or PTO timer (drain.c saw 0.12's pacer
+       hold data that long; README, "RPC mode"). */
     ngtcp2_tstamp exp = ngtcp2_conn_get_expiry(c->conn);
     if (stuck && ngtcp2_conn_get_cwnd_left(c->conn) > 0 && exp > ts + PACE_RETRY)
-        exp = ts + PACE_RETRY;
+        exp = ts + PACE_RETRY, s->retries++;
     nq_heap_set(&s->heap, &c->tm, exp);
     return 0;
 }
@@ -590,6 +590,7 @@ static void run_timers(side *s)
         if (c->tm.exp > now)
             break;
         nq_heap_remove(&s->heap, &c->tm);
+        s->timers++;
         int rv = ngtcp2_conn_handle_expiry(c->conn, now);
         if (rv != 0)
             conn_gone(s, c, "ngtcp2_conn_handle_expiry", rv);

@@ -82,7 +82,7 @@ struct side {
         char buf[CMSG_SPACE(sizeof(uint16_t))];
         struct cmsghdr align;
     } cm[MQ_TX_MSGS];
-    uint64_t pkts_out, sendmsgs, send_drops, established, closed, failed;
+    uint64_t pkts_out, sendmsgs, send_drops, established, closed, failed, timers, retries;
     /* the hooks */
     void *app;
     /* stream bytes of c: 0, or NGTCP2_ERR_CALLBACK_FAILURE with c->why set */

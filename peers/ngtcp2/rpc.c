@@ -200,9 +200,10 @@ int rpc_serve_main(int argc, char **argv)
     printf("{\"served\": %" PRIu64 ", \"requests\": %" PRIu64 ", \"links\": %" PRIu64
            ", \"oneway\": %" PRIu64 ", \"corrupted\": %" PRIu64 ", \"dropped\": %" PRIu64
            ", \"failed\": %" PRIu64 ", \"packets_out\": %" PRIu64 ", \"sendmsgs\": %" PRIu64
-           ", \"send_drops\": %" PRIu64 "}\n",
+           ", \"send_drops\": %" PRIu64 ", \"timers\": %" PRIu64 ", \"pace_retries\": %" PRIu64
+           "}\n",
            V.served, V.requests, s->established, V.oneway, V.corrupted, V.dropped, s->failed,
-           s->pkts_out, s->sendmsgs, s->send_drops);
+           s->pkts_out, s->sendmsgs, s->send_drops, s->timers, s->retries);
     fflush(stdout);
     return 0;
 }
