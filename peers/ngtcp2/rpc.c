@@ -49,7 +49,7 @@ typedef struct client {
     uint8_t *pat, *scratch;
     int measuring, stopping, closing, refused;
     /* --rate: the next link to try, due requests that found every link full, the start */
-    uint64_t rate_cursor, rate_skipped, t_rate;
+    uint64_t rate_cursor, rate_skipped, t_rate, inflight;
     char why[200];
     rpc_hist hist;
     rpc_result r;
@@ -227,6 +227,7 @@ static void cli_queue(client *k, rconn *c)
     } else {
         k->sent_at[(uint64_t)c->idx * k->p + c->next_seq % k->p] = nq_now();
         c->next_seq++;
+        k->inflight++;
     }
     k->r.sent++;
 }
@@ -293,6 +294,7 @@ static void cli_reply(client *k, rconn *c, const uint8_t *d, size_t len)
         k->r.requests++;
     }
     c->next_reply++;
+    k->inflight--;
     if (!k->stopping && !k->rate) /* paced: a reply only frees a slot */
         cli_send(k, c);
 }
@@ -350,6 +352,10 @@ static void rate_issue(client *k)
         return;
     uint64_t due = (uint64_t)((double)(nq_now() - k->t_rate) * (double)k->rate / 1e9);
     for (uint64_t issued = k->r.sent + k->rate_skipped; issued < due; issued++) {
+        if (k->inflight >= k->l * k->p) { /* every link full: no scan, the rest are skipped */
+            k->rate_skipped += due - issued;
+            break;
+        }
         uint64_t tries = 0;
         for (; tries < k->l; tries++) {
             rconn *c = k->s.conns[k->rate_cursor];
