@@ -1034,6 +1034,8 @@ RPC_ROWS = [
          {"public_key": "--peer-key"}, "Pure: tools/rpc_bench (pure_loop, one thread, echo from on_message)"),
     Impl("tls", "peers/tls-rpc", "tls", ["serve"], ["client", "{port}"] + RPC_CLIENT,
          {"cert_sha256": "--cert-sha256"}, "TCP + TLS 1.3: peers/tls/rpc.c (epoll, one thread, OpenSSL 3.0)"),
+    Impl("ngtcp2", "peers/ngtcp2", "ngtcp2", ["rpc-serve"], ["rpc-client", "{port}"] + RPC_CLIENT, {},
+         "ngtcp2 0.12 (GnuTLS): peers/ngtcp2/rpc.c (one thread, one socket each side, GSO/GRO)"),
     Impl("tcp", "peers/tls-rpc", "tls", ["serve", "--plain"], ["client", "{port}", "--plain"] + RPC_CLIENT, {},
          "plain TCP: peers/tls/rpc.c --plain (no encryption; not in the default rows)"),
 ]

@@ -31,6 +31,8 @@
  * retransmission; the buffer never changes.
  */
 #define _GNU_SOURCE
+#include "shared.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -51,17 +53,9 @@
 
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
-#include <gnutls/x509.h>
 #include <ngtcp2/ngtcp2.h>
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
-
-#ifndef UDP_SEGMENT
-#define UDP_SEGMENT 103
-#endif
-#ifndef UDP_GRO
-#define UDP_GRO 104
-#endif
 
 #define MAX_PAYLOAD 1472            /* 1500-byte MTU path: IPv4 + UDP headers */
 #define MAX_BURST 44                /* packets per GSO sendmsg (44 * 1472 < 64 KiB) */
@@ -86,12 +80,6 @@ enum client_mode {
     MODE_PING,
     MODE_HANDSHAKES
 };
-
-/* AES-128-GCM first: it is the suite the comparison wants negotiated. */
-static const char PRIORITY[] =
-    "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:"
-    "+CHACHA20-POLY1305:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:"
-    "%DISABLE_TLS13_COMPAT_MODE";
 
 static const char *prog = "ngtcp2";
 
@@ -217,13 +205,8 @@ static void conn_fail(peer *p, const char *fmt, ...)
 
 static void set_bufs(int fd)
 {
-    int v = SOCK_BUF;
-    if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)) != 0)
-        (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v));
-    v = SOCK_BUF;
-    if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)) != 0)
-        (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v));
-    v = 1;
+    int v = 1;
+    nq_socket_bufs(fd, SOCK_BUF);
     if (setsockopt(fd, IPPROTO_UDP, UDP_GRO, &v, sizeof(v)) != 0)
         fprintf(stderr, "%s: warning: UDP_GRO unavailable: %s\n", prog, strerror(errno));
 }
@@ -305,85 +288,19 @@ static ngtcp2_conn *get_conn(ngtcp2_crypto_conn_ref *ref)
 
 static void make_server_cred(peer *p)
 {
-    gnutls_x509_privkey_t key;
-    gnutls_x509_crt_t crt;
-    unsigned char serial[8];
-    time_t t = time(NULL);
-    int rv;
-
-    if ((rv = gnutls_x509_privkey_init(&key)) < 0 ||
-        (rv = gnutls_x509_privkey_generate(
-             key, GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0)) < 0)
-        die("generating the server key: %s", gnutls_strerror(rv));
-    if ((rv = gnutls_x509_crt_init(&crt)) < 0)
-        die("gnutls_x509_crt_init: %s", gnutls_strerror(rv));
-    gnutls_rnd(GNUTLS_RND_NONCE, serial, sizeof(serial));
-    serial[0] &= 0x7f;
-    if ((rv = gnutls_x509_crt_set_version(crt, 3)) < 0 ||
-        (rv = gnutls_x509_crt_set_serial(crt, serial, sizeof(serial))) < 0 ||
-        (rv = gnutls_x509_crt_set_activation_time(crt, t - 3600)) < 0 ||
-        (rv = gnutls_x509_crt_set_expiration_time(crt, t + 30 * 86400)) < 0 ||
-        (rv = gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, "localhost", 9)) <
-            0 ||
-        (rv = gnutls_x509_crt_set_subject_alt_name(crt, GNUTLS_SAN_DNSNAME, "localhost", 9,
-                                                   GNUTLS_FSAN_SET)) < 0 ||
-        (rv = gnutls_x509_crt_set_key(crt, key)) < 0 ||
-        (rv = gnutls_x509_crt_sign2(crt, crt, key, GNUTLS_DIG_SHA256, 0)) < 0)
-        die("building the self-signed certificate: %s", gnutls_strerror(rv));
-    if ((rv = gnutls_certificate_allocate_credentials(&p->cred)) < 0 ||
-        (rv = gnutls_certificate_set_x509_key(p->cred, &crt, 1, key)) < 0)
-        die("installing the certificate: %s", gnutls_strerror(rv));
-    gnutls_x509_crt_deinit(crt);
-    gnutls_x509_privkey_deinit(key);
+    if (nq_server_cred(&p->cred, prog) != 0)
+        exit(1);
 }
 
 static int tls_session_new(peer *p)
 {
-    static const gnutls_datum_t alpn = {(unsigned char *)ALPN, sizeof(ALPN) - 1};
-    const char *errpos = NULL;
-    unsigned flags = GNUTLS_NO_END_OF_EARLY_DATA;
-    int rv;
-
-    flags |= p->is_server ? (GNUTLS_SERVER | GNUTLS_NO_TICKETS) : GNUTLS_CLIENT;
-    if ((rv = gnutls_init(&p->tls, flags)) < 0) {
-        fprintf(stderr, "%s: gnutls_init: %s\n", prog, gnutls_strerror(rv));
-        return -1;
-    }
-    if ((rv = gnutls_priority_set_direct(p->tls, PRIORITY, &errpos)) < 0) {
-        fprintf(stderr, "%s: GnuTLS priority string rejected near '%s': %s\n", prog,
-                errpos ? errpos : "?", gnutls_strerror(rv));
-        return -1;
-    }
-    rv = p->is_server ? ngtcp2_crypto_gnutls_configure_server_session(p->tls)
-                      : ngtcp2_crypto_gnutls_configure_client_session(p->tls);
-    if (rv != 0) {
-        fprintf(stderr, "%s: ngtcp2_crypto_gnutls_configure_*_session failed\n", prog);
-        return -1;
-    }
     p->ref.get_conn = get_conn;
     p->ref.user_data = p;
-    gnutls_session_set_ptr(p->tls, &p->ref);
-    if ((rv = gnutls_credentials_set(p->tls, GNUTLS_CRD_CERTIFICATE, p->cred)) < 0) {
-        fprintf(stderr, "%s: gnutls_credentials_set: %s\n", prog, gnutls_strerror(rv));
-        return -1;
-    }
-    if ((rv = gnutls_alpn_set_protocols(p->tls, &alpn, 1, GNUTLS_ALPN_MANDATORY)) < 0) {
-        fprintf(stderr, "%s: gnutls_alpn_set_protocols: %s\n", prog, gnutls_strerror(rv));
-        return -1;
-    }
-    if (!p->is_server)
-        gnutls_server_name_set(p->tls, GNUTLS_NAME_DNS, "localhost", 9);
-    return 0;
+    return nq_tls_session(&p->tls, p->cred, p->is_server, ALPN, &p->ref, prog);
 }
 
 /* ------------------------------------------------------------------ */
 /* ngtcp2 callbacks                                                    */
-
-static void rand_cb(uint8_t *dest, size_t destlen, const ngtcp2_rand_ctx *rand_ctx)
-{
-    (void)rand_ctx;
-    (void)gnutls_rnd(GNUTLS_RND_RANDOM, dest, destlen);
-}
 
 static int get_new_connection_id_cb(ngtcp2_conn *conn, ngtcp2_cid *cid, uint8_t *token,
                                     size_t cidlen, void *user_data)
@@ -662,7 +579,7 @@ static void fill_callbacks(ngtcp2_callbacks *cb, int server)
     cb->decrypt = ngtcp2_crypto_decrypt_cb;
     cb->hp_mask = ngtcp2_crypto_hp_mask_cb;
     cb->recv_stream_data = recv_stream_data_cb;
-    cb->rand = rand_cb;
+    cb->rand = nq_rand_cb;
     cb->get_new_connection_id = get_new_connection_id_cb;
     cb->update_key = ngtcp2_crypto_update_key_cb;
     cb->delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
@@ -1633,18 +1550,27 @@ static void usage(FILE *f)
             "       %s ping PORT N SIZE\n"
             "       %s handshakes PORT N\n"
             "       %s idle --links K --idle SECONDS [--keepalive SECONDS] [--json]\n"
+            "       %s rpc-serve [--corrupt-every N] [--drop-every N]\n"
+            "       %s rpc-client PORT --links L --outstanding P --size S --duration SEC\n"
+            "                  [--warmup SEC] [--drain-timeout SEC] [--rate R] [--fanin N]\n"
             "QUIC (ngtcp2 %s + GnuTLS %s) drain peer for the Pure benchmark.\n",
-            prog, prog, prog, prog, prog, ngtcp2_version(0)->version_str,
+            prog, prog, prog, prog, prog, prog, prog, ngtcp2_version(0)->version_str,
             gnutls_check_version(NULL));
 }
 
-int idle_main(int argc, char **argv); /* idle.c: the idle-links experiment */
+int idle_main(int argc, char **argv);       /* idle.c: the idle-links experiment */
+int rpc_serve_main(int argc, char **argv);  /* rpc.c: the RPC workload's server */
+int rpc_client_main(int argc, char **argv); /* rpc.c: and its client */
 
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
     if (argc >= 2 && strcmp(argv[1], "idle") == 0)
         return idle_main(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "rpc-serve") == 0)
+        return rpc_serve_main(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "rpc-client") == 0)
+        return rpc_client_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "serve") == 0 && argc == 2)
         return serve(0);
     if (argc == 3 && strcmp(argv[1], "serve") == 0 && strcmp(argv[2], "--echo") == 0)

@@ -26,6 +26,8 @@
  * PING after S of quiet).
  */
 #define _GNU_SOURCE
+#include "shared.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -47,15 +49,12 @@
 
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
-#include <gnutls/x509.h>
 #include <ngtcp2/ngtcp2.h>
 #include <ngtcp2/ngtcp2_crypto.h>
 #include <ngtcp2/ngtcp2_crypto_gnutls.h>
 
 int idle_main(int argc, char **argv);
 
-#define CID_LEN 16         /* CIDs issued by either side: 4-byte index + 12 random */
-#define CLIENT_DCID_LEN 18 /* the client's first (random) DCID: not a server CID */
 #define PAYLOAD 1452
 #define MAX_HANDSHAKES 256 /* handshakes under way at once */
 #define SOCK_BUF (32 << 20)
@@ -64,19 +63,8 @@ int idle_main(int argc, char **argv);
 #define ALPN "pure-idle"
 #define WAKE_LIMIT (300 * NGTCP2_SECONDS) /* stragglers wait for loss recovery's backoff */
 
-static const char PRIORITY[] =
-    "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:"
-    "+CHACHA20-POLY1305:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1:"
-    "%DISABLE_TLS13_COMPAT_MODE";
 static const uint8_t WAKE[4] = {'w', 'a', 'k', 'e'};
 static const uint8_t ANSWER[1] = {'k'};
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * NGTCP2_SECONDS + (uint64_t)ts.tv_nsec;
-}
 
 static long rss_kb(void)
 {
@@ -127,13 +115,12 @@ static uint64_t cpu_ns(void)
 typedef struct side side;
 
 typedef struct iconn {
+    nq_timer tm; /* first member: heap entries are cast back to the connection */
     ngtcp2_conn *conn;
     gnutls_session_t tls;
     ngtcp2_crypto_conn_ref ref;
     side *s;
     uint32_t idx;
-    uint32_t hpos; /* position in the timer heap, UINT32_MAX when not in it */
-    ngtcp2_tstamp exp;
     int64_t sid; /* the wake stream, -1 before */
     uint8_t established, want_send, sent, answered;
 } iconn;
@@ -145,12 +132,8 @@ struct side {
     gnutls_certificate_credentials_t cred;
     iconn **conns;
     uint32_t nconns, cap;
-    iconn **heap;
-    uint32_t heapn;
-    /* server: client's original DCID (first 8 bytes) -> connection index + 1 */
-    uint64_t *odkey;
-    uint32_t *odval;
-    size_t odmask;
+    nq_heap heap;
+    nq_cidmap od; /* server: client's original DCID -> connection index + 1 */
     uint64_t keepalive;
     /* counters */
     uint64_t pkts_out, send_drops, timers, established, answered, closed, accepted;
@@ -168,139 +151,13 @@ static void note_close(side *s, iconn *c, const char *what, int rv)
         snprintf(s->first_err, sizeof s->first_err, "%s: %s", what, ngtcp2_strerror(rv));
 }
 
-/* ---- timer heap ---- */
-
-static void heap_swap(side *s, uint32_t a, uint32_t b)
-{
-    iconn *t = s->heap[a];
-    s->heap[a] = s->heap[b];
-    s->heap[b] = t;
-    s->heap[a]->hpos = a;
-    s->heap[b]->hpos = b;
-}
-
-static void heap_up(side *s, uint32_t i)
-{
-    while (i > 0) {
-        uint32_t p = (i - 1) / 2;
-        if (s->heap[p]->exp <= s->heap[i]->exp)
-            break;
-        heap_swap(s, p, i);
-        i = p;
-    }
-}
-
-static void heap_down(side *s, uint32_t i)
-{
-    for (;;) {
-        uint32_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < s->heapn && s->heap[l]->exp < s->heap[m]->exp)
-            m = l;
-        if (r < s->heapn && s->heap[r]->exp < s->heap[m]->exp)
-            m = r;
-        if (m == i)
-            break;
-        heap_swap(s, m, i);
-        i = m;
-    }
-}
-
-static void heap_remove(side *s, iconn *c)
-{
-    uint32_t i = c->hpos;
-    if (i == UINT32_MAX)
-        return;
-    c->hpos = UINT32_MAX;
-    s->heapn--;
-    if (i == s->heapn)
-        return;
-    s->heap[i] = s->heap[s->heapn];
-    s->heap[i]->hpos = i;
-    heap_up(s, i);
-    heap_down(s, s->heap[i]->hpos);
-}
-
 /* Puts c in the heap at its connection's current expiry (out of it when none). */
 static void timer_update(side *s, iconn *c)
 {
-    ngtcp2_tstamp e = ngtcp2_conn_get_expiry(c->conn);
-    if (e == UINT64_MAX) {
-        heap_remove(s, c);
-        return;
-    }
-    c->exp = e;
-    if (c->hpos == UINT32_MAX) {
-        c->hpos = s->heapn;
-        s->heap[s->heapn++] = c;
-        heap_up(s, c->hpos);
-    } else {
-        heap_up(s, c->hpos);
-        heap_down(s, c->hpos);
-    }
-}
-
-/* ---- odcid table (server) ---- */
-
-static uint64_t key8(const uint8_t *d, size_t n)
-{
-    uint64_t k = 0;
-    memcpy(&k, d, n < 8 ? n : 8);
-    return k ? k : 1;
-}
-
-static uint32_t od_find(side *s, uint64_t k)
-{
-    for (size_t i = (k * 0x9E3779B97F4A7C15ull) & s->odmask;; i = (i + 1) & s->odmask) {
-        if (s->odkey[i] == 0)
-            return 0;
-        if (s->odkey[i] == k)
-            return s->odval[i];
-    }
-}
-
-static void od_add(side *s, uint64_t k, uint32_t v)
-{
-    size_t i = (k * 0x9E3779B97F4A7C15ull) & s->odmask;
-    while (s->odkey[i] != 0)
-        i = (i + 1) & s->odmask;
-    s->odkey[i] = k;
-    s->odval[i] = v;
+    nq_heap_set(&s->heap, &c->tm, ngtcp2_conn_get_expiry(c->conn));
 }
 
 /* ---- TLS ---- */
-
-static void make_server_cred(side *s)
-{
-    gnutls_x509_privkey_t key;
-    gnutls_x509_crt_t crt;
-    unsigned char serial[8];
-    time_t t = time(NULL);
-    int rv;
-    if ((rv = gnutls_x509_privkey_init(&key)) < 0 ||
-        (rv = gnutls_x509_privkey_generate(
-             key, GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0)) < 0 ||
-        (rv = gnutls_x509_crt_init(&crt)) < 0) {
-        fprintf(stderr, "ngtcp2 idle: server key: %s\n", gnutls_strerror(rv));
-        exit(1);
-    }
-    gnutls_rnd(GNUTLS_RND_NONCE, serial, sizeof serial);
-    serial[0] &= 0x7f;
-    if ((rv = gnutls_x509_crt_set_version(crt, 3)) < 0 ||
-        (rv = gnutls_x509_crt_set_serial(crt, serial, sizeof serial)) < 0 ||
-        (rv = gnutls_x509_crt_set_activation_time(crt, t - 3600)) < 0 ||
-        (rv = gnutls_x509_crt_set_expiration_time(crt, t + 30 * 86400)) < 0 ||
-        (rv = gnutls_x509_crt_set_dn_by_oid(crt, GNUTLS_OID_X520_COMMON_NAME, 0, "localhost", 9)) <
-            0 ||
-        (rv = gnutls_x509_crt_set_key(crt, key)) < 0 ||
-        (rv = gnutls_x509_crt_sign2(crt, crt, key, GNUTLS_DIG_SHA256, 0)) < 0 ||
-        (rv = gnutls_certificate_allocate_credentials(&s->cred)) < 0 ||
-        (rv = gnutls_certificate_set_x509_key(s->cred, &crt, 1, key)) < 0) {
-        fprintf(stderr, "ngtcp2 idle: certificate: %s\n", gnutls_strerror(rv));
-        exit(1);
-    }
-    gnutls_x509_crt_deinit(crt);
-    gnutls_x509_privkey_deinit(key);
-}
 
 static ngtcp2_conn *get_conn(ngtcp2_crypto_conn_ref *ref)
 {
@@ -309,50 +166,20 @@ static ngtcp2_conn *get_conn(ngtcp2_crypto_conn_ref *ref)
 
 static int tls_new(side *s, iconn *c)
 {
-    static const gnutls_datum_t alpn = {(unsigned char *)ALPN, sizeof(ALPN) - 1};
-    unsigned flags = GNUTLS_NO_END_OF_EARLY_DATA |
-                     (s->is_server ? (GNUTLS_SERVER | GNUTLS_NO_TICKETS) : GNUTLS_CLIENT);
-    if (gnutls_init(&c->tls, flags) < 0)
-        return -1;
-    if (gnutls_priority_set_direct(c->tls, PRIORITY, NULL) < 0 ||
-        (s->is_server ? ngtcp2_crypto_gnutls_configure_server_session(c->tls)
-                      : ngtcp2_crypto_gnutls_configure_client_session(c->tls)) != 0 ||
-        gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, s->cred) < 0 ||
-        gnutls_alpn_set_protocols(c->tls, &alpn, 1, GNUTLS_ALPN_MANDATORY) < 0)
-        return -1;
     c->ref.get_conn = get_conn;
     c->ref.user_data = c;
-    gnutls_session_set_ptr(c->tls, &c->ref);
-    if (!s->is_server)
-        gnutls_server_name_set(c->tls, GNUTLS_NAME_DNS, "localhost", 9);
-    return 0;
+    return nq_tls_session(&c->tls, s->cred, s->is_server, ALPN, &c->ref, "ngtcp2 idle");
 }
 
 /* ---- ngtcp2 callbacks ---- */
-
-static void rand_cb(uint8_t *dest, size_t destlen, const ngtcp2_rand_ctx *r)
-{
-    (void)r;
-    (void)gnutls_rnd(GNUTLS_RND_RANDOM, dest, destlen);
-}
-
-static void make_cid(ngtcp2_cid *cid, uint32_t idx)
-{
-    cid->datalen = CID_LEN;
-    cid->data[0] = (uint8_t)(idx >> 24);
-    cid->data[1] = (uint8_t)(idx >> 16);
-    cid->data[2] = (uint8_t)(idx >> 8);
-    cid->data[3] = (uint8_t)idx;
-    gnutls_rnd(GNUTLS_RND_RANDOM, cid->data + 4, CID_LEN - 4);
-}
 
 static int new_cid_cb(ngtcp2_conn *conn, ngtcp2_cid *cid, uint8_t *token, size_t cidlen,
                       void *user_data)
 {
     iconn *c = user_data;
     (void)conn;
-    (void)cidlen; /* always CID_LEN: the length of the SCID we started with */
-    make_cid(cid, c->idx);
+    (void)cidlen; /* always NQ_CID_LEN: the length of the SCID we started with */
+    nq_make_cid(cid, c->idx);
     if (gnutls_rnd(GNUTLS_RND_RANDOM, token, NGTCP2_STATELESS_RESET_TOKENLEN) != 0)
         return NGTCP2_ERR_CALLBACK_FAILURE;
     return 0;
@@ -405,7 +232,7 @@ static void fill_callbacks(ngtcp2_callbacks *cb, int server)
     cb->decrypt = ngtcp2_crypto_decrypt_cb;
     cb->hp_mask = ngtcp2_crypto_hp_mask_cb;
     cb->recv_stream_data = recv_stream_data_cb;
-    cb->rand = rand_cb;
+    cb->rand = nq_rand_cb;
     cb->get_new_connection_id = new_cid_cb;
     cb->update_key = ngtcp2_crypto_update_key_cb;
     cb->delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
@@ -417,7 +244,7 @@ static void fill_callbacks(ngtcp2_callbacks *cb, int server)
 static void fill_settings(ngtcp2_settings *st, ngtcp2_transport_params *tp, int server)
 {
     ngtcp2_settings_default(st);
-    st->initial_ts = now_ns();
+    st->initial_ts = nq_now();
     st->max_tx_udp_payload_size = PAYLOAD;
     st->no_pmtud = 1;
     st->handshake_timeout = 120 * NGTCP2_SECONDS;
@@ -434,7 +261,7 @@ static void fill_settings(ngtcp2_settings *st, ngtcp2_transport_params *tp, int 
 
 static void conn_free(side *s, iconn *c)
 {
-    heap_remove(s, c);
+    nq_heap_remove(&s->heap, &c->tm);
     if (c->conn)
         ngtcp2_conn_del(c->conn);
     if (c->tls)
@@ -509,7 +336,7 @@ static iconn *conn_alloc(side *s)
         return NULL;
     c->s = s;
     c->idx = s->nconns++;
-    c->hpos = UINT32_MAX;
+    nq_timer_init(&c->tm);
     c->sid = -1;
     s->conns[c->idx] = c;
     return c;
@@ -537,7 +364,7 @@ static iconn *server_accept(side *s, const uint8_t *pkt, size_t len, struct sock
         conn_free(s, c);
         return NULL;
     }
-    make_cid(&scid, c->idx);
+    nq_make_cid(&scid, c->idx);
     fill_callbacks(&cb, 1);
     fill_settings(&st, &tp, 1);
     tp.original_dcid = hd.dcid;
@@ -554,7 +381,10 @@ static iconn *server_accept(side *s, const uint8_t *pkt, size_t len, struct sock
         return NULL;
     }
     ngtcp2_conn_set_tls_native_handle(c->conn, c->tls);
-    od_add(s, key8(hd.dcid.data, hd.dcid.datalen), c->idx + 1);
+    if (nq_cidmap_add(&s->od, hd.dcid.data, hd.dcid.datalen, c->idx + 1) != 0) {
+        conn_free(s, c);
+        return NULL;
+    }
     s->accepted++;
     return c;
 }
@@ -564,15 +394,14 @@ static void feed(side *s, uint8_t *pkt, size_t len, struct sockaddr_storage *fro
 {
     ngtcp2_version_cid vc;
     iconn *c = NULL;
-    if (ngtcp2_pkt_decode_version_cid(&vc, pkt, len, CID_LEN) != 0)
+    if (ngtcp2_pkt_decode_version_cid(&vc, pkt, len, NQ_CID_LEN) != 0)
         return;
-    if (vc.dcidlen == CID_LEN) {
-        uint32_t idx = ((uint32_t)vc.dcid[0] << 24) | ((uint32_t)vc.dcid[1] << 16) |
-                       ((uint32_t)vc.dcid[2] << 8) | vc.dcid[3];
+    if (vc.dcidlen == NQ_CID_LEN) {
+        uint32_t idx = nq_cid_index(vc.dcid);
         if (idx < s->nconns)
             c = s->conns[idx];
     } else if (s->is_server && (pkt[0] & 0x80)) {
-        uint32_t v = od_find(s, key8(vc.dcid, vc.dcidlen));
+        uint32_t v = nq_cidmap_find(&s->od, vc.dcid, vc.dcidlen);
         if (v)
             c = s->conns[v - 1];
         else
@@ -621,7 +450,7 @@ static int read_some(side *s)
         int n = recvmmsg(s->fd, m, RX_BATCH, MSG_DONTWAIT, NULL);
         if (n <= 0)
             break;
-        ngtcp2_tstamp ts = now_ns();
+        ngtcp2_tstamp ts = nq_now();
         for (int i = 0; i < n; i++) {
             struct sockaddr_storage *f = s->is_server ? &from[i] : &s->remote;
             socklen_t fl = s->is_server ? m[i].msg_hdr.msg_namelen : s->remotelen;
@@ -636,10 +465,10 @@ static int read_some(side *s)
 
 static void run_timers(side *s)
 {
-    ngtcp2_tstamp now = now_ns();
-    while (s->heapn && s->heap[0]->exp <= now) {
-        iconn *c = s->heap[0];
-        heap_remove(s, c);
+    ngtcp2_tstamp now = nq_now();
+    while (s->heap.n && nq_heap_top(&s->heap)->exp <= now) {
+        iconn *c = (iconn *)nq_heap_top(&s->heap);
+        nq_heap_remove(&s->heap, &c->tm);
         s->timers++;
         int rv = ngtcp2_conn_handle_expiry(c->conn, now);
         if (rv != 0) {
@@ -660,9 +489,9 @@ static void run_timers(side *s)
 static int turn(side *s, int cmd_fd, uint64_t until)
 {
     struct pollfd pfd[2] = {{s->fd, POLLIN, 0}, {cmd_fd, POLLIN, 0}};
-    uint64_t now = now_ns(), wake = until;
-    if (s->heapn && s->heap[0]->exp < wake)
-        wake = s->heap[0]->exp;
+    uint64_t now = nq_now(), wake = until;
+    if (s->heap.n && nq_heap_top(&s->heap)->exp < wake)
+        wake = nq_heap_top(&s->heap)->exp;
     struct timespec tmo = {0, 0};
     if (wake > now) {
         tmo.tv_sec = (time_t)((wake - now) / NGTCP2_SECONDS);
@@ -684,27 +513,16 @@ static int side_init(side *s, int server, uint32_t k)
     s->is_server = server;
     s->cap = k;
     s->conns = calloc(k, sizeof *s->conns);
-    s->heap = calloc(k, sizeof *s->heap);
-    if (server) {
-        size_t n = 1024;
-        while (n < 2 * (size_t)k)
-            n *= 2;
-        s->odkey = calloc(n, sizeof *s->odkey);
-        s->odval = calloc(n, sizeof *s->odval);
-        s->odmask = n - 1;
-        if (!s->odkey || !s->odval)
-            return -1;
-    }
-    if (!s->conns || !s->heap)
+    s->heap.v = calloc(k, sizeof *s->heap.v); /* sized up front: it never grows */
+    s->heap.cap = k;
+    if (server && nq_cidmap_init(&s->od, k) != 0)
+        return -1;
+    if (!s->conns || !s->heap.v)
         return -1;
     s->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (s->fd < 0)
         return -1;
-    int v = SOCK_BUF;
-    if (setsockopt(s->fd, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof v) != 0)
-        (void)setsockopt(s->fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
-    if (setsockopt(s->fd, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof v) != 0)
-        (void)setsockopt(s->fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+    nq_socket_bufs(s->fd, SOCK_BUF);
     struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     if (bind(s->fd, (struct sockaddr *)&sin, sizeof sin) != 0)
         return -1;
@@ -722,14 +540,15 @@ static int run_server(uint32_t k, int cmd_fd, int out_fd)
         perror("ngtcp2 idle server: setup");
         return 1;
     }
-    make_server_cred(s);
+    if (nq_server_cred(&s->cred, "ngtcp2 idle server") != 0)
+        return 1;
     char line[64];
     int len =
         snprintf(line, sizeof line, "%u\n", ntohs(((struct sockaddr_in *)&s->local)->sin_port));
     if (write(out_fd, line, (size_t)len) != len)
         return 1;
     for (;;) {
-        if (!turn(s, cmd_fd, now_ns() + 3600 * NGTCP2_SECONDS))
+        if (!turn(s, cmd_fd, nq_now() + 3600 * NGTCP2_SECONDS))
             continue;
         char c;
         if (read(cmd_fd, &c, 1) != 1 || c == 'Q')
@@ -782,9 +601,9 @@ static int client_connect(side *s)
         conn_free(s, c);
         return -1;
     }
-    dcid.datalen = CLIENT_DCID_LEN;
+    dcid.datalen = NQ_CLIENT_DCID_LEN;
     gnutls_rnd(GNUTLS_RND_RANDOM, dcid.data, dcid.datalen);
-    make_cid(&scid, c->idx);
+    nq_make_cid(&scid, c->idx);
     fill_callbacks(&cb, 0);
     fill_settings(&st, &tp, 0);
     path.local.addr = (struct sockaddr *)&s->local;
@@ -803,7 +622,7 @@ static int client_connect(side *s)
     ngtcp2_conn_set_tls_native_handle(c->conn, c->tls);
     if (s->keepalive)
         ngtcp2_conn_set_keep_alive_timeout(c->conn, s->keepalive);
-    conn_write(s, c, now_ns());
+    conn_write(s, c, nq_now());
     return 0;
 }
 
@@ -923,9 +742,9 @@ int idle_main(int argc, char **argv)
 
     /* open */
     stage = "handshakes";
-    uint64_t t0 = now_ns(), limit = t0 + 600 * NGTCP2_SECONDS;
+    uint64_t t0 = nq_now(), limit = t0 + 600 * NGTCP2_SECONDS;
     int setup_failed = 0;
-    while (s->established < k && now_ns() < limit) {
+    while (s->established < k && nq_now() < limit) {
         while (!setup_failed && s->nconns < k &&
                s->nconns - s->established - s->closed < MAX_HANDSHAKES)
             if (client_connect(s) != 0)
@@ -934,20 +753,20 @@ int idle_main(int argc, char **argv)
             break; /* nothing under way and no way forward */
         if (s->closed && !setup_failed)
             break;
-        turn(s, -1, now_ns() + 100 * 1000000ull);
+        turn(s, -1, nq_now() + 100 * 1000000ull);
     }
-    double hs_seconds = (double)(now_ns() - t0) / 1e9;
+    double hs_seconds = (double)(nq_now() - t0) / 1e9;
     if (s->established < k) {
         snprintf(why, sizeof why, "only %" PRIu64 " of %u connections opened in %.1f s: %s",
                  s->established, k, hs_seconds,
                  s->first_err[0]     ? s->first_err
-                 : now_ns() >= limit ? "600 s limit reached"
+                 : nq_now() >= limit ? "600 s limit reached"
                                      : "connections closed");
         goto fail;
     }
     /* settle */
-    uint64_t settle = now_ns() + 2 * NGTCP2_SECONDS;
-    while (now_ns() < settle)
+    uint64_t settle = nq_now() + 2 * NGTCP2_SECONDS;
+    while (nq_now() < settle)
         turn(s, -1, settle);
     malloc_trim(0);
     long c_rss1 = rss_kb();
@@ -962,8 +781,8 @@ int idle_main(int argc, char **argv)
     /* idle */
     stage = "idle";
     uint64_t cp0 = s->pkts_out, ct0 = s->timers, cc0 = s->closed, ccpu0 = cpu_ns();
-    uint64_t idle_end = now_ns() + idle;
-    while (now_ns() < idle_end)
+    uint64_t idle_end = nq_now() + idle;
+    while (nq_now() < idle_end)
         turn(s, -1, idle_end);
     uint64_t ccpu1 = cpu_ns();
     if (ask(cmd, in, 'S', &s2))
@@ -993,7 +812,7 @@ int idle_main(int argc, char **argv)
     /* wake */
     stage = "wake-up";
     long long drops0 = udp_rcvbuf_errors();
-    uint64_t t1 = now_ns(), wake_limit = t1 + WAKE_LIMIT;
+    uint64_t t1 = nq_now(), wake_limit = t1 + WAKE_LIMIT;
     for (uint32_t i = 0; i < s->nconns; i++) {
         iconn *c = s->conns[i];
         if (!c)
@@ -1003,11 +822,11 @@ int idle_main(int argc, char **argv)
             continue;
         }
         c->want_send = 1;
-        conn_write(s, c, now_ns());
+        conn_write(s, c, nq_now());
     }
-    while (s->answered < k && now_ns() < wake_limit && s->answered + s->closed < k)
+    while (s->answered < k && nq_now() < wake_limit && s->answered + s->closed < k)
         turn(s, -1, wake_limit);
-    double wake_seconds = (double)(now_ns() - t1) / 1e9;
+    double wake_seconds = (double)(nq_now() - t1) / 1e9;
     long long drops1 = udp_rcvbuf_errors();
     if (drops0 >= 0 && drops1 > drops0)
         fprintf(stderr,

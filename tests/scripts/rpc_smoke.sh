@@ -1,20 +1,28 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Smoke test of the RPC workload (bench/README.md, "RPC"): Pure's rpc_bench and the TCP+TLS
-# tls-rpc, each ~1 s at L = 100 links, P = 16 requests in flight, 61-byte requests on loopback.
+# Smoke test of the RPC workload (bench/README.md, "RPC"): Pure's rpc_bench, the TCP+TLS
+# tls-rpc and (when its peer builds) ngtcp2's rpc-serve/rpc-client, each ~1 s at L = 100 links,
+# P = 16 requests in flight, 61-byte requests on loopback.
 # Asserts behaviour, not timing: the client exits 0 with no bad or missing reply and replies ==
 # sent, the server (on SIGTERM) counts exactly the requests the client sent, sent each back, and
 # accepted 100 links; and a client whose server corrupts one reply in 500 (--corrupt-every) or
 # leaves one unanswered (--drop-every) exits non-zero and says so. Then the fan-in drain and a
 # paced run (--fanin, --rate; bench/README.md "Fan-in" and "Cost growth") of each.
-# Builds the tls peer if needed (peers/tls/build.sh, as peers_quick does); rpc_bench comes from
-# the CMake build. Usage: tests/scripts/rpc_smoke.sh BUILD_DIR
+# Builds the tls and ngtcp2 peers if needed (peers/*/build.sh, as peers_quick does; ngtcp2 is
+# skipped if its packages are missing); rpc_bench comes from the CMake build.
+# Usage: tests/scripts/rpc_smoke.sh BUILD_DIR
 set -euo pipefail
 if [ $# -ne 1 ]; then echo "usage: $0 BUILD_DIR" >&2; exit 2; fi
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "$1" && pwd)
 [ -x "$build/rpc_bench" ] || { echo "rpc_smoke: $build/rpc_bench not built" >&2; exit 1; }
 "$root/peers/tls/build.sh" "$build/peers" >/dev/null
+impls="pure tls"
+if "$root/peers/ngtcp2/build.sh" "$build/peers" >/dev/null 2>&1; then
+    impls="$impls ngtcp2"
+else
+    echo "rpc_smoke: note: peers/ngtcp2 does not build here (libngtcp2-dev missing?): ngtcp2 row skipped"
+fi
 tmp=$(mktemp -d)
 srv=""
 cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
@@ -32,16 +40,25 @@ start_server() {
     [ -n "$port" ] || { echo "rpc_smoke: $name: no server line: $(cat "$tmp/$name.srv.err")" >&2; exit 1; }
     local key fp
     key=$(json "$tmp/$name.srv" public_key); fp=$(json "$tmp/$name.srv" cert_sha256)
-    if [ -n "$key" ]; then addr="127.0.0.1:$port"; extra=(--peer-key "$key"); else addr="$port"; extra=(--cert-sha256 "$fp"); fi
+    addr="$port"; extra=()
+    if [ -n "$key" ]; then addr="127.0.0.1:$port"; extra=(--peer-key "$key"); elif [ -n "$fp" ]; then extra=(--cert-sha256 "$fp"); fi
 }
 stop_server() { kill -TERM "$srv"; wait "$srv" || true; srv=""; }
 
 common=(--links 100 --outstanding 16 --size 61 --duration 1 --warmup 0.2 --drain-timeout 3)
-for impl in pure tls; do
-    if [ $impl = pure ]; then bin=("$build/rpc_bench"); else bin=("$build/peers/tls-rpc"); fi
+# cmds IMPL: sets bin (argv), serve and client (its subcommands)
+cmds() {
+    case $1 in
+        pure) bin=("$build/rpc_bench"); serve=serve; client=client ;;
+        tls) bin=("$build/peers/tls-rpc"); serve=serve; client=client ;;
+        ngtcp2) bin=("$build/peers/ngtcp2"); serve=rpc-serve; client=rpc-client ;;
+    esac
+}
+for impl in $impls; do
+    cmds $impl
     # 1. a clean run: every reply intact, the counts agree on both sides
-    start_server $impl "${bin[@]}" serve
-    rc=0; timeout 30 "${bin[@]}" client "$addr" "${extra[@]}" "${common[@]}" >"$tmp/$impl.cli" 2>"$tmp/$impl.cli.err" || rc=$?
+    start_server $impl "${bin[@]}" $serve
+    rc=0; timeout 30 "${bin[@]}" $client "$addr" "${extra[@]}" "${common[@]}" >"$tmp/$impl.cli" 2>"$tmp/$impl.cli.err" || rc=$?
     stop_server
     sent=$(json "$tmp/$impl.cli" sent); replies=$(json "$tmp/$impl.cli" replies)
     errors=$(json "$tmp/$impl.cli" errors); missing=$(json "$tmp/$impl.cli" missing)
@@ -58,8 +75,8 @@ for impl in pure tls; do
     fi
     # 2. a server that corrupts one reply in 500, 3. one that leaves one in 500 unanswered
     for fault in corrupt drop; do
-        start_server $impl-$fault "${bin[@]}" serve --$fault-every 500
-        rc=0; timeout 30 "${bin[@]}" client "$addr" "${extra[@]}" "${common[@]}" --duration 0.3 --drain-timeout 1 \
+        start_server $impl-$fault "${bin[@]}" $serve --$fault-every 500
+        rc=0; timeout 30 "${bin[@]}" $client "$addr" "${extra[@]}" "${common[@]}" --duration 0.3 --drain-timeout 1 \
             >"$tmp/$impl-$fault.cli" 2>"$tmp/$impl-$fault.cli.err" || rc=$?
         stop_server
         errors=$(json "$tmp/$impl-$fault.cli" errors)
@@ -76,10 +93,10 @@ done
 
 # 4. the fan-in drain (--fanin): 20 links x 500 one-way requests; the server counts all 10,000
 # and echoes only each link's last; 5. a paced run (--rate 2000 over 50 links) holds its rate
-for impl in pure tls; do
-    if [ $impl = pure ]; then bin=("$build/rpc_bench"); else bin=("$build/peers/tls-rpc"); fi
-    start_server $impl-fanin "${bin[@]}" serve
-    rc=0; timeout 30 "${bin[@]}" client "$addr" "${extra[@]}" --links 20 --size 200 --fanin 500 --drain-timeout 10 \
+for impl in $impls; do
+    cmds $impl
+    start_server $impl-fanin "${bin[@]}" $serve
+    rc=0; timeout 30 "${bin[@]}" $client "$addr" "${extra[@]}" --links 20 --size 200 --fanin 500 --drain-timeout 10 \
         >"$tmp/$impl-fanin.cli" 2>"$tmp/$impl-fanin.cli.err" || rc=$?
     stop_server
     sent=$(json "$tmp/$impl-fanin.cli" sent); replies=$(json "$tmp/$impl-fanin.cli" replies)
@@ -94,8 +111,8 @@ for impl in pure tls; do
     else
         echo "rpc_smoke: ok $impl fan-in: 10000 one-way requests on 20 links counted, 20 last ones echoed"
     fi
-    start_server $impl-rate "${bin[@]}" serve
-    rc=0; timeout 30 "${bin[@]}" client "$addr" "${extra[@]}" --links 50 --outstanding 4 --size 61 --duration 1 \
+    start_server $impl-rate "${bin[@]}" $serve
+    rc=0; timeout 30 "${bin[@]}" $client "$addr" "${extra[@]}" --links 50 --outstanding 4 --size 61 --duration 1 \
         --warmup 0.2 --rate 2000 >"$tmp/$impl-rate.cli" 2>"$tmp/$impl-rate.cli.err" || rc=$?
     stop_server
     rps=$(json "$tmp/$impl-rate.cli" requests_per_s); sent=$(json "$tmp/$impl-rate.cli" sent)
