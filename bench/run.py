@@ -1036,6 +1036,8 @@ RPC_ROWS = [
          {"cert_sha256": "--cert-sha256"}, "TCP + TLS 1.3: peers/tls/rpc.c (epoll, one thread, OpenSSL 3.0)"),
     Impl("tcp", "peers/tls-rpc", "tls", ["serve", "--plain"], ["client", "{port}", "--plain"] + RPC_CLIENT, {},
          "plain TCP: peers/tls/rpc.c --plain (no encryption; not in the default rows)"),
+    Impl("quinn", "peers/quinn", "quinn", ["rpc-serve"], ["rpc-client", "{port}"] + RPC_CLIENT,
+         {"cert_sha256": "--cert-sha256"}, "quinn 0.9 (tokio current-thread, rustls): peers/quinn/src/rpc.rs"),
 ]
 RPC_BY_NAME = {i.name: i for i in RPC_ROWS}
 RPC_DEFAULT_ROWS = ["pure", "tls"]
