@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Smoke test of the RPC workload (bench/README.md, "RPC"): Pure's rpc_bench and the TCP+TLS
-# tls-rpc, each ~1 s at L = 100 links, P = 16 requests in flight, 61-byte requests on loopback.
+# Smoke test of the RPC workload (bench/README.md, "RPC"): Pure's rpc_bench, the TCP+TLS
+# tls-rpc and, when BUILD_DIR/peers/quinn exists, quinn's rpc-serve / rpc-client, each ~1 s at
+# L = 100 links, P = 16 requests in flight, 61-byte requests on loopback.
 # Asserts behaviour, not timing: the client exits 0 with no bad or missing reply and replies ==
 # sent, the server (on SIGTERM) counts exactly the requests the client sent, sent each back, and
 # accepted 100 links; and a client whose server corrupts one reply in 500 (--corrupt-every) or
@@ -14,6 +15,9 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "$1" && pwd)
 [ -x "$build/rpc_bench" ] || { echo "rpc_smoke: $build/rpc_bench not built" >&2; exit 1; }
 "$root/peers/tls/build.sh" "$build/peers" >/dev/null
+impls="pure tls"
+# quinn only when its binary exists: its first cargo build takes minutes (peers/quinn/build.sh)
+[ -x "$build/peers/quinn" ] && impls="$impls quinn"
 tmp=$(mktemp -d)
 srv=""
 cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
@@ -36,11 +40,16 @@ start_server() {
 stop_server() { kill -TERM "$srv"; wait "$srv" || true; srv=""; }
 
 common=(--links 100 --outstanding 16 --size 61 --duration 1 --warmup 0.2 --drain-timeout 3)
-for impl in pure tls; do
-    if [ $impl = pure ]; then bin=("$build/rpc_bench"); else bin=("$build/peers/tls-rpc"); fi
+for impl in $impls; do
+    serve=serve client=client
+    case $impl in
+        pure) bin=("$build/rpc_bench") ;;
+        tls) bin=("$build/peers/tls-rpc") ;;
+        quinn) bin=("$build/peers/quinn"); serve=rpc-serve client=rpc-client ;;
+    esac
     # 1. a clean run: every reply intact, the counts agree on both sides
-    start_server $impl "${bin[@]}" serve
-    rc=0; timeout 30 "${bin[@]}" client "$addr" "${extra[@]}" "${common[@]}" >"$tmp/$impl.cli" 2>"$tmp/$impl.cli.err" || rc=$?
+    start_server $impl "${bin[@]}" $serve
+    rc=0; timeout 30 "${bin[@]}" $client "$addr" "${extra[@]}" "${common[@]}" >"$tmp/$impl.cli" 2>"$tmp/$impl.cli.err" || rc=$?
     stop_server
     sent=$(json "$tmp/$impl.cli" sent); replies=$(json "$tmp/$impl.cli" replies)
     errors=$(json "$tmp/$impl.cli" errors); missing=$(json "$tmp/$impl.cli" missing)
@@ -57,8 +66,8 @@ for impl in pure tls; do
     fi
     # 2. a server that corrupts one reply in 500, 3. one that leaves one in 500 unanswered
     for fault in corrupt drop; do
-        start_server $impl-$fault "${bin[@]}" serve --$fault-every 500
-        rc=0; timeout 30 "${bin[@]}" client "$addr" "${extra[@]}" "${common[@]}" --duration 0.3 --drain-timeout 1 \
+        start_server $impl-$fault "${bin[@]}" $serve --$fault-every 500
+        rc=0; timeout 30 "${bin[@]}" $client "$addr" "${extra[@]}" "${common[@]}" --duration 0.3 --drain-timeout 1 \
             >"$tmp/$impl-$fault.cli" 2>"$tmp/$impl-$fault.cli.err" || rc=$?
         stop_server
         errors=$(json "$tmp/$impl-$fault.cli" errors)
