@@ -223,6 +223,8 @@ struct RpcResult {
     missing: u64,
     first_error: Option<&'static str>,
     rate: f64,
+    /// More JSON members (", \"key\": value ..."), or empty.
+    extra: String,
 }
 
 fn flush() {
@@ -244,7 +246,7 @@ fn print_result(r: &RpcResult, h: &Hist, imp: &str) {
          \"seconds\": {:.6}, \"requests\": {}, \"requests_per_s\": {:.1}, \"client_cpu_s\": {:.6}, \
          \"client_cpu_us_per_request\": {:.4}, \"mean_us\": {:.2}, \"p50_us\": {:.2}, \"p99_us\": {:.2}, \
          \"p999_us\": {:.2}, \"max_us\": {:.2}, \"sent\": {}, \"replies\": {}, \"errors\": {}, \"missing\": {}, \
-         \"rate_per_s\": {:.0}, \"first_error\": \"{}\"}}",
+         \"rate_per_s\": {:.0}, \"first_error\": \"{}\"{}}}",
         r.links,
         r.outstanding,
         r.size,
@@ -264,7 +266,8 @@ fn print_result(r: &RpcResult, h: &Hist, imp: &str) {
         r.errors,
         r.missing,
         r.rate,
-        r.first_error.unwrap_or("")
+        r.first_error.unwrap_or(""),
+        r.extra
     );
     flush();
 }
@@ -276,7 +279,7 @@ fn print_fanin(r: &RpcResult, per_link: u64, imp: &str) {
         "{{\"fanin\": \"{imp}\", \"links\": {}, \"messages_per_link\": {per_link}, \"size\": {}, \
          \"connect_seconds\": {:.3}, \"seconds\": {:.6}, \"messages\": {}, \"messages_per_s\": {:.1}, \
          \"client_cpu_s\": {:.6}, \"client_cpu_us_per_message\": {:.4}, \"sent\": {}, \"replies\": {}, \
-         \"errors\": {}, \"missing\": {}, \"first_error\": \"{}\"}}",
+         \"errors\": {}, \"missing\": {}, \"first_error\": \"{}\"{}}}",
         r.links,
         r.size,
         r.connect_s,
@@ -289,7 +292,8 @@ fn print_fanin(r: &RpcResult, per_link: u64, imp: &str) {
         r.replies,
         r.errors,
         r.missing,
-        r.first_error.unwrap_or("")
+        r.first_error.unwrap_or(""),
+        r.extra
     );
     flush();
 }
@@ -943,6 +947,17 @@ pub fn cmd_rpc_client(o: ClientOpts) -> Result<bool, String> {
             }
         }
 
+        // Loss recovery's share over the whole run (handshakes included), from quinn's
+        // per-connection stats: packets sent and declared lost, and PINGs sent (mostly the
+        // probes of a probe timeout, PTO).
+        let (mut sent_pk, mut lost_pk, mut pings) = (0u64, 0u64, 0u64);
+        for c in conns.iter().flatten() {
+            let st = c.stats();
+            sent_pk += st.path.sent_packets;
+            lost_pk += st.path.lost_packets;
+            pings += st.frame_tx.ping;
+        }
+        r.extra = format!(", \"packets_sent\": {sent_pk}, \"packets_lost\": {lost_pk}, \"pings_sent\": {pings}");
         // Close every connection so the server sees clean ends, then report.
         k.closing.set(true);
         for c in conns.iter().flatten() {
@@ -1040,10 +1055,12 @@ async fn fanin(
 // ---------------------------------------------------------------------------
 // Arguments
 
-const USAGE: &str = "\
-       quinn rpc-serve [--threads N] [--corrupt-every N] [--drop-every N]\n\
-       quinn rpc-client PORT [--cert-sha256 HEX] --links L --outstanding P --size S --duration SEC\n\
-                        [--warmup SEC] [--drain-timeout SEC] [--rate R] [--fanin N]\n";
+const USAGE: &str = concat!(
+    "  quinn rpc-serve [--threads N] [--corrupt-every N] [--drop-every N]\n",
+    "  quinn rpc-client PORT [--cert-sha256 HEX] --links L --outstanding P --size S --duration SEC\n",
+    "                   [--warmup SEC] [--drain-timeout SEC] [--rate R] [--fanin N]\n",
+    "  (--fanin N: no --outstanding or --duration; L 1..1000000, P 1..1024, S 12..1048576 bytes)\n",
+);
 
 fn usage(cmd: &str, what: &str) -> (u8, String) {
     (2, format!("quinn {cmd}: {what}\nusage:\n{}", USAGE.trim_end()))
