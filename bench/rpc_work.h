@@ -225,10 +225,11 @@ static inline void rpc_print_fanin(const rpc_result *r, uint64_t per_link, const
 {
     double w = r->window_s > 0 ? r->window_s : 1e-9;
     printf("{\"fanin\": \"%s\", \"links\": %" PRIu64 ", \"messages_per_link\": %" PRIu64
-           ", \"size\": %" PRIu64 ", \"connect_seconds\": %.3f, \"seconds\": %.6f, \"messages\": %" PRIu64
+           ", \"size\": %" PRIu64
+           ", \"connect_seconds\": %.3f, \"seconds\": %.6f, \"messages\": %" PRIu64
            ", \"messages_per_s\": %.1f, \"client_cpu_s\": %.6f, \"client_cpu_us_per_message\": %.4f"
-           ", \"sent\": %" PRIu64 ", \"replies\": %" PRIu64 ", \"errors\": %" PRIu64 ", \"missing\": %" PRIu64
-           ", \"first_error\": \"%s\"%s}\n",
+           ", \"sent\": %" PRIu64 ", \"replies\": %" PRIu64 ", \"errors\": %" PRIu64
+           ", \"missing\": %" PRIu64 ", \"first_error\": \"%s\"%s}\n",
            impl, r->links, per_link, r->size, r->connect_s, r->window_s, r->requests,
            (double)r->requests / w, r->client_cpu_s,
            r->requests ? r->client_cpu_s * 1e6 / (double)r->requests : 0.0, r->sent, r->replies,

@@ -1072,15 +1072,28 @@ class LineReader:
         return line.decode(errors="replace") + "\n"
 
 
-def rpc_one(impl, links, p, size, duration, warmup, drain, timeout):
-    """One RPC run. Returns a result dict (ok False with `error` on failure). The server's CPU is
-    sampled (schedstat, as for the drain) when the client prints its measure_start and
-    measure_end phase lines, so connecting the links and the warm-up are not counted."""
-    res = {"impl": impl.name, "links": links, "p": p, "size": size, "ok": False}
+def rpc_client_argv(impl, rate=0, fanin=0):
+    """The client's arguments (unsubstituted): the row's own, with the RPC_CLIENT flags replaced
+    by the fan-in's when `fanin`, and --rate added when `rate`."""
+    base = impl.drain[:-len(RPC_CLIENT)] if impl.drain[-len(RPC_CLIENT):] == RPC_CLIENT else impl.drain
+    if fanin:
+        return base + ["--links", "{links}", "--size", "{size}", "--fanin", str(fanin), "--drain-timeout", "{drain}"]
+    return base + RPC_CLIENT + (["--rate", str(rate)] if rate else [])
+
+
+def rpc_one(impl, links, p, size, duration, warmup, drain, timeout, rate=0, fanin=0):
+    """One RPC run (or, with `fanin`, one fan-in drain of `fanin` one-way requests per link; with
+    `rate`, the RPC workload at that fixed total rate). Returns a result dict (ok False with
+    `error` on failure). The server's CPU is sampled (schedstat, as for the drain) when the client
+    prints its measure_start and measure_end phase lines, so connecting the links and the warm-up
+    are not counted."""
+    res = {"impl": impl.name, "links": links, "p": p, "size": size, "ok": False, "rate": rate, "fanin": fanin}
     subst = dict(links=links, p=p, size=size, duration=f"{duration:g}", warmup=f"{warmup:g}", drain=f"{drain:g}")
+    key = "fanin" if fanin else "rpc"
     try:
         with Server(impl) as srv:
-            argv = [impl.path] + [a.format(port=srv.port, **subst) for a in impl.drain] + srv.client_extra()
+            argv = ([impl.path] + [a.format(port=srv.port, **subst) for a in rpc_client_argv(impl, rate, fanin)]
+                    + srv.client_extra())
             err = tempfile.TemporaryFile(mode="w+")
             proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, cwd=ROOT)
             reader, rep, s0, s1 = LineReader(proc.stdout), None, None, None
@@ -1099,7 +1112,7 @@ def rpc_one(impl, links, p, size, duration, warmup, drain, timeout):
                             d = json.loads(line)
                         except ValueError:
                             continue
-                        if "rpc" in d:
+                        if key in d:
                             rep = d
                 rc = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
             except (RunError, subprocess.TimeoutExpired):
@@ -1124,18 +1137,19 @@ def rpc_one(impl, links, p, size, duration, warmup, drain, timeout):
             if s0 is None or s1 is None:
                 raise RunError(f"client printed no measure_start/measure_end lines (exit {rc}); stderr: {cerr[-600:]}")
             res.update(server_cpu_s=(s1 - s0) / 1e9, client_cpu_s=rep.get("client_cpu_s"),
-                       requests=rep.get("requests"), seconds=rep.get("seconds"))
+                       requests=rep.get("messages" if fanin else "requests"), seconds=rep.get("seconds"))
             if rep.get("errors") or rep.get("missing") or rc != 0:
                 raise RunError(f"client exit {rc}: {rep.get('errors')} error(s), {rep.get('missing')} reply(ies) "
                                f"missing (first: {rep.get('first_error') or '-'}); stderr: {cerr[-400:]}")
             if counts is None:
                 raise RunError("the server printed no counts on SIGTERM")
-            if counts.get("served") != rep.get("sent") or counts.get("requests") != rep.get("sent"):
+            served = links if fanin else rep.get("sent")  # the fan-in echoes each link's last request only
+            if counts.get("served") != served or counts.get("requests") != rep.get("sent"):
                 raise RunError(f"counts differ: client sent {rep.get('sent')}, got {rep.get('replies')} replies; "
                                f"server took {counts.get('requests')} requests, sent {counts.get('served')} replies")
             if counts.get("links") != links:
                 raise RunError(f"the server accepted {counts.get('links')} links, the client opened {links}")
-            if not rep.get("requests"):
+            if not res["requests"]:
                 raise RunError("no reply inside the measured window")
             res["ok"] = True
     except RunError as e:
@@ -1274,17 +1288,39 @@ def rpc_args(p):
     p.add_argument("--timeout", type=float, default=None, help="seconds per client run (default 300)")
 
 
+def rpc_ints(exp, s, default, lo, what):
+    """A comma-separated list of integers >= lo from a flag, or `default` when the flag is absent."""
+    if not s:
+        return default
+    try:
+        v = [int(x) for x in s.split(",") if x.strip()]
+    except ValueError:
+        sys.exit(f"run.py {exp}: {what} takes comma-separated integers")
+    if not v or any(x < lo for x in v):
+        sys.exit(f"run.py {exp}: {what} must be at least {lo}")
+    return v
+
+
+def rpc_impls(args, exp):
+    """The RPC rows --only/--skip leave (default RPC_DEFAULT_ROWS), for the rpc, fanin and growth
+    experiments."""
+    def names(s):
+        out = [x.strip() for x in s.split(",") if x.strip()]
+        bad = [x for x in out if x not in RPC_BY_NAME]
+        if bad:
+            sys.exit(f"run.py {exp}: no rpc row {', '.join(bad)}; rpc rows: {', '.join(RPC_BY_NAME)}")
+        return out
+    chosen = names(args.only) if args.only else RPC_DEFAULT_ROWS
+    skip = set(names(args.skip)) if args.skip else set()
+    impls = [RPC_BY_NAME[n] for n in chosen if n not in skip]
+    if not impls:
+        sys.exit(f"run.py {exp}: no row left to run")
+    return impls
+
+
 def rpc_main(args):
     def ints(s, default, lo, what):
-        if not s:
-            return default
-        try:
-            v = [int(x) for x in s.split(",") if x.strip()]
-        except ValueError:
-            sys.exit(f"run.py rpc: {what} takes comma-separated integers")
-        if not v or any(x < lo for x in v):
-            sys.exit(f"run.py rpc: {what} must be at least {lo}")
-        return v
+        return rpc_ints("rpc", s, default, lo, what)
     links = ints(args.links, RPC_LINKS_QUICK if args.quick else RPC_LINKS, 1, "--links")
     ps = ints(args.outstanding, RPC_P, 1, "--outstanding")
     sizes = ints(args.sizes, RPC_SIZES, 12, "--sizes")
@@ -1294,18 +1330,7 @@ def rpc_main(args):
     timeout = args.timeout or 300.0
     if rounds < 1 or duration <= 0 or warmup < 0:
         sys.exit("run.py rpc: --rounds >= 1, --duration > 0, --warmup >= 0")
-
-    def names(s):
-        out = [x.strip() for x in s.split(",") if x.strip()]
-        bad = [x for x in out if x not in RPC_BY_NAME]
-        if bad:
-            sys.exit(f"run.py rpc: no rpc row {', '.join(bad)}; rpc rows: {', '.join(RPC_BY_NAME)}")
-        return out
-    chosen = names(args.only) if args.only else RPC_DEFAULT_ROWS
-    skip = set(names(args.skip)) if args.skip else set()
-    impls = [RPC_BY_NAME[n] for n in chosen if n not in skip]
-    if not impls:
-        sys.exit("run.py rpc: no row left to run")
+    impls = rpc_impls(args, "rpc")
     runnable, skipped, broken = prepare(impls, args.no_build)
     rnames = [i.name for i in runnable]
     cells = [(l, p, s) for l in links for p in ps for s in sizes]
@@ -1357,6 +1382,284 @@ def rpc_main(args):
     return 0 if ok else 1
 
 
+# --------------------------------------------------------------------------
+# Fan-in and cost growth: two more experiments over the RPC rows' servers and clients.
+# fanin:  L links (1, 100, 1,000) each send N one-way requests into one server at once (N = the
+#         --messages total / L); the server counts them and echoes each link's last; messages/s
+#         and server/client CPU per message from the first send to the last echo.
+# growth: the RPC workload at one fixed total rate (--rate, default 20,000 requests/s) over
+#         L = 1 ... 10,000 links: server CPU per request as L grows, ÷ its figure at the fewest
+#         links (issue #14's "≤ 1.3× at 10,000 links").
+# --------------------------------------------------------------------------
+FANIN_LINKS, FANIN_LINKS_QUICK = [1, 100, 1000], [1, 100]
+FANIN_MESSAGES, FANIN_MESSAGES_QUICK = 1_000_000, 20_000
+GROWTH_LINKS, GROWTH_LINKS_QUICK = [1, 10, 100, 1000, 10000], [1, 100]
+GROWTH_RATE, GROWTH_RATE_QUICK = 20_000, 5_000
+GROWTH_P = 64  # enough that one link carries the rate: the client issues a millisecond's due at once
+
+
+def cell_runs(exp, runnable, cells, rounds, one, show):
+    """Runs one(impl, cell) for every cell, round and row (rows interleaved within a cell) and
+    logs each run with show(run)."""
+    runs = []
+    for cell in cells:
+        for rnd in range(1, rounds + 1):
+            for impl in runnable:
+                r = one(impl, cell)
+                r["round"] = rnd
+                runs.append(r)
+                tag = f"[{exp} {' '.join(str(c) for c in cell)}  round {rnd}/{rounds}] {impl.name:<6}"
+                log(f"{tag} {show(r)}" if r["ok"] else f"{tag} FAILED: {r['error']}")
+    return runs
+
+
+def cell_summarize(runs, names, cells, cellkey, values):
+    """Per (cell, row): the median and min-max of each of values(run)'s figures over the good runs."""
+    rows = []
+    for cell in cells:
+        for name in names:
+            rs = [r for r in runs if r["impl"] == name and cellkey(r) == cell]
+            ok = [r for r in rs if r["ok"]]
+            row = {"impl": name, "cell": list(cell), "runs": len(rs), "ok_runs": len(ok)}
+            if ok:
+                vals = [values(r) for r in ok]
+                for k in vals[0]:
+                    v = [x[k] for x in vals]
+                    row[k], row[k + "_min"], row[k + "_max"] = med(v), min(v), max(v)
+            errs = [r["error"] for r in rs if not r["ok"]]
+            if errs:
+                row["error"] = errs[0][:300]
+            rows.append(row)
+    return rows
+
+
+def text_table(hdr, body):
+    """Lines of a space-aligned table; a blank line where the first column changes."""
+    widths = [max(len(x[i]) for x in [hdr] + body) for i in range(len(hdr))]
+    out, prev = [], None
+    for ln in [hdr] + body:
+        if prev is not None and ln is not hdr and ln[0] != prev:
+            out.append("")
+        prev = None if ln is hdr else ln[0]
+        out.append("  ".join(c.rjust(w) for c, w in zip(ln, widths)))
+    return out
+
+
+def write_cells(exp, meta, runs, rows, hdr, body, title, plot_fn, args):
+    outdir = args.out or (os.path.join(RESULTS, "tmp") if args.quick else RESULTS)
+    os.makedirs(outdir, exist_ok=True)
+    base = os.path.join(outdir, f"{exp}-{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    with open(base + ".json", "w") as f:
+        json.dump({"experiment": exp, **meta, "runs": runs, "summary": rows}, f, indent=1)
+    md = [f"# {exp}: {meta['environment'].get('date', '')} (git {meta['environment'].get('git', '?')})", "", title, "",
+          "| " + " | ".join(hdr) + " |", "|" + "|".join("---:" for _ in hdr) + "|"]
+    md += ["| " + " | ".join(ln) + " |" for ln in body]
+    failed = [r for r in rows if r.get("error")]
+    md += ["", "Failures (first of each cell):", ""] + [f"- {r['impl']} {r['cell']}: {r['error']}" for r in failed] \
+        if failed else []
+    with open(base + ".md", "w") as f:
+        f.write("\n".join(md) + "\n")
+    files = [base + ".json", base + ".md"]
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        plot_fn(plt, base + ".png")
+        files.append(base + ".png")
+    except ImportError:
+        note("matplotlib missing (apt-get install python3-matplotlib; run with /usr/bin/python3): no chart")
+    log("wrote " + ", ".join(os.path.relpath(f, ROOT) for f in files))
+    return files
+
+
+def finish_cells(exp, args, runs, files, rows, broken, skipped):
+    failed = [r for r in runs if not r["ok"]]
+    if failed:
+        log(f"{len(failed)} run(s) FAILED")
+    ok = not failed and not broken
+    if args.json:
+        print(json.dumps({"experiment": exp, "ok": ok, "failed_runs": len(failed), "broken": sorted(broken),
+                          "skipped": sorted(skipped), "files": files, "summary": rows}), flush=True)
+    return 0 if ok else 1
+
+
+def fanin_args(p):
+    p.add_argument("--links", default=None, help="comma-separated link counts (default 1,100,1000; quick 1,100)")
+    p.add_argument("--sizes", default=None, help="comma-separated request sizes, >= 12 (default 61,1024)")
+    p.add_argument("--messages", type=int, default=None,
+                   help="one-way requests per run over all links (default 1,000,000; quick 20,000)")
+    p.add_argument("--rounds", type=int, default=None, help="rounds per row and cell (default 5, quick 1)")
+    p.add_argument("--drain-timeout", type=float, default=120.0, help="seconds a run may take (default 120)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per client run (default 300)")
+
+
+def fanin_main(args):
+    links = rpc_ints("fanin", args.links, FANIN_LINKS_QUICK if args.quick else FANIN_LINKS, 1, "--links")
+    sizes = rpc_ints("fanin", args.sizes, RPC_SIZES, 12, "--sizes")
+    total = args.messages or (FANIN_MESSAGES_QUICK if args.quick else FANIN_MESSAGES)
+    rounds = args.rounds if args.rounds is not None else (1 if args.quick else 5)
+    if rounds < 1 or total < 1:
+        sys.exit("run.py fanin: --rounds >= 1, --messages >= 1")
+    runnable, skipped, broken = prepare(rpc_impls(args, "fanin"), args.no_build)
+    names = [i.name for i in runnable]
+    cells = [(l, s) for l in links for s in sizes]
+    t0 = time.monotonic()
+
+    def one(impl, cell):
+        n = max(1, total // cell[0])
+        return rpc_one(impl, cell[0], 1, cell[1], 0, 0, args.drain_timeout, args.timeout or 300.0, fanin=n)
+
+    def show(r):
+        return (f"{r['report']['messages_per_s']:>12,.0f} msg/s  server {r['server_cpu_s'] * 1e6 / r['requests']:.3f}"
+                f"  client {r['client_cpu_s'] * 1e6 / r['requests']:.3f} µs/msg  ({r['report']['seconds']:.2f} s)  ok")
+    runs = cell_runs("fanin", runnable, cells, rounds, one, show)
+    rows = cell_summarize(runs, names, cells, lambda r: (r["links"], r["size"]), lambda r: {
+        "messages_per_s": r["report"]["messages_per_s"], "server_us": r["server_cpu_s"] * 1e6 / r["requests"],
+        "client_us": r["client_cpu_s"] * 1e6 / r["requests"], "seconds": r["report"]["seconds"]})
+    for row in rows:
+        base = next((b for b in rows if b["cell"] == row["cell"] and b["impl"] == RPC_BASE and "server_us" in b), None)
+        if base and "server_us" in row and base["server_us"] and base["messages_per_s"]:
+            row["x_server"] = row["server_us"] / base["server_us"]
+            row["x_rate"] = row["messages_per_s"] / base["messages_per_s"]
+    hdr = ["L", "size", "impl", "msg/link", "msg/s", "server µs/msg", "client µs/msg", f"×{RPC_BASE} msg/s",
+           f"×{RPC_BASE} server", "runs"]
+    body = []
+    for r in rows:
+        l, size = r["cell"]
+        head = [f"{l:,}", str(size), r["impl"], f"{max(1, total // l):,}"]
+        if "server_us" not in r:
+            body.append(head + ["FAILED", "", "", "", "", f"{r['ok_runs']}/{r['runs']}"])
+            continue
+        body.append(head + [f"{r['messages_per_s']:,.0f}", fmt(r["server_us"]), fmt(r["client_us"]),
+                            fmt(r.get("x_rate"), 2), fmt(r.get("x_server"), 2), f"{r['ok_runs']}/{r['runs']}"])
+    title = (f"{total:,} one-way requests per run split over the L links, sent at once into one server; the server "
+             f"counts them and echoes each link's last; median of {rounds} round(s); CPU per message from the first "
+             f"send to the last echo; ratios to the {RPC_BASE} row of the same cell.")
+    log("")
+    log(title)
+    log("\n".join(text_table(hdr, body)))
+
+    def plot(plt, path):
+        fig, axes = plt.subplots(2, 1, figsize=(max(8, len(cells) * len(names) * 0.5), 7), sharex=True)
+        width = 0.8 / max(1, len(names))
+        for ax, (key, label) in zip(axes, [("server_us", "server CPU µs / message"), ("messages_per_s", "messages / s")]):
+            for k, name in enumerate(names):
+                pts = [(j, r) for j, c in enumerate(cells) for r in rows
+                       if r["impl"] == name and tuple(r["cell"]) == c and key in r]
+                if pts:
+                    ax.bar([j + (k - (len(names) - 1) / 2) * width for j, _ in pts], [r[key] for _, r in pts], width,
+                           yerr=[[r[key] - r[key + "_min"] for _, r in pts], [r[key + "_max"] - r[key] for _, r in pts]],
+                           capsize=2, label=name)
+            ax.set_yscale("log")
+            ax.set_ylabel(label)
+            ax.grid(axis="y", which="both", alpha=0.3)
+        axes[0].legend(fontsize=8)
+        axes[0].set_title("fan-in drain: median of rounds (bars: min–max)")
+        axes[-1].set_xticks(range(len(cells)))
+        axes[-1].set_xticklabels([f"L={c[0]:,}\n{c[1]} B" for c in cells], fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+    meta = {"quick": args.quick, "rounds": rounds, "messages": total, "links": links, "sizes": sizes,
+            "environment": environment(), "skipped": skipped, "broken": broken,
+            "elapsed_s": round(time.monotonic() - t0, 1),
+            "impls": {i.name: {"bin": i.bin, "serve": i.serve, "client": rpc_client_argv(i, fanin=1), "desc": i.desc}
+                      for i in runnable}}
+    files = write_cells("fanin", meta, runs, rows, hdr, body, title, plot, args)
+    return finish_cells("fanin", args, runs, files, rows, broken, skipped)
+
+
+def growth_args(p):
+    p.add_argument("--links", default=None, help="comma-separated link counts (default 1,10,100,1000,10000; quick 1,100)")
+    p.add_argument("--rate", type=int, default=None, help="requests/s over all links (default 20,000; quick 5,000)")
+    p.add_argument("--outstanding", type=int, default=GROWTH_P, help=f"most requests in flight per link (default {GROWTH_P})")
+    p.add_argument("--size", type=int, default=61, help="request bytes (default 61)")
+    p.add_argument("--duration", type=float, default=None, help="measured seconds per run (default 3, quick 1)")
+    p.add_argument("--warmup", type=float, default=None, help="seconds at the rate before measuring (default 1, quick 0.3)")
+    p.add_argument("--drain-timeout", type=float, default=10.0, help="seconds to wait for the last replies (default 10)")
+    p.add_argument("--rounds", type=int, default=None, help="rounds per row and cell (default 5, quick 1)")
+    p.add_argument("--timeout", type=float, default=None, help="seconds per client run (default 300)")
+
+
+def growth_main(args):
+    links = rpc_ints("growth", args.links, GROWTH_LINKS_QUICK if args.quick else GROWTH_LINKS, 1, "--links")
+    rate = args.rate or (GROWTH_RATE_QUICK if args.quick else GROWTH_RATE)
+    duration = args.duration if args.duration is not None else (1.0 if args.quick else 3.0)
+    warmup = args.warmup if args.warmup is not None else (0.3 if args.quick else 1.0)
+    rounds = args.rounds if args.rounds is not None else (1 if args.quick else 5)
+    if rounds < 1 or duration <= 0 or warmup < 0 or rate < 1 or args.size < 12 or args.outstanding < 1:
+        sys.exit("run.py growth: --rounds >= 1, --duration > 0, --warmup >= 0, --rate >= 1, --size >= 12, "
+                 "--outstanding >= 1")
+    runnable, skipped, broken = prepare(rpc_impls(args, "growth"), args.no_build)
+    names = [i.name for i in runnable]
+    cells = [(l,) for l in links]
+    t0 = time.monotonic()
+
+    def one(impl, cell):
+        return rpc_one(impl, cell[0], args.outstanding, args.size, duration, warmup, args.drain_timeout,
+                       args.timeout or 300.0, rate=rate)
+
+    def show(r):
+        rep = r["report"]
+        return (f"{rep['requests_per_s']:>9,.0f} req/s  server {r['server_cpu_s'] * 1e6 / r['requests']:.2f}"
+                f"  client {r['client_cpu_s'] * 1e6 / r['requests']:.2f} µs/req  p50 {rep['p50_us']:.0f}"
+                f"  p99 {rep['p99_us']:.0f} µs  skipped {rep.get('rate_skipped', 0)}  ok")
+    runs = cell_runs("growth", runnable, cells, rounds, one, show)
+    rows = cell_summarize(runs, names, cells, lambda r: (r["links"],), lambda r: {
+        "requests_per_s": r["report"]["requests_per_s"], "server_us": r["server_cpu_s"] * 1e6 / r["requests"],
+        "client_us": r["client_cpu_s"] * 1e6 / r["requests"], "p50_us": r["report"]["p50_us"],
+        "p99_us": r["report"]["p99_us"], "skipped": r["report"].get("rate_skipped", 0)})
+    for row in rows:
+        first = next((b for b in rows if b["impl"] == row["impl"] and "server_us" in b), None)
+        if first and "server_us" in row and first["server_us"]:
+            row["growth"] = row["server_us"] / first["server_us"]
+        base = next((b for b in rows if b["cell"] == row["cell"] and b["impl"] == RPC_BASE and "server_us" in b), None)
+        if base and "server_us" in row and base["server_us"]:
+            row["x_server"] = row["server_us"] / base["server_us"]
+    hdr = ["L", "impl", "req/s", "server µs/req", f"× L={links[0]:,}", f"×{RPC_BASE} server", "client µs/req",
+           "p50 µs", "p99 µs", "skipped", "runs"]
+    body = []
+    for r in rows:
+        head = [f"{r['cell'][0]:,}", r["impl"]]
+        if "server_us" not in r:
+            body.append(head + ["FAILED"] + [""] * 7 + [f"{r['ok_runs']}/{r['runs']}"])
+            continue
+        body.append(head + [f"{r['requests_per_s']:,.0f}", fmt(r["server_us"]), fmt(r.get("growth"), 2),
+                            fmt(r.get("x_server"), 2), fmt(r["client_us"]), fmt(r["p50_us"]), fmt(r["p99_us"]),
+                            f"{r['skipped']:,.0f}", f"{r['ok_runs']}/{r['runs']}"])
+    title = (f"{rate:,} requests/s of {args.size} B in total over L links (at most {args.outstanding} in flight on "
+             f"one), {duration:g} s measured after {warmup:g} s; median of {rounds} round(s); × L={links[0]:,}: this "
+             f"row's server CPU per request ÷ its own at L={links[0]:,}; skipped: due requests that found every "
+             f"link full (the rate not held).")
+    log("")
+    log(title)
+    log("\n".join(text_table(hdr, body)))
+
+    def plot(plt, path):
+        fig, ax = plt.subplots(figsize=(8, 5))
+        for name in names:
+            pts = [(r["cell"][0], r["server_us"]) for r in rows if r["impl"] == name and "server_us" in r]
+            if pts:
+                ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", label=name)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("active links")
+        ax.set_ylabel("server CPU µs / request")
+        ax.set_title(f"cost growth at {rate:,} requests/s in total (median of rounds)")
+        ax.grid(which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+    meta = {"quick": args.quick, "rounds": rounds, "rate": rate, "outstanding": args.outstanding, "size": args.size,
+            "duration": duration, "warmup": warmup, "links": links, "environment": environment(),
+            "skipped": skipped, "broken": broken, "elapsed_s": round(time.monotonic() - t0, 1),
+            "impls": {i.name: {"bin": i.bin, "serve": i.serve, "client": rpc_client_argv(i, rate=rate),
+                               "desc": i.desc} for i in runnable}}
+    files = write_cells("growth", meta, runs, rows, hdr, body, title, plot, args)
+    return finish_cells("growth", args, runs, files, rows, broken, skipped)
+
+
 # name -> (help, add experiment-specific arguments, main)
 EXPERIMENTS = {
     "drain": ("one stream of N messages; CPU per message on both sides", drain_args, drain_main),
@@ -1368,6 +1671,10 @@ EXPERIMENTS = {
                    echo_args, echo_main),
     "rpc": ("L links x P requests in flight, echoed and checked: requests/s, CPU per request, p50/p99/p99.9",
             rpc_args, rpc_main),
+    "fanin": ("L links each draining one-way requests into one server at once: messages/s, CPU per message",
+              fanin_args, fanin_main),
+    "growth": ("the RPC workload at one fixed total rate over 1 ... 10,000 links: server CPU per request",
+               growth_args, growth_main),
 }
 
 

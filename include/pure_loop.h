@@ -46,8 +46,11 @@ PURE_API uint64_t pure_now(void);
 
 /* ---- Memory -------------------------------------------------------------------------------- */
 
-/* Blocks of at least this many bytes go to huge-page-backed mappings (below: malloc). */
-#define PURE_HUGE_MIN ((size_t)256 << 10)
+/* Blocks of at least this many bytes go to huge-page-backed mappings (below: malloc). 2 MiB, one
+ * huge page: a smaller block mapped on its own would take a whole zeroed huge page, and a busy
+ * link's ring of 256 KiB to 1 MiB times 1,000 links was 2 GB of them (it was 256 KiB in 0.1.0; a
+ * single streaming link now pays ~260 more small-page faults, ~4 ms a million messages). */
+#define PURE_HUGE_MIN ((size_t)2 << 20)
 
 /* Sets s->alloc, s->free and s->realloc (and alloc_user) to an allocator that backs blocks of
  * PURE_HUGE_MIN bytes and more, in practice the send ring of a link that streams fast, with

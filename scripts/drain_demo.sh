@@ -5,19 +5,26 @@
 # runs
 #   pure drain 127.0.0.1:PORT N SIZE --peer-key KEY          (default N 1000000, SIZE 1024)
 # and prints the throughput and each side's CPU (user + system) per message: the client's from
-# its own getrusage (in its JSON line), the server's from /proc/PID/schedstat around the drain.
+# its own getrusage (in its JSON line), the server's from /proc/PID/task/*/schedstat (every one
+# of its threads) around the drain.
 # Usage: scripts/drain_demo.sh [N [SIZE]]      (run scripts/deps.sh first on a fresh machine)
+# PURE_BUILD_DIR=DIR: use the pure binary of that already configured build directory (built if
+# out of date) instead of configuring build/ as a Release build (tests/scripts/drain_demo.sh).
 set -euo pipefail
 n=${1:-1000000}
 size=${2:-1024}
 root=$(cd "$(dirname "$0")/.." && pwd)
 build="$root/build"
 
-gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
-# build/ may have been configured before (by CI with another build type): keep its generator,
-# make it a Release build
-[ -f "$build/CMakeCache.txt" ] && gen=()
-cmake -S "$root" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
+if [ -n "${PURE_BUILD_DIR:-}" ]; then
+    build=$PURE_BUILD_DIR
+else
+    gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
+    # build/ may have been configured before (by CI with another build type): keep its
+    # generator, make it a Release build
+    [ -f "$build/CMakeCache.txt" ] && gen=()
+    cmake -S "$root" -B "$build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
 cmake --build "$build" --target pure >/dev/null
 pure="$build/pure"
 
@@ -36,10 +43,12 @@ if [ -z "$port" ] || [ -z "$key" ]; then
     exit 1
 fi
 
-# ns the server has spent on a CPU (schedstat's first field; /proc/PID/stat ticks without it)
+# ns the server has spent on a CPU: the sum of schedstat's first field over its threads (pure
+# serve runs a loop per core on threads of its own; the main thread only waits for the signal),
+# or /proc/PID/stat's ticks for the whole process without schedstat.
 server_cpu_ns() {
     if [ -r "/proc/$srv/schedstat" ]; then
-        cut -d' ' -f1 "/proc/$srv/schedstat"
+        cat /proc/"$srv"/task/*/schedstat 2>/dev/null | awk '{ t += $1 } END { printf "%.0f\n", t }'
     else
         awk -v hz="$(getconf CLK_TCK)" '{ sub(/.*\) /, ""); printf "%.0f\n", ($12 + $13) * 1e9 / hz }' "/proc/$srv/stat"
     fi

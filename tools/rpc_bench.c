@@ -17,6 +17,13 @@
  *       stdout, where the runner samples the server's CPU), then stops sending, waits for every
  *       outstanding reply, closes the links and prints one JSON line (rpc_work.h,
  *       rpc_print_result). Exit 0 only if every reply arrived and matched its request.
+ *       --rate R: R requests/s over all links instead of a closed loop (a reply only frees its
+ *       slot; the due requests go out one pacing tick at a time, on the next link with fewer than P
+ *       outstanding): the cost-growth experiment's fixed total rate.
+ *   rpc_bench client ADDR:PORT --peer-key KEY --links L --size S --fanin N [--drain-timeout SEC]
+ *       the fan-in drain: every link sends N one-way requests (RPC_ONEWAY; the server counts them
+ *       and echoes only each link's last), as fast as each link takes them; the window runs from
+ *       the first send to the last link's echo. Prints one rpc_print_fanin line.
  *
  * The server sets send_queue to 0 (pure.h: a service replying from on_message cannot wait for
  * on_writable) and handshake_load to 16384 (so that 10,000 links from one address connect
@@ -74,6 +81,8 @@ static void srv_message(pure_link *l, void *user, const uint8_t *d, size_t n)
 {
     server *s = user;
     s->requests++;
+    if (!rpc_server_echoes(d, n)) /* the fan-in drain's one-way requests: counted only */
+        return;
     if (s->drop_every && s->requests % s->drop_every == 0) {
         s->dropped++;
         return;
@@ -210,7 +219,12 @@ static int cmd_serve(int argc, char **argv)
         fprintf(stderr, "rpc_bench serve: the loop failed: %s (%s)\n", pure_strerror(rc),
                 strerror(errno));
     server s = {0};
+    pure_loop_stats io = {0}; /* summed over the loops: packets and wakeups per request */
     for (unsigned t = 0; t < n; t++) {
+        pure_loop_stats ls;
+        pure_loop_stats_get(loops[t], &ls);
+        io.packets_sent += ls.packets_sent, io.datagrams_received += ls.datagrams_received;
+        io.wakeups += ls.wakeups, io.timer_wakeups += ls.timer_wakeups, io.timeouts += ls.timeouts;
         if (n == 1)
             pure_loop_free(loops[t]);
         pure_ctx_free(ctx[t]);
@@ -226,6 +240,9 @@ static int cmd_serve(int argc, char **argv)
     printf("{\"served\": %" PRIu64 ", \"requests\": %" PRIu64 ", \"links\": %" PRIu64
            ", \"corrupted\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"failed_sends\": %" PRIu64,
            s.served, s.requests, s.links, s.corrupted, s.dropped, s.failed_sends);
+    printf(", \"packets_sent\": %" PRIu64 ", \"datagrams_received\": %" PRIu64
+           ", \"wakeups\": %" PRIu64 ", \"timer_wakeups\": %" PRIu64 ", \"timeouts\": %" PRIu64,
+           io.packets_sent, io.datagrams_received, io.wakeups, io.timer_wakeups, io.timeouts);
     if (n > 1) {
         printf(", \"per_thread_requests\": [");
         for (unsigned t = 0; t < n; t++)
@@ -269,6 +286,11 @@ typedef struct client {
     uint32_t size, p;
     uint64_t l, started, established, closed, wanted_closed;
     int measuring, stopping, closing;
+    uint64_t rate;         /* --rate: requests/s over all links, 0 for a closed loop */
+    uint64_t rate_t0;      /* when paced traffic started */
+    uint64_t rate_cursor;  /* the link the next paced request is offered to first */
+    uint64_t rate_skipped; /* paced requests not sent because every link had P outstanding */
+    uint64_t fanin;        /* --fanin N: one-way requests per link, 0 for the RPC workload */
     pure_addr to;
     uint8_t peer[PURE_KEY_LEN];
     rpc_hist hist;
@@ -299,6 +321,15 @@ static void cli_connect_more(client *c)
     }
 }
 
+/* The sequence number request n of a link carries: n itself, or with --fanin n | RPC_ONEWAY, and
+ * RPC_LAST on the link's last. */
+static uint64_t cli_seq(const client *c, uint64_t n)
+{
+    if (!c->fanin)
+        return n;
+    return n | RPC_ONEWAY | (n + 1 == c->fanin ? RPC_LAST : 0);
+}
+
 /* Sends request next_seq on cl; a full backlog keeps it owed until on_writable. */
 static void cli_send(clink *cl)
 {
@@ -307,7 +338,7 @@ static void cli_send(clink *cl)
         cl->owed++;
         return;
     }
-    rpc_request(c->buf, c->pat, c->size, cl->idx, cl->next_seq);
+    rpc_request(c->buf, c->pat, c->size, cl->idx, cli_seq(c, cl->next_seq));
     uint64_t now = pure_now();
     int64_t rc = pure_link_send(cl->link, c->buf, c->size);
     if (rc == PURE_EAGAIN) {
@@ -318,14 +349,33 @@ static void cli_send(clink *cl)
         cli_fail(c, "pure_link_send failed");
         return;
     }
-    c->sent_at[(uint64_t)cl->idx * c->p + cl->next_seq % c->p] = now;
+    if (!c->fanin)
+        c->sent_at[(uint64_t)cl->idx * c->p + cl->next_seq % c->p] = now;
     cl->next_seq++;
     c->r.sent++;
+}
+
+/* --fanin: sends cl's one-way requests until they are all sent or the backlog is full (then
+ * on_writable calls again). */
+static void cli_pump(clink *cl)
+{
+    client *c = cl->c;
+    cl->owed = 0;
+    while (cl->next_seq < c->fanin && !cl->closed && !cl->owed) {
+        uint64_t before = c->r.errors;
+        cli_send(cl);
+        if (c->r.errors != before)
+            return;
+    }
 }
 
 static void cli_writable(pure_link *l, void *user)
 {
     clink *cl = user;
+    if (cl->c->fanin) {
+        cli_pump(cl);
+        return;
+    }
     uint32_t owed = cl->owed;
     cl->owed = 0;
     while (owed-- && !cl->closed) {
@@ -353,6 +403,15 @@ static void cli_message(pure_link *l, void *user, const uint8_t *d, size_t n)
     clink *cl = user;
     client *c = cl->c;
     uint64_t now = pure_now();
+    if (c->fanin) { /* only the last request's echo comes back */
+        const char *bad = rpc_check(d, n, c->pat, c->size, cl->idx, cli_seq(c, c->fanin - 1));
+        if (bad || cl->next_reply)
+            cli_fail(c, bad ? bad : "a second echo on a fan-in link");
+        cl->next_reply++;
+        if (++c->r.replies == c->l)
+            pure_loop_stop(c->loop);
+        return;
+    }
     const char *bad = rpc_check(d, n, c->pat, c->size, cl->idx, cl->next_reply);
     if (bad)
         cli_fail(c, bad);
@@ -362,7 +421,7 @@ static void cli_message(pure_link *l, void *user, const uint8_t *d, size_t n)
     }
     cl->next_reply++;
     c->r.replies++;
-    if (!c->stopping)
+    if (!c->stopping && !c->rate) /* paced: a reply only frees a slot */
         cli_send(cl);
     else if (c->r.replies == c->r.sent)
         pure_loop_stop(c->loop);
@@ -385,12 +444,51 @@ static void cli_closed(pure_link *l, void *user, const pure_close_info *info)
         pure_loop_stop(c->loop);
 }
 
-/* Runs the loop for ns nanoseconds, or until a callback stops it and `done` says so. */
+/* --rate: sends the requests due by now (rate x time since rate_t0), each on the next link in
+ * turn that has fewer than P outstanding. Due requests that find every link full are skipped
+ * (counted), not saved up into a burst. */
+static void cli_pace(client *c, uint64_t now)
+{
+    uint64_t due = (uint64_t)((double)(now - c->rate_t0) * (double)c->rate / 1e9);
+    uint64_t issued = c->r.sent + c->rate_skipped;
+    for (; issued < due; issued++) {
+        uint64_t tries = 0;
+        for (; tries < c->l; tries++) {
+            clink *cl = &c->links[c->rate_cursor];
+            c->rate_cursor = (c->rate_cursor + 1) % c->l;
+            if (!cl->closed && cl->next_seq + cl->owed - cl->next_reply < c->p) {
+                cli_send(cl);
+                break;
+            }
+        }
+        if (tries == c->l)
+            c->rate_skipped++;
+    }
+}
+
+/* The pacing tick: one request's share of a second (50 us at 20,000/s), at least 20 us and at most
+ * 1 ms. One request per tick is what a service's independent callers look like; sending a
+ * millisecond's worth at once would batch them into one packet on a single link and make few
+ * links look cheaper than many. */
+static uint64_t pace_tick_ns(uint64_t rate)
+{
+    uint64_t t = 1000000000ull / rate;
+    return t < 20000 ? 20000 : t > 1000000 ? 1000000 : t;
+}
+
+/* Runs the loop for ns nanoseconds, or until a callback stops it and `done` says so. Paced
+ * (--rate, while sending) it wakes every pace_tick_ns to send what is due. */
 static void run_for(client *c, uint64_t ns, int (*done)(client *))
 {
     uint64_t end = pure_now() + ns;
-    for (uint64_t now; (now = pure_now()) < end && !(done && done(c));)
-        pure_loop_run(c->loop, end - now);
+    for (uint64_t now; (now = pure_now()) < end && !(done && done(c));) {
+        int pacing = c->rate && c->rate_t0 && !c->stopping;
+        if (pacing)
+            cli_pace(c, now);
+        uint64_t slice = end - now;
+        uint64_t tick = pacing ? pace_tick_ns(c->rate) : slice;
+        pure_loop_run(c->loop, slice < tick ? slice : tick);
+    }
 }
 
 static int all_connected(client *c)
@@ -405,11 +503,32 @@ static int all_closed(client *c)
 {
     return c->closed >= c->l;
 }
+static int all_echoed(client *c)
+{
+    return c->r.replies >= c->l;
+}
+
+/* --fanin: every link sends its N one-way requests; the window ends at the last link's echo. */
+static void cli_fanin(client *c, uint64_t drain)
+{
+    rpc_phase("measure_start");
+    double cpu0 = rpc_cpu_s();
+    uint64_t w0 = pure_now();
+    for (uint64_t i = 0; i < c->l; i++)
+        cli_pump(&c->links[i]);
+    run_for(c, drain, all_echoed);
+    c->r.window_s = (double)(pure_now() - w0) / 1e9;
+    c->r.client_cpu_s = rpc_cpu_s() - cpu0;
+    rpc_phase("measure_end");
+    c->r.requests = c->r.sent;
+    c->r.missing = c->l - c->r.replies;
+}
 
 static int cmd_client(int argc, char **argv)
 {
     const char *addr = NULL, *key = NULL;
     uint64_t l = 0, p = 0, size = 0, duration = 0, warmup = 500000000ull, drain = 10000000000ull;
+    uint64_t rate = 0, fanin = 0;
     int have_d = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -428,15 +547,21 @@ static int cmd_client(int argc, char **argv)
             i++;
         else if (!strcmp(a, "--drain-timeout") && v && !rpc_parse_seconds(v, &drain))
             i++;
+        else if (!strcmp(a, "--rate") && v && !rpc_parse_count(v, 0, 1000000000, &rate))
+            i++;
+        else if (!strcmp(a, "--fanin") && v && !rpc_parse_count(v, 1, 1ull << 40, &fanin))
+            i++;
         else if (a[0] != '-' && !addr)
             addr = a;
         else
             goto usage;
     }
-    if (!addr || !key || !l || !p || !size || !have_d)
+    if (fanin && !p)
+        p = 1; /* unused: the fan-in keeps no send times */
+    if (!addr || !key || !l || !p || !size || (!have_d && !fanin) || (fanin && rate))
         goto usage;
-    client c = {.l = l, .p = (uint32_t)p, .size = (uint32_t)size};
-    c.r.links = l, c.r.outstanding = p, c.r.size = size;
+    client c = {.l = l, .p = (uint32_t)p, .size = (uint32_t)size, .rate = rate, .fanin = fanin};
+    c.r.links = l, c.r.outstanding = p, c.r.size = size, c.r.rate = (double)rate;
     if (pure_addr_from_string(&c.to, addr) || pure_key_from_base64(c.peer, key)) {
         fprintf(stderr, "rpc_bench client: bad address '%s' or key '%s'\n", addr, key);
         return 2;
@@ -475,17 +600,20 @@ static int cmd_client(int argc, char **argv)
     printf("{\"phase\": \"connected\", \"links\": %" PRIu64 ", \"seconds\": %.3f}\n", c.established,
            c.r.connect_s);
     fflush(stdout);
-    if (c.established == l) {
+    if (c.established == l && fanin) {
+        cli_fanin(&c, drain);
+    } else if (c.established == l) {
         /* Traffic starts on the links in 20 steps over the first half of the warm-up: all L x P
          * requests at once would be one synchronised burst that no socket buffer holds. */
-        uint64_t steps = l < 20 ? l : 20;
+        uint64_t steps = rate ? 0 : l < 20 ? l : 20; /* paced: no ramp, the rate is the ramp */
+        c.rate_t0 = rate ? pure_now() : 0;
         for (uint64_t s = 0; s < steps; s++) {
             for (uint64_t i = s * l / steps; i < (s + 1) * l / steps; i++)
                 for (uint64_t k = 0; k < p && !c.links[i].closed; k++)
                     cli_send(&c.links[i]);
             run_for(&c, warmup / 2 / steps, NULL);
         }
-        run_for(&c, warmup - warmup / 2, NULL);
+        run_for(&c, rate ? warmup : warmup - warmup / 2, NULL);
         rpc_phase("measure_start");
         double cpu0 = rpc_cpu_s();
         uint64_t w0 = pure_now();
@@ -499,9 +627,10 @@ static int cmd_client(int argc, char **argv)
         run_for(&c, drain, all_answered);
     }
     uint64_t owed = 0;
-    for (uint64_t i = 0; i < l; i++)
+    for (uint64_t i = 0; i < l && !fanin; i++)
         owed += c.links[i].owed;
-    c.r.missing = c.r.sent - c.r.replies + owed;
+    if (!fanin)
+        c.r.missing = c.r.sent - c.r.replies + owed;
     if (c.r.missing)
         cli_fail(&c, "replies missing at the end of the run");
     /* Loss recovery's share: what the links lost and resent (a busy run should have none). */
@@ -512,10 +641,11 @@ static int cmd_client(int argc, char **argv)
             pure_link_stats_get(c.links[i].link, &ls);
             lost += ls.packets_lost, ptos += ls.ptos, resent += ls.bytes_retransmitted;
         }
-    char extra[160];
+    char extra[200];
     snprintf(extra, sizeof extra,
-             ", \"packets_lost\": %" PRIu64 ", \"ptos\": %" PRIu64 ", \"bytes_resent\": %" PRIu64,
-             lost, ptos, resent);
+             ", \"packets_lost\": %" PRIu64 ", \"ptos\": %" PRIu64 ", \"bytes_resent\": %" PRIu64
+             ", \"rate_skipped\": %" PRIu64,
+             lost, ptos, resent, c.rate_skipped);
     c.r.extra = extra;
     /* Close every link so the server sees clean ends, then report. */
     c.closing = 1;
@@ -523,7 +653,10 @@ static int cmd_client(int argc, char **argv)
         if (!c.links[i].closed)
             pure_link_close(c.links[i].link, 0, "done");
     run_for(&c, 2000000000ull, all_closed);
-    rpc_print_result(&c.r, &c.hist, "pure");
+    if (fanin)
+        rpc_print_fanin(&c.r, fanin, "pure");
+    else
+        rpc_print_result(&c.r, &c.hist, "pure");
     g_loop = NULL;
     pure_loop_free(c.loop);
     c.loop = NULL;
@@ -535,11 +668,14 @@ static int cmd_client(int argc, char **argv)
     free(c.buf);
     return ok ? 0 : 1;
 usage:
-    fprintf(stderr,
-            "usage: rpc_bench client ADDR:PORT --peer-key KEY --links L --outstanding P --size S\n"
-            "                        --duration SEC [--warmup SEC] [--drain-timeout SEC]\n"
-            "  (L 1..1000000, P 1..%u, S %d..%u bytes)\n",
-            RPC_MAX_OUTSTANDING, RPC_HDR, RPC_MAX_SIZE);
+    fprintf(
+        stderr,
+        "usage: rpc_bench client ADDR:PORT --peer-key KEY --links L --outstanding P --size S\n"
+        "                        --duration SEC [--warmup SEC] [--drain-timeout SEC] [--rate R]\n"
+        "       rpc_bench client ADDR:PORT --peer-key KEY --links L --size S --fanin N\n"
+        "                        [--drain-timeout SEC]\n"
+        "  (L 1..1000000, P 1..%u, S %d..%u bytes; --rate: requests/s over all links)\n",
+        RPC_MAX_OUTSTANDING, RPC_HDR, RPC_MAX_SIZE);
     return 2;
 }
 
@@ -553,6 +689,8 @@ int main(int argc, char **argv)
         stderr,
         "usage: rpc_bench serve [--listen ADDR:PORT] [--corrupt-every N] [--drop-every N] [--threads N]\n"
         "       rpc_bench client ADDR:PORT --peer-key KEY --links L --outstanding P --size S\n"
-        "                        --duration SEC [--warmup SEC] [--drain-timeout SEC]\n");
+        "                        --duration SEC [--warmup SEC] [--drain-timeout SEC] [--rate R]\n"
+        "       rpc_bench client ADDR:PORT --peer-key KEY --links L --size S --fanin N\n"
+        "                        [--drain-timeout SEC]\n");
     return 2;
 }

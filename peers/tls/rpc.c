@@ -13,10 +13,13 @@
  *       one SSL_write and one send(). --corrupt-every / --drop-every: every Nth reply has a
  *       byte flipped / is not sent (for the test that the client notices).
  *   tls-rpc client PORT --links L --outstanding P --size S --duration SEC [--warmup SEC]
- *                  [--drain-timeout SEC] [--cert-sha256 HEX] [--plain]
+ *                  [--drain-timeout SEC] [--rate R] [--cert-sha256 HEX] [--plain]
+ *   tls-rpc client PORT --links L --size S --fanin N [--drain-timeout SEC] [--cert-sha256 HEX]
  *       L connections (at most 256 handshakes at once, full TLS 1.3 handshakes, certificate
  *       pinned), then P requests in flight on each, every reply checked; phase lines and the
  *       final JSON line as tools/rpc_bench.c. Exit 0 only if every reply arrived intact.
+ *       --rate and --fanin as in tools/rpc_bench.c: a fixed total request rate; the fan-in drain
+ *       of N one-way requests per connection (bench/rpc_work.h, RPC_ONEWAY).
  *
  * The socket BIO (nbio below) reads ahead up to 16 KiB with one recv() per wakeup (epoll is
  * level-triggered, so what is left wakes us again: no recv() that only says EAGAIN) and gathers
@@ -390,6 +393,8 @@ static void srv_frame(conn *c, const uint8_t *d, size_t len, void *arg)
     worker *w = arg;
     (void)c;
     w->requests++;
+    if (!rpc_server_echoes(d, len)) /* the fan-in drain's one-way requests: counted only */
+        return;
     if (w->drop_every && w->requests % w->drop_every == 0) {
         w->dropped++;
         return;
@@ -601,6 +606,8 @@ typedef struct client {
     uint32_t size, p;
     uint64_t l, started, established, closed;
     int measuring, stopping, closing;
+    uint64_t rate, rate_t0, rate_cursor, rate_skipped; /* --rate, as in tools/rpc_bench.c */
+    uint64_t fanin;                                    /* --fanin N, 0 for the RPC workload */
     bytes stage;
     rpc_hist hist;
     rpc_result r;
@@ -665,17 +672,44 @@ static void cli_stage(client *k, conn *c)
     }
     p = k->stage.p + k->stage.len;
     rpc_put_be32(p, k->size);
-    rpc_request(p + 4, k->pat, k->size, c->idx, c->next_seq);
+    uint64_t seq = c->next_seq;
+    if (k->fanin)
+        seq |= RPC_ONEWAY | (seq + 1 == k->fanin ? RPC_LAST : 0);
+    rpc_request(p + 4, k->pat, k->size, c->idx, seq);
     k->stage.len += 4 + (size_t)k->size;
-    k->sent_at[(uint64_t)c->idx * k->p + c->next_seq % k->p] = rpc_now_ns();
+    if (!k->fanin)
+        k->sent_at[(uint64_t)c->idx * k->p + c->next_seq % k->p] = rpc_now_ns();
     c->next_seq++;
     k->r.sent++;
+}
+
+/* --fanin: hands c its one-way requests, 64 KiB at a time, until they are all written or the
+ * socket is full (EPOLLOUT then brings the connection back here). */
+static void cli_pump(client *k, conn *c)
+{
+    while (c->state == C_READY && c->next_seq < k->fanin && c->woff == c->wlen) {
+        while (c->next_seq < k->fanin && k->stage.len < 65536)
+            cli_stage(k, c);
+        if (conn_write(c, &k->stage) || conn_flush(c, k->ep)) {
+            cli_lose(k, c, "send failed");
+            return;
+        }
+    }
 }
 
 static void cli_frame(conn *c, const uint8_t *d, size_t len, void *arg)
 {
     client *k = arg;
     uint64_t now = rpc_now_ns();
+    if (k->fanin) { /* only the last request's echo comes back */
+        const char *bad =
+            rpc_check(d, len, k->pat, k->size, c->idx, (k->fanin - 1) | RPC_ONEWAY | RPC_LAST);
+        if (bad || c->next_reply)
+            cli_fail(k, bad ? bad : "a second echo on a fan-in connection");
+        c->next_reply++;
+        k->r.replies++;
+        return;
+    }
     const char *bad = rpc_check(d, len, k->pat, k->size, c->idx, c->next_reply);
     if (bad)
         cli_fail(k, bad);
@@ -685,7 +719,7 @@ static void cli_frame(conn *c, const uint8_t *d, size_t len, void *arg)
     }
     c->next_reply++;
     k->r.replies++;
-    if (!k->stopping)
+    if (!k->stopping && !k->rate) /* paced: a reply only frees a slot */
         cli_stage(k, c);
 }
 
@@ -741,16 +775,48 @@ static void cli_event(client *k, conn *c, uint32_t events)
         cli_lose(k, c, "send failed");
         return;
     }
-    if (end == 1)
+    if (end == 1) {
         cli_lose(k, c, "the server closed a connection");
+        return;
+    }
+    if (k->fanin && k->measuring)
+        cli_pump(k, c);
 }
 
-static void cli_poll(client *k, int ms)
+/* Waits up to ns for events (epoll_pwait2: the pacing tick is below a millisecond) and handles
+ * them. */
+static void cli_poll(client *k, uint64_t ns)
 {
     struct epoll_event evs[256];
-    int n = epoll_wait(k->ep, evs, 256, ms);
+    struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
+                          .tv_nsec = (long)(ns % 1000000000u)};
+    int n = epoll_pwait2(k->ep, evs, 256, &ts, NULL);
+    if (n < 0 && errno == ENOSYS)
+        n = epoll_wait(k->ep, evs, 256, (int)(ns / 1000000 + (ns % 1000000 != 0)));
     for (int i = 0; i < n; i++)
         cli_event(k, evs[i].data.ptr, evs[i].events);
+}
+
+/* --rate: stages the requests due by now on the next connections in turn with fewer than P
+ * outstanding, then writes them; due requests that find every connection full are skipped. */
+static void cli_pace(client *k, uint64_t now)
+{
+    uint64_t due = (uint64_t)((double)(now - k->rate_t0) * (double)k->rate / 1e9);
+    for (uint64_t issued = k->r.sent + k->rate_skipped; issued < due; issued++) {
+        uint64_t tries = 0;
+        for (; tries < k->l; tries++) {
+            conn *c = k->conns[k->rate_cursor];
+            k->rate_cursor = (k->rate_cursor + 1) % k->l;
+            if (c && c->state == C_READY && c->next_seq - c->next_reply < k->p) {
+                cli_stage(k, c);
+                if (conn_write(c, &k->stage) || conn_flush(c, k->ep))
+                    cli_lose(k, c, "send failed");
+                break;
+            }
+        }
+        if (tries == k->l)
+            k->rate_skipped++;
+    }
 }
 
 static void run_for(client *k, uint64_t ns, int (*done)(client *))
@@ -758,7 +824,14 @@ static void run_for(client *k, uint64_t ns, int (*done)(client *))
     uint64_t end = rpc_now_ns() + ns;
     for (uint64_t now; (now = rpc_now_ns()) < end && !(done && done(k));) {
         uint64_t left = end - now;
-        cli_poll(k, (int)(left / 1000000 + (left % 1000000 != 0)));
+        int pacing = k->rate && k->rate_t0 && !k->stopping;
+        if (pacing)
+            cli_pace(k, now);
+        uint64_t tick = 1000000000ull / (k->rate ? k->rate : 1); /* as rpc_bench.c's pace_tick_ns */
+        tick = tick < 20000 ? 20000 : tick > 1000000 ? 1000000 : tick;
+        if (pacing && left > tick)
+            left = tick;
+        cli_poll(k, left);
     }
 }
 
@@ -770,12 +843,33 @@ static int all_answered(client *k)
 {
     return k->r.replies >= k->r.sent || k->closed;
 }
+static int all_echoed(client *k)
+{
+    return k->r.replies >= k->l || k->closed;
+}
+
+/* --fanin: every connection writes its N one-way requests; the window ends at the last echo. */
+static void cli_fanin(client *k, uint64_t drain)
+{
+    rpc_phase("measure_start");
+    double cpu0 = rpc_cpu_s();
+    uint64_t w0 = rpc_now_ns();
+    k->measuring = 1;
+    for (uint64_t i = 0; i < k->l; i++)
+        cli_pump(k, k->conns[i]);
+    run_for(k, drain, all_echoed);
+    k->measuring = 0;
+    k->r.window_s = (double)(rpc_now_ns() - w0) / 1e9;
+    k->r.client_cpu_s = rpc_cpu_s() - cpu0;
+    rpc_phase("measure_end");
+    k->r.requests = k->r.sent;
+}
 
 static int cmd_client(int argc, char **argv)
 {
     const char *port_s = NULL, *fp = NULL;
     uint64_t port = 0, l = 0, p = 0, size = 0, duration = 0, warmup = 500000000ull,
-             drain = 10000000000ull;
+             drain = 10000000000ull, rate = 0, fanin = 0;
     int plain = 0, have_d = 0;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -795,12 +889,19 @@ static int cmd_client(int argc, char **argv)
             i++;
         else if (!strcmp(a, "--drain-timeout") && !rpc_parse_seconds(v, &drain))
             i++;
+        else if (!strcmp(a, "--rate") && !rpc_parse_count(v, 0, 1000000000, &rate))
+            i++;
+        else if (!strcmp(a, "--fanin") && !rpc_parse_count(v, 1, 1ull << 40, &fanin))
+            i++;
         else if (a[0] != '-' && !port_s && !rpc_parse_count(a, 1, 65535, &port))
             port_s = a;
         else
             goto usage;
     }
-    if (!port_s || !l || !p || !size || !have_d || (fp && strlen(fp) != 64))
+    if (fanin && !p)
+        p = 1; /* unused: the fan-in keeps no send times */
+    if (!port_s || !l || !p || !size || (!have_d && !fanin) || (fanin && rate) ||
+        (fp && strlen(fp) != 64))
         goto usage;
     /* L connections need L descriptors: raise the soft limit to the hard one. */
     struct rlimit rl;
@@ -811,7 +912,8 @@ static int cmd_client(int argc, char **argv)
     static client k;
     k.l = l, k.p = (uint32_t)p, k.size = (uint32_t)size, k.port = (uint16_t)port, k.fp = fp,
     k.plain = plain;
-    k.r.links = l, k.r.outstanding = p, k.r.size = size;
+    k.r.links = l, k.r.outstanding = p, k.r.size = size, k.r.rate = (double)rate;
+    k.rate = rate, k.fanin = fanin;
     k.ctx = tls_client_ctx(plain);
     k.ep = epoll_create1(EPOLL_CLOEXEC);
     k.conns = calloc(l, sizeof *k.conns);
@@ -835,8 +937,13 @@ static int cmd_client(int argc, char **argv)
     printf("{\"phase\": \"connected\", \"links\": %" PRIu64 ", \"seconds\": %.3f}\n", k.established,
            k.r.connect_s);
     fflush(stdout);
-    if (k.established == l) {
-        uint64_t steps = l < 20 ? l : 20; /* traffic starts in steps, as in rpc_bench.c */
+    if (k.established == l && fanin) {
+        cli_fanin(&k, drain);
+    } else if (k.established == l) {
+        uint64_t steps = rate     ? 0
+                         : l < 20 ? l
+                                  : 20; /* traffic starts in steps, as in rpc_bench.c */
+        k.rate_t0 = rate ? rpc_now_ns() : 0;
         for (uint64_t s = 0; s < steps; s++) {
             for (uint64_t i = s * l / steps; i < (s + 1) * l / steps; i++) {
                 conn *c = k.conns[i];
@@ -849,7 +956,7 @@ static int cmd_client(int argc, char **argv)
             }
             run_for(&k, warmup / 2 / steps, NULL);
         }
-        run_for(&k, warmup - warmup / 2, NULL);
+        run_for(&k, rate ? warmup : warmup - warmup / 2, NULL);
         rpc_phase("measure_start");
         double cpu0 = rpc_cpu_s();
         uint64_t w0 = rpc_now_ns();
@@ -862,7 +969,7 @@ static int cmd_client(int argc, char **argv)
         k.stopping = 1;
         run_for(&k, drain, all_answered);
     }
-    k.r.missing = k.r.sent - k.r.replies;
+    k.r.missing = fanin ? k.l - k.r.replies : k.r.sent - k.r.replies;
     if (k.r.missing)
         cli_fail(&k, "replies missing at the end of the run");
     k.closing = 1;
@@ -879,14 +986,22 @@ static int cmd_client(int argc, char **argv)
         }
         conn_free(c);
     }
-    rpc_print_result(&k.r, &k.hist, plain ? "tcp" : "tls");
+    char extra[64];
+    snprintf(extra, sizeof extra, ", \"rate_skipped\": %" PRIu64, k.rate_skipped);
+    k.r.extra = extra;
+    if (fanin)
+        rpc_print_fanin(&k.r, fanin, plain ? "tcp" : "tls");
+    else
+        rpc_print_result(&k.r, &k.hist, plain ? "tcp" : "tls");
     SSL_CTX_free(k.ctx);
     return k.r.errors == 0 && k.r.missing == 0 && k.established == l ? 0 : 1;
 usage:
     fprintf(
         stderr,
         "usage: tls-rpc client PORT --links L --outstanding P --size S --duration SEC\n"
-        "                      [--warmup SEC] [--drain-timeout SEC] [--cert-sha256 HEX] [--plain]\n");
+        "                      [--warmup SEC] [--drain-timeout SEC] [--rate R] [--cert-sha256 HEX] [--plain]\n"
+        "       tls-rpc client PORT --links L --size S --fanin N [--drain-timeout SEC]\n"
+        "                      [--cert-sha256 HEX] [--plain]\n");
     return 2;
 }
 
@@ -901,6 +1016,8 @@ int main(int argc, char **argv)
         stderr,
         "usage: tls-rpc serve [--plain] [--threads N] [--corrupt-every N] [--drop-every N]\n"
         "       tls-rpc client PORT --links L --outstanding P --size S --duration SEC\n"
-        "                      [--warmup SEC] [--drain-timeout SEC] [--cert-sha256 HEX] [--plain]\n");
+        "                      [--warmup SEC] [--drain-timeout SEC] [--rate R] [--cert-sha256 HEX] [--plain]\n"
+        "       tls-rpc client PORT --links L --size S --fanin N [--drain-timeout SEC]\n"
+        "                      [--cert-sha256 HEX] [--plain]\n");
     return 2;
 }

@@ -6,7 +6,8 @@
 # Asserts behaviour, not timing: the client exits 0 with no bad or missing reply and replies ==
 # sent, the server (on SIGTERM) counts exactly the requests the client sent, sent each back, and
 # accepted 100 links; and a client whose server corrupts one reply in 500 (--corrupt-every) or
-# leaves one unanswered (--drop-every) exits non-zero and says so.
+# leaves one unanswered (--drop-every) exits non-zero and says so. Then the fan-in drain and a
+# paced run (--fanin, --rate; bench/README.md "Fan-in" and "Cost growth") of each.
 # Builds the tls peer if needed (peers/tls/build.sh, as peers_quick does); rpc_bench comes from
 # the CMake build. Usage: tests/scripts/rpc_smoke.sh BUILD_DIR
 set -euo pipefail
@@ -80,5 +81,41 @@ for impl in $impls; do
                  "($(json "$tmp/$impl-$fault.cli" first_error))"
         fi
     done
+done
+
+# 4. the fan-in drain (--fanin): 20 links x 500 one-way requests; the server counts all 10,000
+# and echoes only each link's last; 5. a paced run (--rate 2000 over 50 links) holds its rate
+for impl in pure tls; do
+    if [ $impl = pure ]; then bin=("$build/rpc_bench"); else bin=("$build/peers/tls-rpc"); fi
+    start_server $impl-fanin "${bin[@]}" serve
+    rc=0; timeout 30 "${bin[@]}" client "$addr" "${extra[@]}" --links 20 --size 200 --fanin 500 --drain-timeout 10 \
+        >"$tmp/$impl-fanin.cli" 2>"$tmp/$impl-fanin.cli.err" || rc=$?
+    stop_server
+    sent=$(json "$tmp/$impl-fanin.cli" sent); replies=$(json "$tmp/$impl-fanin.cli" replies)
+    msgs=$(json "$tmp/$impl-fanin.cli" messages)
+    served=$(json "$tmp/$impl-fanin.srv" served); taken=$(json "$tmp/$impl-fanin.srv" requests)
+    if [ $rc -ne 0 ] || [ "$sent" != 10000 ] || [ "$msgs" != 10000 ] || [ "$replies" != 20 ] ||
+       [ "$taken" != 10000 ] || [ "$served" != 20 ]; then
+        echo "rpc_smoke: FAIL $impl fan-in: exit $rc, client sent=$sent messages=$msgs echoes=$replies;" \
+             "server requests=$taken served=$served (want 10000, 10000, 20; 10000, 20)" >&2
+        cat "$tmp/$impl-fanin.cli.err" "$tmp/$impl-fanin.srv.err" >&2
+        fail=1
+    else
+        echo "rpc_smoke: ok $impl fan-in: 10000 one-way requests on 20 links counted, 20 last ones echoed"
+    fi
+    start_server $impl-rate "${bin[@]}" serve
+    rc=0; timeout 30 "${bin[@]}" client "$addr" "${extra[@]}" --links 50 --outstanding 4 --size 61 --duration 1 \
+        --warmup 0.2 --rate 2000 >"$tmp/$impl-rate.cli" 2>"$tmp/$impl-rate.cli.err" || rc=$?
+    stop_server
+    rps=$(json "$tmp/$impl-rate.cli" requests_per_s); sent=$(json "$tmp/$impl-rate.cli" sent)
+    taken=$(json "$tmp/$impl-rate.srv" requests)
+    if [ $rc -ne 0 ] || [ "$taken" != "$sent" ] || ! awk -v r="${rps:-0}" 'BEGIN { exit !(r >= 1700 && r <= 2300) }'; then
+        echo "rpc_smoke: FAIL $impl --rate 2000: exit $rc, $rps requests/s in the window, sent=$sent," \
+             "server took $taken" >&2
+        cat "$tmp/$impl-rate.cli.err" >&2
+        fail=1
+    else
+        echo "rpc_smoke: ok $impl --rate 2000: $rps requests/s in the window, every reply checked"
+    fi
 done
 exit $fail
