@@ -85,10 +85,15 @@ done
 
 # 4. the fan-in drain (--fanin): 20 links x 500 one-way requests; the server counts all 10,000
 # and echoes only each link's last; 5. a paced run (--rate 2000 over 50 links) holds its rate
-for impl in pure tls; do
-    if [ $impl = pure ]; then bin=("$build/rpc_bench"); else bin=("$build/peers/tls-rpc"); fi
-    start_server $impl-fanin "${bin[@]}" serve
-    rc=0; timeout 30 "${bin[@]}" client "$addr" "${extra[@]}" --links 20 --size 200 --fanin 500 --drain-timeout 10 \
+for impl in $impls; do
+    serve=serve client=client
+    case $impl in
+        pure) bin=("$build/rpc_bench") ;;
+        tls) bin=("$build/peers/tls-rpc") ;;
+        quinn) bin=("$build/peers/quinn"); serve=rpc-serve client=rpc-client ;;
+    esac
+    start_server $impl-fanin "${bin[@]}" $serve
+    rc=0; timeout 30 "${bin[@]}" $client "$addr" "${extra[@]}" --links 20 --size 200 --fanin 500 --drain-timeout 10 \
         >"$tmp/$impl-fanin.cli" 2>"$tmp/$impl-fanin.cli.err" || rc=$?
     stop_server
     sent=$(json "$tmp/$impl-fanin.cli" sent); replies=$(json "$tmp/$impl-fanin.cli" replies)
@@ -103,8 +108,8 @@ for impl in pure tls; do
     else
         echo "rpc_smoke: ok $impl fan-in: 10000 one-way requests on 20 links counted, 20 last ones echoed"
     fi
-    start_server $impl-rate "${bin[@]}" serve
-    rc=0; timeout 30 "${bin[@]}" client "$addr" "${extra[@]}" --links 50 --outstanding 4 --size 61 --duration 1 \
+    start_server $impl-rate "${bin[@]}" $serve
+    rc=0; timeout 30 "${bin[@]}" $client "$addr" "${extra[@]}" --links 50 --outstanding 4 --size 61 --duration 1 \
         --warmup 0.2 --rate 2000 >"$tmp/$impl-rate.cli" 2>"$tmp/$impl-rate.cli.err" || rc=$?
     stop_server
     rps=$(json "$tmp/$impl-rate.cli" requests_per_s); sent=$(json "$tmp/$impl-rate.cli" sent)

@@ -27,7 +27,7 @@ use std::cell::{Cell, RefCell};
 use std::io::{self, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -605,6 +605,8 @@ struct Client {
     errors: Cell<u64>,
     first_error: Cell<Option<&'static str>>,
     lost_links: Cell<u64>,
+    /// --rate: due requests that found every link full.
+    rate_skipped: Cell<u64>,
     /// Fan-in: when the last link's final echo arrived.
     last_echo_ns: Cell<u64>,
     done: Notify,
@@ -729,34 +731,60 @@ async fn reader(k: Rc<Client>, i: usize, mut recv: quinn::RecvStream) {
     }
 }
 
-/// --rate: every millisecond, issues the requests due by then (R x time since traffic start)
-/// round-robin over the links with fewer than P outstanding.
+/// The pacing tick for --rate: 1/R, between 20 µs and 1 ms (rpc_bench.c's pace_tick_ns). One
+/// request per tick is what a service's independent callers look like; a millisecond's worth
+/// at once would batch them into one packet on a single link.
+fn pace_tick_ns(rate: u64) -> u64 {
+    (1_000_000_000 / rate).clamp(20_000, 1_000_000)
+}
+
+/// --rate: at every pacing tick, issues the requests due by then (R x time since traffic
+/// start), each on the next link in turn with fewer than P in flight; a due request that finds
+/// every link full is skipped and counted (rate_skipped). tokio's timers have 1 ms
+/// granularity, so the tick comes from a thread of its own sleeping 1/R and waking this task.
 async fn ticker(k: Rc<Client>, t0: u64) {
-    let mut iv = tokio::time::interval(Duration::from_millis(1));
+    let tick = Arc::new(Notify::new());
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tick2, stop2, period) = (tick.clone(), stop.clone(), Duration::from_nanos(pace_tick_ns(k.rate)));
+    let pacer = std::thread::Builder::new().name("pacer".into()).spawn(move || {
+        while !stop2.load(Relaxed) {
+            std::thread::sleep(period);
+            tick2.notify_one();
+        }
+    });
+    if let Err(e) = pacer {
+        eprintln!("quinn rpc-client: cannot start the pacing thread: {e}");
+        k.fail("cannot pace --rate");
+        return;
+    }
     let (mut issued, mut cursor) = (0u64, 0usize);
     let n = k.links.len();
     loop {
-        iv.tick().await;
-        if k.stopping.get() {
+        if k.stopping.get() || k.closing.get() {
+            stop.store(true, Relaxed);
             return;
         }
-        let due = ((now_ns() - t0) as u128 * k.rate as u128 / 1_000_000_000) as u64;
-        let mut misses = 0;
-        while issued < due && misses < n {
-            let l = &k.links[cursor];
-            cursor = if cursor + 1 == n { 0 } else { cursor + 1 };
-            let inflight = l.next_seq.get() - l.next_reply.get() + l.owed.get() as u64;
-            if l.lost.get() || inflight >= k.p as u64 {
-                misses += 1;
-                continue;
-            }
-            misses = 0;
+        let due = ((now_ns() - t0) as f64 * k.rate as f64 / 1e9) as u64;
+        while issued < due {
             issued += 1;
-            l.owed.set(l.owed.get() + 1);
-            if l.owed.get() == 1 {
-                l.wake.notify_one();
+            let mut tries = 0;
+            while tries < n {
+                let l = &k.links[cursor];
+                cursor = if cursor + 1 == n { 0 } else { cursor + 1 };
+                tries += 1;
+                if !l.lost.get() && l.next_seq.get() - l.next_reply.get() + (l.owed.get() as u64) < k.p as u64 {
+                    l.owed.set(l.owed.get() + 1);
+                    if l.owed.get() == 1 {
+                        l.wake.notify_one();
+                    }
+                    break;
+                }
+                if tries == n {
+                    k.rate_skipped.set(k.rate_skipped.get() + 1);
+                }
             }
         }
+        tick.notified().await;
     }
 }
 
@@ -859,6 +887,7 @@ pub fn cmd_rpc_client(o: ClientOpts) -> Result<bool, String> {
             errors: Cell::new(0),
             first_error: Cell::new(None),
             lost_links: Cell::new(0),
+            rate_skipped: Cell::new(0),
             last_echo_ns: Cell::new(0),
             done: Notify::new(),
         });
@@ -957,7 +986,10 @@ pub fn cmd_rpc_client(o: ClientOpts) -> Result<bool, String> {
             lost_pk += st.path.lost_packets;
             pings += st.frame_tx.ping;
         }
-        r.extra = format!(", \"packets_sent\": {sent_pk}, \"packets_lost\": {lost_pk}, \"pings_sent\": {pings}");
+        r.extra = format!(
+            ", \"rate_skipped\": {}, \"packets_sent\": {sent_pk}, \"packets_lost\": {lost_pk}, \"pings_sent\": {pings}",
+            k.rate_skipped.get()
+        );
         // Close every connection so the server sees clean ends, then report.
         k.closing.set(true);
         for c in conns.iter().flatten() {
@@ -1023,6 +1055,12 @@ async fn fanin_link(k: Rc<Client>, i: usize, n: u64, mut send: quinn::SendStream
     k.replies.set(k.replies.get() + 1);
     k.last_echo_ns.set(now);
     k.done.notify_one();
+    // Only the last request comes back: anything more on the stream is an error.
+    if let Ok(Some(_)) = recv.read_chunk(usize::MAX, true).await {
+        if !k.closing.get() {
+            k.fail("a second echo on a fan-in connection");
+        }
+    }
 }
 
 async fn fanin(
@@ -1043,12 +1081,12 @@ async fn fanin(
     r.window_s = (end - w0) as f64 / 1e9;
     r.client_cpu_s = cpu_s() - cpu0;
     phase("measure_end");
-    r.requests = links * o.fanin;
+    r.requests = k.sent.get();
     r.sent = k.sent.get();
     r.replies = k.replies.get();
     r.missing = links - r.replies;
     if r.missing > 0 {
-        k.fail("final echoes missing at the end of the run");
+        k.fail("replies missing at the end of the run");
     }
 }
 
