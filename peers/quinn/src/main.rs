@@ -588,18 +588,42 @@ pub(crate) fn endpoint_config() -> Result<quinn::EndpointConfig, String> {
 
 /// A UDP socket on 127.0.0.1 with 4 MiB buffers, ready for quinn.
 pub(crate) fn udp_socket(port: u16) -> Result<std::net::UdpSocket, String> {
+    udp_socket_with(port, SOCKET_BUFFER, false)
+}
+
+extern "C" {
+    fn setsockopt(fd: i32, level: i32, name: i32, value: *const std::ffi::c_void, len: u32) -> i32;
+}
+
+/// A UDP socket on 127.0.0.1 with `buffer`-byte send and receive buffers, ready for quinn.
+/// With `force`, SO_RCVBUFFORCE / SO_SNDBUFFORCE first (past net.core.[rw]mem_max; needs
+/// CAP_NET_ADMIN), as Pure's own socket does (src/io/udp.c); the capped options otherwise.
+pub(crate) fn udp_socket_with(port: u16, buffer: usize, force: bool) -> Result<std::net::UdpSocket, String> {
     use socket2::{Domain, Protocol, Socket, Type};
+    use std::os::unix::io::AsRawFd;
     let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).map_err(|e| format!("socket: {e}"))?;
-    s.set_recv_buffer_size(SOCKET_BUFFER).map_err(|e| format!("SO_RCVBUF: {e}"))?;
-    s.set_send_buffer_size(SOCKET_BUFFER).map_err(|e| format!("SO_SNDBUF: {e}"))?;
+    let forced = |name: i32| {
+        let v = buffer.min(i32::MAX as usize) as i32;
+        // SAFETY: setsockopt reads an int from the pointer; the fd is the socket above.
+        force && unsafe { setsockopt(s.as_raw_fd(), 1, name, &v as *const i32 as *const _, 4) } == 0
+    };
+    const SO_SNDBUFFORCE: i32 = 32;
+    const SO_RCVBUFFORCE: i32 = 33;
+    if !forced(SO_RCVBUFFORCE) {
+        s.set_recv_buffer_size(buffer).map_err(|e| format!("SO_RCVBUF: {e}"))?;
+    }
+    if !forced(SO_SNDBUFFORCE) {
+        s.set_send_buffer_size(buffer).map_err(|e| format!("SO_SNDBUF: {e}"))?;
+    }
     let addr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port));
     s.bind(&addr.into()).map_err(|e| format!("bind {addr}: {e}"))?;
     s.set_nonblocking(true).map_err(|e| format!("O_NONBLOCK: {e}"))?;
     // Linux doubles the value asked for and caps it at net.core.[rw]mem_max.
     let (r, w) = (s.recv_buffer_size().unwrap_or(0), s.send_buffer_size().unwrap_or(0));
-    if r < SOCKET_BUFFER || w < SOCKET_BUFFER {
+    if r < buffer || w < buffer {
         eprintln!(
-            "quinn: note: socket buffers are {r}/{w} bytes (receive/send), less than 4 MiB: raise net.core.rmem_max / wmem_max"
+            "quinn: note: socket buffers are {r}/{w} bytes (receive/send), less than {} MiB: raise net.core.rmem_max / wmem_max",
+            buffer >> 20
         );
     }
     Ok(s.into())

@@ -36,7 +36,7 @@ use tokio::sync::Notify;
 
 use super::idle::cpu_ns;
 use super::{
-    client_crypto, endpoint_config, parse_pin, print_suite_once, runtime, server_crypto, transport, udp_socket,
+    client_crypto, endpoint_config, parse_pin, print_suite_once, runtime, server_crypto, transport, udp_socket_with,
     SERVER_NAME,
 };
 
@@ -52,6 +52,11 @@ const FANIN_CHUNK: usize = 64 << 10;
 /// ...and quinn buffers at most this much unacknowledged data per connection, so L links
 /// hold at most L x 256 KiB, never the whole L x N.
 const FANIN_SEND_WINDOW: u64 = 256 << 10;
+/// Socket buffers, both sides: 64 MiB as Pure's own socket (src/io/udp.c), past rmem_max with
+/// SO_RCVBUFFORCE where allowed: one socket carries every link, and L x P requests arrive in
+/// bursts (at 10,000 links x 16 x 1 KiB, 8 MiB overflowed into losses that probe timeouts,
+/// grown to seconds by the queueing, did not repair within the 10 s drain).
+const SOCKET_BUFFER: usize = 64 << 20;
 /// Application error code: a request over RPC_MAX_SIZE.
 const BAD_FRAMING: u32 = 1;
 
@@ -396,7 +401,7 @@ pub fn cmd_rpc_serve(o: ServeOpts) -> Result<(), String> {
     let mut server = quinn::ServerConfig::with_crypto(crypto);
     server.transport_config(Arc::new(transport(IDLE_TIMEOUT_MS)));
     server.concurrent_connections(1_000_000);
-    let socket = udp_socket(0)?;
+    let socket = udp_socket_with(0, SOCKET_BUFFER, true)?;
     let rt = if o.threads == 1 {
         runtime()?
     } else {
@@ -854,7 +859,7 @@ pub fn cmd_rpc_client(o: ClientOpts) -> Result<bool, String> {
     }
     let mut client = quinn::ClientConfig::new(client_crypto(o.pin, ALPN)?);
     client.transport_config(Arc::new(t));
-    let socket = udp_socket(0)?;
+    let socket = udp_socket_with(0, SOCKET_BUFFER, true)?;
     let rt = runtime()?;
     let local = tokio::task::LocalSet::new();
     local.block_on(&rt, async move {
