@@ -1038,10 +1038,13 @@ RPC_ROWS = [
          "ngtcp2 0.12 (GnuTLS): peers/ngtcp2/rpc.c (one thread, one socket each side, GSO/GRO)"),
     Impl("tcp", "peers/tls-rpc", "tls", ["serve", "--plain"], ["client", "{port}", "--plain"] + RPC_CLIENT, {},
          "plain TCP: peers/tls/rpc.c --plain (no encryption; not in the default rows)"),
+    Impl("quinn", "peers/quinn", "quinn", ["rpc-serve"], ["rpc-client", "{port}"] + RPC_CLIENT,
+         {"cert_sha256": "--cert-sha256"}, "quinn 0.9 (tokio current-thread, rustls): peers/quinn/src/rpc.rs"),
 ]
 RPC_BY_NAME = {i.name: i for i in RPC_ROWS}
-RPC_DEFAULT_ROWS = ["pure", "tls"]
+RPC_DEFAULT_ROWS = ["pure", "tls", "ngtcp2", "quinn"]  # every row but plain tcp (issue #14: Pure and every peer)
 RPC_BASE = "tls"  # the ratio columns divide by this row's figure in the same cell
+RPC_QUIC = ["ngtcp2", "quinn"]  # "×QUIC server": server CPU ÷ the best of these in the same cell
 RPC_LINKS, RPC_LINKS_QUICK = [1, 100, 1000, 10000], [1, 100]
 RPC_P = [1, 16]
 RPC_SIZES = [61, 1024]
@@ -1186,7 +1189,10 @@ def rpc_summarize(runs, names, cells):
                 row["error"] = errs[0][:300]
             group.append(row)
         base = next((r for r in group if r["impl"] == RPC_BASE and "requests_per_s" in r), None)
+        quic = [r["server_us"] for r in group if r["impl"] in RPC_QUIC and r.get("server_us")]
         for row in group:
+            if quic and "server_us" in row:
+                row["x_quic_server"] = row["server_us"] / min(quic)
             if base and "requests_per_s" in row:
                 row["x_rps"] = row["requests_per_s"] / base["requests_per_s"]
                 row["x_server"] = row["server_us"] / base["server_us"] if base["server_us"] else None
@@ -1198,16 +1204,17 @@ def rpc_summarize(runs, names, cells):
 def rpc_table(rows):
     """The table as lists of cells (header first)."""
     hdr = ["L", "P", "size", "impl", "req/s", "server µs/req", "client µs/req", "p50 µs", "p99 µs", "p99.9 µs",
-           f"×{RPC_BASE} req/s", f"×{RPC_BASE} server", f"×{RPC_BASE} p99", "runs"]
+           f"×{RPC_BASE} req/s", f"×{RPC_BASE} server", f"×{RPC_BASE} p99", "×QUIC server", "runs"]
     out = [hdr]
     for r in rows:
         runs = f"{r['ok_runs']}/{r['runs']}"
         if "requests_per_s" not in r:
-            out.append([f"{r['links']:,}", str(r["p"]), str(r["size"]), r["impl"], "FAILED"] + [""] * 8 + [runs])
+            out.append([f"{r['links']:,}", str(r["p"]), str(r["size"]), r["impl"], "FAILED"] + [""] * 9 + [runs])
             continue
         out.append([f"{r['links']:,}", str(r["p"]), str(r["size"]), r["impl"], f"{r['requests_per_s']:,.0f}",
                     fmt(r["server_us"]), fmt(r["client_us"]), fmt(r["p50_us"]), fmt(r["p99_us"]), fmt(r["p999_us"]),
-                    fmt(r.get("x_rps"), 2), fmt(r.get("x_server"), 2), fmt(r.get("x_p99"), 2), runs])
+                    fmt(r.get("x_rps"), 2), fmt(r.get("x_server"), 2), fmt(r.get("x_p99"), 2),
+                    fmt(r.get("x_quic_server"), 2), runs])
     return out
 
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Smoke test of the RPC workload (bench/README.md, "RPC"): Pure's rpc_bench, the TCP+TLS
-# tls-rpc and (when its peer builds) ngtcp2's rpc-serve/rpc-client, each ~1 s at L = 100 links,
-# P = 16 requests in flight, 61-byte requests on loopback.
+# tls-rpc and (when their peers build) ngtcp2's and quinn's rpc-serve/rpc-client, each ~1 s at
+# L = 100 links, P = 16 requests in flight, 61-byte requests on loopback.
 # Asserts behaviour, not timing: the client exits 0 with no bad or missing reply and replies ==
 # sent, the server (on SIGTERM) counts exactly the requests the client sent, sent each back, and
 # accepted 100 links; and a client whose server corrupts one reply in 500 (--corrupt-every) or
@@ -23,6 +23,8 @@ if "$root/peers/ngtcp2/build.sh" "$build/peers" >/dev/null 2>&1; then
 else
     echo "rpc_smoke: note: peers/ngtcp2 does not build here (libngtcp2-dev missing?): ngtcp2 row skipped"
 fi
+# quinn only when its binary exists: its first cargo build takes minutes (peers/quinn/build.sh)
+[ -x "$build/peers/quinn" ] && impls="$impls quinn"
 tmp=$(mktemp -d)
 srv=""
 cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
@@ -52,6 +54,7 @@ cmds() {
         pure) bin=("$build/rpc_bench"); serve=serve; client=client ;;
         tls) bin=("$build/peers/tls-rpc"); serve=serve; client=client ;;
         ngtcp2) bin=("$build/peers/ngtcp2"); serve=rpc-serve; client=rpc-client ;;
+        quinn) bin=("$build/peers/quinn"); serve=rpc-serve; client=rpc-client ;;
     esac
 }
 for impl in $impls; do

@@ -129,7 +129,7 @@ extern "C" {
     fn malloc_trim(pad: usize) -> i32;
 }
 
-fn cpu_ns() -> u64 {
+pub(crate) fn cpu_ns() -> u64 {
     let mut r = Rusage { f: [0; 18] };
     // SAFETY: getrusage fills a struct rusage, which is 18 longs on 64-bit Linux.
     unsafe { getrusage(0, &mut r) };

@@ -20,6 +20,9 @@
 //!       N connections one after another from one endpoint: full handshake, one
 //!       61-byte message, its echo, close; prints connections per second.
 //!
+//!   quinn rpc-serve / quinn rpc-client
+//!       the RPC workload (bench/README.md, "RPC"): src/rpc.rs.
+//!
 //! Both sides run a current-thread tokio runtime. TLS 1.3 with TLS_AES_128_GCM_SHA256
 //! only; each side prints the suite rustls actually negotiated to stderr once. UDP
 //! datagrams are 1472 bytes (quinn-proto 0.9 has no PMTU discovery, so the initial
@@ -29,6 +32,7 @@
 //! UDP_GRO and recvmmsg.
 
 mod idle;
+mod rpc;
 
 use std::any::Any;
 use std::io;
@@ -58,7 +62,7 @@ const SOCKET_BUFFER: usize = 4 << 20;
 /// where nobody answers gives up after it).
 const IDLE_TIMEOUT_MS: u32 = 10_000;
 const ALPN: &[u8] = b"pure-drain";
-const SERVER_NAME: &str = "localhost";
+pub(crate) const SERVER_NAME: &str = "localhost";
 /// Application error code sent when the server rejects the stream's framing.
 const BAD_FRAMING: u32 = 1;
 
@@ -409,7 +413,7 @@ impl qcrypto::Session for Session {
     }
 }
 
-struct ClientTls(Arc<rustls::ClientConfig>);
+pub(crate) struct ClientTls(Arc<rustls::ClientConfig>);
 
 impl qcrypto::ClientConfig for ClientTls {
     fn start_session(
@@ -433,7 +437,7 @@ impl qcrypto::ClientConfig for ClientTls {
     }
 }
 
-struct ServerTls(Arc<rustls::ServerConfig>);
+pub(crate) struct ServerTls(Arc<rustls::ServerConfig>);
 
 impl qcrypto::ServerConfig for ServerTls {
     fn initial_keys(&self, version: u32, dst_cid: &ConnectionId, side: Side) -> Result<Keys, qcrypto::UnsupportedVersion> {
@@ -474,7 +478,7 @@ impl qcrypto::ServerConfig for ServerTls {
 /// Accepts the server's certificate if its SHA-256 matches the pinned one (or any
 /// certificate when no pin was given: a loopback benchmark). The handshake signature
 /// is still checked against the certificate's key by rustls's default methods.
-struct PinVerifier {
+pub(crate) struct PinVerifier {
     sha256: Option<[u8; 32]>,
 }
 
@@ -504,11 +508,11 @@ impl rustls::client::ServerCertVerifier for PinVerifier {
     }
 }
 
-static SUITES: &[rustls::SupportedCipherSuite] = &[rustls::cipher_suite::TLS13_AES_128_GCM_SHA256];
+pub(crate) static SUITES: &[rustls::SupportedCipherSuite] = &[rustls::cipher_suite::TLS13_AES_128_GCM_SHA256];
 
 /// Makes a self-signed P-256 certificate with the openssl CLI in a private temp
 /// directory, loads it, and removes the files.
-fn make_cert() -> Result<(rustls::Certificate, rustls::PrivateKey), String> {
+pub(crate) fn make_cert() -> Result<(rustls::Certificate, rustls::PrivateKey), String> {
     let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let dir = std::env::temp_dir().join(format!("pure-quinn-{}-{}", std::process::id(), nanos));
     {
@@ -558,17 +562,24 @@ fn make_cert() -> Result<(rustls::Certificate, rustls::PrivateKey), String> {
 // QUIC configuration
 
 fn transport_config() -> Arc<quinn::TransportConfig> {
+    Arc::new(transport(IDLE_TIMEOUT_MS))
+}
+
+/// The transport settings every mode shares: 1472-byte datagrams, 16 MiB stream and 64 MiB
+/// connection receive windows, a 64 MiB send window, no unidirectional streams, and the
+/// given idle timeout.
+pub(crate) fn transport(idle_timeout_ms: u32) -> quinn::TransportConfig {
     let mut t = quinn::TransportConfig::default();
     t.initial_max_udp_payload_size(UDP_PAYLOAD)
         .stream_receive_window(quinn::VarInt::from_u32(16 << 20))
         .receive_window(quinn::VarInt::from_u32(64 << 20))
         .send_window(64 << 20)
         .max_concurrent_uni_streams(quinn::VarInt::from_u32(0))
-        .max_idle_timeout(Some(quinn::IdleTimeout::from(quinn::VarInt::from_u32(IDLE_TIMEOUT_MS))));
-    Arc::new(t)
+        .max_idle_timeout(Some(quinn::IdleTimeout::from(quinn::VarInt::from_u32(idle_timeout_ms))));
+    t
 }
 
-fn endpoint_config() -> Result<quinn::EndpointConfig, String> {
+pub(crate) fn endpoint_config() -> Result<quinn::EndpointConfig, String> {
     let mut e = quinn::EndpointConfig::default();
     e.max_udp_payload_size(UDP_PAYLOAD as u64)
         .map_err(|e| format!("max_udp_payload_size: {e}"))?;
@@ -576,25 +587,49 @@ fn endpoint_config() -> Result<quinn::EndpointConfig, String> {
 }
 
 /// A UDP socket on 127.0.0.1 with 4 MiB buffers, ready for quinn.
-fn udp_socket(port: u16) -> Result<std::net::UdpSocket, String> {
+pub(crate) fn udp_socket(port: u16) -> Result<std::net::UdpSocket, String> {
+    udp_socket_with(port, SOCKET_BUFFER, false)
+}
+
+extern "C" {
+    fn setsockopt(fd: i32, level: i32, name: i32, value: *const std::ffi::c_void, len: u32) -> i32;
+}
+
+/// A UDP socket on 127.0.0.1 with `buffer`-byte send and receive buffers, ready for quinn.
+/// With `force`, SO_RCVBUFFORCE / SO_SNDBUFFORCE first (past net.core.[rw]mem_max; needs
+/// CAP_NET_ADMIN), as Pure's own socket does (src/io/udp.c); the capped options otherwise.
+pub(crate) fn udp_socket_with(port: u16, buffer: usize, force: bool) -> Result<std::net::UdpSocket, String> {
     use socket2::{Domain, Protocol, Socket, Type};
+    use std::os::unix::io::AsRawFd;
     let s = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).map_err(|e| format!("socket: {e}"))?;
-    s.set_recv_buffer_size(SOCKET_BUFFER).map_err(|e| format!("SO_RCVBUF: {e}"))?;
-    s.set_send_buffer_size(SOCKET_BUFFER).map_err(|e| format!("SO_SNDBUF: {e}"))?;
+    let forced = |name: i32| {
+        let v = buffer.min(i32::MAX as usize) as i32;
+        // SAFETY: setsockopt reads an int from the pointer; the fd is the socket above.
+        force && unsafe { setsockopt(s.as_raw_fd(), 1, name, &v as *const i32 as *const _, 4) } == 0
+    };
+    const SO_SNDBUFFORCE: i32 = 32;
+    const SO_RCVBUFFORCE: i32 = 33;
+    if !forced(SO_RCVBUFFORCE) {
+        s.set_recv_buffer_size(buffer).map_err(|e| format!("SO_RCVBUF: {e}"))?;
+    }
+    if !forced(SO_SNDBUFFORCE) {
+        s.set_send_buffer_size(buffer).map_err(|e| format!("SO_SNDBUF: {e}"))?;
+    }
     let addr = SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port));
     s.bind(&addr.into()).map_err(|e| format!("bind {addr}: {e}"))?;
     s.set_nonblocking(true).map_err(|e| format!("O_NONBLOCK: {e}"))?;
     // Linux doubles the value asked for and caps it at net.core.[rw]mem_max.
     let (r, w) = (s.recv_buffer_size().unwrap_or(0), s.send_buffer_size().unwrap_or(0));
-    if r < SOCKET_BUFFER || w < SOCKET_BUFFER {
+    if r < buffer || w < buffer {
         eprintln!(
-            "quinn: note: socket buffers are {r}/{w} bytes (receive/send), less than 4 MiB: raise net.core.rmem_max / wmem_max"
+            "quinn: note: socket buffers are {r}/{w} bytes (receive/send), less than {} MiB: raise net.core.rmem_max / wmem_max",
+            buffer >> 20
         );
     }
     Ok(s.into())
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, String> {
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime, String> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -603,7 +638,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, String> {
 
 static SUITE_PRINTED: AtomicBool = AtomicBool::new(false);
 
-fn print_suite_once(who: &str, conn: &quinn::Connection) {
+pub(crate) fn print_suite_once(who: &str, conn: &quinn::Connection) {
     if SUITE_PRINTED.swap(true, Ordering::Relaxed) {
         return;
     }
@@ -647,7 +682,10 @@ fn hex(b: &[u8]) -> String {
 // ---------------------------------------------------------------------------
 // serve
 
-fn cmd_serve(stats: bool, echo: bool) -> Result<(), String> {
+/// The server's TLS side: a fresh self-signed certificate, TLS 1.3 with SUITES only, the
+/// given ALPN, no early data; without `resumption` no session storage either (every
+/// handshake a full one). Returns it with the certificate's SHA-256 in hex.
+pub(crate) fn server_crypto(alpn: &[u8], resumption: bool) -> Result<(Arc<ServerTls>, String), String> {
     let (cert, key) = make_cert()?;
     let fingerprint = hex(ring::digest::digest(&ring::digest::SHA256, &cert.0).as_ref());
     let mut tls = rustls::ServerConfig::builder()
@@ -658,14 +696,19 @@ fn cmd_serve(stats: bool, echo: bool) -> Result<(), String> {
         .with_no_client_auth()
         .with_single_cert(vec![cert], key)
         .map_err(|e| format!("rustls server certificate: {e}"))?;
-    tls.alpn_protocols = vec![ALPN.to_vec()];
+    tls.alpn_protocols = vec![alpn.to_vec()];
     tls.max_early_data_size = 0;
-    if echo {
-        // Every handshake a full one (the handshakes experiment): no resumption.
+    if !resumption {
         tls.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
         tls.send_half_rtt_data = false;
     }
-    let mut server = quinn::ServerConfig::with_crypto(Arc::new(ServerTls(Arc::new(tls))));
+    Ok((Arc::new(ServerTls(Arc::new(tls))), fingerprint))
+}
+
+fn cmd_serve(stats: bool, echo: bool) -> Result<(), String> {
+    // With --echo every handshake is a full one (the handshakes experiment): no resumption.
+    let (crypto, fingerprint) = server_crypto(ALPN, !echo)?;
+    let mut server = quinn::ServerConfig::with_crypto(crypto);
     server.transport_config(transport_config());
     let socket = udp_socket(0)?;
     let rt = runtime()?;
@@ -740,14 +783,14 @@ async fn serve_conn(connecting: quinn::Connecting, stats: bool) -> Result<(), St
 // ---------------------------------------------------------------------------
 // drain
 
-fn parse_u64(what: &str, s: &str, min: u64, max: u64) -> Result<u64, String> {
+pub(crate) fn parse_u64(what: &str, s: &str, min: u64, max: u64) -> Result<u64, String> {
     match s.parse::<u64>() {
         Ok(v) if v >= min && v <= max => Ok(v),
         _ => Err(format!("{what} must be {min}..{max}, got '{s}'")),
     }
 }
 
-fn parse_pin(s: &str) -> Result<[u8; 32], String> {
+pub(crate) fn parse_pin(s: &str) -> Result<[u8; 32], String> {
     let b = s.as_bytes();
     if b.len() != 64 {
         return Err("--cert-sha256 needs 64 hex digits".into());
@@ -912,7 +955,10 @@ async fn serve_echo_conn(connecting: quinn::Connecting) -> Result<(), String> {
     Ok(())
 }
 
-fn client_config(pin: Option<[u8; 32]>) -> Result<quinn::ClientConfig, String> {
+/// The client's TLS side: TLS 1.3 with SUITES only, the server certificate pinned (or any
+/// with no pin), the given ALPN, no early data, no session cache and no tickets (every
+/// handshake a full one).
+pub(crate) fn client_crypto(pin: Option<[u8; 32]>, alpn: &[u8]) -> Result<Arc<ClientTls>, String> {
     let mut tls = rustls::ClientConfig::builder()
         .with_cipher_suites(SUITES)
         .with_safe_default_kx_groups()
@@ -920,12 +966,15 @@ fn client_config(pin: Option<[u8; 32]>) -> Result<quinn::ClientConfig, String> {
         .map_err(|e| format!("rustls client config: {e}"))?
         .with_custom_certificate_verifier(Arc::new(PinVerifier { sha256: pin }))
         .with_no_client_auth();
-    tls.alpn_protocols = vec![ALPN.to_vec()];
+    tls.alpn_protocols = vec![alpn.to_vec()];
     tls.enable_early_data = false;
-    // Every handshake a full one: no session cache, no tickets.
     tls.session_storage = Arc::new(rustls::client::NoClientSessionStorage {});
     tls.enable_tickets = false;
-    let mut client = quinn::ClientConfig::new(Arc::new(ClientTls(Arc::new(tls))));
+    Ok(Arc::new(ClientTls(Arc::new(tls))))
+}
+
+fn client_config(pin: Option<[u8; 32]>) -> Result<quinn::ClientConfig, String> {
+    let mut client = quinn::ClientConfig::new(client_crypto(pin, ALPN)?);
     client.transport_config(transport_config());
     Ok(client)
 }
@@ -1062,13 +1111,17 @@ fn usage() -> &'static str {
      \x20      quinn ping PORT N SIZE [--cert-sha256 HEX]\n\
      \x20      quinn handshakes PORT N [--cert-sha256 HEX]\n\
      \x20      quinn idle --links K --idle SECONDS [--keepalive SECONDS] [--json]\n\
+     \x20      quinn rpc-serve [--threads N] [--corrupt-every N] [--drop-every N]\n\
+     \x20      quinn rpc-client PORT [--cert-sha256 HEX] --links L --outstanding P --size S --duration SEC\n\
+     \x20                       [--warmup SEC] [--drain-timeout SEC] [--rate R] [--fanin N]\n\
      QUIC (quinn 0.9, rustls, TLS_AES_128_GCM_SHA256) drain peer for Pure's benchmark.\n\
      --cert-sha256 HEX  pin the server certificate (serve prints it as cert_sha256)\n\
      --write-all        send with write_all(&[u8]) (a copy per chunk) instead of write_chunk(Bytes)\n\
      --stats            print quinn's connection stats (datagrams, GSO transmits, losses) to stderr\n\
      serve --echo       send every message back (latency, handshakes; no TLS resumption)\n\
      ping               one connection, N round trips of one SIZE-byte message, each echo checked\n\
-     handshakes         N connections one after another: full handshake, one 61-byte message, its echo, close\n"
+     handshakes         N connections one after another: full handshake, one 61-byte message, its echo, close\n\
+     rpc-serve/-client  the RPC workload (bench/README.md, \"RPC\"; src/rpc.rs)\n"
 }
 
 fn run(args: &[String]) -> Result<bool, (u8, String)> {
@@ -1134,6 +1187,14 @@ fn run(args: &[String]) -> Result<bool, (u8, String)> {
             }
             let r = if cmd == "ping" { cmd_ping(port, n, size, pin) } else { cmd_handshakes(port, n, pin) };
             r.map_err(|e| (1, format!("quinn {cmd}: {e}")))
+        }
+        Some("rpc-serve") => {
+            let o = rpc::parse_serve(&args[1..])?;
+            rpc::cmd_rpc_serve(o).map(|_| true).map_err(|e| (1, format!("quinn rpc-serve: {e}")))
+        }
+        Some("rpc-client") => {
+            let o = rpc::parse_client(&args[1..])?;
+            rpc::cmd_rpc_client(o).map_err(|e| (1, format!("quinn rpc-client: {e}")))
         }
         Some("idle-serve") => idle::cmd_idle_serve().map(|_| true).map_err(|e| (1, format!("quinn idle-serve: {e}"))),
         Some("idle") => {
