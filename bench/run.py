@@ -214,16 +214,33 @@ def children_cpu_s():
     return ru.ru_utime + ru.ru_stime
 
 
+def pin_to(cpu):
+    """A preexec_fn that binds the child to one CPU, or None (the scheduler places it)."""
+    return None if cpu is None else (lambda: os.sched_setaffinity(0, {cpu}))
+
+
+def rpc_pins(args):
+    """(server CPU, client CPU) for the RPC experiments: the client on the first CPU this process
+    may use, the server on the last, unless --no-pin or fewer than 2 CPUs. Pinned apart, each
+    side's wakeups cost the same in every run: left to the scheduler, client and server sometimes
+    share a core (a wakeup is then a cheap switch) and sometimes not (an idle core is woken), and
+    the server's CPU per request at a fixed rate came out 5 or 15 µs from one run to the next."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if getattr(args, "no_pin", False) or len(cpus) < 2:
+        return None, None
+    return cpus[-1], cpus[0]
+
+
 class Server:
     """Starts `impl` serving, reads its JSON line; a context manager that kills it."""
 
-    def __init__(self, impl, timeout=20.0, args=None):
+    def __init__(self, impl, timeout=20.0, args=None, cpu=None):
         self.impl = impl
         self.out = tempfile.TemporaryFile(mode="w+")
         self.err = tempfile.TemporaryFile(mode="w+")
         try:
             self.proc = subprocess.Popen([impl.path] + (args or impl.serve), stdout=self.out, stderr=self.err,
-                                         stdin=subprocess.DEVNULL, cwd=ROOT)
+                                         stdin=subprocess.DEVNULL, cwd=ROOT, preexec_fn=pin_to(cpu))
         except OSError as e:
             raise RunError(f"cannot start {impl.path}: {e}")
         deadline = time.monotonic() + timeout
@@ -1084,21 +1101,22 @@ def rpc_client_argv(impl, rate=0, fanin=0):
     return base + RPC_CLIENT + (["--rate", str(rate)] if rate else [])
 
 
-def rpc_one(impl, links, p, size, duration, warmup, drain, timeout, rate=0, fanin=0):
+def rpc_one(impl, links, p, size, duration, warmup, drain, timeout, rate=0, fanin=0, pins=(None, None)):
     """One RPC run (or, with `fanin`, one fan-in drain of `fanin` one-way requests per link; with
     `rate`, the RPC workload at that fixed total rate). Returns a result dict (ok False with
     `error` on failure). The server's CPU is sampled (schedstat, as for the drain) when the client
     prints its measure_start and measure_end phase lines, so connecting the links and the warm-up
-    are not counted."""
+    are not counted. `pins`: (server CPU, client CPU), None for either to let the scheduler place it."""
     res = {"impl": impl.name, "links": links, "p": p, "size": size, "ok": False, "rate": rate, "fanin": fanin}
     subst = dict(links=links, p=p, size=size, duration=f"{duration:g}", warmup=f"{warmup:g}", drain=f"{drain:g}")
     key = "fanin" if fanin else "rpc"
     try:
-        with Server(impl) as srv:
+        with Server(impl, cpu=pins[0]) as srv:
             argv = ([impl.path] + [a.format(port=srv.port, **subst) for a in rpc_client_argv(impl, rate, fanin)]
                     + srv.client_extra())
             err = tempfile.TemporaryFile(mode="w+")
-            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, cwd=ROOT)
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, stdin=subprocess.DEVNULL, cwd=ROOT,
+                                    preexec_fn=pin_to(pins[1]))
             reader, rep, s0, s1 = LineReader(proc.stdout), None, None, None
             deadline = time.monotonic() + timeout
             try:
@@ -1284,6 +1302,8 @@ def rpc_plot(rows, cells, names, path):
 
 
 def rpc_args(p):
+    p.add_argument("--no-pin", action="store_true",
+                   help="let the scheduler place server and client (default: server on the last CPU, client on the first)")
     p.add_argument("--links", default=None, help="comma-separated link counts (default 1,100,1000,10000; quick 1,100)")
     p.add_argument("--outstanding", default=None, help="comma-separated requests in flight per link (default 1,16)")
     p.add_argument("--sizes", default=None, help="comma-separated request sizes, >= 12 (default 61,1024)")
@@ -1340,13 +1360,14 @@ def rpc_main(args):
     impls = rpc_impls(args, "rpc")
     runnable, skipped, broken = prepare(impls, args.no_build)
     rnames = [i.name for i in runnable]
+    pins = rpc_pins(args)
     cells = [(l, p, s) for l in links for p in ps for s in sizes]
     t_start = time.monotonic()
     runs = []
     for cell in cells:
         for rnd in range(1, rounds + 1):
             for impl in runnable:  # interleaved within a cell: A B A B ...
-                r = rpc_one(impl, *cell, duration, warmup, args.drain_timeout, timeout)
+                r = rpc_one(impl, *cell, duration, warmup, args.drain_timeout, timeout, pins=pins)
                 r["round"] = rnd
                 runs.append(r)
                 tag = f"[rpc L={cell[0]} P={cell[1]} {cell[2]} B  round {rnd}/{rounds}] {impl.name:<5}"
@@ -1365,6 +1386,7 @@ def rpc_main(args):
     failed = [r for r in runs if not r["ok"]]
     meta = {"quick": args.quick, "rounds": rounds, "duration": duration, "warmup": warmup, "links": links,
             "outstanding": ps, "sizes": sizes, "environment": environment(), "skipped": skipped, "broken": broken,
+            "pins": {"server_cpu": pins[0], "client_cpu": pins[1]},
             "elapsed_s": round(time.monotonic() - t_start, 1),
             "impls": {i.name: {"bin": i.bin, "serve": i.serve, "client": i.drain, "desc": i.desc} for i in runnable}}
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -1491,6 +1513,8 @@ def finish_cells(exp, args, runs, files, rows, broken, skipped):
 
 
 def fanin_args(p):
+    p.add_argument("--no-pin", action="store_true",
+                   help="let the scheduler place server and client (default: server on the last CPU, client on the first)")
     p.add_argument("--links", default=None, help="comma-separated link counts (default 1,100,1000; quick 1,100)")
     p.add_argument("--sizes", default=None, help="comma-separated request sizes, >= 12 (default 61,1024)")
     p.add_argument("--messages", type=int, default=None,
@@ -1514,7 +1538,8 @@ def fanin_main(args):
 
     def one(impl, cell):
         n = max(1, total // cell[0])
-        return rpc_one(impl, cell[0], 1, cell[1], 0, 0, args.drain_timeout, args.timeout or 300.0, fanin=n)
+        return rpc_one(impl, cell[0], 1, cell[1], 0, 0, args.drain_timeout, args.timeout or 300.0, fanin=n,
+                       pins=rpc_pins(args))
 
     def show(r):
         return (f"{r['report']['messages_per_s']:>12,.0f} msg/s  server {r['server_cpu_s'] * 1e6 / r['requests']:.3f}"
@@ -1568,6 +1593,7 @@ def fanin_main(args):
         fig.savefig(path, dpi=110)
         plt.close(fig)
     meta = {"quick": args.quick, "rounds": rounds, "messages": total, "links": links, "sizes": sizes,
+            "pins": dict(zip(("server_cpu", "client_cpu"), rpc_pins(args))),
             "environment": environment(), "skipped": skipped, "broken": broken,
             "elapsed_s": round(time.monotonic() - t0, 1),
             "impls": {i.name: {"bin": i.bin, "serve": i.serve, "client": rpc_client_argv(i, fanin=1), "desc": i.desc}
@@ -1577,6 +1603,8 @@ def fanin_main(args):
 
 
 def growth_args(p):
+    p.add_argument("--no-pin", action="store_true",
+                   help="let the scheduler place server and client (default: server on the last CPU, client on the first)")
     p.add_argument("--links", default=None, help="comma-separated link counts (default 1,10,100,1000,10000; quick 1,100)")
     p.add_argument("--rate", type=int, default=None, help="requests/s over all links (default 20,000; quick 5,000)")
     p.add_argument("--outstanding", type=int, default=GROWTH_P, help=f"most requests in flight per link (default {GROWTH_P})")
@@ -1604,7 +1632,7 @@ def growth_main(args):
 
     def one(impl, cell):
         return rpc_one(impl, cell[0], args.outstanding, args.size, duration, warmup, args.drain_timeout,
-                       args.timeout or 300.0, rate=rate)
+                       args.timeout or 300.0, rate=rate, pins=rpc_pins(args))
 
     def show(r):
         rep = r["report"]
@@ -1659,6 +1687,7 @@ def growth_main(args):
         fig.savefig(path, dpi=110)
         plt.close(fig)
     meta = {"quick": args.quick, "rounds": rounds, "rate": rate, "outstanding": args.outstanding, "size": args.size,
+            "pins": dict(zip(("server_cpu", "client_cpu"), rpc_pins(args))),
             "duration": duration, "warmup": warmup, "links": links, "environment": environment(),
             "skipped": skipped, "broken": broken, "elapsed_s": round(time.monotonic() - t0, 1),
             "impls": {i.name: {"bin": i.bin, "serve": i.serve, "client": rpc_client_argv(i, rate=rate),
