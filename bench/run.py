@@ -1264,6 +1264,33 @@ def rpc_markdown(rows, meta):
     return "\n".join(md) + "\n"
 
 
+def bar_panels(plt, path, rows, cells, names, cell_of, panels, title, tick):
+    """Bar charts, one panel per (key, label): a group of bars per cell, a bar per row (median,
+    whisker min-max), log scale. cell_of(row) is the row's cell, tick(cell) its x label."""
+    fig, axes = plt.subplots(len(panels), 1, figsize=(max(8, 0.45 * len(cells) * max(1, len(names))),
+                                                       3.4 * len(panels)), sharex=True, squeeze=False)
+    axes = axes[:, 0]
+    width = 0.8 / max(1, len(names))
+    for ax, (key, label) in zip(axes, panels):
+        for k, name in enumerate(names):
+            pts = [(j, r) for j, c in enumerate(cells) for r in rows
+                   if r["impl"] == name and cell_of(r) == c and r.get(key)]
+            if pts:
+                ax.bar([j + (k - (len(names) - 1) / 2) * width for j, _ in pts], [r[key] for _, r in pts], width,
+                       yerr=[[r[key] - r[key + "_min"] for _, r in pts], [r[key + "_max"] - r[key] for _, r in pts]],
+                       capsize=2, label=name)
+        ax.set_yscale("log")
+        ax.set_ylabel(label)
+        ax.grid(axis="y", which="both", alpha=0.3)
+    axes[0].legend(fontsize=8)
+    axes[0].set_title(title)
+    axes[-1].set_xticks(range(len(cells)))
+    axes[-1].set_xticklabels([tick(c) for c in cells], fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def rpc_plot(rows, cells, names, path):
     try:
         import matplotlib
@@ -1272,32 +1299,10 @@ def rpc_plot(rows, cells, names, path):
     except ImportError:
         note("matplotlib missing (apt-get install python3-matplotlib; run with /usr/bin/python3): no chart")
         return None
-    fig, axes = plt.subplots(3, 1, figsize=(max(8, 0.9 * len(cells) * max(1, len(names)) / 2), 10), sharex=True)
-    width = 0.8 / max(1, len(names))
-    panels = [("server_us", "server CPU µs / request"), ("requests_per_s", "requests / s"), ("p99_us", "p99 latency µs")]
-    for ax, (key, label) in zip(axes, panels):
-        for k, name in enumerate(names):
-            xs, ys, lo, hi = [], [], [], []
-            for j, cell in enumerate(cells):
-                r = next((r for r in rows if r["impl"] == name and (r["links"], r["p"], r["size"]) == cell
-                          and key in r), None)
-                if r and r[key]:
-                    xs.append(j + (k - (len(names) - 1) / 2) * width)
-                    ys.append(r[key])
-                    lo.append(r[key] - r[key + "_min"])
-                    hi.append(r[key + "_max"] - r[key])
-            if xs:
-                ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, label=name)
-        ax.set_yscale("log")
-        ax.set_ylabel(label)
-        ax.grid(axis="y", which="both", alpha=0.3)
-    axes[0].legend(fontsize=8)
-    axes[0].set_title("rpc: median of rounds (bars: min–max)")
-    axes[-1].set_xticks(range(len(cells)))
-    axes[-1].set_xticklabels([f"L={c[0]:,}\nP={c[1]}\n{c[2]} B" for c in cells], fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    bar_panels(plt, path, rows, cells, names, lambda r: (r["links"], r["p"], r["size"]),
+               [("server_us", "server CPU µs / request"), ("requests_per_s", "requests / s"),
+                ("p99_us", "p99 latency µs")],
+               "rpc: median of rounds (bars: min–max)", lambda c: f"L={c[0]:,}\nP={c[1]}\n{c[2]} B")
     return path
 
 
@@ -1572,26 +1577,9 @@ def fanin_main(args):
     log("\n".join(text_table(hdr, body)))
 
     def plot(plt, path):
-        fig, axes = plt.subplots(2, 1, figsize=(max(8, len(cells) * len(names) * 0.5), 7), sharex=True)
-        width = 0.8 / max(1, len(names))
-        for ax, (key, label) in zip(axes, [("server_us", "server CPU µs / message"), ("messages_per_s", "messages / s")]):
-            for k, name in enumerate(names):
-                pts = [(j, r) for j, c in enumerate(cells) for r in rows
-                       if r["impl"] == name and tuple(r["cell"]) == c and key in r]
-                if pts:
-                    ax.bar([j + (k - (len(names) - 1) / 2) * width for j, _ in pts], [r[key] for _, r in pts], width,
-                           yerr=[[r[key] - r[key + "_min"] for _, r in pts], [r[key + "_max"] - r[key] for _, r in pts]],
-                           capsize=2, label=name)
-            ax.set_yscale("log")
-            ax.set_ylabel(label)
-            ax.grid(axis="y", which="both", alpha=0.3)
-        axes[0].legend(fontsize=8)
-        axes[0].set_title("fan-in drain: median of rounds (bars: min–max)")
-        axes[-1].set_xticks(range(len(cells)))
-        axes[-1].set_xticklabels([f"L={c[0]:,}\n{c[1]} B" for c in cells], fontsize=8)
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        bar_panels(plt, path, rows, cells, names, lambda r: tuple(r["cell"]),
+                   [("server_us", "server CPU µs / message"), ("messages_per_s", "messages / s")],
+                   "fan-in drain: median of rounds (bars: min–max)", lambda c: f"L={c[0]:,}\n{c[1]} B")
     meta = {"quick": args.quick, "rounds": rounds, "messages": total, "links": links, "sizes": sizes,
             "pins": dict(zip(("server_cpu", "client_cpu"), rpc_pins(args))),
             "environment": environment(), "skipped": skipped, "broken": broken,
