@@ -196,6 +196,16 @@ typedef struct pure_loop_group pure_loop_group;
  * not below threads). */
 PURE_API int pure_settings_set_thread(pure_settings *s, unsigned thread, unsigned threads);
 
+/* Divides the budgets a context keeps for all of its links by `threads`, rounding up, so that a
+ * group of that many contexts made from these settings holds no more than one context would:
+ * max_receive_memory (at least max_message_size), max_links, max_half_open and handshake_load
+ * (0, "always demand a cookie", stays 0) each become at least 1. Call it once per settings, after
+ * setting the budgets the whole server should have. The per-address limits (half_open_per_addr,
+ * inits_per_addr) are left as they are: a client's links spread over the threads, and so does an
+ * address's share of each. One thread: nothing changes. Returns 0, or PURE_EINVAL (s NULL,
+ * threads 0 or above PURE_LOOP_GROUP_MAX). */
+PURE_API int pure_settings_share_budgets(pure_settings *s, unsigned threads);
+
 /* Creates n loops, loop i for ctxs[i] (made with settings passed to
  * pure_settings_set_thread(s, i, n)), each with its own socket bound to `bind` with
  * SO_REUSEPORT, in order; port 0 picks a free port for the first and the others bind to it.

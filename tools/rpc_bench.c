@@ -167,8 +167,10 @@ static int cmd_serve(int argc, char **argv)
         st.user = &sv[t];
         st.send_queue = 0;
         st.handshake_load = 16384;
-        if (n > 1)
-            pure_settings_set_thread(&st, t, n); /* one context per thread: pure_loop.h */
+        if (n > 1) { /* one context per thread, one server's budgets shared: pure_loop.h */
+            pure_settings_set_thread(&st, t, n);
+            pure_settings_share_budgets(&st, n);
+        }
         sv[t].scratch = malloc(RPC_MAX_SIZE);
         if (!sv[t].scratch)
             rc = PURE_ENOMEM;

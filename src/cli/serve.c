@@ -65,6 +65,9 @@ static const char serve_help[] =
     "                      (SO_REUSEPORT); a BPF program steers each datagram to the thread\n"
     "                      whose link it names, so a link stays on its thread even when its\n"
     "                      peer's address changes, and new links spread over the threads.\n"
+    "                      The server's budgets are shared, not multiplied: each thread\n"
+    "                      holds 1/N of the receive memory, links, half-open handshakes\n"
+    "                      and handshake load one context would.\n"
     "                      With N > 1 the first line also has \"threads\": N; --stats-every\n"
     "                      adds one line per thread, {\"stats\": \"thread\", \"thread\": I, ...}\n"
     "                      with the total line's fields plus \"dropped_unknown_link\",\n"
@@ -666,8 +669,10 @@ static int server_init(server *srv, const serve_opts *o, unsigned thread, unsign
     st.respond_to_unknown = o->respond_to_unknown;
     st.callbacks = &callbacks;
     st.user = srv;
-    if (threads > 1)
+    if (threads > 1) { /* the whole server keeps one context's budgets (pure_loop.h) */
         pure_settings_set_thread(&st, thread, threads);
+        pure_settings_share_budgets(&st, threads);
+    }
     int rc = pure_ctx_new(&st, &srv->ctx);
     memset(st.private_key, 0, sizeof st.private_key);
     if (rc) {

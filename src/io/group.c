@@ -184,6 +184,24 @@ int pure_settings_set_thread(pure_settings *s, unsigned thread, unsigned threads
     return 0;
 }
 
+static uint64_t share(uint64_t budget, unsigned n, uint64_t floor)
+{
+    uint64_t v = budget / n + (budget % n != 0);
+    return v < floor ? floor : v;
+}
+
+int pure_settings_share_budgets(pure_settings *s, unsigned threads)
+{
+    if (!s || threads == 0 || threads > PURE_LOOP_GROUP_MAX)
+        return PURE_EINVAL;
+    s->max_receive_memory = share(s->max_receive_memory, threads, s->max_message_size);
+    s->max_links = (uint32_t)share(s->max_links, threads, 1);
+    s->max_half_open = (uint32_t)share(s->max_half_open, threads, 1);
+    if (s->handshake_load)
+        s->handshake_load = (uint32_t)share(s->handshake_load, threads, 1);
+    return 0;
+}
+
 pure_loop *pure_loop_group_loop(const pure_loop_group *g, unsigned i)
 {
     return g && i < g->n ? g->m[i].loop : NULL;

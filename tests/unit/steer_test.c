@@ -78,6 +78,44 @@ static unsigned init_indices(const pure_settings *s, uint32_t *out, unsigned lin
     return got;
 }
 
+/* Budgets shared by a group's contexts: each gets 1/n, rounded up, within the floors, so the
+ * group holds no more than one context would (pure_serve --threads N did not, before: N contexts
+ * of 256 MiB receive memory and 16384 half-open handshakes each). */
+static void test_share_budgets(void)
+{
+    pure_settings s;
+    pure_settings_default(&s);
+    uint64_t mem = s.max_receive_memory;
+    uint32_t links = s.max_links, half = s.max_half_open, load = s.handshake_load;
+    uint32_t per_addr = s.half_open_per_addr, inits = s.inits_per_addr;
+    CHECK_EQ(pure_settings_share_budgets(&s, 1), 0); /* one thread: unchanged */
+    CHECK(s.max_receive_memory == mem && s.max_links == links && s.max_half_open == half &&
+          s.handshake_load == load);
+    CHECK_EQ(pure_settings_share_budgets(&s, 3), 0);
+    CHECK_EQ(s.max_receive_memory, (mem + 2) / 3);
+    CHECK_EQ(s.max_links, (links + 2) / 3);
+    CHECK_EQ(s.max_half_open, (half + 2) / 3);
+    CHECK_EQ(s.handshake_load, (load + 2) / 3);
+    CHECK(s.half_open_per_addr == per_addr && s.inits_per_addr == inits); /* per address: kept */
+    /* the floors: at least one message's memory, one link, one handshake; load 0 stays 0 */
+    base_settings(&s);
+    s.max_receive_memory = s.max_message_size;
+    s.max_links = 5;
+    s.max_half_open = 1;
+    s.handshake_load = 0;
+    CHECK_EQ(pure_settings_share_budgets(&s, 256), 0);
+    CHECK_EQ(s.max_receive_memory, s.max_message_size);
+    CHECK_EQ(s.max_links, 1);
+    CHECK_EQ(s.max_half_open, 1);
+    CHECK_EQ(s.handshake_load, 0);
+    pure_ctx *ctx = NULL;
+    CHECK_EQ(pure_ctx_new(&s, &ctx), 0); /* still valid settings */
+    pure_ctx_free(ctx);
+    CHECK_EQ(pure_settings_share_budgets(&s, 0), PURE_EINVAL);
+    CHECK_EQ(pure_settings_share_budgets(&s, 257), PURE_EINVAL);
+    CHECK_EQ(pure_settings_share_budgets(NULL, 2), PURE_EINVAL);
+}
+
 static void test_index_partition(void)
 {
     pure_settings s;
@@ -400,6 +438,7 @@ static void test_foreign_socket(void)
 
 int main(void)
 {
+    RUN(test_share_budgets);
     RUN(test_index_partition);
     RUN(test_program);
     RUN(test_kernel_steering);
