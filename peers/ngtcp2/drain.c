@@ -566,26 +566,8 @@ static int recv_stream_data_cb(ngtcp2_conn *conn, uint32_t flags, int64_t stream
 
 static void fill_callbacks(ngtcp2_callbacks *cb, int server)
 {
-    memset(cb, 0, sizeof(*cb));
-    if (server) {
-        cb->recv_client_initial = ngtcp2_crypto_recv_client_initial_cb;
-    } else {
-        cb->client_initial = ngtcp2_crypto_client_initial_cb;
-        cb->recv_retry = ngtcp2_crypto_recv_retry_cb;
-    }
-    cb->recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
-    cb->handshake_completed = handshake_completed_cb;
-    cb->encrypt = ngtcp2_crypto_encrypt_cb;
-    cb->decrypt = ngtcp2_crypto_decrypt_cb;
-    cb->hp_mask = ngtcp2_crypto_hp_mask_cb;
-    cb->recv_stream_data = recv_stream_data_cb;
-    cb->rand = nq_rand_cb;
-    cb->get_new_connection_id = get_new_connection_id_cb;
-    cb->update_key = ngtcp2_crypto_update_key_cb;
-    cb->delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
-    cb->delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
-    cb->get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb;
-    cb->version_negotiation = ngtcp2_crypto_version_negotiation_cb;
+    nq_fill_callbacks(cb, server, handshake_completed_cb, recv_stream_data_cb,
+                      get_new_connection_id_cb);
 }
 
 static void log_printf_cb(void *user_data, const char *fmt, ...)
@@ -1209,19 +1191,15 @@ static int parse_u64(const char *s, uint64_t max, uint64_t *out)
     return 0;
 }
 
+static void client_socket(peer *p, uint64_t port);
+static void client_conn_new(peer *p);
+
 static int drain(const char *port_s, const char *n_s, const char *size_s)
 {
     static peer P;
     peer *p = &P;
     uint64_t port, n, size;
-    struct sockaddr_in sin;
-    ngtcp2_callbacks cb;
-    ngtcp2_settings s;
-    ngtcp2_transport_params tp;
-    ngtcp2_cid dcid, scid;
-    ngtcp2_path path;
     uint8_t *pat;
-    int rv;
 
     if (parse_u64(port_s, 65535, &port) != 0 || port == 0)
         die("PORT must be 1..65535, got '%s'", port_s);
@@ -1250,40 +1228,9 @@ static int drain(const char *port_s, const char *n_s, const char *size_s)
     p->limit = p->total;
     p->sid = -1;
 
-    gnutls_certificate_allocate_credentials(&p->cred);
-    p->fd = make_socket();
-    memset(&sin, 0, sizeof(sin));
-    sin.sin_family = AF_INET;
-    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sin.sin_port = htons((uint16_t)port);
-    memcpy(&p->remote, &sin, sizeof(sin));
-    p->remotelen = sizeof(sin);
-    if (connect(p->fd, (struct sockaddr *)&sin, sizeof(sin)) != 0)
-        die("connect 127.0.0.1:%" PRIu64 ": %s", port, strerror(errno));
-    p->locallen = sizeof(p->local);
-    if (getsockname(p->fd, (struct sockaddr *)&p->local, &p->locallen) != 0)
-        die("getsockname: %s", strerror(errno));
-
+    client_socket(p, port);
     uint64_t t0 = now_ns();
-    if (tls_session_new(p) != 0)
-        die("TLS setup failed");
-    dcid.datalen = 18;
-    gnutls_rnd(GNUTLS_RND_RANDOM, dcid.data, dcid.datalen);
-    scid.datalen = SCID_LEN;
-    gnutls_rnd(GNUTLS_RND_RANDOM, scid.data, scid.datalen);
-    fill_callbacks(&cb, 0);
-    fill_settings(&s, &tp, 0);
-    path.local.addr = (struct sockaddr *)&p->local;
-    path.local.addrlen = p->locallen;
-    path.remote.addr = (struct sockaddr *)&p->remote;
-    path.remote.addrlen = p->remotelen;
-    path.user_data = NULL;
-    rv = ngtcp2_conn_client_new(&p->conn, &dcid, &scid, &path, NGTCP2_PROTO_VER_V1, &cb, &s, &tp,
-                                NULL, p);
-    if (rv != 0)
-        die("ngtcp2_conn_client_new: %s", ngtcp2_strerror(rv));
-    ngtcp2_conn_set_tls_native_handle(p->conn, p->tls);
-    ngtcp2_path_storage_zero(&p->ps);
+    client_conn_new(p);
 
     while (!p->conn_done && !p->reply_done)
         turn(p);

@@ -417,27 +417,8 @@ static int recv_stream_data_cb(ngtcp2_conn *conn, uint32_t flags, int64_t sid, u
 
 static void fill_callbacks(ngtcp2_callbacks *cb, int server)
 {
-    memset(cb, 0, sizeof *cb);
-    if (server) {
-        cb->recv_client_initial = ngtcp2_crypto_recv_client_initial_cb;
-    } else {
-        cb->client_initial = ngtcp2_crypto_client_initial_cb;
-        cb->recv_retry = ngtcp2_crypto_recv_retry_cb;
-    }
-    cb->recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
-    cb->handshake_completed = handshake_completed_cb;
-    cb->encrypt = ngtcp2_crypto_encrypt_cb;
-    cb->decrypt = ngtcp2_crypto_decrypt_cb;
-    cb->hp_mask = ngtcp2_crypto_hp_mask_cb;
-    cb->recv_stream_data = recv_stream_data_cb;
+    nq_fill_callbacks(cb, server, handshake_completed_cb, recv_stream_data_cb, new_cid_cb);
     cb->acked_stream_data_offset = acked_cb;
-    cb->rand = nq_rand_cb;
-    cb->get_new_connection_id = new_cid_cb;
-    cb->update_key = ngtcp2_crypto_update_key_cb;
-    cb->delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
-    cb->delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
-    cb->get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb;
-    cb->version_negotiation = ngtcp2_crypto_version_negotiation_cb;
 }
 
 static void fill_settings(ngtcp2_settings *st, ngtcp2_transport_params *tp, int server)

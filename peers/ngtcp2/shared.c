@@ -26,6 +26,33 @@ uint64_t nq_now(void)
     return (uint64_t)ts.tv_sec * NGTCP2_SECONDS + (uint64_t)ts.tv_nsec;
 }
 
+void nq_fill_callbacks(ngtcp2_callbacks *cb, int server,
+                       ngtcp2_handshake_completed handshake_completed,
+                       ngtcp2_recv_stream_data recv_stream_data,
+                       ngtcp2_get_new_connection_id new_cid)
+{
+    memset(cb, 0, sizeof *cb);
+    if (server) {
+        cb->recv_client_initial = ngtcp2_crypto_recv_client_initial_cb;
+    } else {
+        cb->client_initial = ngtcp2_crypto_client_initial_cb;
+        cb->recv_retry = ngtcp2_crypto_recv_retry_cb;
+    }
+    cb->recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
+    cb->handshake_completed = handshake_completed;
+    cb->encrypt = ngtcp2_crypto_encrypt_cb;
+    cb->decrypt = ngtcp2_crypto_decrypt_cb;
+    cb->hp_mask = ngtcp2_crypto_hp_mask_cb;
+    cb->recv_stream_data = recv_stream_data;
+    cb->rand = nq_rand_cb;
+    cb->get_new_connection_id = new_cid;
+    cb->update_key = ngtcp2_crypto_update_key_cb;
+    cb->delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
+    cb->delete_crypto_cipher_ctx = ngtcp2_crypto_delete_crypto_cipher_ctx_cb;
+    cb->get_path_challenge_data = ngtcp2_crypto_get_path_challenge_data_cb;
+    cb->version_negotiation = ngtcp2_crypto_version_negotiation_cb;
+}
+
 void nq_rand_cb(uint8_t *dest, size_t destlen, const ngtcp2_rand_ctx *rand_ctx)
 {
     (void)rand_ctx;

@@ -29,6 +29,13 @@ uint64_t nq_now(void); /* CLOCK_MONOTONIC, ns */
 
 /* ngtcp2's rand callback: GnuTLS's random generator. */
 void nq_rand_cb(uint8_t *dest, size_t destlen, const ngtcp2_rand_ctx *rand_ctx);
+/* Zeroes *cb and sets what every mode's connections share: the client's or server's initial
+ * callbacks, ngtcp2_crypto's for keys, AEAD and header protection, nq_rand_cb, and the three the
+ * mode names (handshake done, stream data, new connection IDs). The mode adds the rest. */
+void nq_fill_callbacks(ngtcp2_callbacks *cb, int server,
+                       ngtcp2_handshake_completed handshake_completed,
+                       ngtcp2_recv_stream_data recv_stream_data,
+                       ngtcp2_get_new_connection_id new_cid);
 
 /* Makes a self-signed ECDSA P-256 certificate for "localhost" into *cred. 0, or -1 after
  * printing why (prefixed by prog) on stderr. */
