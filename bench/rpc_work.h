@@ -192,6 +192,15 @@ typedef struct rpc_result {
     const char *extra; /* more JSON members (", \"key\": value ..."), or NULL */
 } rpc_result;
 
+/* Counts an error in r, keeps the first reason, and says the first five on stderr ("prog: why"). */
+static inline void rpc_fail(rpc_result *r, const char *prog, const char *why)
+{
+    if (!r->first_error)
+        r->first_error = why;
+    if (r->errors++ < 5)
+        fprintf(stderr, "%s: %s\n", prog, why);
+}
+
 /* Prints the phase line the runner samples the server's CPU at. */
 static inline void rpc_phase(const char *phase)
 {

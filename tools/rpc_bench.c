@@ -301,10 +301,7 @@ typedef struct client {
 
 static void cli_fail(client *c, const char *why)
 {
-    if (!c->r.first_error)
-        c->r.first_error = why;
-    if (c->r.errors++ < 5)
-        fprintf(stderr, "rpc_bench client: %s\n", why);
+    rpc_fail(&c->r, "rpc_bench client", why);
 }
 
 static void cli_connect_more(client *c)

@@ -57,10 +57,7 @@ typedef struct client {
 
 static void cli_fail(client *k, const char *why)
 {
-    if (!k->r.first_error)
-        k->r.first_error = why;
-    if (k->r.errors++ < 5)
-        fprintf(stderr, "ngtcp2 rpc-client: %s\n", why);
+    rpc_fail(&k->r, "ngtcp2 rpc-client", why);
 }
 
 /* ---- server ---- */

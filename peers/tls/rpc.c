@@ -615,10 +615,7 @@ typedef struct client {
 
 static void cli_fail(client *k, const char *why)
 {
-    if (!k->r.first_error)
-        k->r.first_error = why;
-    if (k->r.errors++ < 5)
-        fprintf(stderr, "tls-rpc client: %s\n", why);
+    rpc_fail(&k->r, "tls-rpc client", why);
 }
 
 static void cli_lose(client *k, conn *c, const char *why)
