@@ -39,6 +39,10 @@ def credit(v):
     return b"\x03" + varint(v)
 
 
+def delivered(offset):
+    return b"\x06" + varint(offset)
+
+
 def close(code, reason=b""):
     return b"\x04" + varint(code) + varint(len(reason)) + reason
 
@@ -71,6 +75,7 @@ def frame_seeds():
     write("frame", "ack_one_range", ack(10, 25, 10))
     write("frame", "ack_three_ranges", ack(100, 3, 4, [(0, 5), (10, 0), (3, 20)]))
     write("frame", "credit_close", credit(1 << 20) + close(0x104, b"bye"))
+    write("frame", "close_delivered", close(0, b"done") + delivered(1 << 20))
     write("frame", "rekey", rekey())
     write("frame", "rekey_bad_flag", b"\x05\x02" + bytes(36))
     write("frame", "data_fin", data(4, b"hello") + data(1 << 40, b"", fin=True))

@@ -139,14 +139,18 @@ typedef struct pure_link pure_link;
 
 /* Why a link closed, passed to on_closed. */
 typedef struct pure_close_info {
-    /* 0 for a graceful close by either side, else a PURE_E* code. After the peer's graceful
-     * close, messages sent here may still be unacknowledged: first_unacked..next_id-1 below. */
+    /* 0 for a graceful close by either side, else a PURE_E* code. */
     int error;
     uint64_t peer_code; /* the peer's close code: its application's code (error
                            PURE_ERESET), 0 (error 0), or Pure's own code 1..0xff */
     const char *reason; /* the peer's reason text (may be ""), valid during the callback */
     /* Messages this side accepted but the peer never acknowledged: ids first_unacked .. next_id-1
-     * (pure_link_send returns ids counting from 0). Empty (equal) after a clean close. */
+     * (pure_link_send returns ids counting from 0). Every message below first_unacked was
+     * delivered to the peer's application. When the peer closed (pure_link_close, abort or
+     * pure_ctx_shutdown, whatever the error), its CLOSE says how far its application read, so
+     * the list is exact: none of those ids was delivered, and error 0 with first_unacked ==
+     * next_id means the peer received every message. After a timeout, or when this side ended
+     * the link first, the ids are those not acknowledged: some may have arrived. */
     uint64_t first_unacked;
     uint64_t next_id;
 } pure_close_info;
@@ -321,8 +325,35 @@ PURE_API int pure_ctx_new(const pure_settings *s, pure_ctx **out);
 /* Frees a context and all its links at once, wiping all keys. No packet is sent; on_closed runs
  * (error PURE_ECLOSED, with the messages never acknowledged) for every link the application
  * knows of that had not closed, so the application can free what it keeps per link. Must not be
- * called from a callback. */
+ * called from a callback.
+ *
+ * Since the core sends nothing by itself, a program that wants its peers told before it frees
+ * the context (rather than leaving them to find out at their idle_timeout) does, in order:
+ * pure_ctx_shutdown(ctx, PURE_SHUTDOWN_ALL, now) (or only pure_link_abort on some links),
+ * then pure_ctx_write until it returns 0, sending each burst, then pure_ctx_free. The CLOSE of
+ * a pure_link_abort, too, only leaves with a later pure_ctx_write. Pure's I/O loop does the
+ * writing in pure_loop_free (pure_loop.h). */
 PURE_API void pure_ctx_free(pure_ctx *ctx);
+
+/* What pure_ctx_shutdown ends (flags, or-ed). */
+#define PURE_SHUTDOWN_CLOSES                                                                       \
+    0x1u /* links whose graceful close (pure_link_close) still waits                               \
+            for the peer's acknowledgements: they close at once, with                              \
+            the code and reason given to pure_link_close */
+#define PURE_SHUTDOWN_OPEN                                                                         \
+    0x2u /* every other link not yet closing: open links close with                                \
+            code 0 and reason "shutdown"; handshakes are dropped */
+#define PURE_SHUTDOWN_ALL (PURE_SHUTDOWN_CLOSES | PURE_SHUTDOWN_OPEN)
+
+/* Ends the links `flags` names at once, for a program about to stop: each open one goes to
+ * closing with its CLOSE queued for the next pure_ctx_write (which the caller must then call
+ * until it returns 0, sending each burst), and on_closed runs for each inside this call with
+ * error PURE_ECLOSED and the ids its peer never acknowledged. The peer hears a close (its
+ * on_closed: error 0, or PURE_ERESET for an application's code), with an exact report of what
+ * arrived. Links already closing are left as they are (their CLOSE is queued already).
+ * Returns 0, PURE_EINVAL (NULL, unknown flags) or PURE_ESTATE (called from a callback of this
+ * context, pure_ctx_links' visitor included, or inside pure_ctx_free; nothing was done). */
+PURE_API int pure_ctx_shutdown(pure_ctx *ctx, unsigned flags, uint64_t now);
 
 /* Registers a service name (1..63 bytes) the context accepts links for. Returns 0, PURE_EINVAL or
  * PURE_ENOMEM. Links naming an unregistered service are refused (the initiator sees

@@ -98,8 +98,15 @@ PURE_API int pure_addr_to_string(const pure_addr *a, char *out, size_t cap);
  *   PURE_EIO     socket, bind or epoll failed (errno says why: EADDRINUSE, EACCES, ...). */
 PURE_API int pure_loop_new(pure_ctx *ctx, const char *bind, pure_loop **out);
 
-/* Closes the socket and frees the loop (not the context). A burst still waiting for the
- * socket to drain is dropped: the core retransmits whatever mattered if it runs again. */
+/* Says goodbye, closes the socket and frees the loop (not the context). First, so that no peer
+ * is left to find out at its idle timeout: graceful closes still waiting for the peer's
+ * acknowledgements end at once (pure_ctx_shutdown with PURE_SHUTDOWN_CLOSES: their on_closed
+ * runs here, with error PURE_ECLOSED and the ids never acknowledged, the loop still whole), and
+ * everything the core has queued is sent — the CLOSE of every pure_link_abort and of those
+ * closes among it — giving a full socket up to 20 ms to drain (best effort: a CLOSE lost on
+ * the way is not sent again). Links the application left open stay open, for the context may
+ * be driven on; to end them too, call pure_ctx_shutdown(ctx, PURE_SHUTDOWN_ALL, pure_now())
+ * first. */
 PURE_API void pure_loop_free(pure_loop *loop);
 
 /* The local port the socket is bound to (the one the kernel chose for port 0). */

@@ -82,6 +82,10 @@ void pure_loop_steer_stats_get(const pure_loop *loop, pure_loop_steer_stats *st,
     memcpy(st, &loop->steer, size < sizeof loop->steer ? size : sizeof loop->steer);
 }
 
+static void release(pure_loop *loop);
+static int flush(pure_loop *l, uint64_t now);
+static int wait_events(pure_loop *l, struct epoll_event *ev, int max, uint64_t wait_ns);
+
 int pure_loop_new(pure_ctx *ctx, const char *bind, pure_loop **out)
 {
     return pure_loop_open(ctx, bind, 0, out);
@@ -125,7 +129,7 @@ int pure_loop_open(pure_ctx *ctx, const char *bind, int reuseport, pure_loop **o
     if (l->ep < 0 || l->evfd < 0 || epoll_ctl(l->ep, EPOLL_CTL_ADD, l->udp.fd, &ev) != 0 ||
         epoll_ctl(l->ep, EPOLL_CTL_ADD, l->evfd, &ev2) != 0) {
         int e = errno;
-        pure_loop_free(l);
+        release(l);
         errno = e;
         return PURE_EIO;
     }
@@ -133,10 +137,9 @@ int pure_loop_open(pure_ctx *ctx, const char *bind, int reuseport, pure_loop **o
     return 0;
 }
 
-void pure_loop_free(pure_loop *loop)
+/* Closes and frees what the loop holds. */
+static void release(pure_loop *loop)
 {
-    if (!loop)
-        return;
     pure_udp_close(&loop->udp);
     if (loop->ep >= 0)
         close(loop->ep);
@@ -144,6 +147,34 @@ void pure_loop_free(pure_loop *loop)
         close(loop->evfd);
     free(loop->sbuf);
     free(loop);
+}
+
+/* Before the socket goes: the CLOSEs the core has queued (pure_link_abort, graceful closes ended
+ * now) leave, or the peers would wait out their idle timeout. Best effort and bounded: a full
+ * socket is given FAREWELL_NS to drain. */
+#define FAREWELL_NS 20000000u
+static void farewell(pure_loop *l)
+{
+    uint64_t until = pure_now() + FAREWELL_NS;
+    pure_ctx_shutdown(l->ctx, PURE_SHUTDOWN_CLOSES, pure_now());
+    for (;;) {
+        if (flush(l, pure_now()) != 0 || !l->blocked)
+            return;
+        uint64_t now = pure_now();
+        if (now >= until)
+            return;
+        struct epoll_event ev;
+        if (wait_events(l, &ev, 1, until - now) < 0 && errno != EINTR)
+            return;
+    }
+}
+
+void pure_loop_free(pure_loop *loop)
+{
+    if (!loop)
+        return;
+    farewell(loop);
+    release(loop);
 }
 
 void pure_loop_stop(pure_loop *loop)

@@ -298,6 +298,36 @@ uint64_t pure_ctx_links(pure_ctx *ctx, int (*visit)(pure_link *link, void *user,
     return n;
 }
 
+int pure_ctx_shutdown(pure_ctx *ctx, unsigned flags, uint64_t now)
+{
+    if (!ctx || (flags & ~(unsigned)PURE_SHUTDOWN_ALL))
+        return PURE_EINVAL;
+    if (ctx->freeing || ctx->depth) /* inside pure_ctx_free, or a callback */
+        return PURE_ESTATE;
+    /* As pure_ctx_links: the links ended here stay in the table until the walk is over. */
+    ctx->depth++;
+    ctx->walking++;
+    ctx->now = now;
+    for (uint32_t i = 0; i < ctx->table.cap; i++) {
+        pure_link *l = pure_table_at(&ctx->table, i);
+        if (!l || l->state == PURE_LS_CLOSING || l->state == PURE_LS_CLOSED)
+            continue;
+        if (l->close_requested) { /* the close it asked for, at once */
+            if (flags & PURE_SHUTDOWN_CLOSES)
+                pure_link_terminate(l, PURE_ECLOSED, l->close_code, l->b ? l->b->close_reason : "",
+                                    1, now);
+        } else if (flags & PURE_SHUTDOWN_OPEN) {
+            pure_link_terminate(l, PURE_ECLOSED, PURE_CLOSE_OK, "shutdown", 1, now);
+        }
+    }
+    if (--ctx->walking == 0)
+        for (pure_link *l = ctx->dead; l; l = l->dead_next)
+            if (pure_ctx_table_find(ctx, l->local_index) == l)
+                pure_ctx_table_remove(ctx, l);
+    pure_link_end_call(ctx);
+    return 0;
+}
+
 /* Memory came free while links were held back by max_receive_memory: wake them (rxmem.c). */
 static void rx_wake(pure_ctx *ctx, uint64_t now)
 {

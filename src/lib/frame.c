@@ -61,6 +61,10 @@ int pure_frame_parse(const uint8_t **pp, const uint8_t *end, pure_frame *f, pure
         if (pure_varint_get(&p, end, &f->u.credit))
             return PURE_EPROTO;
         break;
+    case PURE_FRAME_DELIVERED:
+        if (pure_varint_get(&p, end, &f->u.delivered))
+            return PURE_EPROTO;
+        break;
     case PURE_FRAME_CLOSE: {
         uint64_t len;
         if (pure_varint_get(&p, end, &f->u.close.code) || pure_varint_get(&p, end, &len))
@@ -184,6 +188,15 @@ int pure_pkt_credit(pure_pkt *k, uint64_t max_offset)
     if (pure_pkt_room(k) < 1 + pure_varint_len(max_offset))
         return -1;
     k->p = pure_frame_put_credit(k->p, max_offset);
+    return 0;
+}
+
+int pure_pkt_delivered(pure_pkt *k, uint64_t offset)
+{
+    if (pure_pkt_room(k) < 1 + pure_varint_len(offset))
+        return -1;
+    *k->p++ = PURE_FRAME_DELIVERED;
+    k->p = pure_varint_put(k->p, offset);
     return 0;
 }
 

@@ -78,7 +78,7 @@ static int drain_ring(pure_link *link, uint64_t now)
     size_t chunk;
     while ((chunk = pure_rob_next(&b->rob, link->recv_next, &p)) != 0) {
         int rc = feed(link, p, chunk, now);
-        link->recv_next += rc == PURE_EAGAIN ? chunk - b->parse.unfed : chunk;
+        link->recv_next += chunk - b->parse.unfed; /* held back, or the application closed */
         if (rc || link->state != PURE_LS_OPEN) {
             pure_rob_trim(&b->rob, link->recv_next);
             return rc;
@@ -141,11 +141,10 @@ static int on_data(pure_link *link, const pure_frame *f, uint64_t now)
         if (off <= link->recv_next) {
             uint64_t skip = link->recv_next - off;
             int rc = feed(link, f->u.data.bytes + skip, (size_t)(len - skip), now);
-            if (rc == PURE_EAGAIN) { /* held back: the rest comes again when there is room */
-                link->recv_next = end - link->b->parse.unfed;
+            /* all of it, or up to where the application closed the link, or held back */
+            link->recv_next = end - link->b->parse.unfed;
+            if (rc == PURE_EAGAIN) /* held back: the rest comes again when there is room */
                 return DATA_DROPPED;
-            }
-            link->recv_next = end;
             if (rc)
                 return rc;
             if (link->state != PURE_LS_OPEN)
@@ -203,7 +202,9 @@ void pure_link_recv_unheld(pure_link *link, uint64_t now)
 
 /* A packet for a link that is closing: the application heard on_closed already, so nothing in
  * it is delivered. The peer's CLOSE ends the link; anything else means our CLOSE was lost, so
- * it goes again. */
+ * it goes again. The CLOSE is
+ * answered on the 1st, 2nd, 4th, 8th ... such packet only (RFC 9000 section 10.2.1), besides
+ * its timer: a peer's flight arriving at a closed link costs a few packets, not one each. */
 static int closing_recv(pure_link *link, const uint8_t *p, size_t plen, uint64_t now)
 {
     const uint8_t *end = p + plen;
@@ -218,8 +219,11 @@ static int closing_recv(pure_link *link, const uint8_t *p, size_t plen, uint64_t
             return 0;
         }
     }
-    link->close_pending = 1;
-    pure_ctx_mark_pending(link->ctx, link);
+    uint32_t heard = link->b ? ++link->b->closing_heard : 1;
+    if ((heard & (heard - 1)) == 0) {
+        link->close_pending = 1;
+        pure_ctx_mark_pending(link->ctx, link);
+    }
     return 0;
 }
 
@@ -307,6 +311,16 @@ static void check_path(pure_link *link, const pure_addr *from, uint64_t pn, size
     }
     if (link->path_unvalidated && pure_addr_equal(from, &link->peer))
         link->amp_received += n; /* only what came from the address being answered counts */
+}
+
+/* The DELIVERED frame that follows a peer's CLOSE in its packet, if there is one: what of our
+ * stream its application had, taken before the CLOSE is reported. */
+static void take_delivered(pure_link *link, const uint8_t *p, const uint8_t *end)
+{
+    pure_frame f;
+    pure_ack_frame ack;
+    if (p < end && pure_frame_parse(&p, end, &f, &ack) == 0 && f.type == PURE_FRAME_DELIVERED)
+        pure_recovery_on_delivered(link, f.u.delivered);
 }
 
 /* What the frames of one packet did. */
@@ -411,6 +425,8 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
             pure_link_terminate(link, PURE_EPROTO, PURE_CLOSE_PROTOCOL, "malformed frame", 1, now);
             return PURE_EPROTO;
         }
+        if (f.type == PURE_FRAME_CLOSE)
+            take_delivered(link, p, end);
         if (on_frame(link, &f, &ack, &seen, &rc, now))
             return rc;
     }

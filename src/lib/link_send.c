@@ -226,7 +226,12 @@ static int64_t write_control(pure_link *link, uint8_t *buf, size_t cap, size_t *
         return 0;
     pure_pkt k = {buf + PURE_DATA_HEADER, buf + cap - PURE_TAG_LEN};
     const char *reason = link->b ? link->b->close_reason : "";
-    if (pure_pkt_close(&k, link->close_code, reason, strlen(reason)) != 0)
+    /* The CLOSE, then how much of the peer's stream our application had: the peer's on_closed
+     * then lists exactly the messages that did not arrive. (ACKs cannot say it: the one this
+     * side still owed may never leave, and the peer ignores late ACKs of packets it declared
+     * lost.) A peer that stops reading at the CLOSE ignores it. */
+    if (pure_pkt_close(&k, link->close_code, reason, strlen(reason)) != 0 ||
+        pure_pkt_delivered(&k, link->recv_next) != 0)
         return 0;
     size_t total = seal_packet(link, buf, k.p);
     if (total == 0)

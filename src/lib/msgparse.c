@@ -75,9 +75,12 @@ int pure_msgparse_feed(pure_msgparse *m, const pure_alloc *a, const uint8_t *p, 
                 if (len > m->max_len)
                     return PURE_EMSGSIZE;
                 if ((size_t)(end - p - 4) >= len) {
-                    if (fn(arg, p + 4, len))
-                        return 1;
+                    int stop = fn(arg, p + 4, len);
                     p += 4 + (size_t)len;
+                    if (stop) {
+                        m->unfed = (size_t)(end - p);
+                        return 1;
+                    }
                     continue;
                 }
                 m->body_len = len;
@@ -120,8 +123,10 @@ int pure_msgparse_feed(pure_msgparse *m, const pure_alloc *a, const uint8_t *p, 
             int stop = fn(arg, m->body_len ? m->body : (const uint8_t *)"", m->body_len);
             if (m->body_cap > PURE_MSGPARSE_KEEP) /* a big message is gone: so is its memory */
                 pure_msgparse_free(m, a);
-            if (stop)
+            if (stop) {
+                m->unfed = (size_t)(end - p);
                 return 1;
+            }
         }
     }
     return 0;

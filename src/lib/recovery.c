@@ -186,6 +186,14 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
     return flags;
 }
 
+int pure_recovery_on_delivered(pure_link *link, uint64_t offset)
+{
+    if (!link->b || offset <= link->sb.base || offset > link->send_next)
+        return 0;
+    pure_ranges_add(&link->b->acked, &link->ctx->alloc, link->sb.base, offset);
+    return release_acked(link);
+}
+
 void pure_recovery_discard_from(pure_link *link, uint64_t first_pn)
 {
     if (!link->b)

@@ -75,6 +75,7 @@ typedef struct pure_busy {
     uint8_t flight_woken;   /* woken from that list: packets it may send ahead of those waiting */
     uint64_t flight_charge; /* this link's share of ctx->flight */
     uint32_t orphaned;      /* a former owner: what it held then, counted in ctx->rx_orphaned */
+    uint32_t closing_heard; /* CLOSING: the peer's packets since (CLOSE resent on powers of 2) */
 } pure_busy;
 
 /* What only the initiator's handshake needs: freed once the link is open. */

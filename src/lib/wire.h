@@ -99,7 +99,11 @@ enum pure_frame_type {
     PURE_FRAME_CREDIT = 0x03,  /* max stream offset the peer may send up to */
     PURE_FRAME_CLOSE = 0x04,   /* code, reason length, reason */
     PURE_FRAME_REKEY = 0x05,   /* request (0) or reply (1), generation u32, X25519 public key */
-    PURE_FRAME_DATA = 0x08,    /* 0x08 | FIN(0x01): offset, length, bytes */
+    /* DELIVERED follows a CLOSE in its packet: the stream offset up to which the closing side
+     * delivered the peer's messages to its application. Peers that stop reading at the CLOSE
+     * (0.2) never see it, so it changes nothing for them. */
+    PURE_FRAME_DELIVERED = 0x06, /* stream offset */
+    PURE_FRAME_DATA = 0x08,      /* 0x08 | FIN(0x01): offset, length, bytes */
 };
 #define PURE_FRAME_DATA_FIN 0x01
 

@@ -266,6 +266,7 @@ static void test_ctx_setup(void)
 }
 
 static int connect_inside_walk_rc;
+static int shutdown_inside_walk_rc;
 static int visit_connect(pure_link *l, void *user, void *arg)
 {
     (void)l, (void)user;
@@ -273,6 +274,7 @@ static int visit_connect(pure_link *l, void *user, void *arg)
     pure_link *out = NULL;
     connect_inside_walk_rc = (int)GOT(
         pure_connect, (e->ctx, &e->addr, pure_ctx_public_key(e->ctx), "svc", NULL, &out, 0));
+    shutdown_inside_walk_rc = (int)GOT(pure_ctx_shutdown, (e->ctx, PURE_SHUTDOWN_ALL, 0));
     return 1;
 }
 
@@ -295,6 +297,10 @@ static void test_connect(void)
     connect_pair(&c, &s, 0);
     CHECK_EQ(GOT(pure_ctx_links, (c.ctx, visit_connect, &c)), 1);
     CHECK_EQ(connect_inside_walk_rc, PURE_ESTATE);
+    CHECK_EQ(shutdown_inside_walk_rc, PURE_ESTATE);
+    CHECK_EQ(GOT(pure_ctx_shutdown, (NULL, PURE_SHUTDOWN_ALL, 0)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_ctx_shutdown, (c.ctx, 0x100, 0)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_ctx_shutdown, (c.ctx, PURE_SHUTDOWN_ALL, 0)), 0);
     pure_ctx_free(c.ctx);
     pure_ctx_free(s.ctx);
 

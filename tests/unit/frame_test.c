@@ -361,7 +361,8 @@ static void test_unknown_types(void)
         int rc = pure_frame_parse(&p, buf + sizeof buf, &f, &a);
         int known = t == PURE_FRAME_PADDING || t == PURE_FRAME_PING || t == PURE_FRAME_ACK ||
                     t == PURE_FRAME_CREDIT || t == PURE_FRAME_CLOSE || t == PURE_FRAME_REKEY ||
-                    t == PURE_FRAME_DATA || t == (PURE_FRAME_DATA | PURE_FRAME_DATA_FIN);
+                    t == PURE_FRAME_DELIVERED || t == PURE_FRAME_DATA ||
+                    t == (PURE_FRAME_DATA | PURE_FRAME_DATA_FIN);
         if (known) {
             CHECK_EQ(rc, 0); /* zero bodies are valid for every known type */
             accepted++;
@@ -371,8 +372,31 @@ static void test_unknown_types(void)
             refused++;
         }
     }
-    CHECK_EQ(accepted, 8);
-    CHECK_EQ(refused, 248);
+    CHECK_EQ(accepted, 9);
+    CHECK_EQ(refused, 247);
+}
+
+/* DELIVERED round-trips behind a CLOSE, and a truncated one is refused. */
+static void test_delivered(void)
+{
+    uint8_t buf[64];
+    pure_pkt k = {buf, buf + sizeof buf};
+    CHECK_EQ(pure_pkt_close(&k, 0, "bye", 3), 0);
+    CHECK_EQ(pure_pkt_delivered(&k, 123456789), 0);
+    const uint8_t *p = buf;
+    pure_frame f;
+    pure_ack_frame a;
+    CHECK_EQ(pure_frame_parse(&p, k.p, &f, &a), 0);
+    CHECK_EQ(f.type, PURE_FRAME_CLOSE);
+    CHECK_EQ(pure_frame_parse(&p, k.p, &f, &a), 0);
+    CHECK_EQ(f.type, PURE_FRAME_DELIVERED);
+    CHECK_EQ(f.u.delivered, 123456789);
+    CHECK(p == k.p);
+    const uint8_t *q = k.p - 2;
+    CHECK_EQ(pure_frame_parse(&q, k.p - 1, &f, &a), PURE_EPROTO);
+    pure_pkt tiny = {buf, buf + 3}; /* type + a 4-byte varint does not fit */
+    CHECK_EQ(pure_pkt_delivered(&tiny, 123456789), -1);
+    CHECK(tiny.p == buf);
 }
 
 int main(void)
@@ -385,5 +409,6 @@ int main(void)
     RUN(test_ack_malformed);
     RUN(test_data_close_malformed);
     RUN(test_unknown_types);
+    RUN(test_delivered);
     return pure_test_finish();
 }

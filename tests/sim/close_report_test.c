@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+/* close_report_test: what on_closed says after the peer's graceful close. A subscriber that has
+ * every message closes; the sender's report must then say error 0 and first_unacked == next_id
+ * (before, the closing side's owed ACK never left before its CLOSE, and 20 of 20 such reports
+ * listed messages that had arrived). Also: simultaneous closes, a CLOSE that is lost and sent
+ * again, a close under loss, a close half-way (the report never claims more than arrived), and
+ * a closing side that answers a flood of the peer's packets with few CLOSEs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+#include "test.h"
+
+#define MSG 1024
+
+typedef struct side {
+    pure_link *link;
+    uint64_t received;   /* messages delivered here */
+    uint64_t close_at;   /* close gracefully on this message (0: never) */
+    uint64_t expect;     /* messages the peer sends here */
+    int closes, established, after_close;
+    pure_close_info info;
+    int close_from_callback_rc;
+} side;
+
+typedef struct world {
+    sim *s;
+    int cli, srv;
+    side c, sv;
+    int blackhole_after_close; /* the server's first CLOSE (and what follows for 30 ms) is lost */
+    int cut_server;            /* after the server's close nothing it sends arrives */
+    uint64_t up_at_close, down_at_close; /* datagrams each way when the server closed */
+} world;
+
+static world *W;
+
+static int on_accept(pure_link *l, const char *svc, const uint8_t *k, void *u)
+{
+    world *w = u;
+    w->sv.link = l;
+    pure_link_set_user(l, &w->sv);
+    return 0;
+}
+
+static void on_established(pure_link *l, void *u)
+{
+    ((side *)u)->established = 1;
+}
+
+static void server_closing(world *w)
+{
+    w->up_at_close = sim_path_stats(w->s, w->cli, w->srv)->delivered;
+    w->down_at_close = sim_path_stats(w->s, w->srv, w->cli)->sent;
+    if (w->blackhole_after_close || w->cut_server) {
+        sim_path p = {.delay = 10 * SIM_MS};
+        p.blackhole_start = sim_now(w->s);
+        p.blackhole_end = sim_now(w->s) + (w->cut_server ? 1000 * SIM_S : 30 * SIM_MS);
+        sim_set_path(w->s, w->srv, w->cli, &p);
+    }
+}
+
+static void on_message(pure_link *l, void *u, const uint8_t *d, size_t n)
+{
+    side *a = u;
+    if (a->closes) {
+        a->after_close++;
+        return;
+    }
+    a->received++;
+    if (a->close_at && a->received == a->close_at) {
+        if (a == &W->sv)
+            server_closing(W);
+        a->close_from_callback_rc = pure_link_close(l, 0, "have it all");
+    }
+}
+
+static void on_closed(pure_link *l, void *u, const pure_close_info *info)
+{
+    side *a = u;
+    a->closes++;
+    a->info = *info;
+    a->info.reason = NULL;
+    a->link = NULL;
+}
+
+static const pure_callbacks cbs = {.on_accept = on_accept,
+                                   .on_established = on_established,
+                                   .on_message = on_message,
+                                   .on_closed = on_closed};
+
+static world *world_new(uint64_t seed, double loss)
+{
+    world *w = calloc(1, sizeof *w);
+    W = w;
+    w->s = sim_new(seed);
+    pure_settings st;
+    pure_settings_default(&st);
+    st.callbacks = &cbs;
+    st.user = w;
+    st.allow_any = 1;
+    st.idle_timeout = 5 * SIM_S;
+    st.send_queue = 0; /* the tests queue all their messages at once */
+    w->cli = sim_add(w->s, &st);
+    w->srv = sim_add(w->s, &st);
+    pure_ctx_add_service(sim_ctx(w->s, w->srv), "svc");
+    sim_path p = {.delay = 10 * SIM_MS, .jitter = 2 * SIM_MS, .loss = loss};
+    sim_set_path(w->s, w->cli, w->srv, &p);
+    sim_set_path(w->s, w->srv, w->cli, &p);
+    pure_addr to = sim_addr(w->s, w->srv);
+    CHECK_EQ(pure_connect(sim_ctx(w->s, w->cli), &to, pure_ctx_public_key(sim_ctx(w->s, w->srv)),
+                          "svc", &w->c, &w->c.link, 0),
+             0);
+    return w;
+}
+
+static void world_free(world *w)
+{
+    CHECK_EQ(w->c.after_close, 0);
+    CHECK_EQ(w->sv.after_close, 0);
+    CHECK(w->c.closes <= 1);
+    CHECK(w->sv.closes <= 1);
+    sim_free(w->s);
+    free(w);
+}
+
+static int both_closed(void *arg)
+{
+    world *w = arg;
+    return w->c.closes && w->sv.closes;
+}
+
+static void send_n(side *a, uint64_t n)
+{
+    static uint8_t msg[MSG];
+    for (uint64_t i = 0; i < n; i++)
+        CHECK_EQ(pure_link_send(a->link, msg, sizeof msg), (int64_t)i);
+}
+
+/* n messages from the client; the server closes on message close_at. */
+static world *run_one(uint64_t seed, double loss, uint64_t n, uint64_t close_at, int blackhole)
+{
+    world *w = world_new(seed, loss);
+    w->sv.close_at = close_at;
+    w->blackhole_after_close = blackhole;
+    send_n(&w->c, n);
+    CHECK(sim_run(w->s, both_closed, w, 60 * SIM_S));
+    CHECK_EQ(w->sv.close_from_callback_rc, 0);
+    return w;
+}
+
+/* The case: the receiver has every message and closes from on_message. */
+static void test_close_after_everything(void)
+{
+    int exact = 0;
+    for (uint64_t seed = 1; seed <= 20; seed++) {
+        world *w = run_one(seed, 0, 200, 200, 0);
+        CHECK_EQ(w->sv.received, 200);
+        CHECK_EQ(w->c.info.error, 0);
+        CHECK_EQ(w->c.info.next_id, 200);
+        CHECK_EQ(w->c.info.first_unacked, 200);
+        exact += w->c.info.first_unacked == w->c.info.next_id;
+        CHECK_EQ(w->sv.info.error, 0);
+        world_free(w);
+    }
+    printf("  exact reports after the peer's close: %d of 20\n", exact);
+}
+
+/* The first CLOSE is lost: the one sent again carries the acknowledgement too. */
+static void test_close_lost_and_resent(void)
+{
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        world *w = run_one(seed, 0, 200, 200, 1);
+        CHECK_EQ(w->c.info.error, 0);
+        CHECK_EQ(w->c.info.first_unacked, 200);
+        CHECK_EQ(w->c.info.next_id, 200);
+        world_free(w);
+    }
+}
+
+/* Under 5% loss each way: whichever CLOSE gets through carries the whole acknowledgement. */
+static void test_close_under_loss(void)
+{
+    for (uint64_t seed = 1; seed <= 10; seed++) {
+        world *w = run_one(seed, 0.05, 200, 200, 0);
+        CHECK_EQ(w->sv.received, 200);
+        CHECK_EQ(w->c.info.error, 0);
+        CHECK_EQ(w->c.info.first_unacked, 200);
+        CHECK_EQ(w->c.info.next_id, 200);
+        world_free(w);
+    }
+}
+
+/* The receiver closes half-way, from on_message, with more of the packet still to read: the
+ * report lists exactly the messages its application did not get. */
+static void test_close_half_way(void)
+{
+    for (uint64_t seed = 1; seed <= 10; seed++) {
+        world *w = run_one(seed, 0, 400, 150, 0);
+        CHECK_EQ(w->sv.received, 150);
+        CHECK_EQ(w->c.info.error, 0);
+        CHECK_EQ(w->c.info.next_id, 400);
+        CHECK_EQ(w->c.info.first_unacked, 150); /* what arrived, not one more or less */
+        world_free(w);
+    }
+}
+
+static int both_have_all(void *arg)
+{
+    world *w = arg;
+    return w->c.received == w->c.expect && w->sv.received == w->sv.expect;
+}
+
+/* Both sides send, and each closes once it has the other's messages: both reports exact. */
+static void test_simultaneous_close(void)
+{
+    for (uint64_t seed = 1; seed <= 10; seed++) {
+        double loss = seed > 5 ? 0.03 : 0;
+        world *w = world_new(seed, loss);
+        w->c.expect = 100;
+        w->sv.expect = 100;
+        send_n(&w->c, 100);
+        CHECK(sim_run(w->s, both_have_all, w, 1 * SIM_S) == 0); /* the server sends nothing yet */
+        CHECK(w->sv.link != NULL);
+        send_n(&w->sv, 100);
+        CHECK(sim_run(w->s, both_have_all, w, 60 * SIM_S));
+        CHECK_EQ(pure_link_close(w->c.link, 0, "bye"), 0);
+        CHECK_EQ(pure_link_close(w->sv.link, 0, "bye"), 0);
+        CHECK(sim_run(w->s, both_closed, w, 60 * SIM_S));
+        CHECK_EQ(w->c.info.error, 0);
+        CHECK_EQ(w->sv.info.error, 0);
+        CHECK_EQ(w->c.info.first_unacked, 100);
+        CHECK_EQ(w->sv.info.first_unacked, 100);
+        world_free(w);
+    }
+}
+
+/* A closing side that keeps hearing from a peer that missed its CLOSE answers with a CLOSE on
+ * the 1st, 2nd, 4th, 8th ... packet (and at its own timer), not on every one (RFC 9000 section
+ * 10.2.1): a peer cannot make it send as much as it receives. */
+static void test_closing_resends_limited(void)
+{
+    world *w = world_new(3, 0);
+    w->sv.close_at = 2000;
+    w->cut_server = 1; /* the client never hears the CLOSE: its flight arrives at a closed link */
+    send_n(&w->c, 8000);
+    sim_run(w->s, both_closed, w, 3 * SIM_S);
+    const sim_stats *up = sim_path_stats(w->s, w->cli, w->srv);
+    const sim_stats *down = sim_path_stats(w->s, w->srv, w->cli);
+    CHECK_EQ(w->sv.closes, 1);
+    uint64_t before = w->down_at_close, after = down->sent - before;
+    printf("  closing server: %llu datagrams in after its close, %llu CLOSEs out\n",
+           (unsigned long long)(up->delivered - w->up_at_close), (unsigned long long)after);
+    CHECK(up->delivered - w->up_at_close >= 30);
+    CHECK(after <= 12); /* log2 of what came in, and the timer's few */
+    world_free(w);
+}
+
+static int server_has_100(void *arg)
+{
+    return ((world *)arg)->sv.received >= 100;
+}
+
+/* A server that shuts its context down mid-stream (pure_ctx_shutdown) reports PURE_ECLOSED
+ * itself, and its peer hears a close whose report lists exactly what did not arrive. */
+static void test_shutdown_reports_exactly(void)
+{
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        world *w = world_new(seed, seed > 3 ? 0.03 : 0);
+        send_n(&w->c, 2000);
+        CHECK(sim_run(w->s, server_has_100, w, 30 * SIM_S));
+        uint64_t got = w->sv.received;
+        CHECK_EQ(pure_ctx_shutdown(sim_ctx(w->s, w->srv), PURE_SHUTDOWN_ALL, sim_now(w->s)), 0);
+        CHECK_EQ(w->sv.closes, 1);
+        CHECK_EQ(w->sv.info.error, PURE_ECLOSED);
+        CHECK(sim_run(w->s, both_closed, w, 30 * SIM_S));
+        CHECK_EQ(w->sv.received, got);
+        CHECK_EQ(w->c.info.error, 0);
+        CHECK_EQ(w->c.info.first_unacked, got);
+        CHECK_EQ(w->c.info.next_id, 2000);
+        world_free(w);
+    }
+}
+
+int main(void)
+{
+    RUN(test_close_after_everything);
+    RUN(test_close_lost_and_resent);
+    RUN(test_close_under_loss);
+    RUN(test_close_half_way);
+    RUN(test_simultaneous_close);
+    RUN(test_closing_resends_limited);
+    RUN(test_shutdown_reports_exactly);
+    return pure_test_finish();
+}
