@@ -188,7 +188,12 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
 
 int pure_recovery_on_delivered(pure_link *link, uint64_t offset)
 {
-    if (!link->b || offset <= link->sb.base || offset > link->send_next)
+    if (!link->b || offset > link->send_next)
+        return 0;
+    /* Bytes past it that ACKs covered were held out of order and never delivered: they must
+     * not join the acknowledged prefix once the gap below them is filled. */
+    pure_ranges_remove(&link->b->acked, &link->ctx->alloc, offset, PURE_VARINT_MAX);
+    if (offset <= link->sb.base)
         return 0;
     pure_ranges_add(&link->b->acked, &link->ctx->alloc, link->sb.base, offset);
     return release_acked(link);

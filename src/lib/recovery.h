@@ -23,8 +23,10 @@ enum {
 int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t now);
 /* The closing peer says it delivered this link's stream up to `offset` (a DELIVERED frame): those
  * bytes count as acknowledged, so on_closed's report lists exactly the messages that did not
- * arrive, whatever ACKs were lost or packets declared lost that arrived after all. An offset past
- * what was sent is a lie and changes nothing. Returns the PURE_RECOVERY_* flags of what moved. */
+ * arrive, whatever ACKs were lost or packets declared lost that arrived after all; bytes past it
+ * that ACKs covered (held out of order, never delivered) no longer count. Call it only as the
+ * link ends. An offset past what was sent is a lie and changes nothing. Returns the PURE_RECOVERY_*
+ * flags of what moved. */
 int pure_recovery_on_delivered(pure_link *link, uint64_t offset);
 /* The recovery deadline passed (timers.c): losses by time, or a probe timeout (probe_pending
  * set, the oldest data queued again). Marks the link pending when it has something to send. */

@@ -112,7 +112,11 @@ static void free_side(side *s)
     s->ctx = NULL;
 }
 
-enum how { ABORT, GRACEFUL_PENDING, SHUTDOWN_OPEN };
+enum how {
+    ABORT,
+    GRACEFUL_PENDING,
+    SHUTDOWN_OPEN
+};
 
 static void one(enum how how)
 {
@@ -148,7 +152,9 @@ static void one(enum how how)
     CHECK_EQ(s.closes, 1);
     uint64_t took = s.closed_at - freed;
     printf("  %s: the peer knew in %.1f ms\n",
-           how == ABORT ? "abort" : how == GRACEFUL_PENDING ? "graceful close pending" : "shutdown",
+           how == ABORT              ? "abort"
+           : how == GRACEFUL_PENDING ? "graceful close pending"
+                                     : "shutdown",
            (double)took / 1e6);
     CHECK(took < 500000000u);
     if (how == ABORT) {
