@@ -31,6 +31,14 @@ void pure_cc_init(pure_cc *cc, enum pure_cc_algo algo, uint32_t mss, uint64_t no
     cc->ssthresh = UINT64_MAX;
 }
 
+void pure_cc_reset(pure_cc *cc, uint64_t now)
+{
+    uint64_t in_flight = cc->bytes_in_flight;
+    pure_cc_init(cc, cc->ops == &pure_cc_newreno_ops ? PURE_CC_NEWRENO : PURE_CC_CUBIC, cc->mss,
+                 now);
+    cc->bytes_in_flight = in_flight;
+}
+
 void pure_cc_on_sent(pure_cc *cc, uint64_t bytes)
 {
     cc->bytes_in_flight += bytes;

@@ -88,6 +88,9 @@ struct pure_cc_ops {
  * period. An unknown algo falls back to CUBIC, the default. mss is clamped to
  * [1, PURE_CC_MAX_MSS]. */
 void pure_cc_init(pure_cc *cc, enum pure_cc_algo algo, uint32_t mss, uint64_t now);
+/* Starts the controller again from its initial window (a new path), keeping the count of bytes
+ * in flight. */
+void pure_cc_reset(pure_cc *cc, uint64_t now);
 
 /* Counts `bytes` of a just-sent, congestion-controlled packet as in flight. */
 void pure_cc_on_sent(pure_cc *cc, uint64_t bytes);

@@ -163,7 +163,8 @@ int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
     }
     if (pure_cookie_init(&ctx->cookies, ctx->crypto, 0) != 0 ||
         pure_admit_init(&ctx->admit, ctx->crypto, ctx->public_key, s->random, s->random_user) !=
-            0) {
+            0 ||
+        pure_ctx_random(ctx, (uint8_t *)&ctx->pn_rng, sizeof ctx->pn_rng) != 0) {
         pure_ctx_free(ctx);
         return PURE_ECRYPTO;
     }

@@ -65,6 +65,13 @@ int pure_frame_parse(const uint8_t **pp, const uint8_t *end, pure_frame *f, pure
         if (pure_varint_get(&p, end, &f->u.delivered))
             return PURE_EPROTO;
         break;
+    case PURE_FRAME_PATH_CHALLENGE:
+    case PURE_FRAME_PATH_RESPONSE:
+        if (end - p < PURE_PATH_DATA_LEN)
+            return PURE_EPROTO;
+        f->u.path = p;
+        p += PURE_PATH_DATA_LEN;
+        break;
     case PURE_FRAME_CLOSE: {
         uint64_t len;
         if (pure_varint_get(&p, end, &f->u.close.code) || pure_varint_get(&p, end, &len))
@@ -197,6 +204,16 @@ int pure_pkt_delivered(pure_pkt *k, uint64_t offset)
         return -1;
     *k->p++ = PURE_FRAME_DELIVERED;
     k->p = pure_varint_put(k->p, offset);
+    return 0;
+}
+
+int pure_pkt_path(pure_pkt *k, uint8_t type, const uint8_t data[PURE_PATH_DATA_LEN])
+{
+    if (pure_pkt_room(k) < 1 + PURE_PATH_DATA_LEN)
+        return -1;
+    *k->p++ = type;
+    memcpy(k->p, data, PURE_PATH_DATA_LEN);
+    k->p += PURE_PATH_DATA_LEN;
     return 0;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* frame.h: encoding and parsing of the frames inside a sealed packet (DATA, ACK, CREDIT, PING,
- * CLOSE, DELIVERED, REKEY, PADDING). Parsing never reads past the end and rejects every malformed
- * frame. */
+ * CLOSE, DELIVERED, REKEY, PATH_CHALLENGE, PATH_RESPONSE, PADDING). Parsing never reads past the
+ * end and rejects every malformed frame. */
 #ifndef PURE_FRAME_H
 #define PURE_FRAME_H
 
@@ -31,7 +31,8 @@ typedef struct pure_frame {
             uint8_t fin;
         } data;
         uint64_t credit;
-        uint64_t delivered; /* stream offset */
+        uint64_t delivered;  /* stream offset */
+        const uint8_t *path; /* PATH_CHALLENGE / PATH_RESPONSE: PURE_PATH_DATA_LEN bytes */
         struct {
             uint64_t code;
             const uint8_t *reason;
@@ -68,6 +69,8 @@ int pure_pkt_ping(pure_pkt *k);
 int pure_pkt_credit(pure_pkt *k, uint64_t max_offset);
 int pure_pkt_close(pure_pkt *k, uint64_t code, const char *reason, size_t reason_len);
 int pure_pkt_delivered(pure_pkt *k, uint64_t offset);
+/* type PURE_FRAME_PATH_CHALLENGE or PURE_FRAME_PATH_RESPONSE, with its PURE_PATH_DATA_LEN bytes */
+int pure_pkt_path(pure_pkt *k, uint8_t type, const uint8_t data[PURE_PATH_DATA_LEN]);
 int pure_pkt_ack(pure_pkt *k, const pure_range *ranges, uint32_t n, uint64_t delay_us);
 /* Copies n raw bytes (a REKEY frame's body, say). */
 int pure_pkt_bytes(pure_pkt *k, const void *src, size_t n);

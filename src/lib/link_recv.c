@@ -12,6 +12,7 @@
 #include "keys.h"
 #include "lifecycle.h"
 #include "link_send.h"
+#include "path.h"
 #include "recovery.h"
 #include "registry.h"
 #include "rekey.h"
@@ -296,23 +297,6 @@ static int open_packet(pure_link *link, uint8_t *d, size_t n, uint64_t pn, uint6
     return 0;
 }
 
-/* The newest packet came from elsewhere: the peer's address changed (NAT rebinding). Until the
- * peer acknowledges a packet sent there, send at most 3x what came from it. */
-static void check_path(pure_link *link, const pure_addr *from, uint64_t pn, size_t n)
-{
-    if (!pure_addr_equal(from, &link->peer) && pn + 1 >= link->b->replay.top) {
-        link->peer = *from;
-        link->st.path_changes++;
-        link->path_unvalidated = 1;
-        link->path_probe_pn = pure_rtb_next_pn(&link->rtb);
-        link->amp_received = 0;
-        link->amp_sent = 0;
-        link->ping_pending = 1;
-    }
-    if (link->path_unvalidated && pure_addr_equal(from, &link->peer))
-        link->amp_received += n; /* only what came from the address being answered counts */
-}
-
 /* The DELIVERED frame that follows a peer's CLOSE in its packet, if there is one: what of our
  * stream its application had, taken before the CLOSE is reported. */
 static void take_delivered(pure_link *link, const uint8_t *p, const uint8_t *end)
@@ -340,7 +324,25 @@ static int on_frame(pure_link *link, const pure_frame *f, const pure_ack_frame *
         seen->eliciting = 1;
         pure_acktr_ack_now(&link->acktr);
         break;
-    case PURE_FRAME_ACK: after_ack(link, pure_recovery_on_ack(link, ack, now), now); break;
+    case PURE_FRAME_ACK: {
+        int acked = pure_recovery_on_ack(link, ack, now);
+        if (acked & PURE_RECOVERY_FORGED) {
+            pure_link_terminate(link, PURE_EPROTO, PURE_CLOSE_PROTOCOL,
+                                "ACK of a packet never sent", 1, now);
+            *rc = PURE_EPROTO;
+            return 1;
+        }
+        after_ack(link, acked, now);
+        break;
+    }
+    case PURE_FRAME_PATH_CHALLENGE:
+        seen->eliciting = 1;
+        pure_path_on_challenge(link, f->u.path);
+        break;
+    case PURE_FRAME_PATH_RESPONSE:
+        seen->eliciting = 1;
+        pure_path_on_response(link, f->u.path, now);
+        break;
     case PURE_FRAME_CREDIT:
         if (pure_credit_on_frame(&link->credit, f->u.credit))
             pure_ctx_mark_pending(link->ctx, link);
@@ -416,7 +418,7 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         return closing_recv(link, p, (size_t)(end - p), now);
     if (link->state == PURE_LS_UNVALIDATED && pure_hs_confirmed(link, now) != 0)
         return 0; /* refused, or closed from on_accept: its data goes nowhere */
-    check_path(link, from, pn, n);
+    pure_path_on_packet(link, from, pn, n, now);
     frames_seen seen = {0, 0};
     pure_ack_frame ack;
     while (p < end) {

@@ -9,6 +9,7 @@
 #include "link_send.h"
 #include "keys.h"
 #include "lifecycle.h"
+#include "path.h"
 #include "recovery.h"
 #include "rekey.h"
 #include "varint.h"
@@ -35,7 +36,7 @@ static int ack_due(const pure_link *link)
 static int control_due(const pure_link *link)
 {
     return link->credit_pending || link->ping_pending || link->probe_pending ||
-           (link->rk && pure_rekey_send_pending(link));
+           pure_path_due(link) || (link->rk && pure_rekey_send_pending(link));
 }
 
 int pure_link_wants_send(const pure_link *link, uint64_t now)
@@ -170,6 +171,8 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
         rec.flags |= PURE_SENT_REKEY;
         eliciting = 1;
     }
+    if (pure_path_due(link) && pure_path_put_frames(link, &k))
+        eliciting = 1;
     if ((link->ping_pending || link->probe_pending) && pure_pkt_ping(&k) == 0) {
         link->ping_pending = 0;
         eliciting = 1;
@@ -180,6 +183,7 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
         return 0;
     if (pad) /* to join a burst of this segment size */
         pure_pkt_pad(&k);
+    pure_recovery_before_seal(link);
     size_t total = seal_packet(link, out, k.p);
     if (total == 0)
         return 0;

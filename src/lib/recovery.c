@@ -150,8 +150,48 @@ static int release_acked(pure_link *link)
            (link->msgs_acked != msgs_acked ? PURE_RECOVERY_MSGS_ACKED : 0);
 }
 
+/* Draws the distance to the next skipped packet number (splitmix64 over the context's state: the
+ * numbers need to be unknown to the peer, not secret like keys). */
+static uint64_t skip_distance(pure_ctx *ctx)
+{
+    uint64_t z = (ctx->pn_rng += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return PURE_PN_SKIP_MIN + z % PURE_PN_SKIP_SPREAD;
+}
+
+void pure_recovery_before_seal(pure_link *link)
+{
+    pure_busy *b = link->b;
+    uint64_t pn = pure_rtb_next_pn(&link->rtb);
+    if (b->skip_at == 0)
+        b->skip_at = pn + skip_distance(link->ctx);
+    if (pn < b->skip_at || pn == 0)
+        return;
+    pure_sent hole = {.time = 0}; /* not live: nothing to acknowledge, lose or send again */
+    if (pure_rtb_on_sent(&link->rtb, &link->ctx->alloc, &hole) != 0)
+        return; /* no memory to record it: skip another time */
+    b->skipped = pn;
+    b->skip_at = pn + 1 + skip_distance(link->ctx);
+}
+
+/* 1 if the ACK covers the packet number last skipped. */
+static int acks_skipped(const pure_link *link, const pure_ack_frame *ack)
+{
+    uint64_t s = link->b->skipped;
+    if (s == 0 || s > ack->largest)
+        return 0;
+    for (uint32_t i = 0; i < ack->n; i++)
+        if (ack->r[i].lo <= s && s <= ack->r[i].hi)
+            return 1;
+    return 0;
+}
+
 int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t now)
 {
+    if (acks_skipped(link, ack))
+        return PURE_RECOVERY_FORGED;
     pure_rtb_iter it;
     if (pure_rtb_acked_begin(&link->rtb, &it, ack) != 0)
         return 0; /* acknowledges a packet never sent: ignore the frame */
@@ -173,8 +213,6 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
             pure_ranges_add(&link->b->acked, &link->ctx->alloc, e->data_off,
                             e->data_off + e->data_len);
     }
-    if (link->path_unvalidated && ack->largest >= link->path_probe_pn)
-        link->path_unvalidated = 0; /* the peer got a packet at its new address */
     if (!any)
         return 0;
     if (largest_new)

@@ -16,7 +16,17 @@ enum {
                                           backlog may be writable, the link may fall idle */
     PURE_RECOVERY_STREAM_ACKED = 0x02, /* stream bytes were acknowledged (pure_link_on_acked) */
     PURE_RECOVERY_MSGS_ACKED = 0x04,   /* whole messages were acknowledged (on_acked callback) */
+    PURE_RECOVERY_FORGED = 0x08,       /* the ACK covers a packet number this side skipped: the
+                                          peer acknowledges what it never received (optimistic
+                                          ACKs, RFC 9000 21.4); nothing else was done: close */
 };
+/* Packet numbers skipped now and then: one every PURE_PN_SKIP_MIN to PURE_PN_SKIP_MIN +
+ * PURE_PN_SKIP_SPREAD - 1 packets. */
+#define PURE_PN_SKIP_MIN 128u
+#define PURE_PN_SKIP_SPREAD 1024u
+/* Before a packet is sealed: perhaps skip a packet number first (it is recorded as sent and not
+ * live, so an honest peer's ACKs leave a hole there and loss detection ignores it). */
+void pure_recovery_before_seal(pure_link *link);
 /* Processes an ACK frame: acknowledged packets leave flight (RTT sample, congestion control,
  * acknowledged stream bytes released), then losses are detected. Returns PURE_RECOVERY_* flags
  * (0 when the frame acknowledged nothing new, or a packet never sent and was ignored). */

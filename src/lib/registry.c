@@ -79,6 +79,31 @@ int pure_addr_equal(const pure_addr *a, const pure_addr *b)
     return a->len == b->len && memcmp(a->bytes, b->bytes, a->len < 28 ? a->len : 28) == 0;
 }
 
+/* The bytes that name a host: a sockaddr_in's address, a sockaddr_in6's, else all but the port. */
+static size_t host_of(const pure_addr *a, const uint8_t **p)
+{
+    uint16_t family;
+    memcpy(&family, a->bytes, 2);
+    if (a->len == 16 && family == 2) { /* AF_INET: family, port, address */
+        *p = a->bytes + 4;
+        return 4;
+    }
+    if (a->len == 28 && family == 10) { /* AF_INET6: family, port, flow info, address */
+        *p = a->bytes + 8;
+        return 16;
+    }
+    *p = a->bytes;
+    size_t n = a->len <= sizeof a->bytes ? a->len : sizeof a->bytes;
+    return n > 2 ? n - 2 : n;
+}
+
+int pure_addr_same_host(const pure_addr *a, const pure_addr *b)
+{
+    const uint8_t *pa, *pb;
+    size_t na = host_of(a, &pa), nb = host_of(b, &pb);
+    return na == nb && memcmp(pa, pb, na) == 0;
+}
+
 int pure_ctx_table_add(pure_ctx *ctx, pure_link *link)
 {
     if (ctx->table.used >= ctx->s.max_links)

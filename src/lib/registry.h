@@ -60,5 +60,8 @@ int pure_ctx_random(pure_ctx *ctx, uint8_t *buf, size_t len);
 uint64_t pure_ctx_realtime(const pure_ctx *ctx);
 /* Do two addresses hold the same bytes? */
 int pure_addr_equal(const pure_addr *a, const pure_addr *b);
+/* Do two addresses name the same host (IPv4 or IPv6 address; other encodings: all but their
+ * last two bytes, a port), whatever their ports? */
+int pure_addr_same_host(const pure_addr *a, const pure_addr *b);
 
 #endif

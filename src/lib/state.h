@@ -52,6 +52,15 @@ typedef struct pure_link_counters {
     uint64_t paced_bursts;
 } pure_link_counters;
 
+/* Path validation (path.c): what a link keeps while its peer's address is being validated, and
+ * the last address that was. */
+typedef struct pure_path {
+    pure_addr prev;                        /* the last validated address, if has_prev */
+    uint8_t challenge[PURE_PATH_DATA_LEN]; /* sent to the new address, to be echoed */
+    uint8_t response[PURE_PATH_DATA_LEN];  /* the peer's challenge, to echo */
+    uint8_t has_prev, challenge_set, challenge_pending, response_pending;
+} pure_path;
+
 /* What a link needs only while it carries traffic: allocated on demand (pure_link_busy) and
  * released a moment after the link falls idle, so an idle link keeps keys, counters and offsets
  * only. The congestion controller restarts from its initial window after idleness, as RFC 9002
@@ -76,6 +85,11 @@ typedef struct pure_busy {
     uint64_t flight_charge; /* this link's share of ctx->flight */
     uint32_t orphaned;      /* a former owner: what it held then, counted in ctx->rx_orphaned */
     uint32_t closing_heard; /* CLOSING: the peer's packets since (CLOSE resent on powers of 2) */
+    pure_path path;         /* path.c */
+    /* recovery.c: a packet number skipped now and then, which an honest peer never acknowledges
+     * (RFC 9000 section 21.4: optimistic ACKs) */
+    uint64_t skip_at; /* skip this packet number (0: not drawn yet) */
+    uint64_t skipped; /* the last one skipped (0: none; packet 0 is never skipped) */
 } pure_busy;
 
 /* What only the initiator's handshake needs: freed once the link is open. */
@@ -169,9 +183,8 @@ struct pure_link {
     struct pure_rekey *rk;     /* only while a rekey is under way */
     uint8_t ck[PURE_HASH_LEN]; /* chaining key, for rekeying */
 
-    /* amplification limit on a new, not yet validated peer address */
+    /* amplification limit on a new, not yet validated peer address (path.c) */
     uint64_t amp_received, amp_sent;
-    uint64_t path_probe_pn; /* the first packet sent to the new address */
 
     /* ---- send side ---- */
     pure_sendbuf sb;
@@ -290,6 +303,7 @@ struct pure_ctx {
     uint32_t rx_held_n;
     uint8_t rx_wake; /* memory was freed (or ownership passed) with links held back */
     uint64_t now;
+    uint64_t pn_rng; /* recovery.c: draws which packet numbers links skip (not a secret) */
 };
 
 #endif

@@ -103,7 +103,10 @@ enum pure_frame_type {
      * delivered the peer's messages to its application. Peers that stop reading at the CLOSE
      * (0.2) never see it, so it changes nothing for them. */
     PURE_FRAME_DELIVERED = 0x06, /* stream offset */
-    PURE_FRAME_DATA = 0x08,      /* 0x08 | FIN(0x01): offset, length, bytes */
+    /* Path validation (RFC 9000 8.2): 8 random bytes to the peer's new address, echoed back. */
+    PURE_FRAME_PATH_CHALLENGE = 0x07, /* data[8] */
+    PURE_FRAME_PATH_RESPONSE = 0x0a,  /* data[8], the challenge's */
+    PURE_FRAME_DATA = 0x08,           /* 0x08 | FIN(0x01): offset, length, bytes */
 };
 #define PURE_FRAME_DATA_FIN 0x01
 
@@ -112,6 +115,7 @@ enum pure_frame_type {
 #define PURE_MAX_UDP_PAYLOAD 65507
 #define PURE_ACK_MAX_RANGES 32 /* ranges an ACK frame carries (older ones are dropped) */
 #define PURE_AMPLIFICATION 3   /* bytes sent per byte received before a path is validated */
+#define PURE_PATH_DATA_LEN 8   /* a PATH_CHALLENGE's unpredictable bytes */
 
 /* Close codes a peer sends in CLOSE (the application's own codes start at 0x100). */
 enum pure_close_code {

@@ -14,6 +14,7 @@ typedef struct dgram {
     int from, to;
     pure_addr src;
     uint32_t len;
+    uint8_t spoofed; /* src was forged when it was sent (sim_spoof): keep it */
     uint8_t *data;
 } dgram;
 
@@ -35,6 +36,8 @@ struct sim {
     int dead[MAX_EP];
     pure_addr addr[MAX_EP];
     uint16_t port[MAX_EP];
+    uint8_t host[MAX_EP]; /* the address's host byte (ep + 1 until sim_move) */
+    int spoof[MAX_EP];    /* sim_spoof: 1 + the endpoint whose address ep's datagrams carry */
     pathstate path[MAX_EP][MAX_EP];
     uint64_t bytes[MAX_EP][MAX_EP];
     dgram *heap;
@@ -105,7 +108,7 @@ static void make_addr(sim *s, int ep)
     memset(a, 0, sizeof *a);
     a->len = 6;
     a->bytes[0] = 10;
-    a->bytes[3] = (uint8_t)(ep + 1);
+    a->bytes[3] = s->host[ep] ? s->host[ep] : (uint8_t)(ep + 1);
     a->bytes[4] = (uint8_t)(s->port[ep] >> 8);
     a->bytes[5] = (uint8_t)s->port[ep];
 }
@@ -177,6 +180,17 @@ void sim_rebind(sim *s, int ep)
     make_addr(s, ep);
 }
 
+void sim_move(sim *s, int ep, uint8_t host)
+{
+    s->host[ep] = host;
+    make_addr(s, ep);
+}
+
+void sim_spoof(sim *s, int ep, int as)
+{
+    s->spoof[ep] = as < 0 ? 0 : as + 1;
+}
+
 const sim_stats *sim_path_stats(sim *s, int a, int b)
 {
     return &s->path[a][b].st;
@@ -240,7 +254,8 @@ static void enqueue(sim *s, int from, int to, const uint8_t *d, size_t n, uint64
                .seq = s->seq++,
                .from = from,
                .to = to,
-               .src = s->addr[from],
+               .src = s->spoof[from] ? s->addr[s->spoof[from] - 1] : s->addr[from],
+               .spoofed = s->spoof[from] != 0,
                .len = (uint32_t)n};
     g.data = malloc(n ? n : 1);
     memcpy(g.data, d, n);
@@ -383,7 +398,7 @@ int sim_run(sim *s, int (*done)(void *), void *arg, uint64_t until)
         while (s->heap_len && s->heap[0].at <= s->now) {
             dgram g = heap_pop(s);
             /* the receiver sees the sender's current address (rebinding shows up here) */
-            pure_addr src = s->addr[g.from];
+            pure_addr src = g.spoofed ? g.src : s->addr[g.from];
             if (!s->dead[g.to])
                 pure_ctx_read(s->ctx[g.to], &src, g.data, g.len, s->now);
             s->path[g.from][g.to].st.delivered++;

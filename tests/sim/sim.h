@@ -63,6 +63,12 @@ void sim_kill(sim *s, int ep);
 pure_ctx *sim_replace(sim *s, int ep, pure_settings *settings);
 /* Changes an endpoint's address (port) as seen by others: a NAT rebinding. */
 void sim_rebind(sim *s, int ep);
+/* Moves an endpoint to another host (its address's host byte becomes `host`, not used by any
+ * other endpoint): a client that changed networks. Datagrams to its old address are lost. */
+void sim_move(sim *s, int ep, uint8_t host);
+/* Until sim_spoof(s, ep, -1), the datagrams ep sends carry endpoint `as`'s address as their
+ * source (replies go to `as`): a peer forging a victim's address. */
+void sim_spoof(sim *s, int ep, int as);
 uint64_t sim_now(sim *s);
 /* Runs until done(arg) returns non-zero or virtual time passes `until`. Returns 1 if done. */
 int sim_run(sim *s, int (*done)(void *arg), void *arg, uint64_t until);

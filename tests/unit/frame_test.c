@@ -361,7 +361,8 @@ static void test_unknown_types(void)
         int rc = pure_frame_parse(&p, buf + sizeof buf, &f, &a);
         int known = t == PURE_FRAME_PADDING || t == PURE_FRAME_PING || t == PURE_FRAME_ACK ||
                     t == PURE_FRAME_CREDIT || t == PURE_FRAME_CLOSE || t == PURE_FRAME_REKEY ||
-                    t == PURE_FRAME_DELIVERED || t == PURE_FRAME_DATA ||
+                    t == PURE_FRAME_DELIVERED || t == PURE_FRAME_PATH_CHALLENGE ||
+                    t == PURE_FRAME_PATH_RESPONSE || t == PURE_FRAME_DATA ||
                     t == (PURE_FRAME_DATA | PURE_FRAME_DATA_FIN);
         if (known) {
             CHECK_EQ(rc, 0); /* zero bodies are valid for every known type */
@@ -372,8 +373,8 @@ static void test_unknown_types(void)
             refused++;
         }
     }
-    CHECK_EQ(accepted, 9);
-    CHECK_EQ(refused, 247);
+    CHECK_EQ(accepted, 11);
+    CHECK_EQ(refused, 245);
 }
 
 /* DELIVERED round-trips behind a CLOSE, and a truncated one is refused. */
@@ -399,6 +400,28 @@ static void test_delivered(void)
     CHECK(tiny.p == buf);
 }
 
+/* PATH_CHALLENGE and PATH_RESPONSE carry 8 bytes; 7 are refused. */
+static void test_path_frames(void)
+{
+    uint8_t buf[32], data[PURE_PATH_DATA_LEN] = {1, 2, 3, 4, 5, 6, 7, 8};
+    pure_pkt k = {buf, buf + sizeof buf};
+    CHECK_EQ(pure_pkt_path(&k, PURE_FRAME_PATH_CHALLENGE, data), 0);
+    CHECK_EQ(pure_pkt_path(&k, PURE_FRAME_PATH_RESPONSE, data), 0);
+    CHECK_EQ(k.p - buf, 18);
+    const uint8_t *p = buf;
+    pure_frame f;
+    pure_ack_frame a;
+    CHECK_EQ(pure_frame_parse(&p, k.p, &f, &a), 0);
+    CHECK_EQ(f.type, PURE_FRAME_PATH_CHALLENGE);
+    CHECK(memcmp(f.u.path, data, sizeof data) == 0);
+    CHECK_EQ(pure_frame_parse(&p, k.p, &f, &a), 0);
+    CHECK_EQ(f.type, PURE_FRAME_PATH_RESPONSE);
+    p = buf;
+    CHECK_EQ(pure_frame_parse(&p, buf + 8, &f, &a), PURE_EPROTO);
+    pure_pkt tiny = {buf, buf + 8};
+    CHECK_EQ(pure_pkt_path(&tiny, PURE_FRAME_PATH_CHALLENGE, data), -1);
+}
+
 int main(void)
 {
     RUN(test_data_round_trip);
@@ -410,5 +433,6 @@ int main(void)
     RUN(test_data_close_malformed);
     RUN(test_unknown_types);
     RUN(test_delivered);
+    RUN(test_path_frames);
     return pure_test_finish();
 }
