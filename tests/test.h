@@ -42,6 +42,11 @@ size_t pure_test_unhex(uint8_t *out, size_t cap, const char *hex);
 /* 1 if the n bytes at p are the bytes the hex text spells (at most 256). */
 int pure_test_eq_hex(const uint8_t *p, size_t n, const char *hex);
 
+/* The exit code of a test that cannot run on this machine (it lacks the CPU feature or the
+ * privilege the test needs): CMakeLists.txt makes it every test's SKIP_RETURN_CODE, so ctest
+ * reports "Not Run (Skipped)" instead of a pass. Test scripts exit 77 the same way. */
+#define PURE_TEST_SKIP 77
+
 /* pure_test_finish(): prints "N passed, N failed" over the test functions run and returns the
  * process exit code (0 only if every check held). */
 int pure_test_finish(void);

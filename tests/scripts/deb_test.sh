@@ -140,6 +140,7 @@ C
 cflags=$("${pc[@]}" --cflags pure)
 libs=$("${pc[@]}" --libs pure)
 say "pkg-config --cflags --libs pure: $cflags $libs"
+grep -q rpath <<<"$libs" && bad "the packaged pure.pc (prefix /usr) gives an rpath: $libs"
 if cc -Wall -Werror -o "$tmp/prog" "$tmp/prog.c" $cflags $libs; then
     out=$("${run[@]}" "$tmp/prog" 2>&1) || true
     [ "$out" = "ok $version" ] && say "ok program built with pkg-config against the packages: $out" ||
@@ -151,11 +152,12 @@ if cc -Wall -Werror -o "$tmp/prog" "$tmp/prog.c" $cflags $libs; then
 else
     bad "a program does not build with pkg-config --cflags --libs pure against the packages"
 fi
-# libpure.a with the libraries pure.pc's Requires.private names (the -dev package depends on them)
-if cc -Wall -Werror -o "$tmp/prog_static" "$tmp/prog.c" $cflags "$root/usr/lib/$ma/libpure.a" \
-    $("${pc[@]}" --libs $("${pc[@]}" --print-requires-private pure | awk '{print $1}')) -pthread; then
+# libpure.a as README.md says: -Wl,-Bstatic in front of pkg-config --static --libs pure (its
+# libraries are the ones the -dev package depends on, linked shared)
+if cc -Wall -Werror -o "$tmp/prog_static" "$tmp/prog.c" $cflags -Wl,-Bstatic $("${pc[@]}" --static --libs pure); then
     out=$("$tmp/prog_static" 2>&1) || true
     [ "$out" = "ok $version" ] && say "ok program linked with libpure.a: $out" || bad "static program printed '$out'"
+    grep -q libpure <<<"$(ldd "$tmp/prog_static")" && bad "the libpure.a program loads a shared libpure"
 else
     bad "a program does not link the packaged libpure.a"
 fi

@@ -669,8 +669,11 @@ int wl_check(wl *w, const char *name)
         if (s && s->closes && s->info.first_unacked > c->recv)
             FAIL("server's on_closed says %llu acknowledged, client got %llu",
                  (unsigned long long)s->info.first_unacked, (unsigned long long)c->recv);
-        /* a graceful close that reports everything acknowledged delivered everything */
-        if (c->closes && c->info.error == 0 && c->did == CHAOS_CLOSE &&
+        /* a graceful close that reports everything acknowledged delivered everything; unless
+         * the server closed too: after the peer's graceful close, messages sent here may be left
+         * unacknowledged with error 0 (pure.h, pure_close_info), and the check above holds the
+         * report to what the server really got */
+        if (c->closes && c->info.error == 0 && c->did == CHAOS_CLOSE && !(s && s->did) &&
             c->info.first_unacked != c->info.next_id)
             FAIL("graceful close reported %llu of %llu acknowledged",
                  (unsigned long long)c->info.first_unacked, (unsigned long long)c->info.next_id);
