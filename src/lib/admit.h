@@ -28,10 +28,10 @@
 #include "wire.h"
 
 #define PURE_INIT_TS_WINDOW (10ull * 1000000000ull) /* ns: see pure_admit_fresh */
-#define PURE_ADMIT_SEEN_SETS 256   /* x 4 ephemeral keys remembered (1,024 INITs) */
-#define PURE_ADMIT_SRC_MIN 512       /* per-source buckets: at least */
+#define PURE_ADMIT_SEEN_SETS 256      /* x 4 ephemeral keys remembered (1,024 INITs) */
+#define PURE_ADMIT_SRC_MIN 512        /* per-source buckets: at least */
 #define PURE_ADMIT_SRC_MAX (1u << 20) /* and at most (16 MiB) */
-#define PURE_ADMIT_TS_SETS 128     /* x 4 initiator keys' timestamps (allow_any) */
+#define PURE_ADMIT_TS_SETS 128        /* x 4 initiator keys' timestamps (allow_any) */
 
 typedef struct pure_src_bucket {
     uint64_t refilled;  /* time tokens were last added */
@@ -62,7 +62,7 @@ typedef struct pure_admit {
     uint8_t hash_key[16];              /* SipHash key of the tables' indices, secret */
     uint64_t *seen;                    /* SEEN_SETS x 4 hashes of ephemeral keys */
     uint8_t *seen_next;                /* per set: the way to overwrite next */
-    pure_src_bucket *src; /* src_n buckets (a power of two) */
+    pure_src_bucket *src;              /* src_n buckets (a power of two) */
     uint32_t src_n;
     pure_ts_entry *ts;
     uint8_t *ts_next;

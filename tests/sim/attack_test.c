@@ -11,6 +11,11 @@
  *     host connect (all within 2 s, the responder under load throughout);
  *   - a source with real cookies that never completes: held to its token bucket and its
  *     half-open cap;
+ *   - valid INITs spoofed from a victim's own address, past handshake_load and kept up: the
+ *     victim, proving its address with a cookie, still connects in two round trips (N1);
+ *   - one cookie on 1,000 junk INITs from an address sharing the victim's bucket: one DH and
+ *     one token, the victim not throttled (N3);
+ *   - max_half_open below handshake_load: spoofed links fill half of it at most;
  *   - forged COOKIE and REJECT packets aimed at a connecting client;
  *   - an older genuine packet from a third address while a new address is validated;
  *   - a RESP whose unauthenticated header was changed on the way;
@@ -680,7 +685,7 @@ static void test_spoofed_lockout(void)
            "victim %s %.1f ms after its connect (client error %d)\n",
            N, BURST, RATE, peak_half_open, (unsigned long long)g.dh_ops,
            (unsigned long long)st.cookies_sent, (unsigned long long)g.inits_half_open_cap,
-           est_at ? "connected" : "had not connected", 
+           est_at ? "connected" : "had not connected",
            (double)((est_at ? est_at : sim_now(a->s)) - connect_at) / 1e6, a->client_error);
     CHECK(est_at != 0);
     CHECK(est_at - connect_at <= 5 * 2 * base.delay); /* a few round trips */
@@ -714,7 +719,8 @@ static void test_one_cookie_cannot_drain_a_bucket(void)
     both(a);
     pure_ctx *srv = sim_ctx(a->s, a->srv);
     pure_addr victim = sim_addr(a->s, a->cli), att = victim;
-    pure_src_bucket *vb = pure_admit_bucket(&srv->admit, &srv->alloc, &victim, srv->s.max_half_open);
+    pure_src_bucket *vb =
+        pure_admit_bucket(&srv->admit, &srv->alloc, &victim, srv->s.max_half_open);
     CHECK(vb != NULL);
     int found = 0;
     for (uint32_t i = 1; i < 1u << 22 && !found; i++) {
