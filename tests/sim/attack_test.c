@@ -663,13 +663,14 @@ static void test_spoofed_lockout(void)
     CHECK_EQ(make_inits(srv, inits, lens, N, 12), N);
     pure_addr victim = sim_addr(a->s, a->cli);
     uint64_t t0 = sim_now(a->s), connect_at = 0, est_at = 0;
-    uint32_t peak_half_open = 0;
+    uint32_t peak_half_open = 0, half_open_at_connect = 0;
     for (uint32_t i = 0; i < N; i++) {
         uint64_t at = t0 + (i < BURST ? (uint64_t)i * (SIM_S / BURST)
                                       : SIM_S + (uint64_t)(i - BURST) * (SIM_S / RATE));
         sim_run(a->s, NULL, NULL, at);
         if (!connect_at && at >= t0 + 3 * SIM_S) {
             connect_at = sim_now(a->s);
+            half_open_at_connect = srv->half_open;
             sim_app_connect(a, NULL, NULL);
         }
         pure_ctx_read(srv, &victim, inits[i], lens[i], at);
@@ -687,12 +688,23 @@ static void test_spoofed_lockout(void)
            (unsigned long long)st.cookies_sent, (unsigned long long)g.inits_half_open_cap,
            est_at ? "connected" : "had not connected",
            (double)((est_at ? est_at : sim_now(a->s)) - connect_at) / 1e6, a->client_error);
+    CHECK(half_open_at_connect >= 1024); /* under load: the victim had to prove its address */
     CHECK(est_at != 0);
     CHECK(est_at - connect_at <= 5 * 2 * base.delay); /* a few round trips */
     /* the spoofed INITs cost bounded state: handshake_load half-open links, then cookies */
     CHECK(peak_half_open <= 1024 + 1);
     /* 5 DH per link made: handshake_load of them, again as they expired, and the victim's */
     CHECK(g.dh_ops <= 5 * (2 * 1024 + 1));
+    /* every half-open link is uncounted once, as it was counted: the context's count and the
+     * buckets (which only the victim's proven link entered) go back to 0 */
+    sim_app_run(a, sim_now(a->s) + 60 * SIM_S);
+    CHECK(sim_app_ok(a));
+    sim_run(a->s, NULL, NULL, sim_now(a->s) + 30 * SIM_S);
+    CHECK_EQ(srv->half_open, 0);
+    uint64_t charged = 0;
+    for (uint32_t i = 0; i < srv->admit.src_n; i++)
+        charged += srv->admit.src[i].half_open;
+    CHECK_EQ(charged, 0);
     sim_app_free(a);
 }
 
