@@ -236,8 +236,9 @@ typedef struct pure_settings {
     int congestion;               /* PURE_CC_CUBIC (default) or PURE_CC_NEWRENO */
     uint32_t max_links;           /* links per context (default 1,000,000) */
     uint32_t handshake_load;      /* a cookie is demanded while more handshakes than this are
-                                     half-open, or more INITs than this arrived in the last
-                                     second (default 1024; 0 = always demand one) */
+                                     half-open (or than half of max_half_open, if fewer), or
+                                     more INITs than this in the last second cost a DH and made
+                                     no link (default 1024; 0 = always demand one) */
     uint64_t rekey_after_packets; /* the most packets one transmit key seals (default and
                                      at most PURE_REKEY_MAX_PACKETS = 2^23, AES-128-GCM's
                                      confidentiality limit, RFC 9001 section 6.6; at least
@@ -291,11 +292,14 @@ typedef struct pure_settings {
                                     INITs are dropped and counted, no reply) */
     uint32_t max_half_open;      /* responder: half-open handshakes per context (default
                                     16384); INITs over it are dropped and counted */
-    uint32_t half_open_per_addr; /* responder: half-open handshakes per source IP address
-                                    (IPv6: per /64) (default 64) */
+    uint32_t half_open_per_addr; /* responder under load: half-open handshakes per source IP
+                                    address (IPv6: per /64) whose INIT proved that address
+                                    with a cookie; a spoofed INIT is never charged to the
+                                    address it names (default 64) */
     uint32_t inits_per_addr;     /* responder under load: INITs per second each source IP
-                                    (IPv6: /64) may make the responder work on, burst the
-                                    same (default 32) */
+                                    (IPv6: /64) may make the responder work on, counted only
+                                    for INITs that proved the address, burst the same
+                                    (default 32) */
     /* Wall clock, ns since 1970 (the INIT's timestamp, against replay). Default: the system's
      * CLOCK_REALTIME. Tests inject one so runs repeat exactly. */
     uint64_t (*realtime)(void *realtime_user);

@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "siphash.h"
+
 static const char MAC1_LABEL[] = "pure/1 mac1";
 static const char COOKIE_LABEL[] = "pure/1 cookie";
 
@@ -21,7 +23,7 @@ void pure_admit_free(pure_admit *a, const pure_alloc *al)
 {
     pure_mem_free(al, a->seen, PURE_ADMIT_SEEN_SETS * 4 * sizeof *a->seen);
     pure_mem_free(al, a->seen_next, PURE_ADMIT_SEEN_SETS);
-    pure_mem_free(al, a->src, PURE_ADMIT_SRC_BUCKETS * sizeof *a->src);
+    pure_mem_free(al, a->src, a->src_n * sizeof *a->src);
     pure_mem_free(al, a->ts, PURE_ADMIT_TS_SETS * 4 * sizeof *a->ts);
     pure_mem_free(al, a->ts_next, PURE_ADMIT_TS_SETS);
     pure_mem_free(al, a->allow_ts, a->allow_ts_cap * sizeof *a->allow_ts);
@@ -92,25 +94,11 @@ int pure_admit_cookie_open(const pure_crypto *c, const uint8_t key[PURE_HASH_LEN
     return 0;
 }
 
-/* A 64-bit keyed hash (SipHash-like mixing over 8-byte words; not a MAC, only a table index an
- * attacker cannot aim at without the secret seed). Never returns 0 (0 marks an empty entry). */
+/* The tables' index of attacker-chosen bytes: SipHash-2-4 under the context's secret, so nobody
+ * without it can aim at a slot. Never 0 (0 marks an empty entry). */
 static uint64_t keyed_hash(const uint8_t key[16], const uint8_t *p, size_t n)
 {
-    uint64_t k0, k1;
-    memcpy(&k0, key, 8);
-    memcpy(&k1, key + 8, 8);
-    uint64_t h = k0 ^ (0x9e3779b97f4a7c15ull * (n + 1));
-    for (size_t i = 0; i < n; i += 8) {
-        uint64_t w = 0;
-        memcpy(&w, p + i, n - i < 8 ? n - i : 8);
-        h ^= w + k1;
-        h *= 0xbf58476d1ce4e5b9ull;
-        h ^= h >> 31;
-        h = (h << 27 | h >> 37) + k0;
-    }
-    h ^= h >> 29;
-    h *= 0x94d049bb133111ebull;
-    h ^= h >> 32;
+    uint64_t h = pure_siphash24(key, p, n);
     return h ? h : 1;
 }
 
@@ -175,18 +163,29 @@ static size_t host_bytes(const pure_addr *from, const uint8_t **p)
     return n > 2 ? n - 2 : n;
 }
 
-pure_src_bucket *pure_admit_bucket(pure_admit *a, const pure_alloc *al, const pure_addr *from)
+uint32_t pure_admit_src_buckets(uint32_t cap)
+{
+    uint32_t n = PURE_ADMIT_SRC_MIN;
+    while (n < cap && n < PURE_ADMIT_SRC_MAX)
+        n <<= 1;
+    return n;
+}
+
+pure_src_bucket *pure_admit_bucket(pure_admit *a, const pure_alloc *al, const pure_addr *from,
+                                   uint32_t cap)
 {
     if (!a->src) {
-        a->src = pure_mem_alloc(al, PURE_ADMIT_SRC_BUCKETS * sizeof *a->src);
+        uint32_t n = pure_admit_src_buckets(cap);
+        a->src = pure_mem_alloc(al, n * sizeof *a->src);
         if (!a->src)
             return NULL;
-        for (uint32_t i = 0; i < PURE_ADMIT_SRC_BUCKETS; i++)
+        a->src_n = n;
+        for (uint32_t i = 0; i < n; i++)
             a->src[i] = (pure_src_bucket){.refilled = 0, .tokens = UINT32_MAX, .half_open = 0};
     }
     const uint8_t *p;
     size_t n = host_bytes(from, &p);
-    return &a->src[keyed_hash(a->hash_key, p, n) % PURE_ADMIT_SRC_BUCKETS];
+    return &a->src[keyed_hash(a->hash_key, p, n) & (a->src_n - 1)];
 }
 
 int pure_admit_take_token(pure_src_bucket *b, uint32_t rate, uint64_t now)

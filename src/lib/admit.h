@@ -8,8 +8,10 @@
  *   - a cache of the ephemeral keys of INITs that authenticated, so a replay is dropped with no
  *     DH at all;
  *   - per-source buckets (IPv4 address, IPv6 /64): a token bucket of INITs per second and a
- *     count of half-open links, in a fixed table hashed with a secret (no allocation per source;
- *     colliding sources share a bucket, which can only make the limits stricter);
+ *     count of half-open links, both charged only by INITs that proved their source address
+ *     with a cookie, in a fixed table indexed by SipHash-2-4 under a secret drawn per context
+ *     and sized for max_half_open (pure_admit_src_buckets; no allocation per source; colliding
+ *     sources share a bucket by chance, never by an attacker's choice);
  *   - the greatest INIT timestamp seen per initiator key (allow_any: in a fixed set-associative
  *     table; with an allow list, per allowed key).
  * Sans-I/O: time comes in as arguments; tables are allocated on first use (a context that never
@@ -26,15 +28,23 @@
 #include "wire.h"
 
 #define PURE_INIT_TS_WINDOW (10ull * 1000000000ull) /* ns: see pure_admit_fresh */
-#define PURE_ADMIT_SEEN_SETS 256   /* x 4 ephemeral keys remembered (1,024 INITs) */
-#define PURE_ADMIT_SRC_BUCKETS 512 /* per-source buckets */
-#define PURE_ADMIT_TS_SETS 128     /* x 4 initiator keys' timestamps (allow_any) */
+#define PURE_ADMIT_SEEN_SETS 256      /* x 4 ephemeral keys remembered (1,024 INITs) */
+#define PURE_ADMIT_SRC_MIN 512        /* per-source buckets: at least */
+#define PURE_ADMIT_SRC_MAX (1u << 20) /* and at most (16 MiB) */
+#define PURE_ADMIT_TS_SETS 128        /* x 4 initiator keys' timestamps (allow_any) */
 
 typedef struct pure_src_bucket {
     uint64_t refilled;  /* time tokens were last added */
     uint32_t tokens;    /* INITs this source may still start now (scaled by 1000) */
-    uint32_t half_open; /* half-open links from this source */
+    uint32_t half_open; /* half-open links whose INIT proved this source (PURE_HALF_OPEN_PROVEN) */
 } pure_src_bucket;
+
+/* link->half_open of a responder's link not yet validated: counted in ctx->half_open, and, if
+ * its INIT proved its source address with a cookie, in its source's bucket too. A link made from
+ * an INIT without that proof (admitted while not under load) is charged to no address: its
+ * source address may be anyone's (docs/protocol.md, "Threat model"). */
+#define PURE_HALF_OPEN_UNPROVEN 1
+#define PURE_HALF_OPEN_PROVEN 2
 
 typedef struct pure_ts_seen {
     uint64_t ts; /* greatest INIT timestamp seen from a key */
@@ -49,10 +59,11 @@ typedef struct pure_ts_entry {
 typedef struct pure_admit {
     uint8_t mac1_key[PURE_HASH_LEN];   /* HASH("mac1" || our public key) */
     uint8_t cookie_key[PURE_HASH_LEN]; /* HASH("cookie" || our public key) */
-    uint8_t hash_key[16];              /* secret seed of the tables' hashes */
+    uint8_t hash_key[16];              /* SipHash key of the tables' indices, secret */
     uint64_t *seen;                    /* SEEN_SETS x 4 hashes of ephemeral keys */
     uint8_t *seen_next;                /* per set: the way to overwrite next */
-    pure_src_bucket *src;
+    pure_src_bucket *src;              /* src_n buckets (a power of two) */
+    uint32_t src_n;
     pure_ts_entry *ts;
     uint8_t *ts_next;
     pure_ts_seen *allow_ts; /* greatest timestamp per allow-list entry (cap_allow of them) */
@@ -97,10 +108,19 @@ int pure_admit_cookie_open(const pure_crypto *c, const uint8_t key[PURE_HASH_LEN
 int pure_admit_seen(const pure_admit *a, const uint8_t e[PURE_DH_LEN]);
 int pure_admit_remember(pure_admit *a, const pure_alloc *al, const uint8_t e[PURE_DH_LEN]);
 
+/* How many per-source buckets a context whose max_half_open is `cap` has: the smallest power
+ * of two at least cap, within PURE_ADMIT_SRC_MIN and PURE_ADMIT_SRC_MAX. One bucket per half-open
+ * link the context may hold: at most cap / half_open_per_addr sources can fill their share of
+ * the half-open cap at once, so a given source shares a bucket with one of them with a chance of
+ * at most 1 / half_open_per_addr, whatever addresses they hold (the index is a PRF of a secret). */
+uint32_t pure_admit_src_buckets(uint32_t cap);
 /* The bucket of the source address `from` (NULL only if the table cannot be allocated). The
- * I/O layer stores a struct sockaddr_in or sockaddr_in6 in a pure_addr: the bucket is keyed by
- * the IPv4 address or the IPv6 /64; any other encoding by all but its last two bytes (a port). */
-pure_src_bucket *pure_admit_bucket(pure_admit *a, const pure_alloc *al, const pure_addr *from);
+ * table is allocated on first use, pure_admit_src_buckets(cap) buckets (cap: max_half_open;
+ * later calls' cap is not looked at). The I/O layer stores a struct sockaddr_in or sockaddr_in6
+ * in a pure_addr: the bucket is keyed by the IPv4 address or the IPv6 /64; any other encoding
+ * by all but its last two bytes (a port). */
+pure_src_bucket *pure_admit_bucket(pure_admit *a, const pure_alloc *al, const pure_addr *from,
+                                   uint32_t cap);
 /* Takes one INIT's token from b, refilled at `rate` per second up to a burst of `rate`. Returns
  * 1 if there was one, 0 if the source is over its rate. */
 int pure_admit_take_token(pure_src_bucket *b, uint32_t rate, uint64_t now);

@@ -48,10 +48,18 @@ static void admit_window(pure_ctx *ctx, uint64_t now)
 
 /* Under load: many half-open links, or many INITs in the last second that cost a DH and made no
  * link (failed to authenticate, replayed, refused). Honest handshakes, however many, do not make
- * load: they end as links. */
+ * load: they end as links. "Many" is handshake_load, and never more than half of max_half_open:
+ * links from INITs that did not prove their address are made only below it, so they can never
+ * fill max_half_open, and the other half is always there for INITs that proved theirs. */
+static uint32_t load_threshold(const pure_ctx *ctx)
+{
+    uint32_t half = ctx->s.max_half_open / 2 + ctx->s.max_half_open % 2;
+    return ctx->s.handshake_load < half ? ctx->s.handshake_load : half;
+}
+
 static int under_load(const pure_ctx *ctx)
 {
-    return ctx->half_open >= ctx->s.handshake_load ||
+    return ctx->half_open >= load_threshold(ctx) ||
            ctx->admit.wasted_in_window >= ctx->s.handshake_load;
 }
 
@@ -150,7 +158,8 @@ static int read_init(pure_ctx *ctx, pure_noise *noise, const uint8_t *d, size_t 
     return (int)plen;
 }
 
-/* Makes the responder's link for an admitted, fresh, allowed INIT and its RESP (2 more DH). */
+/* Makes the responder's link for an admitted, fresh, allowed INIT and its RESP (2 more DH). The
+ * link is charged to its source's bucket only if its INIT proved that address (bucket not NULL). */
 static void accept_init(pure_ctx *ctx, const pure_addr *from, pure_noise *noise, uint32_t sender,
                         uint64_t tag, const uint8_t *service, size_t slen, size_t n,
                         pure_src_bucket *bucket, uint64_t now)
@@ -164,10 +173,11 @@ static void accept_init(pure_ctx *ctx, const pure_addr *from, pure_noise *noise,
     pure_wipe(e, sizeof e);
     if (!link)
         return;
-    /* counted from the start, so every way out of UNVALIDATED uncounts it once */
-    link->half_open = 1;
+    /* counted from the start, so every way out of UNVALIDATED uncounts it once (half_open_end) */
+    link->half_open = bucket ? PURE_HALF_OPEN_PROVEN : PURE_HALF_OPEN_UNPROVEN;
     ctx->half_open++;
-    bucket->half_open++;
+    if (bucket)
+        bucket->half_open++;
     link->remote_index = sender;
     link->init_tag = tag;
     memcpy(link->peer_key, noise->rs, PURE_KEY_LEN);
@@ -231,10 +241,18 @@ static void resend_resp(pure_ctx *ctx, pure_link *link, const pure_addr *from, s
     c->len = link->resp_len;
 }
 
-/* Steps 1-5 of admission, before any DH. Returns the source's bucket if the INIT may go on to
- * its Noise message (and its tag in *tag), NULL if it was dealt with (dropped or answered). */
-static pure_src_bucket *admit(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
-                              uint64_t now, uint64_t *tag_out)
+/* Steps 1-5 of admission, before any DH. Returns 1 if the INIT may go on to its Noise message
+ * (its tag in *tag_out; in *bucket its source's bucket if it proved its source address with a
+ * cookie, else NULL), 0 if it was dealt with (dropped or answered).
+ *
+ * What an INIT that did not prove its address does is charged to no address: its source may be
+ * spoofed, and a charge would let a spoofer spend the real owner's budget (review finding N1).
+ * Under load it gets a cookie and nothing else; while not under load it may make a link, which
+ * counts towards the load and the context's caps only. An address's token bucket and half-open
+ * count are spent only by INITs with a valid mac2, which only a sender that receives at that
+ * address (or sees its traffic) can make. */
+static int admit(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n, uint64_t now,
+                 uint64_t *tag_out, pure_src_bucket **bucket)
 {
     uint32_t sender = pure_wire_index(d);
     const uint8_t *mac1 = d + n - 2 * PURE_MAC_LEN;
@@ -247,7 +265,7 @@ static pure_src_bucket *admit(pure_ctx *ctx, const pure_addr *from, const uint8_
         ctx->guard.inits_bad_mac++;
         ctx->st.dropped_auth++;
         send_reject(ctx, from, sender, mac1);
-        return NULL;
+        return 0;
     }
     ctx->admit.inits_in_window++;
 
@@ -259,37 +277,40 @@ static pure_src_bucket *admit(pure_ctx *ctx, const pure_addr *from, const uint8_
     pure_link *dup = pure_ctx_hs_find(ctx, tag, sender);
     if (dup) {
         resend_resp(ctx, dup, from, n);
-        return NULL;
+        return 0;
     }
 
-    /* 3. Replay of an INIT that authenticated before (from anywhere): no DH. */
+    /* 3. Replay of an INIT that authenticated before (from anywhere), or of an ephemeral key
+     *    whose cookie was spent (below): no DH. */
     if (pure_admit_seen(&ctx->admit, d + PURE_INIT_FIXED)) {
         ctx->guard.inits_replayed++;
-        return NULL;
+        return 0;
     }
 
     /* 4. Under load: proof of the source address (mac2, from a cookie bound to this INIT), then
-     *    the source's share: its token bucket. */
-    int load = under_load(ctx);
-    if (load && mac2_valid(ctx, from, d, n, now) != 0) {
-        send_cookie(ctx, from, d, n, sender, now);
-        return NULL;
+     *    the source's share: its token bucket (the table is allocated at the first load). */
+    *bucket = NULL;
+    if (under_load(ctx)) {
+        if (mac2_valid(ctx, from, d, n, now) != 0) {
+            send_cookie(ctx, from, d, n, sender, now);
+            return 0;
+        }
+        *bucket = pure_admit_bucket(&ctx->admit, &ctx->alloc, from, ctx->s.max_half_open);
+        if (!*bucket)
+            return 0;
+        if (!pure_admit_take_token(*bucket, ctx->s.inits_per_addr, now)) {
+            ctx->guard.inits_throttled++;
+            return 0;
+        }
     }
-    pure_src_bucket *bucket = pure_admit_bucket(&ctx->admit, &ctx->alloc, from);
-    if (!bucket)
-        return NULL;
-    if (load && !pure_admit_take_token(bucket, ctx->s.inits_per_addr, now)) {
-        ctx->guard.inits_throttled++;
-        return NULL;
-    }
-    /* 5. Half-open caps: per context always, per source under load. */
+    /* 5. Half-open caps: per context always, per proven source under load (its proven links). */
     if (ctx->half_open >= ctx->s.max_half_open ||
-        (load && bucket->half_open >= ctx->s.half_open_per_addr)) {
+        (*bucket && (*bucket)->half_open >= ctx->s.half_open_per_addr)) {
         ctx->guard.inits_half_open_cap++;
-        return NULL;
+        return 0;
     }
     *tag_out = tag;
-    return bucket;
+    return 1;
 }
 
 void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n, uint64_t now)
@@ -303,9 +324,13 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
     }
     admit_window(ctx, now);
     uint64_t tag = 0;
-    pure_src_bucket *bucket = admit(ctx, from, d, n, now, &tag);
-    if (!bucket)
+    pure_src_bucket *bucket = NULL; /* set if the INIT proved its address */
+    if (!admit(ctx, from, d, n, now, &tag, &bucket))
         return;
+    /* A cookie admits one INIT to its DH: one that proved its address and then failed (junk
+     * behind a valid mac1 and a cookie bound to its ephemeral key, or a stale timestamp) has that
+     * key remembered, so the same cookie cannot buy another DH and another token (N3). */
+    const uint8_t *e = d + PURE_INIT_FIXED;
     uint32_t sender = pure_wire_index(d);
 
     /* 6. The Noise message (2 DH), then the timestamp against the greatest seen from that key. */
@@ -314,6 +339,8 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
     int plen = read_init(ctx, &noise, d, n, payload, sizeof payload);
     if (plen < 0) {
         ctx->admit.wasted_in_window++;
+        if (bucket)
+            pure_admit_remember(&ctx->admit, &ctx->alloc, e);
         pure_noise_wipe(&noise);
         send_reject(ctx, from, sender, d + n - 2 * PURE_MAC_LEN);
         return;
@@ -333,13 +360,15 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
             if (fresh == 0)
                 ctx->guard.inits_replayed++;
             ctx->admit.wasted_in_window++;
+            if (bucket)
+                pure_admit_remember(&ctx->admit, &ctx->alloc, e);
             pure_noise_wipe(&noise);
             pure_wipe(payload, sizeof payload);
             return;
         }
     }
     /* remembered from here on: a copy of this INIT is a replay, whatever becomes of it */
-    pure_admit_remember(&ctx->admit, &ctx->alloc, d + PURE_INIT_FIXED);
+    pure_admit_remember(&ctx->admit, &ctx->alloc, e);
     if (status != PURE_RESP_OK) {
         ctx->admit.wasted_in_window++;
         ctx->st.handshakes_refused++;

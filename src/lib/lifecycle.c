@@ -253,11 +253,16 @@ static void half_open_end(pure_link *link, int validated)
 {
     if (!link->half_open)
         return;
+    int proven = link->half_open == PURE_HALF_OPEN_PROVEN;
     link->half_open = 0;
     pure_ctx *ctx = link->ctx;
     if (ctx->half_open)
         ctx->half_open--;
-    pure_src_bucket *b = pure_admit_bucket(&ctx->admit, &ctx->alloc, &link->peer);
+    if (!proven) /* charged to no address (admit.h) */
+        return;
+    /* link->peer is still the INIT's source: an unvalidated link does not move */
+    pure_src_bucket *b =
+        pure_admit_bucket(&ctx->admit, &ctx->alloc, &link->peer, ctx->s.max_half_open);
     if (b && b->half_open)
         b->half_open--;
     /* A handshake the source completed gives its token back: the bucket limits INITs that

@@ -11,6 +11,11 @@
  *     host connect (all within 2 s, the responder under load throughout);
  *   - a source with real cookies that never completes: held to its token bucket and its
  *     half-open cap;
+ *   - valid INITs spoofed from a victim's own address, past handshake_load and kept up: the
+ *     victim, proving its address with a cookie, still connects in two round trips (N1);
+ *   - one cookie on 1,000 junk INITs from an address sharing the victim's bucket: one DH and
+ *     one token, the victim not throttled (N3);
+ *   - max_half_open below handshake_load: spoofed links fill half of it at most;
  *   - forged COOKIE and REJECT packets aimed at a connecting client;
  *   - an older genuine packet from a third address while a new address is validated;
  *   - a RESP whose unauthenticated header was changed on the way;
@@ -339,7 +344,7 @@ static void test_flood_of_valid_inits(void)
     sim_run(a->s, NULL, NULL, sim_now(a->s) + 120 * SIM_S);
     CHECK_EQ(srv->half_open, 0);
     uint64_t held = 0;
-    for (int i = 0; i < PURE_ADMIT_SRC_BUCKETS; i++)
+    for (uint32_t i = 0; i < srv->admit.src_n; i++)
         held += srv->admit.src[i].half_open;
     CHECK_EQ(held, 0);
     sim_app_free(a);
@@ -636,6 +641,202 @@ static void test_silent_mode(void)
     }
 }
 
+static void test_spoofed_lockout(void)
+{
+    /* Review finding N1: valid INITs (allow_any) spoofed from the victim's own address, whose
+     * replies the spoofer never sees: 1,100 in the first second (past handshake_load: the
+     * listener is under load), then kept up at 200 a second. The victim at that address
+     * connects 3 s in: under load it proves its address with a cookie, and what was sent in its
+     * name must not stand in its way (it once did: the spoofed half-open links filled the
+     * address's half_open_per_addr, and every proven INIT of the victim was dropped). */
+    enum {
+        BURST = 1100,
+        RATE = 200,
+        SECONDS = 14,
+        N = BURST + RATE * SECONDS
+    };
+    static uint8_t inits[N][512];
+    static size_t lens[N];
+    sim_app *a = sim_app_new(12, 20, 1, 100, NULL);
+    both(a);
+    pure_ctx *srv = sim_ctx(a->s, a->srv);
+    CHECK_EQ(make_inits(srv, inits, lens, N, 12), N);
+    pure_addr victim = sim_addr(a->s, a->cli);
+    uint64_t t0 = sim_now(a->s), connect_at = 0, est_at = 0;
+    uint32_t peak_half_open = 0, half_open_at_connect = 0;
+    for (uint32_t i = 0; i < N; i++) {
+        uint64_t at = t0 + (i < BURST ? (uint64_t)i * (SIM_S / BURST)
+                                      : SIM_S + (uint64_t)(i - BURST) * (SIM_S / RATE));
+        sim_run(a->s, NULL, NULL, at);
+        if (!connect_at && at >= t0 + 3 * SIM_S) {
+            connect_at = sim_now(a->s);
+            half_open_at_connect = srv->half_open;
+            sim_app_connect(a, NULL, NULL);
+        }
+        pure_ctx_read(srv, &victim, inits[i], lens[i], at);
+        if (srv->half_open > peak_half_open)
+            peak_half_open = srv->half_open;
+        if (connect_at && !est_at && a->established)
+            est_at = sim_now(a->s);
+    }
+    pure_guard_stats g = guard(a, a->srv);
+    pure_ctx_stats st = stats(a, a->srv);
+    printf("spoofed lockout: %d valid INITs from the victim's address (%d in 1 s, then %d/s): "
+           "peak %u half-open, %llu DH, %llu cookies sent, %llu over the half-open cap; the "
+           "victim %s %.1f ms after its connect (client error %d)\n",
+           N, BURST, RATE, peak_half_open, (unsigned long long)g.dh_ops,
+           (unsigned long long)st.cookies_sent, (unsigned long long)g.inits_half_open_cap,
+           est_at ? "connected" : "had not connected",
+           (double)((est_at ? est_at : sim_now(a->s)) - connect_at) / 1e6, a->client_error);
+    CHECK(half_open_at_connect >= 1024); /* under load: the victim had to prove its address */
+    CHECK(est_at != 0);
+    CHECK(est_at - connect_at <= 5 * 2 * base.delay); /* a few round trips */
+    /* the spoofed INITs cost bounded state: handshake_load half-open links, then cookies */
+    CHECK(peak_half_open <= 1024 + 1);
+    /* 5 DH per link made: handshake_load of them, again as they expired, and the victim's */
+    CHECK(g.dh_ops <= 5 * (2 * 1024 + 1));
+    /* every half-open link is uncounted once, as it was counted: the context's count and the
+     * buckets (which only the victim's proven link entered) go back to 0 */
+    sim_app_run(a, sim_now(a->s) + 60 * SIM_S);
+    CHECK(sim_app_ok(a));
+    sim_run(a->s, NULL, NULL, sim_now(a->s) + 30 * SIM_S);
+    CHECK_EQ(srv->half_open, 0);
+    uint64_t charged = 0;
+    for (uint32_t i = 0; i < srv->admit.src_n; i++)
+        charged += srv->admit.src[i].half_open;
+    CHECK_EQ(charged, 0);
+    sim_app_free(a);
+}
+
+/* An INIT's MACs made again after its bytes were changed: mac1 under the responder's public key
+ * (anyone can), mac2 under `cookie`. */
+static void remac(const pure_ctx *srv, uint8_t *d, size_t n, const uint8_t cookie[16])
+{
+    uint8_t k1[PURE_HASH_LEN];
+    pure_admit_mac1_key(srv->crypto, pure_ctx_public_key(srv), k1);
+    pure_admit_mac(srv->crypto, k1, sizeof k1, d, n - 2 * PURE_MAC_LEN, d + n - 2 * PURE_MAC_LEN);
+    pure_admit_mac(srv->crypto, cookie, 16, d, n - PURE_MAC_LEN, d + n - PURE_MAC_LEN);
+}
+
+static void test_one_cookie_cannot_drain_a_bucket(void)
+{
+    /* Review finding N3. An attacker at its own address A gets one real cookie (for its INIT's
+     * ephemeral key) and puts it on 1,000 junk INITs: that ephemeral key, the rest changed, mac1
+     * and mac2 made again, 500 a second. Each has a valid mac2, so each once took a token from
+     * A's bucket (and cost 2 DH); a victim whose address shares A's bucket was throttled. Here
+     * A is chosen to share the victim's bucket, which takes the context's secret (the test holds
+     * it; an attacker does not): the victim still connects at once, since a cookie buys one DH
+     * and one token, and the junk after it is dropped as a replay of its ephemeral key. */
+    sim_app *a = sim_app_new(13, 20, 1, 100, always_load);
+    both(a);
+    pure_ctx *srv = sim_ctx(a->s, a->srv);
+    pure_addr victim = sim_addr(a->s, a->cli), att = victim;
+    pure_src_bucket *vb =
+        pure_admit_bucket(&srv->admit, &srv->alloc, &victim, srv->s.max_half_open);
+    CHECK(vb != NULL);
+    int found = 0;
+    for (uint32_t i = 1; i < 1u << 22 && !found; i++) {
+        att.bytes[0] = 172;
+        att.bytes[1] = (uint8_t)(i >> 16);
+        att.bytes[2] = (uint8_t)(i >> 8);
+        att.bytes[3] = (uint8_t)i;
+        found = pure_admit_bucket(&srv->admit, &srv->alloc, &att, 0) == vb;
+    }
+    CHECK(found);
+    static uint8_t init[1][512];
+    size_t len;
+    CHECK_EQ(make_inits(srv, init, &len, 1, 13), 1);
+    uint8_t what[sizeof att.bytes + PURE_DH_LEN], ck[PURE_COOKIE_LEN];
+    memcpy(what, att.bytes, att.len);
+    memcpy(what + att.len, init[0] + PURE_INIT_FIXED, PURE_DH_LEN);
+    CHECK_EQ(pure_cookie_make(&srv->cookies, srv->crypto, sim_now(a->s), what,
+                              att.len + PURE_DH_LEN, ck),
+             0);
+    enum {
+        JUNK = 1000
+    };
+    uint64_t t0 = sim_now(a->s), connect_at = 0, est_at = 0;
+    pure_guard_stats g0 = guard(a, a->srv);
+    for (uint32_t i = 0; i < JUNK; i++) {
+        uint64_t at = t0 + (uint64_t)i * (SIM_S / 500);
+        sim_run(a->s, NULL, NULL, at);
+        if (i == JUNK / 4) {
+            connect_at = sim_now(a->s);
+            sim_app_connect(a, NULL, NULL);
+        }
+        uint8_t junk[512];
+        memcpy(junk, init[0], len);
+        junk[PURE_INIT_FIXED + PURE_DH_LEN + i % 32] ^= (uint8_t)(1 + i / 32); /* its static key */
+        remac(srv, junk, len, ck);
+        pure_ctx_read(srv, &att, junk, len, at);
+        if (connect_at && !est_at && a->established)
+            est_at = sim_now(a->s);
+    }
+    pure_guard_stats g = guard(a, a->srv);
+    printf("one cookie on %d junk INITs at 500/s from an address sharing the victim's bucket: "
+           "%llu DH, %llu throttled, %llu dropped as replays; the victim %s %.1f ms after its "
+           "connect\n",
+           JUNK, (unsigned long long)(g.dh_ops - g0.dh_ops),
+           (unsigned long long)(g.inits_throttled - g0.inits_throttled),
+           (unsigned long long)(g.inits_replayed - g0.inits_replayed),
+           est_at ? "connected" : "had not connected",
+           (double)((est_at ? est_at : sim_now(a->s)) - connect_at) / 1e6);
+    CHECK(est_at != 0 && est_at - connect_at <= 5 * 2 * base.delay);
+    CHECK_EQ(g.inits_throttled - g0.inits_throttled, 0);
+    CHECK(g.inits_replayed - g0.inits_replayed >= JUNK - 1);
+    CHECK(g.dh_ops - g0.dh_ops <= 2 + 5); /* one junk INIT's 2, the victim's handshake's 5 */
+    sim_app_run(a, sim_now(a->s) + 60 * SIM_S);
+    CHECK(sim_app_ok(a));
+    sim_app_free(a);
+}
+
+static void small_half_open(pure_settings *s, int server)
+{
+    if (server)
+        s->max_half_open = 200; /* below handshake_load (1,024) */
+}
+
+static void test_unproven_links_leave_room(void)
+{
+    /* With max_half_open below handshake_load, INITs from spoofed sources once filled the whole
+     * context cap without ever putting it under load: no cookies, every INIT dropped at the cap,
+     * an honest client locked out until the spoofed links expired. Load now starts at half of
+     * max_half_open, so links from unproven INITs hold at most half and a client that proves its
+     * address finds the other half. */
+    enum {
+        N = 1000
+    };
+    static uint8_t inits[N][512];
+    static size_t lens[N];
+    sim_app *a = sim_app_new(14, 20, 1, 100, small_half_open);
+    both(a);
+    pure_ctx *srv = sim_ctx(a->s, a->srv);
+    CHECK_EQ(make_inits(srv, inits, lens, N, 14), N);
+    uint64_t t0 = sim_now(a->s), connect_at = 0, est_at = 0;
+    uint32_t peak = 0;
+    for (uint32_t i = 0; i < N; i++) {
+        uint64_t at = t0 + (uint64_t)i * (SIM_S / N);
+        sim_run(a->s, NULL, NULL, at);
+        if (i == N / 2) {
+            connect_at = sim_now(a->s);
+            sim_app_connect(a, NULL, NULL);
+        }
+        pure_addr from = spoof(i);
+        pure_ctx_read(srv, &from, inits[i], lens[i], at);
+        if (srv->half_open > peak)
+            peak = srv->half_open;
+        if (connect_at && !est_at && a->established)
+            est_at = sim_now(a->s);
+    }
+    printf("max_half_open 200, %d valid INITs from spoofed sources in 1 s: peak %u half-open; "
+           "the client %s %.1f ms after its connect\n",
+           N, peak, est_at ? "connected" : "had not connected",
+           (double)((est_at ? est_at : sim_now(a->s)) - connect_at) / 1e6);
+    CHECK(est_at != 0 && est_at - connect_at <= 5 * 2 * base.delay);
+    CHECK(peak <= 100 + 1); /* the unproven half, and the client's */
+    sim_app_free(a);
+}
+
 int main(void)
 {
     RUN(test_replay_costs_no_dh);
@@ -648,5 +849,8 @@ int main(void)
     RUN(test_resp_header_changed);
     RUN(test_silent_mode);
     RUN(test_amplification_counted_per_address);
+    RUN(test_spoofed_lockout);
+    RUN(test_one_cookie_cannot_drain_a_bucket);
+    RUN(test_unproven_links_leave_room);
     return pure_test_finish();
 }

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* admit_test: the handshake admission module (src/lib/admit.c): the ephemeral-key cache and its
  * eviction, the token bucket's refill and cap, the timestamp rule, the source key of an address
- * (IPv4, IPv6 /64, other encodings), and the COOKIE reply's binding to the INIT's mac1. */
+ * (IPv4, IPv6 /64, other encodings), the bucket table's size and its index (SipHash under a
+ * secret of each context's own), and the COOKIE reply's binding to the INIT's mac1. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "admit.h"
+#include "siphash.h"
 #include "test.h"
 
 static pure_alloc al;
@@ -156,26 +158,56 @@ static void test_source_keys(void)
     /* sockaddr_in (little-endian family 2): the port does not matter, the IP does */
     uint8_t v4a[16] = {2, 0, 0x11, 0x5c, 10, 0, 0, 1}, v4b[16] = {2, 0, 0x22, 0x00, 10, 0, 0, 1};
     pure_addr A = addr(v4a, 16), B = addr(v4b, 16);
-    CHECK(pure_admit_bucket(&a, &al, &A) == pure_admit_bucket(&a, &al, &B));
+    CHECK(pure_admit_bucket(&a, &al, &A, 0) == pure_admit_bucket(&a, &al, &B, 0));
     /* sockaddr_in6 (family 10): the /64 is the source */
     uint8_t v6a[28] = {10, 0, 1, 1, 0, 0, 0, 0, 0xfd, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1};
     uint8_t v6b[28] = {10, 0, 2, 2, 0, 0, 0, 0, 0xfd, 0, 0, 1, 0, 0, 0, 1, 9, 9, 9, 9, 0, 0, 0, 2};
     pure_addr D = addr(v6a, 28), E = addr(v6b, 28);
-    CHECK(pure_admit_bucket(&a, &al, &D) == pure_admit_bucket(&a, &al, &E));
+    CHECK(pure_admit_bucket(&a, &al, &D, 0) == pure_admit_bucket(&a, &al, &E, 0));
     /* different sources land in different buckets, except by a rare collision: count over many */
     int same = 0;
     for (uint32_t i = 0; i < 200; i++) {
         uint8_t x[16] = {2, 0, 0, 80, 10, (uint8_t)(i >> 8), (uint8_t)i, 3};
         uint8_t y[16] = {2, 0, 0, 80, 10, (uint8_t)(i >> 8), (uint8_t)i, 4};
         pure_addr X = addr(x, 16), Y = addr(y, 16);
-        same += pure_admit_bucket(&a, &al, &X) == pure_admit_bucket(&a, &al, &Y);
+        same += pure_admit_bucket(&a, &al, &X, 0) == pure_admit_bucket(&a, &al, &Y, 0);
     }
     CHECK(same <= 3);
     /* any other encoding: all but the last two bytes */
     uint8_t o1[6] = {10, 0, 0, 1, 0x12, 0x34}, o2[6] = {10, 0, 0, 1, 0x56, 0x78};
     pure_addr O1 = addr(o1, 6), O2 = addr(o2, 6);
-    CHECK(pure_admit_bucket(&a, &al, &O1) == pure_admit_bucket(&a, &al, &O2));
+    CHECK(pure_admit_bucket(&a, &al, &O1, 0) == pure_admit_bucket(&a, &al, &O2, 0));
     pure_admit_free(&a, &al);
+}
+
+static void test_bucket_table_keyed_and_sized(void)
+{
+    /* sized for max_half_open: one bucket per half-open link, a power of two, within bounds */
+    CHECK_EQ(pure_admit_src_buckets(0), PURE_ADMIT_SRC_MIN);
+    CHECK_EQ(pure_admit_src_buckets(1000), 1024);
+    CHECK_EQ(pure_admit_src_buckets(16384), 16384);
+    CHECK_EQ(pure_admit_src_buckets(16385), 32768);
+    CHECK_EQ(pure_admit_src_buckets(UINT32_MAX), PURE_ADMIT_SRC_MAX);
+    /* two contexts (two secrets) put the same addresses in unrelated buckets: an index learnt
+     * from one, or computed without the secret, says nothing of another's */
+    pure_admit a, b;
+    setup(&a);
+    setup(&b);
+    CHECK(memcmp(a.hash_key, b.hash_key, sizeof a.hash_key) != 0);
+    int same = 0;
+    for (uint32_t i = 0; i < 1000; i++) {
+        uint8_t x[16] = {2, 0, 0, 80, 10, 7, (uint8_t)(i >> 8), (uint8_t)i};
+        pure_addr X = addr(x, 16);
+        pure_src_bucket *pa = pure_admit_bucket(&a, &al, &X, 16384);
+        pure_src_bucket *pb = pure_admit_bucket(&b, &al, &X, 16384);
+        same += pa - a.src == pb - b.src;
+        /* the index is SipHash-2-4 of the IPv4 address under the context's key */
+        CHECK_EQ((uint64_t)(pa - a.src), pure_siphash24(a.hash_key, x + 4, 4) & (16384 - 1));
+    }
+    CHECK_EQ(a.src_n, 16384);
+    CHECK(same <= 3); /* 1,000 addresses in 16,384 buckets: ~0.06 by chance */
+    pure_admit_free(&a, &al);
+    pure_admit_free(&b, &al);
 }
 
 static void test_cookie_reply_binding(void)
@@ -215,6 +247,7 @@ int main(void)
     RUN(test_token_bucket);
     RUN(test_timestamps);
     RUN(test_source_keys);
+    RUN(test_bucket_table_keyed_and_sized);
     RUN(test_cookie_reply_binding);
     return pure_test_finish();
 }
