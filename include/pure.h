@@ -104,11 +104,11 @@ PURE_API const char *pure_strerror(int err);
  * the call failed (a dropped datagram, a bad argument, a full backlog, no memory) and did
  * nothing to the link: correct the call or retry. So the fatal codes are PURE_ECLOSED and the
  * reasons only on_closed carries, which no function returns (PURE_ETIMEDOUT, PURE_EREFUSED,
- * PURE_EACCES, PURE_EKEY, PURE_EFLOW, PURE_ERESET, PURE_EUNREACH, PURE_ENOTPURE). PURE_ESTATE is not fatal: the call does not
- * apply now (the link already finishing or closing, a walk running) and did nothing. In
- * on_closed the link is gone whatever info->error is: it may also be PURE_EPROTO, PURE_ECRYPTO,
- * PURE_EMSGSIZE or PURE_ENOMEM, which functions return only for failures that leave a link as it
- * was. */
+ * PURE_EACCES, PURE_EKEY, PURE_EFLOW, PURE_ERESET, PURE_EUNREACH, PURE_ENOTPURE). PURE_ESTATE is
+ * not fatal: the call does not apply now (the link already finishing or closing, a walk running)
+ * and did nothing. In on_closed the link is gone whatever info->error is: it may also be
+ * PURE_EPROTO, PURE_ECRYPTO, PURE_EMSGSIZE or PURE_ENOMEM, which functions return only for failures
+ * that leave a link as it was. */
 PURE_API int pure_err_is_fatal(int err);
 
 /* ---- Keys --------------------------------------------------------------------------------- */

@@ -302,7 +302,7 @@ int pure_loop_run(pure_loop *l, uint64_t timeout_ns)
             if (fd == l->udp.fd) {
                 if (ev[i].events & EPOLLOUT)
                     rc = flush(l, pure_now()); /* the held burst first */
-                if (ev[i].events & EPOLLERR) /* ICMP errors queued (IP_RECVERR) */
+                if (ev[i].events & EPOLLERR)   /* ICMP errors queued (IP_RECVERR) */
                     pure_udp_errors(&l->udp, l->ctx);
                 if (!rc && (ev[i].events & EPOLLIN))
                     rc = pure_udp_recv(&l->udp, l->ctx, READ_BUDGET) < 0 ? PURE_EIO : 0;

@@ -446,9 +446,9 @@ static int unreach_kind(const struct sock_extended_err *ee)
     if (ee->ee_origin == SO_EE_ORIGIN_ICMP && ee->ee_type == 3) /* ICMP_DEST_UNREACH */
         switch (ee->ee_code) {
         case 3: return PURE_UNREACH_PORT;
-        case 0: /* net */
-        case 1: /* host */
-        case 6: /* net unknown */
+        case 0:                           /* net */
+        case 1:                           /* host */
+        case 6:                           /* net unknown */
         case 7: return PURE_UNREACH_HOST; /* host unknown */
         case 9:
         case 10:
@@ -458,10 +458,10 @@ static int unreach_kind(const struct sock_extended_err *ee)
     if (ee->ee_origin == SO_EE_ORIGIN_ICMP6 && ee->ee_type == 1) /* ICMP6_DST_UNREACH */
         switch (ee->ee_code) {
         case 4: return PURE_UNREACH_PORT;
-        case 0: /* no route */
-        case 3: return PURE_UNREACH_HOST; /* address unreachable */
-        case 1: /* administratively prohibited */
-        case 5: /* source address failed policy */
+        case 0:                            /* no route */
+        case 3: return PURE_UNREACH_HOST;  /* address unreachable */
+        case 1:                            /* administratively prohibited */
+        case 5:                            /* source address failed policy */
         case 6: return PURE_UNREACH_ADMIN; /* reject route */
         default: return 0;
         }

@@ -28,7 +28,8 @@ const char *pure_strerror(int err)
     case PURE_EUNREACH:
         return "the network reports the peer unreachable (nothing listening on that port, or no "
                "route)";
-    case PURE_ENOTPURE: return "the peer is not a Pure server (it answered with non-Pure datagrams)";
+    case PURE_ENOTPURE:
+        return "the peer is not a Pure server (it answered with non-Pure datagrams)";
     default: return "unknown error";
     }
 }

@@ -169,7 +169,7 @@ static void test_reject_then_grace(void)
     CHECK_EQ(read_reject(w, &srv), 0);
     uint64_t t = sim_now(w->s);
     run_for(w, 1 * SIM_MS);
-    CHECK_EQ(w->inits, 2); /* the INIT went again at once */
+    CHECK_EQ(w->inits, 2);             /* the INIT went again at once */
     CHECK_EQ(read_reject(w, &srv), 0); /* more REJECTs change nothing */
     CHECK_EQ(w->c.closes, 0);
     run_for(w, 2 * SIM_S);
@@ -260,8 +260,10 @@ static void test_junk_from_dialled_address(void)
     CHECK_EQ(w->c.info.error, PURE_ENOTPURE);
     CHECK_EQ(w->c.closed_at, t + PURE_HS_HINT_GRACE_MIN);
     /* every sort of junk counts: a wrong length for a known type, an empty datagram */
-    static const uint8_t shapes[][3] = {{PURE_PKT_RESP, 1, 2}, {PURE_PKT_REJECT, 0, 0},
-                                        {PURE_PKT_COOKIE, 0, 0}, {PURE_PKT_DATA0, 0, 0}};
+    static const uint8_t shapes[][3] = {{PURE_PKT_RESP, 1, 2},
+                                        {PURE_PKT_REJECT, 0, 0},
+                                        {PURE_PKT_COOKIE, 0, 0},
+                                        {PURE_PKT_DATA0, 0, 0}};
     for (size_t i = 0; i <= sizeof shapes / sizeof shapes[0]; i++) {
         connect_to(w, &nowhere, NULL);
         run_for(w, 1 * SIM_MS);
@@ -269,8 +271,7 @@ static void test_junk_from_dialled_address(void)
         size_t n = i < 4 ? sizeof d : 0;
         if (n)
             memcpy(d, shapes[i], n);
-        CHECK_EQ(pure_ctx_read(sim_ctx(w->s, w->cli), &nowhere, d, n, sim_now(w->s)),
-                 PURE_EPROTO);
+        CHECK_EQ(pure_ctx_read(sim_ctx(w->s, w->cli), &nowhere, d, n, sim_now(w->s)), PURE_EPROTO);
         run_for(w, 2 * SIM_S);
         CHECK_EQ(w->c.closes, (int)i + 2);
         CHECK_EQ(w->c.info.error, PURE_ENOTPURE);
@@ -331,8 +332,7 @@ static void test_icmp_quotes(void)
     memcpy(bad, w->init, sizeof bad);
     bad[20] ^= 1; /* within the ephemeral key */
     CHECK_EQ(pure_ctx_unreachable(cli, &srv, PURE_UNREACH_PORT, bad, sizeof bad, 1 * SIM_MS), 0);
-    CHECK_EQ(pure_ctx_unreachable(cli, &other, PURE_UNREACH_PORT, w->init, w->init_len, SIM_MS),
-             0);
+    CHECK_EQ(pure_ctx_unreachable(cli, &other, PURE_UNREACH_PORT, w->init, w->init_len, SIM_MS), 0);
     CHECK_EQ(w->c.closes, 0);
     /* 36 bytes of it: not enough to prove it, a hint */
     CHECK_EQ(pure_ctx_unreachable(cli, &srv, PURE_UNREACH_HOST, w->init, 36, 1 * SIM_MS), 1);

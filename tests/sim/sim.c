@@ -361,8 +361,7 @@ static void flush(sim *s, int ep)
             if (dst >= 0 && !s->dead[dst])
                 transmit(s, ep, dst, s->buf + off, len);
             else if (s->icmp) /* the host is there, the port closed: as IP_RECVERR reports it */
-                pure_ctx_unreachable(s->ctx[ep], &to, PURE_UNREACH_PORT, s->buf + off, len,
-                                     s->now);
+                pure_ctx_unreachable(s->ctx[ep], &to, PURE_UNREACH_PORT, s->buf + off, len, s->now);
         }
     }
 }

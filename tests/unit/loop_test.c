@@ -484,7 +484,8 @@ static uint16_t closed_port(int family)
         ((struct sockaddr_in6 *)&ss)->sin6_addr = in6addr_loopback;
     socklen_t sl = family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
     uint16_t port = 0;
-    if (bind(fd, (struct sockaddr *)&ss, sl) == 0 && getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+    if (bind(fd, (struct sockaddr *)&ss, sl) == 0 &&
+        getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
         port = ntohs(((struct sockaddr_in *)&ss)->sin_port); /* same offset in sockaddr_in6 */
     close(fd);
     return port;
