@@ -502,13 +502,13 @@ int pure_udp_errors(pure_udp *u, pure_ctx *ctx)
                 kind = unreach_kind(&ee);
             }
         u->st->recv_errors++;
+        n++;
         if (!kind || m.msg_namelen == 0)
             continue;
         /* msg_name is where the quoted datagram went (the peer), the payload its start */
         pure_addr to;
         source(&ss, m.msg_namelen, &to);
         (void)pure_ctx_unreachable(ctx, &to, kind, u->rbuf, (size_t)r, pure_now());
-        n++;
     }
     return n;
 }
@@ -526,8 +526,9 @@ int pure_udp_recv(pure_udp *u, pure_ctx *ctx, int budget)
             return PURE_EIO;
         }
         /* An ICMP error reported on the socket (ECONNREFUSED, ...): its details wait in the
-         * error queue. */
-        pure_udp_errors(u, ctx);
+         * error queue. Any other error is counted here. */
+        if (pure_udp_errors(u, ctx) == 0)
+            u->st->recv_errors++;
     }
     return 1;
 }

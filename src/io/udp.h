@@ -61,8 +61,9 @@ int pure_udp_send(pure_udp *u, const uint8_t *buf, size_t n, size_t seg, const p
                   size_t *off);
 
 /* Reads the socket's error queue (IP_RECVERR): each ICMP destination unreachable error goes to
- * pure_ctx_unreachable with the address and the datagram it quotes; the others are counted in
- * recv_errors. Call it when epoll reports EPOLLERR. Returns the number passed on. */
+ * pure_ctx_unreachable with the address and the datagram it quotes; every error read is counted
+ * in recv_errors. Call it when epoll reports EPOLLERR. Returns the number of errors read
+ * (0: the queue was empty). */
 int pure_udp_errors(pure_udp *u, pure_ctx *ctx);
 
 /* Receives up to `budget` system calls' worth of datagrams, feeding each to pure_ctx_read.

@@ -220,14 +220,14 @@ void pure_hs_timeout(pure_link *link, uint64_t now)
     if (backoff > HS_MAX_RETRY)
         backoff = HS_MAX_RETRY;
     hs->retry_at = now + backoff;
-    /* the error is due at handshake_timeout, not at the retry after it */
-    if (hs->retry_at > hs->started + link->ctx->s.handshake_timeout)
-        hs->retry_at = hs->started + link->ctx->s.handshake_timeout;
     if (hs->hint_err) { /* under a hint: every quarter of its grace, until it runs out */
         hs->retry_at = now + hs->hint_step;
         if (hs->retry_at > hs->hint_deadline)
             hs->retry_at = hs->hint_deadline;
     }
+    /* the error is due at handshake_timeout, not at the retry after it */
+    if (hs->retry_at > hs->started + link->ctx->s.handshake_timeout)
+        hs->retry_at = hs->started + link->ctx->s.handshake_timeout;
     hs->send_pending = 1; /* the same INIT: a responder that made a link answers from it */
     pure_ctx_mark_pending(link->ctx, link);
 }
@@ -373,6 +373,8 @@ static void hint(pure_link *link, int err, int kind, uint64_t now)
     hs->hint_step = grace / 4;
     hs->hint_deadline = now + grace;
     hs->retry_at = now + hs->hint_step;
+    if (hs->retry_at > hs->started + link->ctx->s.handshake_timeout)
+        hs->retry_at = hs->started + link->ctx->s.handshake_timeout; /* the budget still ends it */
     hs->send_pending = 1;
     pure_ctx_mark_pending(link->ctx, link);
     pure_timers_update(link, now);

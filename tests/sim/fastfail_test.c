@@ -32,6 +32,7 @@ typedef struct world {
 } world;
 
 static world *W;
+static uint64_t hs_timeout; /* the client's handshake_timeout if set */
 
 static int on_accept(pure_link *l, const char *svc, const uint8_t *k, void *u)
 {
@@ -87,6 +88,8 @@ static world *world_new(uint64_t seed)
     st.callbacks = &cbs;
     st.user = w;
     st.allow_any = 1;
+    if (hs_timeout)
+        st.handshake_timeout = hs_timeout;
     w->cli = sim_add(w->s, &st);
     w->srv = sim_add(w->s, &st);
     CHECK_EQ(pure_ctx_add_service(sim_ctx(w->s, w->srv), "svc"), 0);
@@ -176,6 +179,25 @@ static void test_reject_then_grace(void)
     CHECK_EQ(w->c.closes, 1);
     CHECK_EQ(w->c.info.error, PURE_EKEY);
     CHECK_EQ(w->c.closed_at, t + PURE_HS_HINT_GRACE_MIN);
+    world_free(w);
+}
+
+/* A handshake_timeout shorter than the grace still ends the handshake on time, with the hint's
+ * error. */
+static void test_hint_within_short_timeout(void)
+{
+    hs_timeout = 100 * SIM_MS;
+    world *w = world_new(11);
+    hs_timeout = 0;
+    pure_addr srv = sim_addr(w->s, w->srv);
+    blackhole(w);
+    connect_to(w, NULL, NULL);
+    run_for(w, 5 * SIM_MS);
+    CHECK_EQ(read_reject(w, &srv), 0);
+    run_for(w, 2 * SIM_S);
+    CHECK_EQ(w->c.closes, 1);
+    CHECK_EQ(w->c.info.error, PURE_EKEY);
+    CHECK_EQ(w->c.closed_at, 100 * SIM_MS);
     world_free(w);
 }
 
@@ -391,6 +413,7 @@ int main(void)
     RUN(test_wrong_key_fails_after_grace);
     RUN(test_reject_then_grace);
     RUN(test_grace_scales_with_path);
+    RUN(test_hint_within_short_timeout);
     RUN(test_forged_reject_loses_to_resp);
     RUN(test_reject_from_elsewhere_ignored);
     RUN(test_junk_from_dialled_address);
