@@ -34,7 +34,7 @@ static const char handshakes_help[] =
     "                      (default 10 s, or half the timeout if that is less; exit 1).\n"
     "                      A closed port, no route or a UDP service that is not Pure\n"
     "                      (exit 1), or a wrong --peer-key (exit 3), is reported at once\n"
-    "                      (within 200 ms)\n"
+    "                      (on loopback within 200 ms; docs/cli.md)\n"
     "\n"
     "exit codes: 0 N links each echoed their message exactly; 1 a link failed, an echo\n"
     "            differed or the timeout passed; 2 usage error; 3 refused (unknown service,\n"

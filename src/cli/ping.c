@@ -33,7 +33,7 @@ static const char ping_help[] =
     "                      (default 10 s, or half the timeout if that is less; exit 1).\n"
     "                      A closed port, no route or a UDP service that is not Pure\n"
     "                      (exit 1), or a wrong --peer-key (exit 3), is reported at once\n"
-    "                      (within 200 ms)\n"
+    "                      (on loopback within 200 ms; docs/cli.md)\n"
     "  --stats             print link and loop counters on stderr\n"
     "\n"
     "exit codes: 0 N echoes came back, each identical to what was sent; 1 an echo differed\n"

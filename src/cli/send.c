@@ -30,7 +30,7 @@ static const char send_help[] =
     "                      (default 10 s, or half the timeout if that is less; exit 1).\n"
     "                      A closed port, no route or a UDP service that is not Pure\n"
     "                      (exit 1), or a wrong --peer-key (exit 3), is reported at once\n"
-    "                      (within 200 ms)\n"
+    "                      (on loopback within 200 ms; docs/cli.md)\n"
     "  --stats             print link and loop counters on stderr\n"
     "\n"
     "Lines may be up to 16 MiB long.\n"
