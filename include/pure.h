@@ -85,6 +85,14 @@ PURE_API const char *pure_version(void);
 #define PURE_EFLOW -15    /* the peer sent beyond the credit it was given */
 #define PURE_EIO -16      /* an operating-system call failed (I/O loop only; see errno) */
 #define PURE_ERESET -17   /* the peer closed the link with an error code */
+/* PURE_EUNREACH: the network (an ICMP error) or this host (a send that failed) says the peer's
+ * address cannot be reached: nothing listens on that port, no route, a firewall refuses, or the
+ * socket's address family cannot reach it (pure_ctx_unreachable; on_closed's peer_code then says
+ * which, a PURE_UNREACH_* kind). Only a handshake under way ends so, never an open link. */
+#define PURE_EUNREACH -18
+/* PURE_ENOTPURE: what answers at the peer's address is not a Pure server: it answered the
+ * handshake with datagrams that cannot be Pure (another UDP service on that port?). */
+#define PURE_ENOTPURE -19
 
 /* A short English description of an error code ("unknown error" for others). Never NULL. */
 PURE_API const char *pure_strerror(int err);
@@ -96,11 +104,11 @@ PURE_API const char *pure_strerror(int err);
  * the call failed (a dropped datagram, a bad argument, a full backlog, no memory) and did
  * nothing to the link: correct the call or retry. So the fatal codes are PURE_ECLOSED and the
  * reasons only on_closed carries, which no function returns (PURE_ETIMEDOUT, PURE_EREFUSED,
- * PURE_EACCES, PURE_EKEY, PURE_EFLOW, PURE_ERESET). PURE_ESTATE is not fatal: the call does not
- * apply now (the link already finishing or closing, a walk running) and did nothing. In
- * on_closed the link is gone whatever info->error is: it may also be PURE_EPROTO, PURE_ECRYPTO,
- * PURE_EMSGSIZE or PURE_ENOMEM, which functions return only for failures that leave a link as it
- * was. */
+ * PURE_EACCES, PURE_EKEY, PURE_EFLOW, PURE_ERESET, PURE_EUNREACH, PURE_ENOTPURE). PURE_ESTATE is
+ * not fatal: the call does not apply now (the link already finishing or closing, a walk running)
+ * and did nothing. In on_closed the link is gone whatever info->error is: it may also be
+ * PURE_EPROTO, PURE_ECRYPTO, PURE_EMSGSIZE or PURE_ENOMEM, which functions return only for failures
+ * that leave a link as it was. */
 PURE_API int pure_err_is_fatal(int err);
 
 /* ---- Keys --------------------------------------------------------------------------------- */
@@ -142,8 +150,11 @@ typedef struct pure_close_info {
     /* 0 for a graceful close by either side, else a PURE_E* code. */
     int error;
     uint64_t peer_code; /* the peer's close code: its application's code (error
-                           PURE_ERESET), 0 (error 0), or Pure's own code 1..0xff */
-    const char *reason; /* the peer's reason text (may be ""), valid during the callback */
+                           PURE_ERESET), 0 (error 0), or Pure's own code 1..0xff;
+                           with error PURE_EUNREACH, the PURE_UNREACH_* kind reported */
+    const char *reason; /* the peer's reason text (may be ""); with PURE_EUNREACH, what
+                           the network said ("port unreachable", ...); valid during the
+                           callback */
     /* Messages this side accepted but the peer never acknowledged: ids first_unacked .. next_id-1
      * (pure_link_send returns ids counting from 0). Every message below first_unacked was
      * delivered to the peer's application. When the peer closed (pure_link_close, abort or
@@ -403,6 +414,43 @@ PURE_API int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t 
  * with error PURE_EMSGSIZE. */
 PURE_API int pure_ctx_burst_too_big(pure_ctx *ctx, uint64_t now);
 
+/* Kinds of pure_ctx_unreachable reports. The first three come from the network (an ICMP or ICMPv6
+ * destination unreachable error read from the socket's error queue), the last two from this
+ * host (a send to the address failed). */
+enum pure_unreach_kind {
+    PURE_UNREACH_PORT = 1,  /* port unreachable: the host is there, nothing listens on the port */
+    PURE_UNREACH_HOST = 2,  /* host or network unreachable, no route (from a router or the host) */
+    PURE_UNREACH_ADMIN = 3, /* administratively prohibited: a firewall refuses */
+    PURE_UNREACH_LOCAL = 4, /* this host has no route there (sendmsg: ENETUNREACH, EHOSTUNREACH) */
+    PURE_UNREACH_FAMILY = 5 /* the socket's address family cannot reach the address (an IPv6
+                               address from an IPv4 socket: EAFNOSUPPORT) */
+};
+
+/* After a hint that a handshake failed (a REJECT for our INIT, a datagram from the peer's address
+ * that cannot be Pure, an ICMP error that quotes too little of the INIT to prove it is real), the
+ * INIT goes again at once and every quarter of the grace, and the handshake ends with that hint's
+ * error when the grace has passed with no RESP: this long, or twice the time from the first INIT
+ * to the hint if that is longer. A forged hint cannot end a handshake the real responder answers
+ * within the grace. ns. */
+#define PURE_HS_HINT_GRACE_MIN 200000000ull
+
+/* Tells the core that `addr` cannot be reached, as the I/O layer learnt it: an ICMP error the
+ * kernel queued for the socket (Linux: IP_RECVERR / IPV6_RECVERR, read with MSG_ERRQUEUE, whose
+ * msg_name is the original destination; kinds PORT, HOST, ADMIN), with `quoted` the start of the
+ * datagram the error quotes (the payload MSG_ERRQUEUE returns; NULL, 0 if none), or a send to
+ * `addr` that this host refused (kinds LOCAL, FAMILY; quoted unused). Only initiator handshakes
+ * under way to addr (INIT sent, no RESP yet) are affected: open links and responder links never
+ * are, since an ICMP error is easy to forge for anyone who can guess the addresses and ports
+ * (docs/protocol.md, "Threat model"). A local kind, or an ICMP error whose quote holds the INIT's
+ * first 37 bytes (type, our random index and ephemeral key: only someone who saw the INIT knows
+ * them), ends the handshake at once; a quote that differs from the INIT is ignored; a shorter
+ * quote (routers may quote only the UDP header) counts as a hint (PURE_HS_HINT_GRACE_MIN). The
+ * link's on_closed gets PURE_EUNREACH, peer_code the kind and reason a text. Returns the number
+ * of handshakes it ended or warned (0: the report concerned none), or PURE_EINVAL (ctx or addr
+ * NULL, an unknown kind). */
+PURE_API int pure_ctx_unreachable(pure_ctx *ctx, const pure_addr *addr, int kind,
+                                  const uint8_t *quoted, size_t quoted_len, uint64_t now);
+
 /* The time at which pure_ctx_timeout should next be called (UINT64_MAX: no timer armed). */
 PURE_API uint64_t pure_ctx_deadline(const pure_ctx *ctx);
 
@@ -494,9 +542,12 @@ PURE_API uint64_t pure_ctx_links(pure_ctx *ctx,
  * right away; they flow once the handshake completes (on_established). Returns 0 and *out, or
  * PURE_EINVAL (bad service name, NULL), PURE_ENOMEM, PURE_ELIMIT (max_links), PURE_ECRYPTO (the
  * random source failed) or PURE_ESTATE (inside pure_ctx_links or pure_ctx_free); no link was
- * made then. Failures after this call (no
- * answer, refusal) arrive through on_closed with PURE_ETIMEDOUT, PURE_EREFUSED, PURE_EACCES or
- * PURE_EKEY. */
+ * made then. Failures after this call arrive through on_closed: PURE_ETIMEDOUT (no answer
+ * within handshake_timeout), PURE_EREFUSED, PURE_EACCES, PURE_EKEY (the responder rejected our
+ * INIT: peer_key is not its key), PURE_EUNREACH (pure_ctx_unreachable: nothing listens there, no
+ * route, the wrong address family) or PURE_ENOTPURE (what answers there is not Pure). The last
+ * three come within a round trip (an ICMP error quoting our INIT), or PURE_HS_HINT_GRACE_MIN
+ * after the first hint (docs/protocol.md, "Failing fast"), as does PURE_EKEY. */
 PURE_API int pure_connect(pure_ctx *ctx, const pure_addr *to, const uint8_t peer_key[PURE_KEY_LEN],
                           const char *service, void *user, pure_link **out, uint64_t now);
 

@@ -92,7 +92,9 @@ PURE_API int pure_addr_to_string(const pure_addr *a, char *out, size_t cap);
  * and GRO on where the kernel has it. It sets the context's limit on bytes in flight to the
  * receive buffer granted (pure_ctx_set_max_in_flight: the peer's socket is taken to be like
  * this one; call that after pure_loop_new to choose otherwise). An IPv6 wildcard socket also
- * takes IPv4 (mapped addresses). The context must outlive the loop. Returns 0 and *out, or:
+ * takes IPv4 (mapped addresses). The socket queues ICMP errors (IP_RECVERR, IPV6_RECVERR),
+ * which the loop reads and passes to pure_ctx_unreachable, so a handshake to a closed port or
+ * an unreachable host fails at once. The context must outlive the loop. Returns 0 and *out, or:
  *   PURE_EINVAL  NULL arguments or `bind` is not a numeric address (pure_addr_from_string);
  *   PURE_ENOMEM  the loop's buffers could not be allocated;
  *   PURE_EIO     socket, bind or epoll failed (errno says why: EADDRINUSE, EACCES, ...). */
@@ -123,8 +125,9 @@ PURE_API const pure_addr *pure_loop_local_addr(const pure_loop *loop);
  * passed (PURE_LOOP_FOREVER: no limit; 0: one pass without sleeping). Callbacks of the context
  * run inside. Returns 0 (stopped or timed out), or PURE_EIO if epoll or the socket failed in a
  * way the loop cannot continue from (errno says why). Network errors on single datagrams
- * (unreachable, refused, too big) are counted in the stats, never returned. A stop request
- * made while the loop was not running makes the next run return at once. */
+ * (unreachable, refused, too big) are counted in the stats, never returned; the core hears of
+ * them (pure_ctx_unreachable, pure_ctx_burst_too_big), which may end a handshake under way. A stop
+ * request made while the loop was not running makes the next run return at once. */
 PURE_API int pure_loop_run(pure_loop *loop, uint64_t timeout_ns);
 
 /* Asks pure_loop_run to return at its next wakeup (and wakes it). Async-signal-safe and
@@ -162,7 +165,8 @@ typedef struct pure_loop_stats {
     uint64_t gro_buffers;        /* receives that held 2 or more coalesced datagrams */
     uint64_t send_blocked;       /* sends that met a full socket buffer (EAGAIN: waited) */
     uint64_t send_errors;        /* bursts the kernel refused (unreachable, too big): dropped */
-    uint64_t recv_errors;        /* receive errors and truncated datagrams: dropped */
+    uint64_t recv_errors;        /* receive errors, ICMP errors read from the error queue, and
+                                    truncated datagrams: dropped */
     uint64_t recv_empty;         /* receive calls that found the socket empty (EAGAIN) */
     uint64_t wakeups;            /* returns from epoll */
     uint64_t timer_wakeups;      /* returns from epoll with no event: the core's deadline came */

@@ -112,12 +112,15 @@ typedef struct cli_client {
     int established;
     int ipv6;                           /* the server's address family (set by cli_client_open) */
     char server_addr[PURE_ADDR_STRLEN]; /* the address it resolved to, "[::1]:4433" */
+    pure_addr to;                       /* the same, as an address (set by cli_client_open) */
     uint64_t handshake_timeout; /* ns: --handshake-timeout if set before cli_client_open, else
                                    filled in by it */
 } cli_client;
 
-/* Prints why a client's link closed with `err` (a message a person can act on) and returns the
- * exit code: CLI_REFUSED for PURE_EREFUSED/EACCES/EKEY, else CLI_FAIL. */
+/* Prints why a client's link closed with `err` (a message a person can act on: for PURE_EUNREACH
+ * what the network said, and for a loopback port nothing listens on whether the other address
+ * family has it) and returns the exit code: CLI_REFUSED for PURE_EREFUSED/EACCES/EKEY, else
+ * CLI_FAIL. */
 int cli_link_failed(const cli_client *c, const pure_close_info *info);
 
 /* A client's context and I/O loop: the private key from keyfile (or a new one), the handshake

@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -369,6 +370,53 @@ int cli_signal_exit_code(void)
     return 128 + (last_signal ? last_signal : SIGINT);
 }
 
+/* For a loopback target nothing listens on: whether the same port is taken on the other family's
+ * loopback address, which is what a server listening on IPv4 only (or IPv6 only) looks like
+ * from a client that picked the other family. A bind that fails with EADDRINUSE says so without
+ * sending anything. Fills `other` ("127.0.0.1:4433") and returns 1 if so. */
+static int other_family_in_use(const pure_addr *to, char *other, size_t cap)
+{
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    memcpy(&ss, to->bytes, to->len < sizeof ss ? to->len : sizeof ss);
+    pure_addr alt;
+    memset(&alt, 0, sizeof alt);
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *s4 = (const struct sockaddr_in *)&ss;
+        if ((ntohl(s4->sin_addr.s_addr) >> 24) != 127)
+            return 0;
+        struct sockaddr_in6 s6;
+        memset(&s6, 0, sizeof s6);
+        s6.sin6_family = AF_INET6;
+        s6.sin6_port = s4->sin_port;
+        s6.sin6_addr = in6addr_loopback;
+        memcpy(alt.bytes, &s6, sizeof s6);
+        alt.len = sizeof s6;
+    } else if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)&ss;
+        if (!IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
+            return 0;
+        struct sockaddr_in s4;
+        memset(&s4, 0, sizeof s4);
+        s4.sin_family = AF_INET;
+        s4.sin_port = s6->sin6_port;
+        s4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        memcpy(alt.bytes, &s4, sizeof s4);
+        alt.len = sizeof s4;
+    } else {
+        return 0;
+    }
+    int fam = alt.len == sizeof(struct sockaddr_in) ? AF_INET : AF_INET6;
+    int fd = socket(fam, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    int taken = bind(fd, (const struct sockaddr *)alt.bytes, alt.len) != 0 && errno == EADDRINUSE;
+    close(fd);
+    if (taken)
+        pure_addr_to_string(&alt, other, cap);
+    return taken;
+}
+
 int cli_link_failed(const cli_client *c, const pure_close_info *info)
 {
     char pub[CLI_KEY_TEXT];
@@ -393,9 +441,9 @@ int cli_link_failed(const cli_client *c, const pure_close_info *info)
                 c->cmd, c->server, c->peer_key_text);
         return CLI_REFUSED;
     case PURE_ETIMEDOUT:
-        /* Nothing distinguishes a stopped server from one on another port or address family
-         * (ICMP errors do not reach an unconnected UDP socket): name all three, and the
-         * address a name resolved to, since localhost may be ::1 or 127.0.0.1. */
+        /* No answer and no ICMP error (a firewall that drops, a host that is down, a server
+         * started with --silent): name what to check, and the address a name resolved to, since
+         * localhost may be ::1 or 127.0.0.1. */
         if (!c->established)
             fprintf(stderr,
                     "pure %s: no answer from %s%s%s%s within %.1f s: is pure serve running "
@@ -411,6 +459,53 @@ int cli_link_failed(const cli_client *c, const pure_close_info *info)
         else
             fprintf(stderr, "pure %s: the server at %s went silent (idle timeout)\n", c->cmd,
                     c->server);
+        return CLI_FAIL;
+    case PURE_EUNREACH: {
+        /* the network (ICMP) or this host said so within a round trip: name what it said */
+        char other[PURE_ADDR_STRLEN];
+        const char *fam = c->ipv6 ? "IPv6" : "IPv4";
+        switch (info->peer_code) {
+        case PURE_UNREACH_PORT:
+            if (other_family_in_use(&c->to, other, sizeof other))
+                fprintf(stderr,
+                        "pure %s: nothing listens on %s over %s (ICMP port unreachable), but "
+                        "port %s is in use on %s: is pure serve listening on %s only? Connect "
+                        "to %s, or serve on [::]:PORT for both\n",
+                        c->cmd, c->server_addr, fam, strrchr(other, ':') + 1, other,
+                        c->ipv6 ? "IPv4" : "IPv6", other);
+            else
+                fprintf(stderr,
+                        "pure %s: %s: connection refused: nothing listens on that UDP port "
+                        "(ICMP port unreachable); is pure serve running there, on that port?\n",
+                        c->cmd, c->server_addr);
+            break;
+        case PURE_UNREACH_HOST:
+            fprintf(stderr,
+                    "pure %s: %s: host unreachable: the network has no route to it (ICMP host "
+                    "unreachable); check the address\n",
+                    c->cmd, c->server_addr);
+            break;
+        case PURE_UNREACH_ADMIN:
+            fprintf(stderr,
+                    "pure %s: %s: a firewall refuses UDP to it (ICMP administratively "
+                    "prohibited)\n",
+                    c->cmd, c->server_addr);
+            break;
+        case PURE_UNREACH_FAMILY:
+            fprintf(stderr, "pure %s: %s: cannot send there: our socket is not %s\n", c->cmd,
+                    c->server_addr, fam);
+            break;
+        default:
+            fprintf(stderr, "pure %s: %s: this host has no route to it (%s)\n", c->cmd,
+                    c->server_addr, info->reason ? info->reason : "");
+        }
+        return CLI_FAIL;
+    }
+    case PURE_ENOTPURE:
+        fprintf(stderr,
+                "pure %s: %s is not a Pure server: it answered with datagrams that are not "
+                "Pure (another UDP service on that port? use the port pure serve printed)\n",
+                c->cmd, c->server_addr);
         return CLI_FAIL;
     case PURE_ERESET:
         fprintf(stderr, "pure %s: the server closed the link with error code %llu: %s\n", c->cmd,
@@ -473,6 +568,7 @@ int cli_client_open(cli_client *c, const char *keyfile, uint64_t timeout, const 
     }
     pure_public_key(c->our_pub, st.private_key);
     c->ipv6 = to->len != sizeof(struct sockaddr_in);
+    c->to = *to;
     pure_addr_to_string(to, c->server_addr, sizeof c->server_addr);
     /* the handshake gives up at its budget: half the run's timeout unless given */
     if (c->handshake_timeout)

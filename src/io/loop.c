@@ -255,10 +255,13 @@ static int flush(pure_loop *l, uint64_t now)
             l->held_off = 0;
         }
         l->udp.too_big = 0;
+        l->udp.unreach = 0;
         int rc =
             pure_udp_send(&l->udp, l->sbuf, l->held_len, l->held_seg, &l->held_to, &l->held_off);
         if (l->udp.too_big) /* the path's MTU is smaller than our datagrams: shrink and resend */
             pure_ctx_burst_too_big(l->ctx, now);
+        if (l->udp.unreach) /* this host cannot send there: a handshake to it fails now */
+            pure_ctx_unreachable(l->ctx, &l->held_to, l->udp.unreach, NULL, 0, now);
         if (rc == PURE_EAGAIN) {
             if (!l->blocked) {
                 l->blocked = 1;
@@ -330,7 +333,9 @@ int pure_loop_run(pure_loop *l, uint64_t timeout_ns)
             if (fd == l->udp.fd) {
                 if (ev[i].events & EPOLLOUT)
                     rc = flush(l, pure_now()); /* the held burst first */
-                if (!rc && (ev[i].events & (EPOLLIN | EPOLLERR)))
+                if (ev[i].events & EPOLLERR)   /* ICMP errors queued (IP_RECVERR) */
+                    pure_udp_errors(&l->udp, l->ctx);
+                if (!rc && (ev[i].events & EPOLLIN))
                     rc = pure_udp_recv(&l->udp, l->ctx, READ_BUDGET) < 0 ? PURE_EIO : 0;
                 if (rc)
                     return rc;

@@ -5,6 +5,8 @@
 #define _GNU_SOURCE /* sendmmsg, recvmmsg, epoll_pwait2 */
 #endif
 #include <errno.h>
+#include <time.h> /* before linux/errqueue.h, which uses struct timespec */
+#include <linux/errqueue.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <stdlib.h>
@@ -81,12 +83,17 @@ int pure_udp_open(pure_udp *u, pure_addr *local, pure_loop_stats *st, int reusep
     u->fd = socket(u->family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_UDP);
     if (u->fd < 0)
         goto fail;
+    int one = 1;
     if (u->family == AF_INET6) {
         /* A wildcard IPv6 socket also serves IPv4 peers, whatever the system default. */
         int off = 0;
         (void)setsockopt(u->fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof off);
+        (void)setsockopt(u->fd, IPPROTO_IPV6, IPV6_RECVERR, &one, sizeof one);
     }
-    int one = 1;
+    /* ICMP errors (port or host unreachable) queued with the address and the datagram they
+     * quote, for pure_udp_errors: an unconnected socket hears of them no other way. Both levels
+     * on an IPv6 socket, which also carries IPv4. Without them, only timeouts tell. */
+    (void)setsockopt(u->fd, IPPROTO_IP, IP_RECVERR, &one, sizeof one);
     if (reuseport && setsockopt(u->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
         goto fail;
     set_buffer(u->fd, SO_RCVBUFFORCE, SO_RCVBUF);
@@ -185,6 +192,16 @@ static int socket_broken(int e)
     return e == EBADF || e == ENOTSOCK || e == EFAULT;
 }
 
+/* A send this host refused because it cannot reach the address: kept for the loop, which tells
+ * the core (pure_ctx_unreachable). */
+static void note_unreach(pure_udp *u, int e)
+{
+    if (e == ENETUNREACH || e == EHOSTUNREACH)
+        u->unreach = PURE_UNREACH_LOCAL;
+    else if (e == EAFNOSUPPORT)
+        u->unreach = PURE_UNREACH_FAMILY;
+}
+
 static int send_gso(pure_udp *u, const uint8_t *buf, size_t len, size_t seg,
                     const struct sockaddr_storage *ss, socklen_t sl)
 {
@@ -224,6 +241,8 @@ int pure_udp_send(pure_udp *u, const uint8_t *buf, size_t n, size_t seg, const p
     socklen_t sl = dest(u, to, &ss);
     if (sl == 0 || seg == 0) {
         u->st->send_errors++;
+        if (sl == 0)
+            u->unreach = PURE_UNREACH_FAMILY; /* an IPv6 peer from an IPv4 socket */
         *off = n;
         return 0;
     }
@@ -259,6 +278,7 @@ int pure_udp_send(pure_udp *u, const uint8_t *buf, size_t n, size_t seg, const p
                 u->st->send_errors++;
                 if (e == -EMSGSIZE)
                     u->too_big = 1;
+                note_unreach(u, -e);
             } else {
                 if (pkts > 1) {
                     u->gso_confirmed = 1;
@@ -297,6 +317,7 @@ int pure_udp_send(pure_udp *u, const uint8_t *buf, size_t n, size_t seg, const p
             u->st->send_errors++;
             if (errno == EMSGSIZE)
                 u->too_big = 1;
+            note_unreach(u, errno);
             r = 1;
         } else {
             u->st->sendmsg_calls++;
@@ -418,6 +439,80 @@ static int recv_batch(pure_udp *u, pure_ctx *ctx)
     return (unsigned)r == slots ? 0 : -EAGAIN; /* a short batch means the queue is empty */
 }
 
+/* What an ICMP or ICMPv6 destination unreachable error means, as a PURE_UNREACH_* kind (0: an
+ * error the core has no use for, e.g. "fragmentation needed", which sendmsg reports itself). */
+static int unreach_kind(const struct sock_extended_err *ee)
+{
+    if (ee->ee_origin == SO_EE_ORIGIN_ICMP && ee->ee_type == 3) /* ICMP_DEST_UNREACH */
+        switch (ee->ee_code) {
+        case 3: return PURE_UNREACH_PORT;
+        case 0:                           /* net */
+        case 1:                           /* host */
+        case 6:                           /* net unknown */
+        case 7: return PURE_UNREACH_HOST; /* host unknown */
+        case 9:
+        case 10:
+        case 13: return PURE_UNREACH_ADMIN; /* prohibited: net, host, by filtering */
+        default: return 0;
+        }
+    if (ee->ee_origin == SO_EE_ORIGIN_ICMP6 && ee->ee_type == 1) /* ICMP6_DST_UNREACH */
+        switch (ee->ee_code) {
+        case 4: return PURE_UNREACH_PORT;
+        case 0:                            /* no route */
+        case 3: return PURE_UNREACH_HOST;  /* address unreachable */
+        case 1:                            /* administratively prohibited */
+        case 5:                            /* source address failed policy */
+        case 6: return PURE_UNREACH_ADMIN; /* reject route */
+        default: return 0;
+        }
+    return 0;
+}
+
+int pure_udp_errors(pure_udp *u, pure_ctx *ctx)
+{
+    int n = 0;
+    /* bounded: EPOLLERR stays up while more are queued, and the loop comes back */
+    for (int i = 0; i < PURE_UDP_BATCH; i++) {
+        union {
+            char buf[512];
+            struct cmsghdr align;
+        } ctl;
+        struct sockaddr_storage ss;
+        struct iovec iov = {.iov_base = u->rbuf, .iov_len = PURE_UDP_SLOT};
+        struct msghdr m;
+        memset(&m, 0, sizeof m);
+        m.msg_name = &ss;
+        m.msg_namelen = sizeof ss;
+        m.msg_iov = &iov;
+        m.msg_iovlen = 1;
+        m.msg_control = ctl.buf;
+        m.msg_controllen = sizeof ctl.buf;
+        ssize_t r = recvmsg(u->fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            return n; /* EAGAIN: the queue is empty */
+        }
+        int kind = 0;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+            if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_RECVERR) ||
+                (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_RECVERR)) {
+                struct sock_extended_err ee;
+                memcpy(&ee, CMSG_DATA(c), sizeof ee);
+                kind = unreach_kind(&ee);
+            }
+        u->st->recv_errors++;
+        n++;
+        if (!kind || m.msg_namelen == 0)
+            continue;
+        /* msg_name is where the quoted datagram went (the peer), the payload its start */
+        pure_addr to;
+        source(&ss, m.msg_namelen, &to);
+        (void)pure_ctx_unreachable(ctx, &to, kind, u->rbuf, (size_t)r, pure_now());
+    }
+    return n;
+}
+
 int pure_udp_recv(pure_udp *u, pure_ctx *ctx, int budget)
 {
     for (int i = 0; i < budget; i++) {
@@ -430,8 +525,10 @@ int pure_udp_recv(pure_udp *u, pure_ctx *ctx, int budget)
             errno = -e;
             return PURE_EIO;
         }
-        /* ICMP errors reported on the socket (ECONNREFUSED, ...): the datagram is gone. */
-        u->st->recv_errors++;
+        /* An ICMP error reported on the socket (ECONNREFUSED, ...): its details wait in the
+         * error queue. Any other error is counted here. */
+        if (pure_udp_errors(u, ctx) == 0)
+            u->st->recv_errors++;
     }
     return 1;
 }

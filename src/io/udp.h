@@ -25,6 +25,7 @@ typedef struct pure_udp {
     int gso_confirmed; /* a GSO send has succeeded: later EINVAL is not "no GSO" */
     int gro;           /* UDP_GRO is set on the socket */
     int too_big;       /* the last send met EMSGSIZE: datagrams larger than the path */
+    int unreach;       /* the last send was refused as unreachable: a PURE_UNREACH_* kind */
     pure_loop_stats *st;
     uint8_t *rbuf;      /* PURE_UDP_GRO_SLOTS * PURE_UDP_BUF bytes */
     struct mmsghdr *mm; /* PURE_UDP_BATCH entries, for sendmmsg and recvmmsg */
@@ -52,11 +53,18 @@ uint64_t pure_udp_rcvbuf(const pure_udp *u);
 
 /* Sends the datagrams of buf[*off .. n) (seg bytes each, the last possibly shorter) to `to`,
  * advancing *off past what the kernel took. Returns 0 when nothing is left to send (datagrams
- * the network refused are counted in send_errors and dropped: the core retransmits),
+ * the network refused are counted in send_errors and dropped: the core retransmits; too_big and
+ * unreach say why, for the core),
  * PURE_EAGAIN when the socket buffer is full (wait for EPOLLOUT, call again), or PURE_EIO when
  * the socket itself is broken (errno set). */
 int pure_udp_send(pure_udp *u, const uint8_t *buf, size_t n, size_t seg, const pure_addr *to,
                   size_t *off);
+
+/* Reads the socket's error queue (IP_RECVERR): each ICMP destination unreachable error goes to
+ * pure_ctx_unreachable with the address and the datagram it quotes; every error read is counted
+ * in recv_errors. Call it when epoll reports EPOLLERR. Returns the number of errors read
+ * (0: the queue was empty). */
+int pure_udp_errors(pure_udp *u, pure_ctx *ctx);
 
 /* Receives up to `budget` system calls' worth of datagrams, feeding each to pure_ctx_read.
  * Returns 1 if the socket may still hold data (the budget ran out), 0 when it is drained

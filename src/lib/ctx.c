@@ -442,15 +442,17 @@ int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, ui
     ctx->depth++;
     ctx->now = now;
     ctx->st.datagrams_in++;
-    int rc;
+    int rc, junk = 0; /* junk: it cannot be Pure (no type of ours, a wrong length for its type) */
     if (n < 1) {
         rc = PURE_EPROTO;
+        junk = 1;
     } else {
         switch (d[0]) {
         case PURE_PKT_DATA0:
         case PURE_PKT_DATA1: {
             if (n < PURE_DATA_HEADER + PURE_TAG_LEN) {
                 rc = PURE_EPROTO;
+                junk = 1;
                 break;
             }
             pure_link *l = pure_ctx_table_find(ctx, pure_wire_index(d));
@@ -474,18 +476,45 @@ int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, ui
             pure_hs_on_init(ctx, from, d, n, now);
             rc = 0;
             break;
-        case PURE_PKT_RESP: rc = pure_hs_on_resp(ctx, from, d, n, now); break;
-        case PURE_PKT_COOKIE: rc = pure_hs_on_cookie(ctx, from, d, n, now); break;
-        case PURE_PKT_REJECT: rc = pure_hs_on_reject(ctx, from, d, n, now); break;
-        default: rc = PURE_EPROTO;
+        case PURE_PKT_RESP:
+            rc = pure_hs_on_resp(ctx, from, d, n, now);
+            junk = n != PURE_RESP_FIXED + PURE_NOISE_MSG2_OVERHEAD + PURE_RESP_PAYLOAD;
+            break;
+        case PURE_PKT_COOKIE:
+            rc = pure_hs_on_cookie(ctx, from, d, n, now);
+            junk = rc == PURE_EPROTO;
+            break;
+        case PURE_PKT_REJECT:
+            rc = pure_hs_on_reject(ctx, from, d, n, now);
+            junk = rc == PURE_EPROTO;
+            break;
+        default: rc = PURE_EPROTO; junk = 1;
         }
     }
     if (rc == PURE_EPROTO)
         ctx->st.dropped_malformed++;
+    /* Junk from an address a handshake of ours waits on: what listens there is not Pure, unless a
+     * RESP comes within the hint's grace (one forged datagram cannot end the handshake). */
+    if (junk && ctx->hs_flight_head)
+        pure_hs_on_junk(ctx, from, now);
     if (ctx->rx_wake)
         rx_wake(ctx, now);
     pure_link_end_call(ctx);
     return rc;
+}
+
+int pure_ctx_unreachable(pure_ctx *ctx, const pure_addr *addr, int kind, const uint8_t *quoted,
+                         size_t quoted_len, uint64_t now)
+{
+    if (!ctx || !addr || kind < PURE_UNREACH_PORT || kind > PURE_UNREACH_FAMILY)
+        return PURE_EINVAL;
+    if (!ctx->hs_flight_head)
+        return 0; /* a listener's usual case: an ICMP error for a client gone away */
+    ctx->depth++;
+    ctx->now = now;
+    int n = pure_hs_unreachable(ctx, addr, kind, quoted, quoted_len, now);
+    pure_link_end_call(ctx);
+    return n;
 }
 
 int pure_ctx_burst_too_big(pure_ctx *ctx, uint64_t now)

@@ -25,6 +25,11 @@ const char *pure_strerror(int err)
     case PURE_EFLOW: return "peer exceeded its flow-control credit";
     case PURE_EIO: return "I/O error";
     case PURE_ERESET: return "peer closed the link with an error";
+    case PURE_EUNREACH:
+        return "the network reports the peer unreachable (nothing listening on that port, or no "
+               "route)";
+    case PURE_ENOTPURE:
+        return "the peer is not a Pure server (it answered with non-Pure datagrams)";
     default: return "unknown error";
     }
 }
@@ -41,7 +46,9 @@ int pure_err_is_fatal(int err)
     case PURE_EACCES:
     case PURE_EKEY:
     case PURE_EFLOW:
-    case PURE_ERESET: return 1;
+    case PURE_ERESET:
+    case PURE_EUNREACH:
+    case PURE_ENOTPURE: return 1;
     default: return 0;
     }
 }

@@ -2,7 +2,8 @@
 /* handshake.c: the initiator's side of the handshake on top of Noise IK: its INIT (Noise message
  * 1, carrying a timestamp and the service name, with mac1 and mac2), the queue that keeps at most
  * PURE_HS_IN_FLIGHT handshakes under way, retries, and what it accepts back: RESP (message 2,
- * accept or refusal), a COOKIE reply sealed to its INIT, a REJECT hint echoing its INIT's mac1.
+ * accept or refusal), a COOKIE reply sealed to its INIT, a REJECT hint echoing its INIT's mac1,
+ * and the other hints that end a handshake early (ICMP errors, junk from the peer's address).
  * The responder's side is handshake_resp.c. */
 #include <string.h>
 
@@ -94,6 +95,10 @@ static int activate(pure_link *link, uint64_t now)
         return rc;
     hs->in_flight = 1;
     link->ctx->hs_in_flight++;
+    hs->flight_next = link->ctx->hs_flight_head;
+    if (hs->flight_next)
+        hs->flight_next->hs->flight_prev = link;
+    link->ctx->hs_flight_head = link;
     hs->started = now;
     hs->retry_at = now + HS_FIRST_RETRY;
     hs->send_pending = 1;
@@ -156,6 +161,13 @@ void pure_hs_free(pure_link *link)
     if (link->hs->queued)
         unqueue(ctx, link);
     if (link->hs->in_flight) {
+        pure_hs *hs = link->hs;
+        if (hs->flight_prev)
+            hs->flight_prev->hs->flight_next = hs->flight_next;
+        else
+            ctx->hs_flight_head = hs->flight_next;
+        if (hs->flight_next)
+            hs->flight_next->hs->flight_prev = hs->flight_prev;
         ctx->hs_in_flight--;
         link->hs->in_flight = 0;
         activate_queued(ctx, ctx->now);
@@ -166,13 +178,39 @@ void pure_hs_free(pure_link *link)
     link->hs = NULL;
 }
 
+static void hint(pure_link *link, int err, int kind, uint64_t now);
+static void hint_clear(pure_hs *hs);
+
+/* Ends the handshake with err; PURE_EUNREACH carries its kind (peer_code) and a text. */
+static void fail(pure_link *link, int err, int kind, uint64_t now)
+{
+    static const char *const texts[] = {
+        "",
+        "port unreachable",
+        "host unreachable",
+        "administratively prohibited",
+        "no route from this host",
+        "address family not reachable from this socket",
+    };
+    const char *reason = NULL;
+    if (err == PURE_EUNREACH) {
+        link->close_code = (uint64_t)kind;
+        reason = texts[kind];
+    }
+    pure_link_terminate(link, err, link->close_code, reason, 0, now);
+}
+
 void pure_hs_timeout(pure_link *link, uint64_t now)
 {
     pure_hs *hs = link->hs;
     if (!hs || now < hs->retry_at)
         return;
+    if (hs->hint_err && now >= hs->hint_deadline) {
+        fail(link, hs->hint_err, hs->hint_kind, now);
+        return;
+    }
     if (now - hs->started >= link->ctx->s.handshake_timeout) {
-        pure_link_terminate(link, hs->rejected ? PURE_EKEY : PURE_ETIMEDOUT, 0, NULL, 0, now);
+        fail(link, hs->hint_err ? hs->hint_err : PURE_ETIMEDOUT, hs->hint_kind, now);
         return;
     }
     hs->retries++;
@@ -182,6 +220,11 @@ void pure_hs_timeout(pure_link *link, uint64_t now)
     if (backoff > HS_MAX_RETRY)
         backoff = HS_MAX_RETRY;
     hs->retry_at = now + backoff;
+    if (hs->hint_err) { /* under a hint: every quarter of its grace, until it runs out */
+        hs->retry_at = now + hs->hint_step;
+        if (hs->retry_at > hs->hint_deadline)
+            hs->retry_at = hs->hint_deadline;
+    }
     /* the error is due at handshake_timeout, not at the retry after it */
     if (hs->retry_at > hs->started + link->ctx->s.handshake_timeout)
         hs->retry_at = hs->started + link->ctx->s.handshake_timeout;
@@ -209,6 +252,8 @@ int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size
                                   sizeof payload, &plen);
     if (rc != 0 || plen != PURE_RESP_PAYLOAD) {
         ctx->st.dropped_auth++;
+        if (pure_addr_equal(from, &link->peer))
+            hint_clear(link->hs); /* a RESP for our INIT, damaged: the responder took the INIT */
         return rc == 0 ? PURE_EPROTO : PURE_ECRYPTO;
     }
     uint8_t status = payload[0];
@@ -274,6 +319,7 @@ int pure_hs_on_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, si
     pure_admit_mac(ctx->crypto, cookie, sizeof cookie, hs->init, hs->init_len - PURE_MAC_LEN,
                    hs->init + hs->init_len - PURE_MAC_LEN);
     pure_wipe(cookie, sizeof cookie);
+    hint_clear(hs); /* only the holder of the key we dialled can seal a cookie to our mac1 */
     hs->send_pending = 1;
     pure_ctx_mark_pending(ctx, link);
     return 0;
@@ -299,6 +345,93 @@ int pure_hs_on_reject(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, si
         ctx->st.dropped_auth++;
         return PURE_ECRYPTO;
     }
-    hs->rejected = 1;
+    hint(link, PURE_EKEY, 0, now);
     return 0;
+}
+
+/* ---- failing fast: hints that the handshake cannot succeed (docs/protocol.md, "Failing fast") */
+
+/* A hint that the handshake failed with err. The first one sends the INIT again at once and arms
+ * the grace: the larger of PURE_HS_HINT_GRACE_MIN and twice the time from the first INIT to the
+ * hint (so a far responder's answer to a resend still counts), with the INIT resent every quarter
+ * of it; the handshake ends with err when the grace runs out with no RESP. More hints change
+ * nothing: a second REJECT is not proof either, since a path that corrupts one INIT beyond its
+ * UDP checksum gets a REJECT for each such copy from the right responder too (the simulator's 30%
+ * handshake corruption made two in a row 9% likely). A RESP that reaches the link but fails to
+ * open, or a good COOKIE reply, says the responder holds the key: it clears the hint
+ * (pure_hs_hint_clear). */
+static void hint(pure_link *link, int err, int kind, uint64_t now)
+{
+    pure_hs *hs = link->hs;
+    if (hs->hint_err)
+        return;
+    hs->hint_err = err;
+    hs->hint_kind = (uint8_t)kind;
+    uint64_t grace = 2 * (now - hs->started);
+    if (grace < PURE_HS_HINT_GRACE_MIN)
+        grace = PURE_HS_HINT_GRACE_MIN;
+    hs->hint_step = grace / 4;
+    hs->hint_deadline = now + grace;
+    hs->retry_at = now + hs->hint_step;
+    if (hs->retry_at > hs->started + link->ctx->s.handshake_timeout)
+        hs->retry_at = hs->started + link->ctx->s.handshake_timeout; /* the budget still ends it */
+    hs->send_pending = 1;
+    pure_ctx_mark_pending(link->ctx, link);
+    pure_timers_update(link, now);
+}
+
+/* Evidence that the responder holds the key we dialled: a hint before it was wrong (a REJECT for
+ * a corrupted copy, say). The handshake goes on as if it had never come. */
+static void hint_clear(pure_hs *hs)
+{
+    hs->hint_err = 0;
+    hs->hint_kind = 0;
+}
+
+/* A handshake under way to `to` whose INIT has gone: what a hint by address may concern. */
+static int hint_applies(const pure_link *l, const pure_addr *to)
+{
+    return l->state == PURE_LS_HANDSHAKE && l->hs->inits_sent && pure_addr_equal(&l->peer, to);
+}
+
+/* The INIT's first bytes an ICMP error must quote to prove it saw the INIT: type, our random
+ * index and the ephemeral public key (mac2 at the end changes with a cookie; these never do). */
+#define QUOTE_PROOF (PURE_INIT_FIXED + PURE_DH_LEN)
+
+/* Links that end stay on the flight list, CLOSED, until the public call under way returns: the
+ * walks below go on past them. */
+int pure_hs_unreachable(pure_ctx *ctx, const pure_addr *addr, int kind, const uint8_t *quoted,
+                        size_t quoted_len, uint64_t now)
+{
+    int n = 0;
+    for (pure_link *l = ctx->hs_flight_head; l; l = l->hs->flight_next) {
+        if (!hint_applies(l, addr))
+            continue;
+        pure_hs *hs = l->hs;
+        if (kind == PURE_UNREACH_LOCAL || kind == PURE_UNREACH_FAMILY) {
+            fail(l, PURE_EUNREACH, kind, now); /* this host's own word */
+            n++;
+            continue;
+        }
+        size_t cmp = quoted ? quoted_len : 0;
+        if (cmp > hs->init_len)
+            cmp = hs->init_len;
+        if (cmp > QUOTE_PROOF)
+            cmp = QUOTE_PROOF;
+        if (cmp && memcmp(quoted, hs->init, cmp) != 0)
+            continue; /* it quotes another datagram: not about this handshake */
+        n++;
+        if (cmp == QUOTE_PROOF)
+            fail(l, PURE_EUNREACH, kind, now);
+        else
+            hint(l, PURE_EUNREACH, kind, now); /* cannot tell: a hint */
+    }
+    return n;
+}
+
+void pure_hs_on_junk(pure_ctx *ctx, const pure_addr *from, uint64_t now)
+{
+    for (pure_link *l = ctx->hs_flight_head; l; l = l->hs->flight_next)
+        if (hint_applies(l, from))
+            hint(l, PURE_ENOTPURE, 0, now);
 }

@@ -13,7 +13,8 @@
 int pure_hs_start(pure_link *link, const uint8_t peer_key[PURE_KEY_LEN], const char *service,
                   uint64_t now);
 /* The initiator's retry timer: resends the INIT (backing off), or ends the link with
- * PURE_ETIMEDOUT (PURE_EKEY after a REJECT) once handshake_timeout is spent. */
+ * PURE_ETIMEDOUT once handshake_timeout is spent, or with a hint's error (PURE_EKEY after a
+ * REJECT, ...) once the hint's grace is. */
 void pure_hs_timeout(pure_link *link, uint64_t now);
 /* A RESP arrived: finishes the initiator's handshake (keys installed, link open). Returns 0, or
  * a negative code: dropped (counted), or the link ended (refused, bad key). */
@@ -22,10 +23,17 @@ int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size
  * counted). */
 int pure_hs_on_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
                       uint64_t now);
-/* A REJECT hint arrived: kept, so the handshake ends with PURE_EKEY if nothing better comes.
- * 0 or a negative code (dropped, counted). */
+/* A REJECT hint arrived: the INIT goes again at once, and the handshake ends with PURE_EKEY
+ * after the hint's grace unless a RESP comes. 0 or a negative code (dropped, counted). */
 int pure_hs_on_reject(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
                       uint64_t now);
+/* The I/O layer says addr is unreachable (pure_ctx_unreachable, pure.h): ends, or warns, the
+ * handshakes under way to it. Returns how many it concerned. */
+int pure_hs_unreachable(pure_ctx *ctx, const pure_addr *addr, int kind, const uint8_t *quoted,
+                        size_t quoted_len, uint64_t now);
+/* A datagram from `from` that cannot be Pure (unknown type, wrong length for its type): a hint
+ * that the handshakes under way to that address reach something else (PURE_ENOTPURE). */
+void pure_hs_on_junk(pure_ctx *ctx, const pure_addr *from, uint64_t now);
 /* Frees what the handshake held (the initiator's state, the responder's RESP); a freed
  * in-flight slot starts the next queued handshake. */
 void pure_hs_free(pure_link *link);

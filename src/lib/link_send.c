@@ -210,6 +210,7 @@ static int64_t write_control(pure_link *link, uint8_t *buf, size_t cap, size_t *
         if (!hs || !hs->send_pending || cap < hs->init_len)
             return 0;
         hs->send_pending = 0;
+        hs->inits_sent++; /* hints (handshake.c) concern only an INIT that went */
         memcpy(buf, hs->init, hs->init_len);
         *segment = hs->init_len;
         link->last_sent = now;

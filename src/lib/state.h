@@ -98,14 +98,21 @@ typedef struct pure_hs {
     uint8_t init[512]; /* the INIT datagram as sent, resent on timeout */
     uint16_t init_len;
     uint8_t retries;
-    uint8_t rejected; /* a REJECT hint arrived: report PURE_EKEY if nothing better comes */
     uint8_t send_pending;
+    uint8_t hint_kind;   /* PURE_UNREACH_* of an unreachable hint (on_closed's peer_code) */
+    uint32_t inits_sent; /* INIT datagrams written (link_send.c): a hint needs one out */
+    /* A hint that the handshake failed (a REJECT, a datagram from the peer's address that cannot
+     * be Pure, an unproven ICMP error): its error ends the handshake at hint_deadline unless a
+     * RESP comes; the INIT goes every hint_step until then (PURE_HS_HINT_GRACE_MIN, pure.h). */
+    int hint_err;
+    uint64_t hint_deadline, hint_step;
     uint64_t started;
     uint64_t retry_at;
     char service[PURE_SERVICE_MAX + 1];
-    uint8_t in_flight; /* counted in ctx->hs_in_flight */
+    uint8_t in_flight; /* counted in ctx->hs_in_flight, on the ctx->hs_flight_head list */
     uint8_t queued;    /* waiting in the context's handshake queue */
     struct pure_link *queue_prev, *queue_next;
+    struct pure_link *flight_prev, *flight_next; /* the handshakes in flight (hs_flight_head) */
 } pure_hs;
 
 /* Handshakes a context runs at once as initiator; more wait in a queue, so a program that opens
@@ -263,6 +270,8 @@ struct pure_ctx {
     uint64_t last_init_ts; /* the timestamp of the last INIT this context made */
     uint32_t hs_in_flight; /* initiator handshakes under way (PURE_HS_IN_FLIGHT at most) */
     pure_link *hs_queue_head, *hs_queue_tail; /* initiator handshakes waiting their turn */
+    pure_link *hs_flight_head; /* initiator handshakes under way: where a hint by address (ICMP
+                                  error, junk from the peer) looks, never through every link */
 
     /* timers: a min-heap of links by deadline (each link's deadline and heap_pos) */
     pure_timerheap timers;

@@ -3,8 +3,10 @@
 # End-to-end refusals and usage errors (and a --silent server that answers neither of the first
 # two): a wrong --peer-key, a key not on the allow list and an
 # unknown service give exit code 3 and a message naming the problem; a client with no server at
-# the address, with a wrong --peer-key, or aiming at the other address family fails within its
-# --handshake-timeout (plus the core's up to 1 s between retries) with exactly one line; bad flags, bad key text,
+# the address, with a wrong --peer-key, or aiming at the other address family fails within a
+# second (ICMP port unreachable, REJECT: e2e_fastfail.sh times them), one a --silent server does
+# not answer within its --handshake-timeout (plus the core's up to 1 s between retries), each with
+# exactly one line; bad flags, bad key text,
 # bad addresses and a --key server without an allow policy give exit code 2 and a message;
 # `pure keygen | pure pubkey` agrees with the public key `pure serve --key` announces.
 # Usage: tests/scripts/e2e_errors.sh BUILD_DIR
@@ -90,11 +92,11 @@ expect "wrong peer key (drain)" 3 "peer-key $wrong" "$pure" drain "$addr" 10 10 
 ourpub=$("$pure" pubkey <"$tmp/other.key")
 expect "key not allowed" 3 "does not allow our key $ourpub" "$pure" send "$addr" --peer-key "$key" --key "$tmp/other.key" --timeout 10
 expect "unknown service" 3 "refused service 'nosuch'" "$pure" send "$addr" --peer-key "$key" --key "$tmp/client.key" --service nosuch --timeout 10
-# the handshake gives up after --handshake-timeout 2: each failure within 2 s + 1 s of retry
-# spacing + start-up
-expect_timed "wrong peer key, timed" 3 "peer-key $wrong" 4 "$pure" send "$addr" --peer-key "$wrong" --key "$tmp/client.key" --handshake-timeout 2
-# an IPv6 target while the server listens on 127.0.0.1: nothing answers on [::1]
-expect_timed "IPv6 target, IPv4 server" 1 "listening on IPv6" 4 "$pure" send "[::1]:$port" --peer-key "$key" --key "$tmp/client.key" --handshake-timeout 2
+# a REJECT ends the handshake after the hint's grace (200 ms), well before --handshake-timeout
+expect_timed "wrong peer key, timed" 3 "peer-key $wrong" 1 "$pure" send "$addr" --peer-key "$wrong" --key "$tmp/client.key" --handshake-timeout 2
+# an IPv6 target while the server listens on 127.0.0.1: [::1] answers port unreachable, and the
+# client sees the port taken on 127.0.0.1
+expect_timed "IPv6 target, IPv4 server" 1 "over IPv6 (ICMP port unreachable), but port $port is in use on 127.0.0.1:$port" 1 "$pure" send "[::1]:$port" --peer-key "$key" --key "$tmp/client.key" --handshake-timeout 2
 expect "service not offered" 3 "refused service 'drain' (is pure serve running with --services drain?)" "$pure" drain "$addr" 10 10 --peer-key "$key" --key "$tmp/client.key" --timeout 10
 
 kill -TERM "$srv"; rc=0; wait "$srv" || rc=$?; srv=""
@@ -114,9 +116,9 @@ expect_timed "silent: key not allowed" 1 "no answer from 127.0.0.1:$ports within
 kill -TERM "$srv"; rc=0; wait "$srv" || rc=$?; srv=""
 [ $rc -eq 0 ] || { echo "e2e_errors: FAIL --silent server exited $rc on SIGTERM" >&2; fail=1; }
 
-# nothing listens on the port any more
-expect_timed "no server" 1 "no answer from $addr within 2.0 s" 4 "$pure" send "$addr" --peer-key "$key" --handshake-timeout 2
-expect_timed "no server (drain)" 1 "no answer from $addr within 2.0 s" 4 "$pure" drain "$addr" 10 10 --peer-key "$key" --handshake-timeout 2
+# nothing listens on the port any more: ICMP port unreachable, at once
+expect_timed "no server" 1 "$addr: connection refused" 1 "$pure" send "$addr" --peer-key "$key" --handshake-timeout 2
+expect_timed "no server (drain)" 1 "$addr: connection refused" 1 "$pure" drain "$addr" 10 10 --peer-key "$key" --handshake-timeout 2
 # an IPv4 target while the server listens on [::1] (where the machine has IPv6)
 "$pure" serve --listen '[::1]:0' --ephemeral --services echo >"$tmp/srv6.out" 2>"$tmp/srv6.err" &
 srv=$!
@@ -125,7 +127,7 @@ port6=$(sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$tmp/srv6.out")
 key6=$(sed -n 's/.*"public_key": *"\([^"]*\)".*/\1/p' "$tmp/srv6.out")
 if [ -n "$port6" ]; then
     expect "IPv6 server reachable" 0 EMPTY "$pure" send "[::1]:$port6" --peer-key "$key6" --timeout 10
-    expect_timed "IPv4 target, IPv6 server" 1 "listening on IPv4" 4 "$pure" send "127.0.0.1:$port6" --peer-key "$key6" --handshake-timeout 2
+    expect_timed "IPv4 target, IPv6 server" 1 "over IPv4 (ICMP port unreachable), but port $port6 is in use on [::1]:$port6" 1 "$pure" send "127.0.0.1:$port6" --peer-key "$key6" --handshake-timeout 2
     kill -TERM "$srv"; wait "$srv" || true
 else
     echo "e2e_errors: SKIP IPv4 target, IPv6 server: cannot listen on [::1]: $(cat "$tmp/srv6.err")"

@@ -45,7 +45,13 @@ struct sim {
     uint8_t *buf;
     void (*tap)(void *, int, int, const uint8_t *, size_t);
     void *tap_arg;
+    int icmp; /* sim_set_icmp */
 };
+
+void sim_set_icmp(sim *s, int on)
+{
+    s->icmp = on;
+}
 
 uint64_t sim_rand(sim *s)
 {
@@ -367,8 +373,10 @@ static void flush(sim *s, int ep)
         }
         for (int64_t off = 0; off < n; off += (int64_t)seg) {
             size_t len = (size_t)(n - off) < seg ? (size_t)(n - off) : seg;
-            if (dst >= 0)
+            if (dst >= 0 && !s->dead[dst])
                 transmit(s, ep, dst, s->buf + off, len);
+            else if (s->icmp) /* the host is there, the port closed: as IP_RECVERR reports it */
+                pure_ctx_unreachable(s->ctx[ep], &to, PURE_UNREACH_PORT, s->buf + off, len, s->now);
         }
     }
 }

@@ -77,6 +77,10 @@ const sim_stats *sim_path_stats(sim *s, int a, int b);
 uint64_t sim_bytes(sim *s, int from, int to);
 /* Injects a raw datagram from endpoint `from` to `to` (for replay and junk tests). */
 void sim_inject(sim *s, int from, int to, const uint8_t *d, size_t n, uint64_t delay);
+/* With on, a datagram sent to an address where no endpoint is, or to a dead one (sim_kill), is
+ * answered at once by an ICMP port unreachable quoting it, as Linux reports one with IP_RECVERR:
+ * pure_ctx_unreachable(sender, address, PURE_UNREACH_PORT, datagram). Off by default. */
+void sim_set_icmp(sim *s, int on);
 /* A hook that sees (and may record) every datagram a path accepts; may be NULL. */
 void sim_set_tap(sim *s, void (*tap)(void *arg, int from, int to, const uint8_t *d, size_t n),
                  void *arg);

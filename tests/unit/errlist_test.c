@@ -262,6 +262,12 @@ static void test_ctx_setup(void)
     CHECK_EQ(GOT(pure_ctx_write, (ctx, buf, sizeof buf, &seg, &to, 0)), 0);
     CHECK_EQ(GOT(pure_ctx_burst_too_big, (NULL, 0)), PURE_EINVAL);
     CHECK_EQ(GOT(pure_ctx_burst_too_big, (ctx, 0)), PURE_EINVAL); /* no burst yet */
+    CHECK_EQ(GOT(pure_ctx_unreachable, (NULL, &to, PURE_UNREACH_PORT, NULL, 0, 0)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_ctx_unreachable, (ctx, NULL, PURE_UNREACH_PORT, NULL, 0, 0)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_ctx_unreachable, (ctx, &to, 0, NULL, 0, 0)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_ctx_unreachable, (ctx, &to, PURE_UNREACH_FAMILY + 1, NULL, 0, 0)),
+             PURE_EINVAL);
+    CHECK_EQ(GOT(pure_ctx_unreachable, (ctx, &to, PURE_UNREACH_PORT, NULL, 0, 0)), 0);
     pure_ctx_free(ctx);
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* loop_test.c: the I/O loop over real loopback sockets: two contexts, each driven by its own
  * pure_loop (the server's on a thread), exchanging messages over IPv4 and IPv6, with and without
- * GSO/GRO; address parsing; timeouts; junk datagrams. */
+ * GSO/GRO; address parsing; timeouts; junk datagrams; handshakes that fail fast (a closed port,
+ * the wrong address family, a UDP service that is not Pure). */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -449,6 +450,140 @@ static void test_watch_fd(void)
     free_side(&s);
 }
 
+/* ---- failing fast: what the socket hears (docs/protocol.md, "Failing fast") ---- */
+
+typedef struct fastfail {
+    pure_loop *loop;
+    int closes, error;
+    uint64_t kind;
+} fastfail;
+
+static void ff_closed(pure_link *l, void *user, const pure_close_info *info)
+{
+    fastfail *f = user;
+    f->closes++;
+    f->error = info->error;
+    f->kind = info->peer_code;
+    pure_loop_stop(f->loop);
+}
+
+static const pure_callbacks ff_cb = {.on_closed = ff_closed};
+
+/* A UDP port nothing listens on: bound, then closed. 0 if the family is missing. */
+static uint16_t closed_port(int family)
+{
+    int fd = socket(family, SOCK_DGRAM, 0);
+    if (fd < 0)
+        return 0;
+    struct sockaddr_storage ss;
+    memset(&ss, 0, sizeof ss);
+    ss.ss_family = (sa_family_t)family;
+    if (family == AF_INET)
+        ((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(0x7f000001);
+    else
+        ((struct sockaddr_in6 *)&ss)->sin6_addr = in6addr_loopback;
+    socklen_t sl = family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+    uint16_t port = 0;
+    if (bind(fd, (struct sockaddr *)&ss, sl) == 0 &&
+        getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
+        port = ntohs(((struct sockaddr_in *)&ss)->sin_port); /* same offset in sockaddr_in6 */
+    close(fd);
+    return port;
+}
+
+static int junk_fd;
+static void answer_junk(pure_loop *loop, int fd, void *user)
+{
+    uint8_t buf[2048];
+    struct sockaddr_storage from;
+    socklen_t fl = sizeof from;
+    ssize_t n = recvfrom(fd, buf, sizeof buf, 0, (struct sockaddr *)&from, &fl);
+    if (n > 0)
+        (void)sendto(fd, "SSH-2.0-OpenSSH\r\n", 17, 0, (struct sockaddr *)&from, fl);
+}
+
+/* Connects from a loop bound to `bind` to `to` and runs until the link closes (at most 5 s):
+ * returns the time it took, in ns, with the error and kind in *f. */
+static uint64_t ff_run(const char *bind, const char *to, fastfail *f)
+{
+    memset(f, 0, sizeof *f);
+    pure_settings st;
+    pure_settings_default(&st);
+    st.callbacks = &ff_cb;
+    CHECK_EQ(pure_keygen(st.private_key), 0);
+    pure_ctx *ctx;
+    CHECK_EQ(pure_ctx_new(&st, &ctx), 0);
+    if (pure_loop_new(ctx, bind, &f->loop) != 0) {
+        pure_ctx_free(ctx);
+        return 0;
+    }
+    if (junk_fd >= 0)
+        CHECK_EQ(pure_loop_watch_fd(f->loop, junk_fd, answer_junk, NULL), 0);
+    pure_addr a;
+    CHECK_EQ(pure_addr_from_string(&a, to), 0);
+    uint8_t key[PURE_KEY_LEN];
+    memset(key, 3, sizeof key);
+    pure_link *link;
+    uint64_t t0 = pure_now();
+    CHECK_EQ(pure_connect(ctx, &a, key, "echo", f, &link, t0), 0);
+    CHECK_EQ(pure_loop_run(f->loop, 5000000000ull), 0);
+    uint64_t dt = pure_now() - t0;
+    pure_loop_free(f->loop);
+    pure_ctx_free(ctx);
+    return dt;
+}
+
+static void test_fail_fast(void)
+{
+    char to[64];
+    fastfail f;
+    junk_fd = -1;
+    /* nothing listens: the ICMP port unreachable ends the handshake at once */
+    snprintf(to, sizeof to, "127.0.0.1:%u", closed_port(AF_INET));
+    uint64_t dt = ff_run("127.0.0.1:0", to, &f);
+    CHECK_EQ(f.closes, 1);
+    CHECK_EQ(f.error, PURE_EUNREACH);
+    CHECK_EQ(f.kind, PURE_UNREACH_PORT);
+    CHECK(dt < 100000000);
+    printf("closed port: %s (kind %llu) after %.1f ms\n", pure_strerror(f.error),
+           (unsigned long long)f.kind, (double)dt / 1e6);
+    /* an IPv6 address from an IPv4 socket: this host refuses the send */
+    snprintf(to, sizeof to, "[::1]:%u", 9);
+    dt = ff_run("127.0.0.1:0", to, &f);
+    CHECK_EQ(f.error, PURE_EUNREACH);
+    CHECK_EQ(f.kind, PURE_UNREACH_FAMILY);
+    CHECK(dt < 100000000);
+    /* a UDP service that is not Pure: after the hint's grace */
+    junk_fd = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in j = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(0x7f000001)};
+    socklen_t jl = sizeof j;
+    CHECK_EQ(bind(junk_fd, (struct sockaddr *)&j, sizeof j), 0);
+    CHECK_EQ(getsockname(junk_fd, (struct sockaddr *)&j, &jl), 0);
+    snprintf(to, sizeof to, "127.0.0.1:%u", ntohs(j.sin_port));
+    dt = ff_run("127.0.0.1:0", to, &f);
+    CHECK_EQ(f.error, PURE_ENOTPURE);
+    CHECK(dt >= PURE_HS_HINT_GRACE_MIN && dt < PURE_HS_HINT_GRACE_MIN + 300000000);
+    printf("not Pure: %s after %.1f ms\n", pure_strerror(f.error), (double)dt / 1e6);
+    close(junk_fd);
+    junk_fd = -1;
+    /* IPv6, and IPv4 through a dual-stack IPv6 socket (ICMP errors at both levels) */
+    uint16_t p6 = closed_port(AF_INET6);
+    if (!p6) {
+        printf("SKIP IPv6 cases: no IPv6\n");
+        return;
+    }
+    snprintf(to, sizeof to, "[::1]:%u", p6);
+    dt = ff_run("[::1]:0", to, &f);
+    CHECK_EQ(f.error, PURE_EUNREACH);
+    CHECK_EQ(f.kind, PURE_UNREACH_PORT);
+    CHECK(dt < 100000000);
+    snprintf(to, sizeof to, "127.0.0.1:%u", closed_port(AF_INET));
+    dt = ff_run("[::]:0", to, &f);
+    CHECK_EQ(f.error, PURE_EUNREACH);
+    CHECK_EQ(f.kind, PURE_UNREACH_PORT);
+    CHECK(dt < 100000000);
+}
+
 int main(void)
 {
     RUN(test_addr_parse);
@@ -459,5 +594,6 @@ int main(void)
     RUN(test_ping_pong_reads_once);
     RUN(test_run_timeout);
     RUN(test_watch_fd);
+    RUN(test_fail_fast);
     return pure_test_finish();
 }
