@@ -43,6 +43,10 @@ def delivered(offset):
     return b"\x06" + varint(offset)
 
 
+def path_frame(kind, data=bytes(range(1, 9))):
+    return bytes([0x07 if kind == "challenge" else 0x0A]) + data
+
+
 def close(code, reason=b""):
     return b"\x04" + varint(code) + varint(len(reason)) + reason
 
@@ -76,6 +80,8 @@ def frame_seeds():
     write("frame", "ack_three_ranges", ack(100, 3, 4, [(0, 5), (10, 0), (3, 20)]))
     write("frame", "credit_close", credit(1 << 20) + close(0x104, b"bye"))
     write("frame", "close_delivered", close(0, b"done") + delivered(1 << 20))
+    write("frame", "path_challenge_response", path_frame("challenge") + ping() + path_frame("response"))
+    write("frame", "path_cut", path_frame("challenge")[:5])
     write("frame", "rekey", rekey())
     write("frame", "rekey_bad_flag", b"\x05\x02" + bytes(36))
     write("frame", "data_fin", data(4, b"hello") + data(1 << 40, b"", fin=True))
