@@ -7,6 +7,7 @@ messages); no code is taken from either. Received messages wait in a queue in C;
 ``async for`` pop them one by one without suspending while any are queued."""
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Dict, List, Optional, Union
 
 from . import _core
@@ -162,12 +163,30 @@ class Link:
             raise self._error() from None
 
     # ---- closing ----
-    async def close(self, code: int = 0, reason: str = "") -> None:
-        """Closes gracefully: waits until the peer acknowledged every message sent, then tells
-        it (``code``: 0, or an application code from 0x100; ``reason``: up to 47 bytes).
-        Raises the error that ended the link if messages were lost (its ``unacked`` says
-        which). Cancelling the wait leaves the close running."""
+    async def close(self, code: int = 0, reason: str = "", *, linger: float = 2.0) -> None:
+        """Closes gracefully: ends this side's stream (as :meth:`finish`), waits until the peer
+        acknowledged every message sent and ended its own stream (at most ``linger`` seconds
+        for the latter), then tells it (``code``: 0, or an application code from 0x100;
+        ``reason``: up to 47 bytes). Raises the error that ended the link if messages were
+        lost (its ``unacked`` says which). Cancelling the wait leaves the close running."""
         c = self._c
+        if not c.closed and not code:
+            # End our stream first, and close only once the peer has acknowledged the end
+            # (bytes in flight back to 0): pure_link_close sends its CLOSE as soon as every
+            # message is acknowledged, and a CLOSE that overtakes the end of the stream makes
+            # a peer that waits for that end (`pure send`) report an early close. That ACK
+            # completes no message, so no callback tells of it: poll each millisecond.
+            c.finish()
+            loop = self._d.loop
+            end = loop.time() + linger
+            await asyncio.sleep(0)  # the end of the stream goes out with this turn's flush
+            while not c.closed:
+                done = c.backlog == 0 and c.in_flight == 0
+                if done and (c.peer_finished or loop.time() >= end):
+                    break
+                if loop.time() >= end + linger:
+                    break  # the peer is not acknowledging: the close below times out
+                await asyncio.sleep(0.001)
         if not c.closed:
             c.close(code, reason)
             while not c.closed:

@@ -50,6 +50,7 @@ struct LinkObject {
     int in_dirty;      /* already in ctx->dirty */
     int accepted;      /* made by on_accept (a server's link) */
     int established, peer_finished, closed;
+    int want_acked;    /* Python waits for the backlog to empty: on_acked is news */
     int close_error;
     uint64_t peer_code, first_unacked, next_id;
     PyObject *reason;  /* str, once closed */

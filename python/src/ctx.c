@@ -90,6 +90,13 @@ static void cb_writable(pure_link *link, void *user)
     pyp_link_dirty(user);
 }
 
+static void cb_acked(pure_link *link, void *user, uint64_t through)
+{
+    LinkObject *l = user;
+    if (l->want_acked && pure_link_backlog(link) == 0)
+        pyp_link_dirty(l);
+}
+
 static void cb_peer_finished(pure_link *link, void *user)
 {
     LinkObject *l = user;
@@ -441,7 +448,8 @@ static int ctx_init(CtxObject *c, PyObject *args, PyObject *kw)
                              .on_message = cb_message,
                              .on_writable = cb_writable,
                              .on_peer_finished = cb_peer_finished,
-                             .on_closed = cb_closed};
+                             .on_closed = cb_closed,
+                             .on_acked = cb_acked};
     s.callbacks = &c->cb;
     s.user = c;
     /* A link that streams fast gets a ring of a few MiB: huge pages spare the page faults. */

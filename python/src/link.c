@@ -173,6 +173,14 @@ static PyObject *get_backlog(LinkObject *l, void *unused)
 {
     return PyLong_FromUnsignedLongLong(l->link ? pure_link_backlog(l->link) : 0);
 }
+static PyObject *get_in_flight(LinkObject *l, void *unused)
+{
+    if (!l->link)
+        return PyLong_FromLong(0);
+    pure_link_stats st;
+    pure_link_stats_get(l->link, &st);
+    return PyLong_FromUnsignedLongLong(st.bytes_in_flight);
+}
 static PyObject *get_peer_addr(LinkObject *l, void *unused)
 {
     if (!l->link)
@@ -180,6 +188,14 @@ static PyObject *get_peer_addr(LinkObject *l, void *unused)
     char s[PURE_ADDR_STRLEN];
     pure_addr_to_string(pure_link_peer_addr(l->link), s, sizeof s);
     return PyUnicode_FromString(s);
+}
+static int set_want_acked(LinkObject *l, PyObject *v, void *unused)
+{
+    int b = v ? PyObject_IsTrue(v) : 0;
+    if (b < 0)
+        return -1;
+    l->want_acked = b;
+    return 0;
 }
 static PyObject *get_owner(LinkObject *l, void *unused)
 {
@@ -211,7 +227,10 @@ static PyGetSetDef link_getset[] = {
     {"peer_key", (getter)get_obj, NULL, "the peer's static public key", OFF(peer_key)},
     {"queued", (getter)get_queued, NULL, "messages waiting for pop()", NULL},
     {"backlog", (getter)get_backlog, NULL, "bytes sent and not yet acknowledged", NULL},
+    {"in_flight", (getter)get_in_flight, NULL, "bytes sent and neither acked nor lost", NULL},
     {"peer_addr", (getter)get_peer_addr, NULL, "the peer's address", NULL},
+    {"want_acked", (getter)get_int, (setter)set_want_acked, "an empty backlog is news",
+     OFF(want_acked)},
     {"owner", (getter)get_owner, (setter)set_owner, "the Python-level link", NULL},
     {NULL}};
 
