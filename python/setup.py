@@ -58,7 +58,8 @@ setup(
             sources=["src/module.c", "src/ctx.c", "src/link.c"],
             include_dirs=[os.path.join(ROOT, "include"), os.path.join(ROOT, "src", "io"),
                           os.path.join(HERE, "src")],
-            extra_compile_args=["-O2", "-Wall", "-Wno-missing-field-initializers"],
+            extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wshadow", "-Wno-unused-parameter",
+                                "-Wno-missing-field-initializers", "-Wno-cast-function-type"],
         )
     ],
     cmdclass={"build_ext": BuildWithLibpure},

@@ -44,7 +44,6 @@ class Link:
     backlog: int
     in_flight: int
     peer_addr: Optional[str]
-    want_acked: int
     owner: Any
     def send(self, msg: Union[bytes, bytearray, memoryview]) -> Optional[int]: ...
     def pop(self) -> Optional[bytes]: ...

@@ -16,15 +16,14 @@
 typedef struct LinkObject LinkObject;
 
 typedef struct {
-    PyObject_HEAD
-    pure_ctx *ctx;
+    PyObject_HEAD pure_ctx *ctx;
     pure_udp udp;
     pure_loop_stats lst;
     pure_addr local;
     pure_callbacks cb;
-    int open;     /* socket open and context alive */
-    int in_io;    /* inside on_readable/on_timer: news are returned, not announced */
-    int announced;/* notify() called since the last take of the news */
+    int open;      /* socket open and context alive */
+    int in_io;     /* inside on_readable/on_timer: news are returned, not announced */
+    int announced; /* notify() called since the last take of the news */
     /* the burst being sent, held across EAGAIN until the socket is writable again */
     uint8_t *sbuf;
     size_t held_len, held_seg, held_off;
@@ -36,24 +35,22 @@ typedef struct {
 } CtxObject;
 
 struct LinkObject {
-    PyObject_HEAD
-    CtxObject *ctx;    /* strong reference */
-    pure_link *link;   /* NULL once on_closed ran */
-    PyObject *owner;   /* the Python-level link (pure.Link) */
-    PyObject *service; /* str */
-    PyObject *peer_key;/* bytes */
+    PyObject_HEAD CtxObject *ctx; /* strong reference */
+    pure_link *link;              /* NULL once on_closed ran */
+    PyObject *owner;              /* the Python-level link (pure.Link) */
+    PyObject *service;            /* str */
+    PyObject *peer_key;           /* bytes */
     /* received messages waiting for Python: a ring of bytes objects */
     PyObject **q;
     size_t qhead, qlen, qcap;
     uint64_t qbytes;
-    int paused;        /* pure_link_pause_recv because qbytes passed max_queue */
-    int in_dirty;      /* already in ctx->dirty */
-    int accepted;      /* made by on_accept (a server's link) */
+    int paused;   /* pure_link_pause_recv because qbytes passed max_queue */
+    int in_dirty; /* already in ctx->dirty */
+    int accepted; /* made by on_accept (a server's link) */
     int established, peer_finished, closed;
-    int want_acked;    /* Python waits for the backlog to empty: on_acked is news */
     int close_error;
     uint64_t peer_code, first_unacked, next_id;
-    PyObject *reason;  /* str, once closed */
+    PyObject *reason; /* str, once closed */
 };
 
 extern PyTypeObject PureCtxType;
@@ -61,6 +58,10 @@ extern PyTypeObject PureLinkType;
 
 /* Marks a link as having news for Python (messages, writable, closed, established). */
 void pyp_link_dirty(LinkObject *l);
+/* Asks Python (notify) for one service() soon: sends wait for a flush, or news came up outside
+ * on_readable/service. Once until Python next takes the news. Returns 0, or -1 with an
+ * exception set. */
+int pyp_ctx_announce(CtxObject *c);
 /* Sends everything the context has to send. Returns 0 or -1 with a Python exception set. */
 int pyp_ctx_flush(CtxObject *c);
 /* Raises pure._core.PureError(code) for a negative PURE_E* code; returns NULL. */

@@ -90,13 +90,6 @@ static void cb_writable(pure_link *link, void *user)
     pyp_link_dirty(user);
 }
 
-static void cb_acked(pure_link *link, void *user, uint64_t through)
-{
-    LinkObject *l = user;
-    if (l->want_acked && pure_link_backlog(link) == 0)
-        pyp_link_dirty(l);
-}
-
 static void cb_peer_finished(pure_link *link, void *user)
 {
     LinkObject *l = user;
@@ -135,25 +128,20 @@ void pyp_link_dirty(LinkObject *l)
         }
         l->in_dirty = 1;
     }
-    if (!c->in_io && !c->announced && c->notify && c->notify != Py_None) {
-        c->announced = 1;
-        PyObject *r = PyObject_CallNoArgs(c->notify);
-        if (!r)
-            PyErr_WriteUnraisable(c->notify);
-        Py_XDECREF(r);
-    }
+    if (pyp_ctx_announce(c) != 0)
+        PyErr_WriteUnraisable(c->notify);
 }
 
-/* A send or a credit update outside on_readable/on_timer: ask Python for one flush soon. */
-static void announce(CtxObject *c)
+int pyp_ctx_announce(CtxObject *c)
 {
-    if (!c->in_io && !c->announced && c->notify && c->notify != Py_None) {
-        c->announced = 1;
-        PyObject *r = PyObject_CallNoArgs(c->notify);
-        if (!r)
-            PyErr_WriteUnraisable(c->notify);
-        Py_XDECREF(r);
-    }
+    if (c->in_io || c->announced || !c->notify || c->notify == Py_None)
+        return 0;
+    c->announced = 1;
+    PyObject *r = PyObject_CallNoArgs(c->notify); /* loop.call_soon: runs nothing now */
+    if (!r)
+        return -1;
+    Py_DECREF(r);
+    return 0;
 }
 
 static PyObject *take_news(CtxObject *c)
@@ -183,16 +171,16 @@ int pyp_ctx_flush(CtxObject *c)
         if (!c->blocked) {
             if (bursts++)
                 now = pure_now(); /* the pacer refilled while the last burst went out */
-            int64_t n = pure_ctx_write(c->ctx, c->sbuf, PURE_UDP_BUF, &c->held_seg, &c->held_to,
-                                       now);
+            int64_t n =
+                pure_ctx_write(c->ctx, c->sbuf, PURE_UDP_BUF, &c->held_seg, &c->held_to, now);
             if (n <= 0)
                 return 0;
             c->held_len = (size_t)n;
             c->held_off = 0;
         }
         c->udp.too_big = 0;
-        int rc = pure_udp_send(&c->udp, c->sbuf, c->held_len, c->held_seg, &c->held_to,
-                               &c->held_off);
+        int rc =
+            pure_udp_send(&c->udp, c->sbuf, c->held_len, c->held_seg, &c->held_to, &c->held_off);
         if (c->udp.too_big)
             pure_ctx_burst_too_big(c->ctx, now);
         if (rc == PURE_EAGAIN) {
@@ -323,8 +311,9 @@ static PyObject *ctx_connect(CtxObject *c, PyObject *args)
         return pyp_raise(rc);
     }
     l->link = link;
-    Py_INCREF(l); /* the core's reference, dropped in on_closed */
-    announce(c);  /* the INIT goes out with the next flush */
+    Py_INCREF(l);                 /* the core's reference, dropped in on_closed */
+    if (pyp_ctx_announce(c) != 0) /* the INIT goes out with the next flush */
+        PyErr_WriteUnraisable(c->notify);
     return (PyObject *)l;
 }
 
@@ -348,22 +337,21 @@ static PyObject *ctx_stats(CtxObject *c, PyObject *unused)
     pure_ctx_stats s;
     pure_ctx_stats_get(c->ctx, &s);
     return Py_BuildValue(
-        "{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "links", s.links,
-        "handshakes_started", s.handshakes_started, "handshakes_accepted",
-        s.handshakes_accepted, "handshakes_refused", s.handshakes_refused, "cookies_sent",
-        s.cookies_sent, "dropped_malformed", s.dropped_malformed, "dropped_auth", s.dropped_auth,
-        "dropped_replay", s.dropped_replay, "dropped_unknown_link", s.dropped_unknown_link,
-        "timers_fired", s.timers_fired, "datagrams_in", s.datagrams_in, "datagrams_out",
-        s.datagrams_out, "bursts_out", s.bursts_out, "sendmsg_calls",
-        (unsigned long long)c->lst.sendmsg_calls, "gso_bursts",
+        "{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "links", s.links, "handshakes_started",
+        s.handshakes_started, "handshakes_accepted", s.handshakes_accepted, "handshakes_refused",
+        s.handshakes_refused, "cookies_sent", s.cookies_sent, "dropped_malformed",
+        s.dropped_malformed, "dropped_auth", s.dropped_auth, "dropped_replay", s.dropped_replay,
+        "dropped_unknown_link", s.dropped_unknown_link, "timers_fired", s.timers_fired,
+        "datagrams_in", s.datagrams_in, "datagrams_out", s.datagrams_out, "bursts_out",
+        s.bursts_out, "sendmsg_calls", (unsigned long long)c->lst.sendmsg_calls, "gso_bursts",
         (unsigned long long)c->lst.gso_bursts, "recvmsg_calls",
         (unsigned long long)c->lst.recvmsg_calls, "gro_buffers",
         (unsigned long long)c->lst.gro_buffers, "send_blocked",
         (unsigned long long)c->lst.send_blocked, "send_errors",
         (unsigned long long)c->lst.send_errors, "recv_errors",
-        (unsigned long long)c->lst.recv_errors, "recv_empty",
-        (unsigned long long)c->lst.recv_empty, "wakeups", (unsigned long long)c->lst.wakeups,
-        "timeouts", (unsigned long long)c->lst.timeouts);
+        (unsigned long long)c->lst.recv_errors, "recv_empty", (unsigned long long)c->lst.recv_empty,
+        "wakeups", (unsigned long long)c->lst.wakeups, "timeouts",
+        (unsigned long long)c->lst.timeouts);
 }
 
 static PyObject *ctx_get_port(CtxObject *c, void *unused)
@@ -401,19 +389,29 @@ static PyObject *ctx_get_closed(CtxObject *c, void *unused)
  * Times in seconds (0: the library's default); sizes in bytes (0: the default). */
 static int ctx_init(CtxObject *c, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"private_key", "bind", "services", "allow", "allow_any",
-                             "notify", "max_queue", "handshake_timeout", "idle_timeout",
-                             "keepalive", "max_message_size", "send_backlog", "send_queue",
-                             "respond_to_unknown", NULL};
+    static char *kwlist[] = {"private_key",
+                             "bind",
+                             "services",
+                             "allow",
+                             "allow_any",
+                             "notify",
+                             "max_queue",
+                             "handshake_timeout",
+                             "idle_timeout",
+                             "keepalive",
+                             "max_message_size",
+                             "send_backlog",
+                             "send_queue",
+                             "respond_to_unknown",
+                             NULL};
     PyObject *key, *bind, *services = NULL, *allow = NULL, *notify = Py_None;
     int allow_any = 0, respond = 1;
     unsigned long long max_queue = 4u << 20, max_msg = 0, backlog = 0;
     long long send_queue = -1;
     double hs_to = 0, idle_to = 0, keepalive = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OU|$OOpOKdddKKLp", kwlist, &key, &bind,
-                                     &services, &allow, &allow_any, &notify, &max_queue,
-                                     &hs_to, &idle_to, &keepalive, &max_msg, &backlog,
-                                     &send_queue, &respond))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OU|$OOpOKdddKKLp", kwlist, &key, &bind, &services,
+                                     &allow, &allow_any, &notify, &max_queue, &hs_to, &idle_to,
+                                     &keepalive, &max_msg, &backlog, &send_queue, &respond))
         return -1;
     if (c->open) {
         PyErr_SetString(PyExc_RuntimeError, "Context already initialised");
@@ -448,8 +446,7 @@ static int ctx_init(CtxObject *c, PyObject *args, PyObject *kw)
                              .on_message = cb_message,
                              .on_writable = cb_writable,
                              .on_peer_finished = cb_peer_finished,
-                             .on_closed = cb_closed,
-                             .on_acked = cb_acked};
+                             .on_closed = cb_closed};
     s.callbacks = &c->cb;
     s.user = c;
     /* A link that streams fast gets a ring of a few MiB: huge pages spare the page faults. */

@@ -43,14 +43,8 @@ static PyObject *link_send(LinkObject *l, PyObject *msg)
         Py_RETURN_NONE; /* the backlog is full: wait for news (on_writable) and retry */
     if (id < 0)
         return pyp_raise((int)id);
-    CtxObject *c = l->ctx;
-    if (!c->announced && c->notify != Py_None) { /* one flush for all the sends of this turn */
-        c->announced = 1;
-        PyObject *r = PyObject_CallNoArgs(c->notify);
-        if (!r)
-            return NULL;
-        Py_DECREF(r);
-    }
+    if (pyp_ctx_announce(l->ctx) != 0) /* one flush for all the sends of this turn */
+        return NULL;
     return PyLong_FromLongLong(id);
 }
 
@@ -66,15 +60,8 @@ static PyObject *link_pop(LinkObject *l, PyObject *unused)
         l->paused = 0;
         if (l->link) {
             pure_link_resume_recv(l->link);
-            CtxObject *c = l->ctx;
-            if (!c->announced && c->notify != Py_None) { /* the CREDIT frame goes out */
-                c->announced = 1;
-                PyObject *r = PyObject_CallNoArgs(c->notify);
-                if (!r) {
-                    PyErr_WriteUnraisable(c->notify);
-                }
-                Py_XDECREF(r);
-            }
+            if (pyp_ctx_announce(l->ctx) != 0) /* the CREDIT frame goes out */
+                PyErr_WriteUnraisable(l->ctx->notify);
         }
     }
     return m; /* the queue's reference becomes the caller's */
@@ -131,17 +118,16 @@ static PyObject *link_stats(LinkObject *l, PyObject *unused)
     pure_link_stats s;
     pure_link_stats_get(l->link, &s);
     return Py_BuildValue(
-        "{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "rtt_ns", s.rtt_ns,
-        "rtt_min_ns", s.rtt_min_ns, "rtt_var_ns", s.rtt_var_ns, "cwnd", s.cwnd,
-        "bytes_in_flight", s.bytes_in_flight, "packets_sent", s.packets_sent,
-        "packets_received", s.packets_received, "bytes_sent", s.bytes_sent, "bytes_received",
-        s.bytes_received, "packets_lost", s.packets_lost, "bytes_retransmitted",
-        s.bytes_retransmitted, "ptos", s.ptos, "random_losses", s.random_losses,
-        "messages_sent", s.messages_sent, "messages_received", s.messages_received,
-        "messages_acked", s.messages_acked, "recv_window", s.recv_window, "rekeys", s.rekeys,
-        "keepalives", s.keepalives, "path_changes", s.path_changes, "dropped_auth",
-        s.dropped_auth, "dropped_replay", s.dropped_replay, "paced_bursts", s.paced_bursts,
-        "backlog", (unsigned long long)pure_link_backlog(l->link), "queued",
+        "{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "rtt_ns", s.rtt_ns, "rtt_min_ns",
+        s.rtt_min_ns, "rtt_var_ns", s.rtt_var_ns, "cwnd", s.cwnd, "bytes_in_flight",
+        s.bytes_in_flight, "packets_sent", s.packets_sent, "packets_received", s.packets_received,
+        "bytes_sent", s.bytes_sent, "bytes_received", s.bytes_received, "packets_lost",
+        s.packets_lost, "bytes_retransmitted", s.bytes_retransmitted, "ptos", s.ptos,
+        "random_losses", s.random_losses, "messages_sent", s.messages_sent, "messages_received",
+        s.messages_received, "messages_acked", s.messages_acked, "recv_window", s.recv_window,
+        "rekeys", s.rekeys, "keepalives", s.keepalives, "path_changes", s.path_changes,
+        "dropped_auth", s.dropped_auth, "dropped_replay", s.dropped_replay, "paced_bursts",
+        s.paced_bursts, "backlog", (unsigned long long)pure_link_backlog(l->link), "queued",
         (unsigned long long)l->qlen, "queued_bytes", (unsigned long long)l->qbytes);
 }
 
@@ -189,14 +175,6 @@ static PyObject *get_peer_addr(LinkObject *l, void *unused)
     pure_addr_to_string(pure_link_peer_addr(l->link), s, sizeof s);
     return PyUnicode_FromString(s);
 }
-static int set_want_acked(LinkObject *l, PyObject *v, void *unused)
-{
-    int b = v ? PyObject_IsTrue(v) : 0;
-    if (b < 0)
-        return -1;
-    l->want_acked = b;
-    return 0;
-}
 static PyObject *get_owner(LinkObject *l, void *unused)
 {
     Py_INCREF(l->owner);
@@ -229,8 +207,6 @@ static PyGetSetDef link_getset[] = {
     {"backlog", (getter)get_backlog, NULL, "bytes sent and not yet acknowledged", NULL},
     {"in_flight", (getter)get_in_flight, NULL, "bytes sent and neither acked nor lost", NULL},
     {"peer_addr", (getter)get_peer_addr, NULL, "the peer's address", NULL},
-    {"want_acked", (getter)get_int, (setter)set_want_acked, "an empty backlog is news",
-     OFF(want_acked)},
     {"owner", (getter)get_owner, (setter)set_owner, "the Python-level link", NULL},
     {NULL}};
 

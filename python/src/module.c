@@ -94,13 +94,18 @@ PyMODINIT_FUNC PyInit__core(void)
         PyModule_AddObject(m, "Link", (PyObject *)&PureLinkType) ||
         PyModule_AddStringConstant(m, "PURE_VERSION", pure_version()))
         return NULL;
-    static const struct { const char *n; int v; } codes[] = {
-        {"EINVAL", PURE_EINVAL}, {"ENOMEM", PURE_ENOMEM}, {"EAGAIN", PURE_EAGAIN},
-        {"ECRYPTO", PURE_ECRYPTO}, {"EPROTO", PURE_EPROTO}, {"ECLOSED", PURE_ECLOSED},
-        {"ETIMEDOUT", PURE_ETIMEDOUT}, {"EREFUSED", PURE_EREFUSED}, {"EACCES", PURE_EACCES},
-        {"EKEY", PURE_EKEY}, {"EMSGSIZE", PURE_EMSGSIZE}, {"ENOBUFS", PURE_ENOBUFS},
-        {"ELIMIT", PURE_ELIMIT}, {"ESTATE", PURE_ESTATE}, {"EFLOW", PURE_EFLOW},
-        {"EIO", PURE_EIO}, {"ERESET", PURE_ERESET}};
+    static const struct {
+        const char *n;
+        int v;
+    } codes[] = {{"EINVAL", PURE_EINVAL},       {"ENOMEM", PURE_ENOMEM},
+                 {"EAGAIN", PURE_EAGAIN},       {"ECRYPTO", PURE_ECRYPTO},
+                 {"EPROTO", PURE_EPROTO},       {"ECLOSED", PURE_ECLOSED},
+                 {"ETIMEDOUT", PURE_ETIMEDOUT}, {"EREFUSED", PURE_EREFUSED},
+                 {"EACCES", PURE_EACCES},       {"EKEY", PURE_EKEY},
+                 {"EMSGSIZE", PURE_EMSGSIZE},   {"ENOBUFS", PURE_ENOBUFS},
+                 {"ELIMIT", PURE_ELIMIT},       {"ESTATE", PURE_ESTATE},
+                 {"EFLOW", PURE_EFLOW},         {"EIO", PURE_EIO},
+                 {"ERESET", PURE_ERESET}};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
         if (PyModule_AddIntConstant(m, codes[i].n, codes[i].v))
             return NULL;
