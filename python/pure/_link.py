@@ -243,6 +243,12 @@ class Link:
         empty once closed."""
         return self._c.stats()
 
+    def context_stats(self) -> Dict[str, int]:
+        """The counters of the context (and UDP socket) this link belongs to: links,
+        handshakes, datagrams in and out, drops, system calls (a client's links of one loop
+        and key share one context)."""
+        return self._d.c.stats()
+
     def __repr__(self) -> str:
         state = "closed" if self._c.closed else "open"
         return "<pure.Link %s service=%r peer=%s>" % (state, self._c.service, self._c.peer_addr)

@@ -122,6 +122,31 @@ async def test_stats_are_dicts(keys):
             sst = server.stats()
             assert sst["handshakes_accepted"] == 1 and sst["datagrams_in"] > 0
             assert len(server.links) == 1
+            cst = link.context_stats()
+            assert cst["handshakes_started"] == 1 and cst["datagrams_out"] > 0
+
+
+async def test_ipv6_loopback(keys):
+    priv, pub = keys
+    async with await pure.serve("[::1]:0", private_key=priv, services={"echo": echo},
+                                allow_any=True) as server:
+        async with await pure.connect(f"[::1]:{server.port}", server_key=pub,
+                                      service="echo") as link:
+            await link.send(b"six")
+            assert await link.recv() == b"six"
+            assert link.peer_address.startswith("[::1]:")
+
+
+async def test_host_name_resolved(keys):
+    priv, pub = keys
+    # both ends resolve the name the same way, whichever family it gives first
+    async with await pure.serve("localhost:0", private_key=priv, services={"echo": echo},
+                                allow_any=True) as server:
+        link = await pure.connect(f"localhost:{server.port}", server_key=pub, service="echo",
+                                  timeout=2)
+        await link.send(b"name")
+        assert await link.recv() == b"name"
+        await link.close()
 
 
 async def test_memoryview_and_bytearray_messages(keys):
