@@ -39,7 +39,16 @@ class Driver:
             self._after(self.c.service())
 
     def _readable(self) -> None:
-        self._after(self.c.on_readable())
+        try:
+            news = self.c.on_readable()
+        except OSError as e:
+            # The socket itself is broken (EBADF and the like, never one datagram's fate):
+            # every link ends with ClosedError instead of the loop calling this forever.
+            self.loop.call_exception_handler({"message": "pure: the UDP socket failed; closing "
+                                              "its links", "exception": e})
+            self.close()
+            return
+        self._after(news)
 
     def _on_timer(self) -> None:
         self._timer = None
