@@ -1744,8 +1744,17 @@ def python_one(py, impl, work, size, inflight, n, timeout):
 
 def python_main(args):
     py = args.python or os.path.join(BUILD, "pyvenv", "bin", "python")
+    if not os.access(py, os.X_OK) and not args.python and not args.no_build:
+        # The venv python/test.sh makes, without its tests: the package as a user installs it.
+        venv = os.path.join(BUILD, "pyvenv")
+        log(f"making {os.path.relpath(venv, ROOT)} with the pure package")
+        for argv in (["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv],
+                     [os.path.join(venv, "bin", "pip"), "install", "-q", "--no-build-isolation", "--no-index",
+                      os.path.join(ROOT, "python")]):
+            if subprocess.run(argv, cwd=ROOT).returncode != 0:
+                sys.exit("run.py python: " + " ".join(argv) + " failed")
     if not os.access(py, os.X_OK):
-        sys.exit(f"run.py python: {py} missing: run `bash python/test.sh` first (it makes the venv), or --python")
+        sys.exit(f"run.py python: {py} missing: run `bash python/test.sh` (it makes the venv), or pass --python")
     rows = list(PY_ROWS)
     if args.only:
         rows = [r for r in args.only.split(",") if r in PY_ROWS]
