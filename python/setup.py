@@ -55,7 +55,7 @@ setup(
     ext_modules=[
         Extension(
             "pure._core",
-            sources=["src/module.c", "src/ctx.c", "src/link.c"],
+            sources=["src/module.c", "src/ctx.c", "src/events.c", "src/link.c"],
             include_dirs=[os.path.join(ROOT, "include"), os.path.join(ROOT, "src", "io"),
                           os.path.join(HERE, "src")],
             extra_compile_args=["-O2", "-Wall", "-Wextra", "-Wshadow", "-Wno-unused-parameter",

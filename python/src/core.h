@@ -20,7 +20,6 @@ typedef struct {
     pure_udp udp;
     pure_loop_stats lst;
     pure_addr local;
-    pure_callbacks cb;
     int open;      /* socket open and context alive */
     int in_io;     /* inside on_readable/on_timer: news are returned, not announced */
     int announced; /* notify() called since the last take of the news */
@@ -53,6 +52,8 @@ struct LinkObject {
     PyObject *reason; /* str, once closed */
 };
 
+/* The callbacks every context uses (events.c). */
+extern const pure_callbacks pyp_callbacks;
 extern PyTypeObject PureCtxType;
 extern PyTypeObject PureLinkType;
 

@@ -14,136 +14,6 @@
 
 #define READ_BUDGET 16 /* recvmmsg calls per on_readable, as Pure's own loop (loop.c) */
 
-/* ---- callbacks from the core: they only record, never call into Python code ---- */
-
-static int cb_accept(pure_link *link, const char *service, const uint8_t key[PURE_KEY_LEN],
-                     void *ctx_user)
-{
-    CtxObject *c = ctx_user;
-    LinkObject *l = pyp_link_new(c, link);
-    if (!l) {
-        PyErr_Clear();
-        return PURE_ENOMEM; /* the initiator sees a refusal */
-    }
-    l->accepted = 1;
-    l->established = 1;
-    l->service = PyUnicode_DecodeUTF8(service, (Py_ssize_t)strlen(service), "replace");
-    l->peer_key = PyBytes_FromStringAndSize((const char *)key, PURE_KEY_LEN);
-    if (!l->service || !l->peer_key) {
-        PyErr_Clear();
-        Py_DECREF(l);
-        return PURE_ENOMEM;
-    }
-    pure_link_set_user(link, l); /* the core's reference: dropped in on_closed */
-    pyp_link_dirty(l);
-    return 0;
-}
-
-static void cb_established(pure_link *link, void *user)
-{
-    LinkObject *l = user;
-    l->established = 1;
-    pyp_link_dirty(l);
-}
-
-static int queue_grow(LinkObject *l)
-{
-    size_t cap = l->qcap ? l->qcap * 2 : 64;
-    PyObject **q = PyMem_Malloc(cap * sizeof *q);
-    if (!q)
-        return -1;
-    for (size_t i = 0; i < l->qlen; i++)
-        q[i] = l->q[(l->qhead + i) % l->qcap];
-    PyMem_Free(l->q);
-    l->q = q;
-    l->qcap = cap;
-    l->qhead = 0;
-    return 0;
-}
-
-static void cb_message(pure_link *link, void *user, const uint8_t *data, size_t len)
-{
-    LinkObject *l = user;
-    /* The one copy out of the receive buffer: data is valid only during this callback. */
-    PyObject *b = PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)len);
-    if (!b || (l->qlen == l->qcap && queue_grow(l) != 0)) {
-        /* Nothing delivered may vanish silently: give up the link, whose close says so. */
-        Py_XDECREF(b);
-        PyErr_Clear();
-        pure_link_abort(link, PURE_CLOSE_APP, "out of memory");
-        return;
-    }
-    l->q[(l->qhead + l->qlen) % l->qcap] = b;
-    l->qlen++;
-    l->qbytes += len;
-    /* Python is not keeping up: stop granting credit, so the peer waits instead of this
-     * process buffering without bound. pop() resumes it at half the limit. */
-    if (!l->paused && l->qbytes > l->ctx->max_queue) {
-        l->paused = 1;
-        pure_link_pause_recv(link);
-    }
-    pyp_link_dirty(l);
-}
-
-static void cb_writable(pure_link *link, void *user)
-{
-    pyp_link_dirty(user);
-}
-
-static void cb_peer_finished(pure_link *link, void *user)
-{
-    LinkObject *l = user;
-    l->peer_finished = 1;
-    pyp_link_dirty(l);
-}
-
-static void cb_closed(pure_link *link, void *user, const pure_close_info *info)
-{
-    LinkObject *l = user;
-    if (!l)
-        return;
-    l->closed = 1;
-    l->link = NULL;
-    l->close_error = info->error;
-    l->peer_code = info->peer_code;
-    l->first_unacked = info->first_unacked;
-    l->next_id = info->next_id;
-    const char *r = info->reason ? info->reason : "";
-    l->reason = PyUnicode_DecodeUTF8(r, (Py_ssize_t)strlen(r), "replace");
-    if (!l->reason)
-        PyErr_Clear();
-    pyp_link_dirty(l); /* the dirty list holds its own reference */
-    Py_DECREF(l);      /* the core's */
-}
-
-/* ---- news for Python ---- */
-
-void pyp_link_dirty(LinkObject *l)
-{
-    CtxObject *c = l->ctx;
-    if (!l->in_dirty) {
-        if (PyList_Append(c->dirty, (PyObject *)l) != 0) {
-            PyErr_Clear();
-            return;
-        }
-        l->in_dirty = 1;
-    }
-    if (pyp_ctx_announce(c) != 0)
-        PyErr_WriteUnraisable(c->notify);
-}
-
-int pyp_ctx_announce(CtxObject *c)
-{
-    if (c->in_io || c->announced || !c->notify || c->notify == Py_None)
-        return 0;
-    c->announced = 1;
-    PyObject *r = PyObject_CallNoArgs(c->notify); /* loop.call_soon: runs nothing now */
-    if (!r)
-        return -1;
-    Py_DECREF(r);
-    return 0;
-}
-
 static PyObject *take_news(CtxObject *c)
 {
     c->announced = 0;
@@ -383,6 +253,76 @@ static PyObject *ctx_get_closed(CtxObject *c, void *unused)
     return PyBool_FromLong(!c->open);
 }
 
+/* Registers each service name of an iterable. Returns 0, or -1 with an exception set. */
+static int add_services(pure_ctx *ctx, PyObject *services)
+{
+    PyObject *it = PyObject_GetIter(services), *o;
+    if (!it)
+        return -1;
+    while ((o = PyIter_Next(it))) {
+        const char *name = PyUnicode_AsUTF8(o);
+        int rc = name ? pure_ctx_add_service(ctx, name) : 0;
+        Py_DECREF(o);
+        if (!name || rc) {
+            Py_DECREF(it);
+            if (name)
+                PyErr_Format(PyExc_ValueError, "bad service name (1..63 bytes): %s",
+                             pure_strerror(rc));
+            return -1;
+        }
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* Adds each 32-byte key of an iterable to the allow list. Returns 0, or -1 with an exception. */
+static int add_allowed(pure_ctx *ctx, PyObject *allow)
+{
+    PyObject *it = PyObject_GetIter(allow), *o;
+    if (!it)
+        return -1;
+    while ((o = PyIter_Next(it))) {
+        const uint8_t *pk;
+        int bad = key_arg(o, &pk, "an allowed key");
+        int rc = bad ? 0 : pure_ctx_allow(ctx, pk);
+        Py_DECREF(o);
+        if (bad || rc) {
+            Py_DECREF(it);
+            if (!bad)
+                pyp_raise(rc);
+            return -1;
+        }
+    }
+    Py_DECREF(it);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* Opens the socket and its send buffer. Returns 0, or -1 with an exception set. */
+static int open_socket(CtxObject *c)
+{
+    c->sbuf = PyMem_Malloc(PURE_UDP_BUF);
+    if (!c->sbuf) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    int rc = pure_udp_open(&c->udp, &c->local, &c->lst, 0);
+    if (rc) {
+        if (rc == PURE_EIO)
+            PyErr_SetFromErrno(PyExc_OSError);
+        else
+            pyp_raise(rc);
+        return -1;
+    }
+    /* As Pure's loop: never more in flight than a socket like ours can hold. */
+    pure_ctx_set_max_in_flight(c->ctx, pure_udp_rcvbuf(&c->udp));
+    return 0;
+}
+
+static uint64_t seconds_ns(double s, uint64_t dflt)
+{
+    return s > 0 ? (uint64_t)(s * 1e9) : dflt;
+}
+
 /* Context(private_key, bind, *, services=(), allow=(), allow_any=False, notify=None,
  *         max_queue=4 MiB, handshake_timeout=0, idle_timeout=0, keepalive=0,
  *         max_message_size=0, send_backlog=0, send_queue=-1, respond_to_unknown=True)
@@ -413,12 +353,12 @@ static int ctx_init(CtxObject *c, PyObject *args, PyObject *kw)
                                      &allow, &allow_any, &notify, &max_queue, &hs_to, &idle_to,
                                      &keepalive, &max_msg, &backlog, &send_queue, &respond))
         return -1;
-    if (c->open) {
+    const uint8_t *k;
+    if (c->open || c->ctx) {
         PyErr_SetString(PyExc_RuntimeError, "Context already initialised");
         return -1;
     }
-    const uint8_t *k;
-    if (key_arg(key, &k, "private_key"))
+    if (key_arg(key, &k, "private_key") || parse_addr(bind, &c->local))
         return -1;
     if (hs_to < 0 || idle_to < 0 || keepalive < 0) {
         PyErr_SetString(PyExc_ValueError, "times must not be negative");
@@ -429,98 +369,35 @@ static int ctx_init(CtxObject *c, PyObject *args, PyObject *kw)
     memcpy(s.private_key, k, PURE_KEY_LEN);
     s.allow_any = allow_any;
     s.respond_to_unknown = respond;
-    if (hs_to > 0)
-        s.handshake_timeout = (uint64_t)(hs_to * 1e9);
-    if (idle_to > 0)
-        s.idle_timeout = (uint64_t)(idle_to * 1e9);
-    if (keepalive > 0)
-        s.keepalive = (uint64_t)(keepalive * 1e9);
+    s.handshake_timeout = seconds_ns(hs_to, s.handshake_timeout);
+    s.idle_timeout = seconds_ns(idle_to, s.idle_timeout);
+    s.keepalive = seconds_ns(keepalive, s.keepalive);
     if (max_msg)
         s.max_message_size = (uint32_t)max_msg;
     if (backlog)
         s.send_backlog = backlog;
     if (send_queue >= 0)
         s.send_queue = (uint64_t)send_queue;
-    c->cb = (pure_callbacks){.on_accept = cb_accept,
-                             .on_established = cb_established,
-                             .on_message = cb_message,
-                             .on_writable = cb_writable,
-                             .on_peer_finished = cb_peer_finished,
-                             .on_closed = cb_closed};
-    s.callbacks = &c->cb;
+    s.callbacks = &pyp_callbacks;
     s.user = c;
     /* A link that streams fast gets a ring of a few MiB: huge pages spare the page faults. */
     pure_settings_use_huge_pages(&s);
     c->max_queue = max_queue ? max_queue : 1;
-    if (parse_addr(bind, &c->local))
-        return -1;
     int rc = pure_ctx_new(&s, &c->ctx);
     if (rc) {
         pyp_raise(rc);
         return -1;
     }
-    if (services) {
-        PyObject *it = PyObject_GetIter(services), *o;
-        if (!it)
-            goto fail;
-        while ((o = PyIter_Next(it))) {
-            const char *name = PyUnicode_AsUTF8(o);
-            rc = name ? pure_ctx_add_service(c->ctx, name) : -100;
-            Py_DECREF(o);
-            if (rc) {
-                Py_DECREF(it);
-                if (rc != -100)
-                    PyErr_Format(PyExc_ValueError, "bad service name (1..63 bytes): %s",
-                                 pure_strerror(rc));
-                goto fail;
-            }
-        }
-        Py_DECREF(it);
-        if (PyErr_Occurred())
-            goto fail;
+    if ((services && add_services(c->ctx, services)) || (allow && add_allowed(c->ctx, allow)) ||
+        open_socket(c)) {
+        pure_ctx_free(c->ctx);
+        c->ctx = NULL;
+        return -1;
     }
-    if (allow) {
-        PyObject *it = PyObject_GetIter(allow), *o;
-        if (!it)
-            goto fail;
-        while ((o = PyIter_Next(it))) {
-            const uint8_t *pk;
-            rc = key_arg(o, &pk, "an allowed key") ? -100 : pure_ctx_allow(c->ctx, pk);
-            Py_DECREF(o);
-            if (rc) {
-                Py_DECREF(it);
-                if (rc != -100)
-                    pyp_raise(rc);
-                goto fail;
-            }
-        }
-        Py_DECREF(it);
-        if (PyErr_Occurred())
-            goto fail;
-    }
-    c->sbuf = PyMem_Malloc(PURE_UDP_BUF);
-    if (!c->sbuf) {
-        PyErr_NoMemory();
-        goto fail;
-    }
-    rc = pure_udp_open(&c->udp, &c->local, &c->lst, 0);
-    if (rc) {
-        if (rc == PURE_EIO)
-            PyErr_SetFromErrno(PyExc_OSError);
-        else
-            pyp_raise(rc);
-        goto fail;
-    }
-    /* As Pure's loop: never more in flight than a socket like ours can hold. */
-    pure_ctx_set_max_in_flight(c->ctx, pure_udp_rcvbuf(&c->udp));
     Py_INCREF(notify);
     Py_XSETREF(c->notify, notify);
     c->open = 1;
     return 0;
-fail:
-    pure_ctx_free(c->ctx);
-    c->ctx = NULL;
-    return -1;
 }
 
 static PyObject *ctx_new(PyTypeObject *t, PyObject *args, PyObject *kw)

@@ -185,3 +185,23 @@ async def test_finish_ends_peer_iteration(keys):
         await link.close()
         with pytest.raises(pure.ClosedError):
             await link.recv()
+
+
+async def test_bad_arguments_raise_clearly(keys):
+    priv, pub = keys
+    with pytest.raises(ValueError, match="service name"):
+        await pure.serve("127.0.0.1:0", private_key=priv, services={"x" * 64: echo},
+                         allow_any=True)
+    with pytest.raises(ValueError):
+        await pure.serve("127.0.0.1:0", private_key=priv, services={"echo": echo},
+                         allow=[b"short"])
+    with pytest.raises(ValueError, match="allow"):
+        await pure.serve("127.0.0.1:0", private_key=priv, services={"echo": echo})
+    with pytest.raises(OSError):  # not an address and no such name: socket.gaierror
+        await pure.serve("999.1.1.1:0", private_key=priv, services={"echo": echo},
+                         allow_any=True)
+    with pytest.raises(ValueError, match="HOST:PORT"):
+        await pure.serve("127.0.0.1", private_key=priv, services={"echo": echo},
+                         allow_any=True)
+    with pytest.raises(TypeError, match="unknown settings"):
+        await pure.connect("127.0.0.1:1", server_key=pub, service="echo", bogus=1)
