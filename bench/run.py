@@ -1685,6 +1685,158 @@ def growth_main(args):
 
 
 # name -> (help, add experiment-specific arguments, main)
+# --------------------------------------------------------------------------
+# python: the pure package against asyncio's TLS streams and pyzmq+CURVE, with the C library as
+# the ceiling. Each Python run is one process holding both sides (bench/python_bench.py, run
+# with the interpreter of the venv python/test.sh makes); the C rows are pure serve + pure drain
+# (one-way) and rpc_bench (round trips), two processes, both sides' CPU counted.
+# --------------------------------------------------------------------------
+PY_CELLS = [("drain", 61, 1), ("drain", 1024, 1), ("drain", 16384, 1), ("rr", 61, 1), ("rr", 61, 16)]
+PY_ROWS = {"pure": "the pure package (python/): async for / await link.send",
+           "tls": "asyncio streams over TLS 1.3 (start_server/open_connection, ssl, 4-byte framing)",
+           "zmq": "pyzmq 24 (zmq.asyncio) with CURVE: PUSH/PULL one-way, DEALER/ROUTER round trips",
+           "c": "the C library: pure serve + pure drain (one-way), rpc_bench (round trips), 2 processes"}
+# Messages per run: each run takes ~0.2-2 s whatever the row's speed (quick: a tenth).
+PY_N = {"pure": {"drain": {61: 1_000_000, 1024: 300_000, 16384: 30_000}, "rr": {1: 30_000, 16: 200_000}},
+        "tls": {"drain": {61: 200_000, 1024: 150_000, 16384: 30_000}, "rr": {1: 10_000, 16: 50_000}},
+        "zmq": {"drain": {61: 50_000, 1024: 50_000, 16384: 10_000}, "rr": {1: 5_000, 16: 20_000}},
+        "c": {"drain": {61: 1_000_000, 1024: 300_000, 16384: 30_000}, "rr": {}}}
+
+
+def py_cell(work, size, inflight):
+    return f"{work}-{size}" if work == "drain" else f"rr{inflight}-{size}"
+
+
+def python_args(p):
+    p.add_argument("--rounds", type=int, default=None, help="rounds per row and cell (default 5, quick 1)")
+    p.add_argument("--python", default=None,
+                   help="interpreter with the pure package (default build/pyvenv/bin/python, made by python/test.sh)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds one run may take (default 300)")
+
+
+def python_one(py, impl, work, size, inflight, n, timeout):
+    res = {"impl": impl, "cell": py_cell(work, size, inflight), "n": n, "ok": False}
+    try:
+        if impl == "c" and work == "drain":
+            r = drain_one(IMPL_BY_NAME["pure"], n, size, timeout)
+            if not r["ok"]:
+                raise RunError(r.get("error", "failed"))
+            res.update(messages=n, seconds=r["seconds"], cpu_s=r["client_cpu_s"] + r["server_cpu_s"])
+        elif impl == "c":
+            r = rpc_one(RPC_BY_NAME["pure"], 1, inflight, size, 2.0, 0.5, 10.0, timeout)
+            if not r["ok"]:
+                raise RunError(r.get("error", "failed"))
+            res.update(messages=r["requests"], seconds=r["seconds"], cpu_s=r["client_cpu_s"] + r["server_cpu_s"])
+        else:
+            argv = [py, os.path.join(ROOT, "bench", "python_bench.py"), impl, work, str(size), str(n), str(inflight)]
+            rc, out, err, _, _ = run_client(argv, timeout)
+            rep = last_json(out, "messages")
+            if rc != 0 or rep is None or rep.get("messages") != n:
+                raise RunError(f"exit {rc}, report {rep}; stderr: {err.strip()[-600:]}")
+            res.update(messages=n, seconds=rep["seconds"], cpu_s=rep["cpu_s"])
+        res["msgs_per_s"] = res["messages"] / res["seconds"]
+        res["cpu_us_per_msg"] = res["cpu_s"] * 1e6 / res["messages"]
+        res["ok"] = True
+    except RunError as e:
+        res["error"] = str(e)
+    return res
+
+
+def python_main(args):
+    py = args.python or os.path.join(BUILD, "pyvenv", "bin", "python")
+    if not os.access(py, os.X_OK) and not args.python and not args.no_build:
+        # The venv python/test.sh makes, without its tests: the package as a user installs it.
+        venv = os.path.join(BUILD, "pyvenv")
+        log(f"making {os.path.relpath(venv, ROOT)} with the pure package")
+        for argv in (["/usr/bin/python3", "-m", "venv", "--system-site-packages", venv],
+                     [os.path.join(venv, "bin", "pip"), "install", "-q", "--no-build-isolation", "--no-index",
+                      os.path.join(ROOT, "python")]):
+            if subprocess.run(argv, cwd=ROOT).returncode != 0:
+                sys.exit("run.py python: " + " ".join(argv) + " failed")
+    if not os.access(py, os.X_OK):
+        sys.exit(f"run.py python: {py} missing: run `bash python/test.sh` (it makes the venv), or pass --python")
+    rows = list(PY_ROWS)
+    if args.only:
+        rows = [r for r in args.only.split(",") if r in PY_ROWS]
+    if args.skip:
+        rows = [r for r in rows if r not in args.skip.split(",")]
+    rounds = args.rounds or (1 if args.quick else 5)
+    if "c" in rows:
+        runnable, _, _ = prepare([IMPL_BY_NAME["pure"], RPC_BY_NAME["pure"]], args.no_build)
+        if len(runnable) < 2:
+            rows.remove("c")
+    runs = []
+    for rnd in range(rounds):
+        for impl in rows:
+            for work, size, inflight in PY_CELLS:
+                if work == "rr" and impl == "c":
+                    n = 0
+                else:
+                    n = PY_N[impl][work][size if work == "drain" else inflight]
+                    if args.quick:
+                        n = max(100, n // 10)
+                r = python_one(py, impl, work, size, inflight, n, args.timeout)
+                r["round"] = rnd
+                runs.append(r)
+                log(f"round {rnd + 1}/{rounds} {impl:5s} {r['cell']:12s} " +
+                    (f"{r['msgs_per_s']:12,.0f} msg/s {r['cpu_us_per_msg']:8.3f} us CPU/msg" if r["ok"]
+                     else "FAILED: " + r["error"][:300]))
+    summary = []
+    for impl in rows:
+        for work, size, inflight in PY_CELLS:
+            cell = py_cell(work, size, inflight)
+            ok = [r for r in runs if r["impl"] == impl and r["cell"] == cell and r["ok"]]
+            summary.append({"impl": impl, "cell": cell, "rounds": len(ok),
+                            "msgs_per_s": med([r["msgs_per_s"] for r in ok]),
+                            "cpu_us_per_msg": med([r["cpu_us_per_msg"] for r in ok]),
+                            "error": None if ok else "every round failed"})
+    by = {(r["impl"], r["cell"]): r for r in summary}
+    cells = [py_cell(*c) for c in PY_CELLS]
+    hdr = ["row"] + [f"{c} msg/s" for c in cells] + [f"{c} µs CPU/msg" for c in cells]
+    body = []
+    for impl in rows:
+        line = [impl]
+        for key in ("msgs_per_s", "cpu_us_per_msg"):
+            for c in cells:
+                v = by[(impl, c)][key]
+                line.append("-" if v is None else (f"{v:,.0f}" if key == "msgs_per_s" else f"{v:.3f}"))
+        body.append(line)
+    targets = []
+    pr = lambda i, c: (by.get((i, c)) or {}).get("msgs_per_s")
+    for other, want, cs in (("tls", 3.0, ["drain-61", "drain-1024"]), ("zmq", 3.0, ["drain-61", "drain-1024"]),
+                            ("c", 0.25, ["drain-16384"])):
+        for c in cs:
+            a, b = pr("pure", c), pr(other, c)
+            if a and b:
+                targets.append(f"pure / {other} at {c}: {a / b:.2f}x (target >= {want:g}x): "
+                               + ("met" if a / b >= want else "NOT met"))
+    title = ("Messages/s and CPU (user + system, both sides) per message, medians of "
+             f"{rounds} round(s). Rows: " + "; ".join(f"{k} = {PY_ROWS[k]}" for k in rows)
+             + ".\n\n" + "\n".join("- " + t for t in targets))
+
+    def plot_fn(plt, path):
+        fig, ax = plt.subplots(figsize=(10, 4.5))
+        w = 0.8 / max(1, len(rows))
+        for i, impl in enumerate(rows):
+            ys = [by[(impl, c)]["msgs_per_s"] or 0 for c in cells]
+            ax.bar([x + i * w for x in range(len(cells))], ys, w, label=impl)
+        ax.set_xticks([x + w * (len(rows) - 1) / 2 for x in range(len(cells))])
+        ax.set_xticklabels(cells)
+        ax.set_yscale("log")
+        ax.set_ylabel("messages/s (log)")
+        ax.set_title("Python transports: messages/s (median)")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+
+    meta = {"environment": environment(), "rounds": rounds, "rows": {k: PY_ROWS[k] for k in rows}}
+    print("\n".join(text_table(hdr, body)), flush=True)
+    for t in targets:
+        print(t, flush=True)
+    files = write_cells("python", meta, runs, summary, hdr, body, title, plot_fn, args)
+    return finish_cells("python", args, runs, files, summary, {}, {})
+
+
 EXPERIMENTS = {
     "drain": ("one stream of N messages; CPU per message on both sides", drain_args, drain_main),
     "transport": ("Pure alone: both link ends in one process, no sockets", transport_args, transport_main),
@@ -1697,6 +1849,8 @@ EXPERIMENTS = {
             rpc_args, rpc_main),
     "fanin": ("L links each draining one-way requests into one server at once: messages/s, CPU per message",
               fanin_args, fanin_main),
+    "python": ("the pure package against asyncio+TLS 1.3 streams and pyzmq+CURVE, the C library as ceiling",
+               python_args, python_main),
     "growth": ("the RPC workload at one fixed total rate over 1 ... 10,000 links: server CPU per request",
                growth_args, growth_main),
 }

@@ -8,6 +8,7 @@ pkgs=(
   libssl-dev
   debhelper lintian
   python3 python3-dissononce python3-matplotlib
+  python3-dev python3-pip python3-setuptools python3-wheel python3-venv python3-pytest python3-pytest-asyncio python3-zmq
   libngtcp2-dev libngtcp2-crypto-gnutls-dev libgnutls28-dev nettle-dev
   librust-quinn-dev librust-quinn-udp-dev librust-quinn-proto-dev librust-tokio-dev librust-rustls-dev
   librust-rustls-pemfile-dev librust-socket2-dev openssl

@@ -7,8 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v clang-format >/dev/null || { echo "format.sh: clang-format is not installed" >&2; exit 2; }
 mapfile -t files < <(git ls-files -- 'src/*.[ch]' 'include/*.h' 'tests/*.[ch]' 'tools/*.[ch]' \
-    'bench/*.[ch]' 'fuzz/*.[ch]' 'examples/*.[ch]' 'peers/*.[ch]' 2>/dev/null ||
-    find src include tests tools bench fuzz examples peers -name '*.[ch]')
+    'bench/*.[ch]' 'fuzz/*.[ch]' 'examples/*.[ch]' 'peers/*.[ch]' 'python/*.[ch]' 2>/dev/null ||
+    find src include tests tools bench fuzz examples peers python -name '*.[ch]')
 if [ "${1:-}" = --check ]; then
     bad=()
     for f in "${files[@]}"; do

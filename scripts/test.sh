@@ -4,7 +4,8 @@
 # errors, builds everything again with clang and warnings as errors (a build only, to keep CI's
 # time down), runs every test (unit, simulator, interop, end-to-end, fuzz smoke, peers' quick
 # drain), then rebuilds Pure's own code under AddressSanitizer + UndefinedBehaviorSanitizer and
-# runs its tests again. Exits non-zero if anything fails.
+# runs its tests again; the Python package (python/test.sh: installed into a venv under build/,
+# pytest) runs after each. Exits non-zero if anything fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh || { echo "test.sh: installing dependencies failed" >&2; exit 1; }
@@ -24,6 +25,9 @@ CC=clang cmake -S . -B build-clang -G Ninja -DPURE_WERROR=ON -DCMAKE_BUILD_TYPE=
 step "tests"
 ctest --test-dir build --output-on-failure --no-tests=error -j "$jobs" || status=1
 
+step "python package (installed into build/pyvenv, pytest)"
+bash python/test.sh || status=1
+
 step "build under ASan + UBSan"
 cmake -S . -B build-asan -G Ninja -DPURE_WERROR=ON -DPURE_SANITIZE=ON \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null && ninja -C build-asan ||
@@ -38,6 +42,9 @@ PURE_SIM_SEEDS=5 PURE_IDLE_LINKS=2000 PURE_SOAK_MESSAGES=1000000 \
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure --no-tests=error -j "$jobs" -E 'peers_quick|fuzz_smoke|deb_test' ||
     status=1
+
+step "python package under ASan + UBSan"
+PURE_PY_SANITIZE=1 bash python/test.sh || status=1
 
 echo
 if [ "$status" -eq 0 ]; then echo "test.sh: all test runs passed"; else echo "test.sh: FAILURES above"; fi

@@ -1,0 +1,107 @@
+# SPDX-License-Identifier: MIT
+"""One exception hierarchy: pure.Error and a subclass per failure a caller handles
+differently. Each carries Pure's error name (``name``, e.g. ``"PURE_ETIMEDOUT"``), its code, and
+where a link died, the ids of the messages the peer never acknowledged (``unacked``, a range of
+the ids ``Link.send`` returned)."""
+from __future__ import annotations
+
+from . import _core
+
+__all__ = [
+    "Error", "RefusedError", "KeyRejectedError", "WrongServerKeyError", "TimedOutError",
+    "UnreachableError", "ClosedError", "ResetError", "BacklogFullError", "MessageTooBigError",
+    "ProtocolError",
+]
+
+_NAMES = {getattr(_core, n): "PURE_" + n for n in dir(_core) if n.startswith("E") and n[1:].isupper()}
+
+
+class Error(Exception):
+    """Base of every error Pure raises.
+
+    Attributes: ``code`` (a negative PURE_E* code), ``name`` (``"PURE_E..."``), ``unacked``
+    (``range`` of message ids sent but never acknowledged; empty when nothing was lost),
+    ``peer_code`` and ``reason`` (the peer's close code and text, where it closed the link)."""
+
+    def __init__(self, code: int = 0, message: str | None = None, *, unacked: range = range(0),
+                 peer_code: int = 0, reason: str = ""):
+        self.code = code
+        self.name = _NAMES.get(code, "PURE_E%d" % -code if code else "PURE_OK")
+        self.unacked = unacked
+        self.peer_code = peer_code
+        self.reason = reason
+        text = message or _core.strerror(code)
+        if unacked:
+            text += " (messages %d..%d not acknowledged)" % (unacked.start, unacked.stop - 1)
+        super().__init__(text)
+
+    def __reduce__(self):
+        return (type(self), (self.code, str(self)))
+
+
+class RefusedError(Error):
+    """The server has no such service (PURE_EREFUSED)."""
+
+
+class KeyRejectedError(Error):
+    """The server does not allow this client's key (PURE_EACCES)."""
+
+
+class WrongServerKeyError(Error):
+    """The server could not authenticate us: ``server_key`` is not its key (PURE_EKEY)."""
+
+
+class TimedOutError(Error, TimeoutError):
+    """The peer went silent for the idle timeout, or a close could not finish (PURE_ETIMEDOUT)."""
+
+
+class UnreachableError(TimedOutError):
+    """Nothing answered the handshake within the timeout: no server at that address and port
+    (an ICMP error does not reach an unconnected UDP socket, so this is what a closed port,
+    a stopped server and the wrong address family look like)."""
+
+
+class ClosedError(Error):
+    """The link is closed (or closing, or the peer finished its stream): nothing more can be
+    sent or received (PURE_ECLOSED)."""
+
+
+class ResetError(ClosedError):
+    """The peer closed the link with an error code of its application (PURE_ERESET)."""
+
+
+class BacklogFullError(Error):
+    """send_nowait: the link's backlog is full (PURE_EAGAIN); await send() instead."""
+
+
+class MessageTooBigError(Error, ValueError):
+    """The message is larger than the link's max_message_size (PURE_EMSGSIZE)."""
+
+
+class ProtocolError(Error):
+    """The peer broke the protocol, its packets failed authentication, or it overran its
+    credit (PURE_EPROTO, PURE_ECRYPTO, PURE_EFLOW)."""
+
+
+_BY_CODE = {
+    _core.EREFUSED: RefusedError,
+    _core.EACCES: KeyRejectedError,
+    _core.EKEY: WrongServerKeyError,
+    _core.ETIMEDOUT: TimedOutError,
+    _core.ECLOSED: ClosedError,
+    _core.ERESET: ResetError,
+    _core.EAGAIN: BacklogFullError,
+    _core.EMSGSIZE: MessageTooBigError,
+    _core.EPROTO: ProtocolError,
+    _core.ECRYPTO: ProtocolError,
+    _core.EFLOW: ProtocolError,
+}
+
+
+def error_for(code: int, message: str | None = None, **kw) -> Error:
+    """The exception for a PURE_E* code."""
+    return _BY_CODE.get(code, Error)(code, message, **kw)
+
+
+# The C half raises these classes directly, with (code, text) as arguments.
+_core._set_errors(Error, dict(_BY_CODE))

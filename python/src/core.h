@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+/* core.h: the C half of the Python package (module pure._core): a Context drives one pure_ctx
+ * over one UDP socket on the asyncio loop's thread; a Link holds one pure_link and the whole
+ * messages it received, waiting for Python. Python is told of news once per batch of
+ * datagrams (the list of links that changed), never once per message. */
+#ifndef PURE_PY_CORE_H
+#define PURE_PY_CORE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "pure.h"
+#include "pure_loop.h"
+#include "udp.h" /* the library's own UDP socket code: GRO batches in, GSO bursts out */
+
+typedef struct LinkObject LinkObject;
+
+typedef struct {
+    PyObject_HEAD pure_ctx *ctx;
+    pure_udp udp;
+    pure_loop_stats lst;
+    pure_addr local;
+    int open;      /* socket open and context alive */
+    int in_io;     /* inside on_readable/on_timer: news are returned, not announced */
+    int announced; /* notify() called since the last take of the news */
+    /* the burst being sent, held across EAGAIN until the socket is writable again */
+    uint8_t *sbuf;
+    size_t held_len, held_seg, held_off;
+    pure_addr held_to;
+    int blocked;
+    PyObject *dirty;    /* list of Link objects with news for Python */
+    PyObject *notify;   /* callable(): news arrived outside on_readable/on_timer */
+    uint64_t max_queue; /* bytes a link may hold for Python before it stops granting credit */
+} CtxObject;
+
+struct LinkObject {
+    PyObject_HEAD CtxObject *ctx; /* strong reference */
+    pure_link *link;              /* NULL once on_closed ran */
+    PyObject *owner;              /* the Python-level link (pure.Link) */
+    PyObject *service;            /* str */
+    PyObject *peer_key;           /* bytes */
+    /* received messages waiting for Python: a ring of bytes objects */
+    PyObject **q;
+    size_t qhead, qlen, qcap;
+    uint64_t qbytes;
+    int paused;   /* pure_link_pause_recv because qbytes passed max_queue */
+    int in_dirty; /* already in ctx->dirty */
+    int accepted; /* made by on_accept (a server's link) */
+    int established, peer_finished, closed;
+    int close_error;
+    uint64_t peer_code, first_unacked, next_id;
+    PyObject *reason; /* str, once closed */
+};
+
+/* The callbacks every context uses (events.c). */
+extern const pure_callbacks pyp_callbacks;
+extern PyTypeObject PureCtxType;
+extern PyTypeObject PureLinkType;
+
+/* Marks a link as having news for Python (messages, writable, closed, established). */
+void pyp_link_dirty(LinkObject *l);
+/* Asks Python (notify) for one service() soon: sends wait for a flush, or news came up outside
+ * on_readable/service. Once until Python next takes the news. Returns 0, or -1 with an
+ * exception set. */
+int pyp_ctx_announce(CtxObject *c);
+/* Sends everything the context has to send. Returns 0 or -1 with a Python exception set. */
+int pyp_ctx_flush(CtxObject *c);
+/* Raises pure._core.PureError(code) for a negative PURE_E* code; returns NULL. */
+PyObject *pyp_raise(int code);
+LinkObject *pyp_link_new(CtxObject *c, pure_link *link);
+
+#endif

@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/* events.c: the core's callbacks for pure._core. They run inside pure_ctx_read/write/timeout
+ * (and pure_link_close/abort/resume_recv) and only record: a message becomes a bytes object in
+ * its link's queue, anything else a flag, and the link joins the context's list of news that
+ * Python takes once per batch. They never run Python code, except `notify` (loop.call_soon)
+ * for news outside a batch. */
+#include <string.h>
+
+#include "core.h"
+
+static int cb_accept(pure_link *link, const char *service, const uint8_t key[PURE_KEY_LEN],
+                     void *ctx_user)
+{
+    CtxObject *c = ctx_user;
+    LinkObject *l = pyp_link_new(c, link);
+    if (!l) {
+        PyErr_Clear();
+        return PURE_ENOMEM; /* the initiator sees a refusal */
+    }
+    l->accepted = 1;
+    l->established = 1;
+    l->service = PyUnicode_DecodeUTF8(service, (Py_ssize_t)strlen(service), "replace");
+    l->peer_key = PyBytes_FromStringAndSize((const char *)key, PURE_KEY_LEN);
+    if (!l->service || !l->peer_key) {
+        PyErr_Clear();
+        Py_DECREF(l);
+        return PURE_ENOMEM;
+    }
+    pure_link_set_user(link, l); /* the core's reference: dropped in on_closed */
+    pyp_link_dirty(l);
+    return 0;
+}
+
+static void cb_established(pure_link *link, void *user)
+{
+    LinkObject *l = user;
+    l->established = 1;
+    pyp_link_dirty(l);
+}
+
+static int queue_grow(LinkObject *l)
+{
+    size_t cap = l->qcap ? l->qcap * 2 : 64;
+    PyObject **q = PyMem_Malloc(cap * sizeof *q);
+    if (!q)
+        return -1;
+    for (size_t i = 0; i < l->qlen; i++)
+        q[i] = l->q[(l->qhead + i) % l->qcap];
+    PyMem_Free(l->q);
+    l->q = q;
+    l->qcap = cap;
+    l->qhead = 0;
+    return 0;
+}
+
+static void cb_message(pure_link *link, void *user, const uint8_t *data, size_t len)
+{
+    LinkObject *l = user;
+    /* The one copy out of the receive buffer: data is valid only during this callback. */
+    PyObject *b = PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)len);
+    if (!b || (l->qlen == l->qcap && queue_grow(l) != 0)) {
+        /* Nothing delivered may vanish silently: give up the link, whose close says so. */
+        Py_XDECREF(b);
+        PyErr_Clear();
+        pure_link_abort(link, PURE_CLOSE_APP, "out of memory");
+        return;
+    }
+    l->q[(l->qhead + l->qlen) % l->qcap] = b;
+    l->qlen++;
+    l->qbytes += len;
+    /* Python is not keeping up: stop granting credit, so the peer waits instead of this
+     * process buffering without bound. pop() resumes it at half the limit. */
+    if (!l->paused && l->qbytes > l->ctx->max_queue) {
+        l->paused = 1;
+        pure_link_pause_recv(link);
+    }
+    pyp_link_dirty(l);
+}
+
+static void cb_writable(pure_link *link, void *user)
+{
+    pyp_link_dirty(user);
+}
+
+static void cb_peer_finished(pure_link *link, void *user)
+{
+    LinkObject *l = user;
+    l->peer_finished = 1;
+    pyp_link_dirty(l);
+}
+
+static void cb_closed(pure_link *link, void *user, const pure_close_info *info)
+{
+    LinkObject *l = user;
+    if (!l)
+        return;
+    l->closed = 1;
+    l->link = NULL;
+    l->close_error = info->error;
+    l->peer_code = info->peer_code;
+    l->first_unacked = info->first_unacked;
+    l->next_id = info->next_id;
+    const char *r = info->reason ? info->reason : "";
+    l->reason = PyUnicode_DecodeUTF8(r, (Py_ssize_t)strlen(r), "replace");
+    if (!l->reason)
+        PyErr_Clear();
+    pyp_link_dirty(l); /* the dirty list holds its own reference */
+    Py_DECREF(l);      /* the core's */
+}
+
+/* ---- news for Python ---- */
+
+void pyp_link_dirty(LinkObject *l)
+{
+    CtxObject *c = l->ctx;
+    if (!l->in_dirty) {
+        if (PyList_Append(c->dirty, (PyObject *)l) != 0) {
+            PyErr_Clear();
+            return;
+        }
+        l->in_dirty = 1;
+    }
+    if (pyp_ctx_announce(c) != 0)
+        PyErr_WriteUnraisable(c->notify);
+}
+
+int pyp_ctx_announce(CtxObject *c)
+{
+    if (c->in_io || c->announced || !c->notify || c->notify == Py_None)
+        return 0;
+    c->announced = 1;
+    PyObject *r = PyObject_CallNoArgs(c->notify); /* loop.call_soon: runs nothing now */
+    if (!r)
+        return -1;
+    Py_DECREF(r);
+    return 0;
+}
+
+const pure_callbacks pyp_callbacks = {.on_accept = cb_accept,
+                                      .on_established = cb_established,
+                                      .on_message = cb_message,
+                                      .on_writable = cb_writable,
+                                      .on_peer_finished = cb_peer_finished,
+                                      .on_closed = cb_closed};

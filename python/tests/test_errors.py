@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: MIT
+"""Failures a user handles: wrong key, closed port, unknown service, a server killed
+mid-stream, a peer's application close code."""
+import asyncio
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+import pure
+from conftest import ROOT, echo
+
+
+async def test_unknown_service_refused(keys):
+    priv, pub = keys
+    async with await pure.serve("127.0.0.1:0", private_key=priv, services={"echo": echo},
+                                allow_any=True) as server:
+        t = time.monotonic()
+        with pytest.raises(pure.RefusedError) as ei:
+            await pure.connect(f"127.0.0.1:{server.port}", server_key=pub, service="nope")
+        assert ei.value.name == "PURE_EREFUSED"
+        assert time.monotonic() - t < 2  # refused at once, not timed out
+
+
+async def test_wrong_server_key(keys):
+    priv, _ = keys
+    wrong = pure.public_key(pure.keygen())
+    async with await pure.serve("127.0.0.1:0", private_key=priv, services={"echo": echo},
+                                allow_any=True) as server:
+        with pytest.raises(pure.WrongServerKeyError) as ei:
+            await pure.connect(f"127.0.0.1:{server.port}", server_key=wrong, service="echo",
+                               timeout=1.0)
+        assert ei.value.name == "PURE_EKEY"
+
+
+def free_udp_port() -> int:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+async def test_closed_port_unreachable():
+    pub = pure.public_key(pure.keygen())
+    t = time.monotonic()
+    with pytest.raises(pure.UnreachableError) as ei:
+        await pure.connect(f"127.0.0.1:{free_udp_port()}", server_key=pub, service="echo",
+                           timeout=0.5)
+    assert isinstance(ei.value, pure.TimedOutError) and isinstance(ei.value, TimeoutError)
+    assert ei.value.name == "PURE_ETIMEDOUT"
+    assert 0.4 < time.monotonic() - t < 5
+
+
+async def test_bad_address():
+    pub = pure.public_key(pure.keygen())
+    with pytest.raises(ValueError):
+        await pure.connect("no-port-here", server_key=pub, service="echo")
+
+
+async def test_peer_close_code_is_reset(keys):
+    priv, pub = keys
+
+    async def rude(link):
+        await link.recv()
+        link.abort(pure.CLOSE_APP + 7, "go away")
+        await asyncio.sleep(0)
+
+    async with await pure.serve("127.0.0.1:0", private_key=priv, services={"rude": rude},
+                                allow_any=True) as server:
+        link = await pure.connect(f"127.0.0.1:{server.port}", server_key=pub, service="rude")
+        await link.send(b"hi")
+        with pytest.raises(pure.ResetError) as ei:
+            await asyncio.wait_for(link.recv(), 5)
+        assert ei.value.peer_code == pure.CLOSE_APP + 7 and ei.value.reason == "go away"
+        assert isinstance(ei.value, pure.ClosedError)
+
+
+SERVER = r"""
+import asyncio, sys, pure
+async def sink(link):
+    async for _ in link:
+        pass
+async def main():
+    priv = bytes.fromhex(sys.argv[1])
+    s = await pure.serve("127.0.0.1:0", private_key=priv, services={"sink": sink}, allow_any=True)
+    print(s.port, flush=True)
+    await asyncio.Event().wait()
+asyncio.run(main())
+"""
+
+
+async def test_server_killed_mid_stream(keys):
+    priv, pub = keys
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    p = subprocess.Popen([sys.executable, "-c", SERVER, priv.hex()], stdout=subprocess.PIPE,
+                         env=env)
+    try:
+        port = int(p.stdout.readline())
+        link = await pure.connect(f"127.0.0.1:{port}", server_key=pub, service="sink",
+                                  idle_timeout=1.0)
+        sent = 0
+        t = time.monotonic()
+        with pytest.raises(pure.TimedOutError) as ei:
+            while True:
+                await link.send(b"m" * 1000)
+                sent += 1
+                if sent == 2000:
+                    p.send_signal(signal.SIGKILL)
+        assert ei.value.name == "PURE_ETIMEDOUT"
+        # the messages the dead server never acknowledged, by id
+        un = ei.value.unacked
+        assert un.stop == sent and 0 <= un.start < sent
+        assert time.monotonic() - t < 10
+        assert link.closed
+    finally:
+        p.kill()
+        p.wait()
