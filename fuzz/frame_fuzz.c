@@ -9,8 +9,9 @@
  *   - every ACK holds 1..PURE_ACK_MAX_RANGES ranges, largest first, each lo <= hi, descending with
  *     at least one missing packet between neighbours; re-encoding it with pure_frame_put_ack gives
  *     back the same ranges when room allows, and the newest of them when room is short;
- *   - DATA, CREDIT and CLOSE re-encode to a frame that parses back to the same fields, no longer
- *     than the original, and byte-identical when the original used minimal varints.
+ *   - DATA, CREDIT, CLOSE and DELIVERED re-encode to a frame that parses back to the same
+ *     fields, no longer than the original, and byte-identical when the original used minimal
+ *     varints; PATH_CHALLENGE/PATH_RESPONSE take exactly the 8 bytes after their type.
  * Any broken property aborts, which libFuzzer reports as a crash. */
 #include <stdint.h>
 #include <stdio.h>
@@ -147,6 +148,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             compare_encoding(start, p, re, e);
             break;
         }
+        case PURE_FRAME_DELIVERED: {
+            uint8_t *e = re;
+            pure_pkt k = {re, re + sizeof re};
+            if (pure_pkt_delivered(&k, f.u.delivered) != 0)
+                FAIL("DELIVERED did not re-encode");
+            e = k.p;
+            q = re;
+            if (pure_frame_parse(&q, e, &g, &gack) != 0 || q != e ||
+                g.type != PURE_FRAME_DELIVERED || g.u.delivered != f.u.delivered)
+                FAIL("DELIVERED round trip");
+            compare_encoding(start, p, re, e);
+            break;
+        }
+        case PURE_FRAME_PATH_CHALLENGE:
+        case PURE_FRAME_PATH_RESPONSE:
+            if (f.u.path != start + 1 || p != start + 1 + PURE_PATH_DATA_LEN)
+                FAIL("PATH frame body not the 8 bytes after the type");
+            break;
         case PURE_FRAME_REKEY:
             /* flag (0 request, 1 reply), generation u32, X25519 public key */
             if (f.u.rekey != start + 1 || p != start + 38 || start[1] > 1)

@@ -58,8 +58,7 @@ void pure_path_on_challenge(pure_link *link, const uint8_t data[PURE_PATH_DATA_L
     pure_ctx_mark_pending(link->ctx, link);
 }
 
-void pure_path_on_response(pure_link *link, const uint8_t data[PURE_PATH_DATA_LEN],
-                           uint64_t now)
+void pure_path_on_response(pure_link *link, const uint8_t data[PURE_PATH_DATA_LEN], uint64_t now)
 {
     pure_path *p = &link->b->path;
     if (!link->path_unvalidated || !p->challenge_set ||
@@ -81,8 +80,7 @@ int pure_path_put_frames(pure_link *link, pure_pkt *k)
 {
     pure_path *p = &link->b->path;
     int put = 0;
-    if (p->response_pending &&
-        pure_pkt_path(k, PURE_FRAME_PATH_RESPONSE, p->response) == 0) {
+    if (p->response_pending && pure_pkt_path(k, PURE_FRAME_PATH_RESPONSE, p->response) == 0) {
         p->response_pending = 0;
         put = 1;
     }

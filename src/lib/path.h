@@ -22,8 +22,7 @@ void pure_path_on_packet(pure_link *link, const pure_addr *from, uint64_t pn, si
 /* A PATH_CHALLENGE from the peer: the echo is owed. */
 void pure_path_on_challenge(pure_link *link, const uint8_t data[PURE_PATH_DATA_LEN]);
 /* A PATH_RESPONSE from the peer: validates the path if it echoes our challenge. */
-void pure_path_on_response(pure_link *link, const uint8_t data[PURE_PATH_DATA_LEN],
-                           uint64_t now);
+void pure_path_on_response(pure_link *link, const uint8_t data[PURE_PATH_DATA_LEN], uint64_t now);
 /* 1 if a PATH_CHALLENGE or PATH_RESPONSE waits to be sent. */
 static inline int pure_path_due(const pure_link *link)
 {

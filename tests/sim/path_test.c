@@ -20,9 +20,9 @@ typedef struct world {
     sim *s;
     int cli, srv, victim;
     pure_link *cl, *sl;
-    uint64_t got;                /* bulk messages the client received */
+    uint64_t got; /* bulk messages the client received */
     int closes_c, closes_s, err_c, err_s;
-    uint64_t queued;             /* bulk messages the server queued */
+    uint64_t queued; /* bulk messages the server queued */
 } world;
 
 static world *W;
