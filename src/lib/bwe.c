@@ -15,7 +15,8 @@ void pure_bwe_on_ack(pure_bwe *e, uint64_t bytes, uint64_t now, uint64_t srtt, i
     }
     e->acked += bytes;
     e->limited |= (uint8_t)(app_limited != 0);
-    uint64_t span = now - e->start, min = srtt > PURE_BWE_MIN_INTERVAL ? srtt : PURE_BWE_MIN_INTERVAL;
+    uint64_t span = now - e->start,
+             min = srtt > PURE_BWE_MIN_INTERVAL ? srtt : PURE_BWE_MIN_INTERVAL;
     if (span < min)
         return;
     /* acked < 2^40 in any real interval; saturate rather than wrap beyond */

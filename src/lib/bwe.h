@@ -26,12 +26,12 @@
 #define PURE_BWE_MIN_INTERVAL 1000000ull /* 1 ms */
 
 typedef struct pure_bwe {
-    uint64_t max_bps;  /* the windowed maximum, bytes per second (0: no sample yet) */
-    uint64_t max_at;   /* when it was taken */
-    uint64_t acked;    /* bytes acknowledged since `start` */
-    uint64_t start;    /* the current interval's start; valid if started */
+    uint64_t max_bps; /* the windowed maximum, bytes per second (0: no sample yet) */
+    uint64_t max_at;  /* when it was taken */
+    uint64_t acked;   /* bytes acknowledged since `start` */
+    uint64_t start;   /* the current interval's start; valid if started */
     uint8_t started;
-    uint8_t limited;   /* the sender was app-limited during the interval */
+    uint8_t limited; /* the sender was app-limited during the interval */
 } pure_bwe;
 
 /* bytes were newly acknowledged at `now`; srtt is the smoothed RTT (0: none yet). An interval of

@@ -53,6 +53,10 @@ void pure_cc_on_acked(pure_cc *cc, uint64_t bytes, uint64_t sent_time, uint64_t 
                       const pure_rtt *rtt, int app_limited)
 {
     flight_remove(cc, bytes);
+    /* Every acknowledgement measures delivery, whatever the window does with it. */
+    if (rtt->has_sample)
+        cc->min_rtt = rtt->min;
+    pure_bwe_on_ack(&cc->bwe, bytes, now, rtt->has_sample ? rtt->smoothed : 0, app_limited);
     /* Acknowledgements of packets sent before the reduction describe the old window: growing on
      * them would undo the reduction within the same round trip. */
     if (sent_in_recovery(cc, sent_time))
@@ -69,20 +73,30 @@ void pure_cc_on_acked(pure_cc *cc, uint64_t bytes, uint64_t sent_time, uint64_t 
         cc->cwnd = PURE_CC_MAX_WINDOW;
 }
 
-void pure_cc_on_lost(pure_cc *cc, uint64_t bytes, uint64_t sent_time, uint64_t now)
+int pure_cc_on_lost(pure_cc *cc, uint64_t bytes, uint64_t sent_time, uint64_t now)
 {
     flight_remove(cc, bytes);
     if (sent_in_recovery(cc, sent_time))
-        return;
+        return 0;
     cc->has_recovery = 1;
     cc->recovery_start = now;
     cc->ops->on_congestion(cc, sent_time, now);
     if (cc->cwnd < min_window(cc))
         cc->cwnd = min_window(cc);
+    uint64_t floor = pure_bwe_floor(&cc->bwe, cc->min_rtt);
+    if (floor > PURE_CC_MAX_WINDOW)
+        floor = PURE_CC_MAX_WINDOW;
+    if (cc->cwnd >= floor)
+        return 0;
+    cc->cwnd = floor;
+    if (cc->ssthresh < floor)
+        cc->ssthresh = floor;
+    return 1;
 }
 
 void pure_cc_on_persistent_congestion(pure_cc *cc, uint64_t now)
 {
+    cc->bwe = (pure_bwe){0}; /* nothing got through for a while: what the path delivered is moot */
     cc->has_recovery = 0;
     cc->recovery_start = 0;
     cc->ops->on_persistent_congestion(cc, now);

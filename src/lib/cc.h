@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 
+#include "bwe.h"
 #include "pure.h" /* enum pure_cc_algo: PURE_CC_NEWRENO, PURE_CC_CUBIC (the settings field) */
 #include "rtt.h"
 
@@ -60,6 +61,8 @@ typedef struct pure_cc {
     /* recovery_start holds a real time (0 is a legal one): this flag, not a zero, says whether
      * a recovery period has begun since init or the last persistent congestion. */
     uint8_t has_recovery;
+    pure_bwe bwe;     /* the delivery rate: a loss leaves at least its BDP floor (bwe.h) */
+    uint64_t min_rtt; /* the path's minimum RTT, from the last acknowledgement */
     union {
         struct pure_cc_newreno newreno;
         struct pure_cc_cubic cubic;
@@ -106,8 +109,11 @@ void pure_cc_on_acked(pure_cc *cc, uint64_t bytes, uint64_t sent_time, uint64_t 
 /* `bytes` were declared lost (sum allowed; sent_time of the newest lost packet). Removes them from
  * flight and, unless that packet was sent at or before the start of the current recovery period,
  * starts a new period at `now` and reduces the window once: at most one reduction per round trip
- * of losses. */
-void pure_cc_on_lost(pure_cc *cc, uint64_t bytes, uint64_t sent_time, uint64_t now);
+ * of losses. The reduction stops at the floor of the delivery-rate estimate (bwe.h): the window
+ * never falls below PURE_BWE_FLOOR of what the path demonstrably delivers per minimum RTT.
+ * Returns 1 if that floor held the window up (the loss was cheaper than the controller's own
+ * reduction: random loss, or a queue that the floor drains), else 0. */
+int pure_cc_on_lost(pure_cc *cc, uint64_t bytes, uint64_t sent_time, uint64_t now);
 
 /* Persistent congestion was detected (RFC 9002 7.6; call after pure_cc_on_lost for the same
  * losses): the window falls to 2 * mss and the recovery period is forgotten, so the next loss

@@ -150,10 +150,13 @@ void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *
     ctx->dead = link;
 }
 
-/* A graceful close ends once everything accepted has been acknowledged. */
+/* A graceful close ends once everything accepted has been acknowledged, and the end of the
+ * stream too if pure_link_finish asked for one (fin_offset is past the preamble then): else the
+ * CLOSE overtook the FIN and the peer never heard on_peer_finished. */
 void pure_link_close_if_done(pure_link *link, uint64_t now)
 {
-    if (link->close_requested && link->state == PURE_LS_OPEN && link->sb.base == link->sb.end)
+    if (link->close_requested && link->state == PURE_LS_OPEN && link->sb.base == link->sb.end &&
+        (link->fin_offset == 0 || link->fin_acked))
         pure_link_terminate(link, 0, link->close_code, link->b ? link->b->close_reason : "", 1,
                             now);
 }
@@ -216,7 +219,7 @@ int pure_link_busy(pure_link *link, uint64_t now)
     pure_msgparse_init(&b->parse, s->max_message_size);
     b->parse.preamble_done = link->preamble_seen;
     pure_cc_init(&b->cc, (enum pure_cc_algo)s->congestion, s->max_udp_payload, now);
-    pure_pacer_init(&b->pacer, 64u * s->max_udp_payload);
+    pure_pacer_init(&b->pacer, 64u * s->max_udp_payload, s->max_udp_payload);
     link->b = b;
     return 0;
 }

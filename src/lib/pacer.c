@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* pacer.c: token-bucket pacing at 1.25 * cwnd / srtt; see pacer.h.
+/* pacer.c: token-bucket pacing at 1.25 * cwnd / srtt, bursts of about 1 ms of that; see pacer.h.
  *
  * The rate is kept as the fraction num / den bytes per nanosecond, num = 5 * cwnd and
  * den = 4 * srtt, and never formed as a number: a 1 GiB window over 1 us is 1.3 MB/ns while two
@@ -31,20 +31,33 @@ static uint64_t div_ceil(uint64_t a, uint64_t b)
     return a / b + (a % b != 0);
 }
 
+/* The cap on tokens at rate r: PURE_PACER_BURST_NS of it, between min_burst and burst. num <
+ * 2^43 and PURE_PACER_BURST_NS < 2^20: the product fits. */
+static uint64_t cap_at(const pure_pacer *p, struct rate r)
+{
+    uint64_t c = PURE_PACER_BURST_NS * r.num / r.den;
+    return c < p->min_burst ? p->min_burst : c > p->burst ? p->burst : c;
+}
+
 /* The bucket at time `now` (>= p->last) without changing it; *at receives the time the result is
  * exact for, which trails `now` by the sub-byte remainder so that no fraction of a byte is lost
  * between frequent calls. Requires has_last. */
 static int64_t tokens_at(const pure_pacer *p, uint64_t now, struct rate r, uint64_t *at)
 {
     *at = p->last;
+    int64_t cap = (int64_t)cap_at(p, r);
+    if (p->tokens >= cap) { /* filled at a faster rate: no more than this rate's burst now */
+        *at = now > p->last ? now : p->last;
+        return cap;
+    }
     if (now <= p->last)
         return p->tokens;
     uint64_t elapsed = now - p->last;
     /* room <= 2 * burst <= 2^25 and den < 2^38: the product fits. */
-    uint64_t room = (uint64_t)((int64_t)p->burst - p->tokens);
+    uint64_t room = (uint64_t)(cap - p->tokens);
     if (elapsed >= div_ceil(room * r.den, r.num)) {
         *at = now;
-        return (int64_t)p->burst;
+        return cap;
     }
     /* elapsed * num < room * den + num < 2^64 by the test above. */
     uint64_t added = elapsed * r.num / r.den;
@@ -52,13 +65,16 @@ static int64_t tokens_at(const pure_pacer *p, uint64_t now, struct rate r, uint6
     return p->tokens + (int64_t)added;
 }
 
-void pure_pacer_init(pure_pacer *p, uint64_t burst_bytes)
+void pure_pacer_init(pure_pacer *p, uint64_t burst_bytes, uint32_t mss)
 {
     if (burst_bytes == 0)
         burst_bytes = PURE_PACER_DEFAULT_BURST;
     if (burst_bytes > PURE_PACER_MAX_BURST)
         burst_bytes = PURE_PACER_MAX_BURST;
     p->burst = burst_bytes;
+    p->min_burst = 2ull * (mss ? mss : 1);
+    if (p->min_burst > burst_bytes)
+        p->min_burst = burst_bytes;
     p->tokens = (int64_t)burst_bytes;
     p->last = 0;
     p->has_last = 0;
@@ -80,6 +96,9 @@ uint64_t pure_pacer_allowance(pure_pacer *p, uint64_t now, uint64_t cwnd, uint64
     if (!p->has_last) {
         p->has_last = 1;
         p->last = now;
+        int64_t cap = (int64_t)cap_at(p, rate_of(cwnd, srtt));
+        if (p->tokens > cap) /* the bucket starts full at this rate's burst */
+            p->tokens = cap;
     } else {
         uint64_t at;
         p->tokens = tokens_at(p, now, rate_of(cwnd, srtt), &at);
@@ -106,11 +125,12 @@ uint64_t pure_pacer_next(const pure_pacer *p, uint64_t now, uint64_t need, uint6
 {
     if (srtt == 0 || !p->has_last || p->unpaced)
         return now; /* not pacing, or a full bucket waiting for the first paced send */
-    if (need > p->burst)
-        need = p->burst;
+    struct rate r = rate_of(cwnd, srtt);
+    uint64_t cap = cap_at(p, r);
+    if (need > cap)
+        need = cap;
     if (p->tokens >= (int64_t)need)
         return now;
-    struct rate r = rate_of(cwnd, srtt);
     /* tokens_at(T) = tokens + floor((T - last) * num / den) >= need exactly when
      * T - last >= ceil((need - tokens) * den / num). need - tokens <= 2 * burst. */
     uint64_t deficit = (uint64_t)((int64_t)need - p->tokens);

@@ -16,22 +16,30 @@
 /* Largest burst cap accepted (16 MiB); bounds every product in the rate arithmetic. */
 #define PURE_PACER_MAX_BURST (1u << 24)
 
+/* A burst is about this long at the pacing rate (Linux TCP's TSO autosizing): at 50 Mbit/s five
+ * packets leave together, not a whole GSO train into a switch's 10-packet queue; on loopback or
+ * a fat path 1 ms of the rate is more than the largest burst, so whole trains still go. */
+#define PURE_PACER_BURST_NS 1000000u
+
 typedef struct pure_pacer {
-    int64_t tokens;   /* bytes that may leave at `last`; negative after a packet overran them */
-    uint64_t last;    /* time the tokens were valid at; meaningful once has_last is set */
-    uint64_t burst;   /* cap on tokens: the most that may leave back to back */
-    uint8_t has_last; /* 0 until the first allowance (time 0 is a legal time, not "unset") */
-    uint8_t unpaced;  /* the last allowance had no RTT sample: sends are not charged */
+    int64_t tokens;     /* bytes that may leave at `last`; negative after a packet overran them */
+    uint64_t last;      /* time the tokens were valid at; meaningful once has_last is set */
+    uint64_t burst;     /* the largest burst (one GSO train); the cap on tokens is
+                           PURE_PACER_BURST_NS of the rate, between min_burst and this */
+    uint64_t min_burst; /* two packets */
+    uint8_t has_last;   /* 0 until the first allowance (time 0 is a legal time, not "unset") */
+    uint8_t unpaced;    /* the last allowance had no RTT sample: sends are not charged */
 } pure_pacer;
 
 /* Starts a pacer with a full bucket of `burst_bytes` (0 means PURE_PACER_DEFAULT_BURST; larger than
- * PURE_PACER_MAX_BURST is clamped). The link should pass at least one I/O burst (64 KiB). */
-void pure_pacer_init(pure_pacer *p, uint64_t burst_bytes);
+ * PURE_PACER_MAX_BURST is clamped): the largest burst, one I/O burst (64 KiB) or more. At a slow
+ * rate bursts are smaller: PURE_PACER_BURST_NS of the rate, at least 2 * mss. */
+void pure_pacer_init(pure_pacer *p, uint64_t burst_bytes, uint32_t mss);
 
 /* Bytes that may leave now: the bucket refilled at 1.25 * cwnd / srtt since the last call, capped
- * at the burst; 0 means wait (see pure_pacer_next). With srtt == 0 (no RTT sample yet) pacing does
- * not apply: returns UINT64_MAX, and the bucket stays full for when the first sample arrives.
- * Time that runs backwards credits nothing. */
+ * at the burst for that rate; 0 means wait (see pure_pacer_next). With srtt == 0 (no RTT sample
+ * yet) pacing does not apply: returns UINT64_MAX, and the bucket stays full for when the first
+ * sample arrives. Time that runs backwards credits nothing. */
 uint64_t pure_pacer_allowance(pure_pacer *p, uint64_t now, uint64_t cwnd, uint64_t srtt);
 
 /* Charges `bytes` just sent against the bucket. Sending more than the allowance (a whole packet

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /* recovery.c: loss recovery's policy in the manner of RFC 9002, over the retransmission buffer
  * (rtb.c, which keeps every ack-eliciting packet until acknowledged or declared lost and says
- * which): what an acknowledged or lost packet means for RTT, congestion control, the loss rate
- * and the stream, and the probe timeout when acknowledgements stop. Lost stream bytes go back
- * into the link's `lost` set and are sent again from the send buffer by offset. It calls nothing
- * above it: pure_recovery_on_ack returns what the caller must act on. */
+ * which): what an acknowledged or lost packet means for RTT, congestion control (which losses
+ * are congestion; the response stops at the delivery-rate floor: cc.c, bwe.h) and the stream, and
+ * the probe timeout when acknowledgements stop. Lost stream bytes go back into the link's `lost`
+ * set and are sent again from the send buffer by offset. It calls nothing above it:
+ * pure_recovery_on_ack returns what the caller must act on. */
 
 #include "flight.h"
 #include "frame.h"
@@ -13,6 +14,7 @@
 #include "rekey.h"
 
 #define PURE_LOSS_RATE_CONGESTED (65536 / 5) /* 20% */
+#define PURE_QUEUE_MIN 1000000ull            /* 1 ms: less is noise, not a queue */
 
 int pure_recovery_on_sent(pure_link *link, const pure_sent *s)
 {
@@ -27,30 +29,34 @@ int pure_recovery_on_sent(pure_link *link, const pure_sent *s)
     return 0;
 }
 
-/* Is a loss a sign of congestion? A congested queue shows as delay: the latest RTT well above the
- * path's minimum. Loss with no queueing delay (a radio, a corrupting link, a policer far from
- * full) is taken as random: the packet is sent again but the window is kept, in the spirit of
- * TCP Veno. A high loss rate counts as congestion whatever the delay, so a shallow buffer that
- * drops before it delays still slows us down. */
+/* Is a loss a sign of congestion? Evidence is the queue: a loss while the latest RTT (less the
+ * peer's reported ACK delay) stands well above the path's minimum, by more than half the
+ * queueing delay seen lately and by at least 1 ms, is the queue overflowing or an AQM acting (a
+ * switch's shallow buffer fills at 2.4 ms at 50 Mbit/s, CoDel drops above 5 ms); a loss with no
+ * such queue (a radio, a corrupting link, a policer far from full) is taken as random: sent
+ * again, the window kept, in the spirit of TCP Veno. Half the recent maximum rather than a fixed
+ * share of the RTT: a path whose queue never grows past a few milliseconds is judged by that
+ * queue, and a deep one is filled only until its losses come with most of its delay. A loss
+ * rate over PURE_LOSS_RATE_CONGESTED counts whatever the delay (a shallow queue on a fast link
+ * fills in microseconds). A congestion response goes no lower than the delivery-rate floor
+ * (cc.c, bwe.h). */
 static int loss_is_congestion(pure_link *link)
 {
     const pure_rtt *r = &link->rtt;
     if (!r->has_sample)
         return 1;
-    /* the latest sample less the ACK delay the peer reported: a receiver holding its ACK for a
-     * few milliseconds is not a queue */
-    uint64_t latest = link->latest_adjusted;
-    uint64_t queueing = latest > r->min ? latest - r->min : 0;
-    uint64_t threshold = r->min / 2 > 1000000 ? r->min / 2 : 1000000; /* 1 ms at least */
-    return queueing > threshold || link->loss_rate > PURE_LOSS_RATE_CONGESTED;
+    uint64_t queueing = link->latest_adjusted > r->min ? link->latest_adjusted - r->min : 0;
+    uint64_t threshold = link->b->qdelay_max / 2;
+    if (threshold < PURE_QUEUE_MIN)
+        threshold = PURE_QUEUE_MIN;
+    return queueing > threshold || link->b->loss_rate > PURE_LOSS_RATE_CONGESTED;
 }
 
 /* Loss rate as an exponentially weighted average over packets, in 1/65536ths. */
 static void loss_rate_update(pure_link *link, int lost)
 {
-    uint32_t r = link->loss_rate;
-    r = lost ? r + ((65536 - r) >> 5) : r - (r >> 5);
-    link->loss_rate = r;
+    uint32_t r = link->b->loss_rate;
+    link->b->loss_rate = lost ? r + ((65536 - r) >> 5) : r - (r >> 5);
 }
 
 /* What a packet carried that must go out again now that it will not be acknowledged: its stream
@@ -70,13 +76,13 @@ static void requeue(pure_link *link, const pure_sent *e)
 /* A packet was declared lost (it is out of flight already). */
 static void on_lost(pure_link *link, const pure_sent *e, uint64_t now)
 {
-    loss_rate_update(link, 1);
     pure_flight_gone(link, e->size);
-    if (loss_is_congestion(link)) {
-        pure_cc_on_lost(&link->b->cc, e->size, e->time, now);
-    } else {
+    loss_rate_update(link, 1);
+    if (!loss_is_congestion(link)) {
         pure_cc_on_discarded(&link->b->cc, e->size);
         link->st.random_losses++;
+    } else {
+        pure_cc_on_lost(&link->b->cc, e->size, e->time, now);
     }
     link->st.packets_lost++;
     requeue(link, e);
@@ -132,6 +138,12 @@ static void rtt_sample(pure_link *link, const pure_ack_frame *ack, uint64_t sent
     link->latest_adjusted = sample > link->rtt.min + delay
                                 ? sample - delay
                                 : (sample < link->rtt.min ? sample : link->rtt.min);
+    /* the queueing delay seen lately: a maximum that decays by 1/256 a sample (~1 s at a few
+     * ACKs per round trip) */
+    uint64_t q = link->latest_adjusted - link->rtt.min;
+    link->b->qdelay_max -= link->b->qdelay_max >> 8;
+    if (q > link->b->qdelay_max)
+        link->b->qdelay_max = q;
 }
 
 /* Stream bytes acknowledged as a prefix can be forgotten. Returns the PURE_RECOVERY_* flags of
@@ -196,7 +208,7 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
     if (pure_rtb_acked_begin(&link->rtb, &it, ack) != 0)
         return 0; /* acknowledges a packet never sent: ignore the frame */
     uint64_t acked_bytes = 0, largest_time = 0, largest_sent = 0, pn;
-    int largest_new = 0, any = 0;
+    int largest_new = 0, any = 0, fin_now = 0;
     const pure_sent *e;
     while ((e = pure_rtb_acked_next(&link->rtb, &it, &pn)) != NULL) {
         if (pn == ack->largest) {
@@ -212,6 +224,8 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
         if (e->data_len)
             pure_ranges_add(&link->b->acked, &link->ctx->alloc, e->data_off,
                             e->data_off + e->data_len);
+        if ((e->flags & PURE_SENT_FIN) && !link->fin_acked)
+            link->fin_acked = fin_now = 1;
     }
     if (!any)
         return 0;
@@ -219,7 +233,8 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
         rtt_sample(link, ack, largest_sent, now);
     pure_cc_on_acked(&link->b->cc, acked_bytes, largest_time, now, &link->rtt, link->app_limited);
     link->pto_count = 0;
-    int flags = PURE_RECOVERY_ACKED | release_acked(link);
+    int flags = PURE_RECOVERY_ACKED | release_acked(link) |
+                (fin_now ? PURE_RECOVERY_STREAM_ACKED : 0); /* a graceful close may wait on it */
     detect_lost(link, now);
     return flags;
 }

@@ -86,6 +86,8 @@ typedef struct pure_busy {
     uint32_t orphaned;      /* a former owner: what it held then, counted in ctx->rx_orphaned */
     uint32_t closing_heard; /* CLOSING: the peer's packets since (CLOSE resent on powers of 2) */
     pure_path path;         /* path.c */
+    uint64_t qdelay_max;    /* recovery.c: queueing delay seen lately (a decaying maximum) */
+    uint32_t loss_rate;     /* recovery.c: EWMA of lost packets, 1/65536ths */
     /* recovery.c: a packet number skipped now and then, which an honest peer never acknowledges
      * (RFC 9000 section 21.4: optimistic ACKs) */
     uint64_t skip_at; /* skip this packet number (0: not drawn yet) */
@@ -163,6 +165,7 @@ struct pure_link {
     uint8_t accepted;        /* responder: the application accepted the link (on_accept) */
     uint8_t preamble_seen;   /* the peer's stream preamble was checked (kept while b is released) */
     uint8_t close_requested; /* pure_link_close: CLOSE goes once everything accepted is acked */
+    uint8_t fin_acked;       /* the peer acknowledged our stream's end (pure_link_finish) */
     uint8_t recv_paused;     /* pure_link_pause_recv: no new receive credit is granted */
     uint8_t half_open;       /* responder: counted in ctx->half_open and its source's bucket */
     uint8_t resp_elsewhere;  /* responder: RESP copies sent to an address the INIT moved to */
@@ -170,9 +173,8 @@ struct pure_link {
     uint32_t ck_gen;         /* rekeys mixed into ck so far */
     uint32_t msg_len;        /* length of the message at msg_boundary, once read */
     uint32_t pto_count;
-    uint32_t loss_rate; /* EWMA of lost packets, 1/65536ths */
-    uint16_t mss;       /* largest datagram this link sends (shrinks if the path says so) */
-    uint16_t resp_len;  /* of resp, below */
+    uint16_t mss;      /* largest datagram this link sends (shrinks if the path says so) */
+    uint16_t resp_len; /* of resp, below */
 
     pure_addr peer;
     uint8_t peer_key[PURE_KEY_LEN];

@@ -297,6 +297,60 @@ static void test_shutdown_reports_exactly(void)
     }
 }
 
+static int finished_seen;
+static void on_peer_finished(pure_link *l, void *u)
+{
+    side *a = u;
+    if (a->closes)
+        a->after_close++;
+    finished_seen++;
+}
+
+/* pure_link_finish, then pure_link_close with every message already acknowledged: the FIN must
+ * reach the peer (on_peer_finished) before the CLOSE; before, the close went at once and the
+ * FIN never left (the Python package's Link.close hit it). */
+static void test_finish_then_close(void)
+{
+    static const pure_callbacks with_fin = {.on_accept = on_accept,
+                                            .on_established = on_established,
+                                            .on_message = on_message,
+                                            .on_peer_finished = on_peer_finished,
+                                            .on_closed = on_closed};
+    for (uint64_t seed = 1; seed <= 5; seed++) {
+        world *w = calloc(1, sizeof *w);
+        W = w;
+        w->s = sim_new(seed);
+        pure_settings st;
+        pure_settings_default(&st);
+        st.callbacks = &with_fin;
+        st.user = w;
+        st.allow_any = 1;
+        w->cli = sim_add(w->s, &st);
+        w->srv = sim_add(w->s, &st);
+        pure_ctx_add_service(sim_ctx(w->s, w->srv), "svc");
+        sim_path p = {.delay = 10 * SIM_MS, .loss = seed > 3 ? 0.1 : 0};
+        sim_set_path(w->s, w->cli, w->srv, &p);
+        sim_set_path(w->s, w->srv, w->cli, &p);
+        pure_addr to = sim_addr(w->s, w->srv);
+        CHECK_EQ(pure_connect(sim_ctx(w->s, w->cli), &to,
+                              pure_ctx_public_key(sim_ctx(w->s, w->srv)), "svc", &w->c, &w->c.link,
+                              0),
+                 0);
+        send_n(&w->c, 10);
+        sim_run(w->s, NULL, NULL, 3 * SIM_S);
+        CHECK_EQ(pure_link_backlog(w->c.link), 0); /* all acknowledged */
+        finished_seen = 0;
+        CHECK_EQ(pure_link_finish(w->c.link), 0);
+        CHECK_EQ(pure_link_close(w->c.link, 0, "done"), 0);
+        CHECK(sim_run(w->s, both_closed, w, 30 * SIM_S));
+        CHECK_EQ(finished_seen, 1); /* the server heard the end of the stream */
+        CHECK_EQ(w->sv.received, 10);
+        CHECK_EQ(w->c.info.error, 0);
+        CHECK_EQ(w->c.info.first_unacked, 10);
+        world_free(w);
+    }
+}
+
 int main(void)
 {
     RUN(test_close_after_everything);
@@ -306,5 +360,6 @@ int main(void)
     RUN(test_simultaneous_close);
     RUN(test_closing_resends_limited);
     RUN(test_shutdown_reports_exactly);
+    RUN(test_finish_then_close);
     return pure_test_finish();
 }
