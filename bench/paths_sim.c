@@ -13,7 +13,12 @@
  * nothing. Uses the public API, sim.c, sim_ref.c and null crypto (the crypto is not what is
  * measured, and it makes a row take a second or two).
  *
- * Usage: paths_sim [--rate MBIT] [--rtt MS] [--seconds S] [--json] [ROW...]
+ * With --drain N it runs instead what `pure drain HOST:PORT N 16384` does through
+ * `udpfwd --rate ... --queue-packets ... --delay ...`: Pure alone sends N 16 KiB messages, and it
+ * prints the time from connecting until the server has them all, and the bottleneck's counters,
+ * to compare with the real-socket run (bench/README.md).
+ *
+ * Usage: paths_sim [--rate MBIT] [--rtt MS] [--seconds S] [--drain N] [--json] [ROW...]
  * ROW is one of the names printed in the first column (all by default). */
 #include <inttypes.h>
 #include <math.h>
@@ -50,14 +55,17 @@ typedef struct pflow {
     int cli, srv;
     pure_link *cl;
     uint64_t start;
-    uint64_t bytes; /* received by the server */
+    uint64_t limit;  /* messages to send (0: no end) */
+    uint64_t queued; /* messages accepted by pure_link_send */
+    uint64_t bytes;  /* received by the server */
     uint8_t *msg;
 } pflow;
 
 static void pump(pflow *f)
 {
-    while (f->cl && pure_link_send(f->cl, f->msg, MSG_SIZE) >= 0)
-        ;
+    while (f->cl && (f->limit == 0 || f->queued < f->limit) &&
+           pure_link_send(f->cl, f->msg, MSG_SIZE) >= 0)
+        f->queued++;
 }
 
 static int on_accept(pure_link *link, const char *service, const uint8_t *key, void *user)
@@ -284,10 +292,52 @@ static void run_row(const row *r, uint64_t rate, uint64_t rtt, uint64_t end, res
     }
 }
 
+static int drained(void *arg)
+{
+    const pflow *f = arg;
+    return f->bytes >= f->limit * MSG_SIZE;
+}
+
+/* Pure alone drains n messages through the row's path. */
+static void drain_row(const row *r, uint64_t rate, uint64_t rtt, uint64_t n, int json)
+{
+    cell c;
+    cell_new(&c, r, rate, rtt, 1);
+    pflow f;
+    pflow_add(&f, c.s, 0);
+    f.limit = n;
+    cell_route(&c, f.cli, f.srv);
+    pflow_connect(&f);
+    int ok = sim_run(c.s, drained, &f, 600 * SIM_S);
+    double secs = (double)sim_now(c.s) / 1e9;
+    pure_link_stats st;
+    pflow_stats(&f, &st);
+    sim_bottleneck_stats bs;
+    sim_bottleneck_stats_get(c.s, c.fwd, &bs);
+    double mb = (double)f.bytes * 8 / secs / 1e6;
+    if (json)
+        printf("{\"row\": \"%s\", \"drain\": %" PRIu64 ", \"done\": %s, \"seconds\": %.3f, "
+               "\"mbit\": %.2f, \"forwarded\": %" PRIu64 ", \"queue_drop\": %" PRIu64
+               ", \"codel_drop\": %" PRIu64 ", \"qdelay_p50_ms\": %.2f, \"qdelay_p95_ms\": %.2f, "
+               "\"packets_sent\": %" PRIu64 ", \"packets_lost\": %" PRIu64 "}\n",
+               r->name, n, ok ? "true" : "false", secs, mb, bs.forwarded, bs.dropped_queue,
+               bs.dropped_codel, (double)bs.qdelay_median / 1e6, (double)bs.qdelay_p95 / 1e6,
+               st.packets_sent, st.packets_lost);
+    else
+        printf("%-9s | %7.2f %6.1f | %9" PRIu64 " %7" PRIu64 " %7" PRIu64 " | %7.1f %7.1f%s\n",
+               r->name, secs, mb, bs.forwarded, bs.dropped_queue, bs.dropped_codel,
+               (double)bs.qdelay_median / 1e6, (double)bs.qdelay_p95 / 1e6,
+               ok ? "" : "  (not finished)");
+    fflush(stdout);
+    sim_free(c.s);
+    free(f.msg);
+}
+
 int main(int argc, char **argv)
 {
     double rate_mbit = 50, rtt_ms = 40, seconds = 25;
     int json = 0;
+    uint64_t drain = 0;
     const char *only[16];
     int nonly = 0;
     for (int i = 1; i < argc; i++) {
@@ -297,13 +347,15 @@ int main(int argc, char **argv)
             rtt_ms = atof(argv[++i]);
         else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc)
             seconds = atof(argv[++i]);
+        else if (strcmp(argv[i], "--drain") == 0 && i + 1 < argc)
+            drain = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--json") == 0)
             json = 1;
         else if (argv[i][0] != '-' && nonly < 16)
             only[nonly++] = argv[i];
         else {
-            fprintf(stderr, "usage: paths_sim [--rate MBIT] [--rtt MS] [--seconds S] [--json] "
-                            "[ROW...]\n");
+            fprintf(stderr, "usage: paths_sim [--rate MBIT] [--rtt MS] [--seconds S] [--drain N] "
+                            "[--json] [ROW...]\n");
             return 2;
         }
     }
@@ -315,6 +367,21 @@ int main(int argc, char **argv)
     uint64_t rate = (uint64_t)(rate_mbit * 1e6), rtt = (uint64_t)(rtt_ms * 1e6);
     uint64_t end = (uint64_t)(seconds * 1e9);
     double bdp = (double)rate / 8 * (rtt_ms / 1e3) / PKT;
+    if (drain > 0) {
+        if (!json)
+            printf("%.0f Mbit/s each way, %.0f ms RTT: Pure drains %" PRIu64
+                   " x 16 KiB\n%-9s | %7s %6s | %9s %7s %7s | %7s %7s\n",
+                   rate_mbit, rtt_ms, drain, "row", "seconds", "Mbit/s", "forwarded", "q drop",
+                   "codel", "q50 ms", "q95 ms");
+        for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+            int want = nonly == 0;
+            for (int k = 0; k < nonly; k++)
+                want |= strcmp(only[k], rows[i].name) == 0;
+            if (want)
+                drain_row(&rows[i], rate, rtt, drain, json);
+        }
+        return 0;
+    }
     if (!json) {
         printf("%.0f Mbit/s each way, %.0f ms RTT (1 BDP = %.0f packets of %d bytes), measured "
                "%.0f..%.0f s; loss on the data direction only\n",
