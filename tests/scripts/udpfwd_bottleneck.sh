@@ -4,7 +4,7 @@
 # /usr/bin/python3 (standard library only) as the senders and the server:
 #  - a 20 Mbit/s stream through --rate-up 10mbit --queue-packets-up 20 arrives at 10 Mbit/s
 #    (+-10%), the excess is dropped at the tail and counted, the queue holds at most 20 and the
-#    queueing delay is the 20 datagrams' serialisation time;
+#    queueing delay is the 20 datagrams' serialisation time; --queue-bytes keeps 10 of a burst;
 #  - at 50 Mbit/s (a 1472-byte datagram every 235 us) the rate holds to +-5%;
 #  - a window-based AIMD sender (reacting to losses, and to CE marks echoed back) through a
 #    10 Mbit/s link with a 1000-datagram queue: without CoDel the median queueing delay is
@@ -131,6 +131,26 @@ check(st["queue_max"] == 20, "--queue-packets-up 20: the queue held at most %d" 
 check(15000 <= st["qdelay_p50_us"] <= 21000 and st["qdelay_max_us"] <= 22000,
       "queueing delay p50 %d us, max %d us (20 x 1 ms)" % (st["qdelay_p50_us"], st["qdelay_max_us"]))
 check(st["qdelay_samples"] == st["out"], "one queueing-delay sample per datagram forwarded")
+
+# A burst of 50 x 1000 bytes at once into --queue-bytes 10000 at 200 kbit/s (40 ms each, so the
+# burst is all in before the first has left): one is serialised at once, 10 fit the queue, the
+# other 39 are dropped at the tail.
+f = Fwd(["--rate-up", "200kbit", "--queue-bytes-up", "10000"])
+c = f.client()
+for i in range(50):
+    c.send(i.to_bytes(4, "big") + bytes(996))
+got = []
+end = time.monotonic() + 3
+while time.monotonic() < end and len(got) < 11:
+    select.select([f.server], [], [], 0.05)
+    got += f.recv_all()
+st = f.stop()["up"]
+check(len(got) == 11 and [int.from_bytes(d[:4], "big") for d, *_ in got] == list(range(11))
+      and st["queue_drop"] == 39 and st["queue_max"] == 10,
+      "--queue-bytes-up 10000: the first 11 of a 50-datagram burst pass, %d dropped, queue max %d"
+      % (st["queue_drop"], st["queue_max"]))
+check(380000 <= st["qdelay_max_us"] <= 401000,
+      "--queue-bytes-up: the last one waited %d us (10 x 40 ms)" % st["qdelay_max_us"])
 
 # 2. Accuracy at 50 Mbit/s: 1472-byte datagrams every 235 us.
 f = Fwd(["--rate", "50mbit", "--queue-packets", "100"])
