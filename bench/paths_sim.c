@@ -43,8 +43,8 @@ typedef struct row {
 } row;
 
 static const row rows[] = {
-    {"q10", 0, 10, 0, 0},          {"q0.25bdp", 0.25, 0, 0, 0}, {"q1bdp", 1, 0, 0, 0},
-    {"q4bdp", 4, 0, 0, 0},         {"codel", 0, 1000, 1, 0},    {"loss0.5%", 1, 0, 0, 0.005},
+    {"q10", 0, 10, 0, 0},      {"q0.25bdp", 0.25, 0, 0, 0}, {"q1bdp", 1, 0, 0, 0},
+    {"q4bdp", 4, 0, 0, 0},     {"codel", 0, 1000, 1, 0},    {"loss0.5%", 1, 0, 0, 0.005},
     {"loss2%", 1, 0, 0, 0.02},
 };
 
@@ -223,8 +223,7 @@ static void run_row(const row *r, uint64_t rate, uint64_t rtt, uint64_t end, res
         out->pure_mbit = mbit(f.bytes - b0, span);
         uint64_t sent = b.packets_sent - a.packets_sent, lost = b.packets_lost - a.packets_lost;
         out->pure_loss = sent ? (double)lost / (double)sent : 0;
-        out->pure_random =
-            lost ? (double)(b.random_losses - a.random_losses) / (double)lost : 0;
+        out->pure_random = lost ? (double)(b.random_losses - a.random_losses) / (double)lost : 0;
         out->pure_q50 = (double)bs.qdelay_median / 1e6;
         out->pure_q95 = (double)bs.qdelay_p95 / 1e6;
         sim_free(c.s);
@@ -402,22 +401,21 @@ int main(int argc, char **argv)
         result x;
         run_row(r, rate, rtt, end, &x);
         if (json) {
-            printf("{\"row\": \"%s\", \"rate_mbit\": %.0f, \"rtt_ms\": %.0f, \"pure_mbit\": %.2f, "
-                   "\"pure_loss\": %.5f, \"pure_random_share\": %.3f, \"pure_qdelay_p50_ms\": %.2f, \"pure_qdelay_p95_ms\": "
-                   "%.2f, \"cubic_mbit\": %.2f, \"cubic_loss\": %.5f, \"cubic_qdelay_p50_ms\": "
-                   "%.2f, \"cubic_qdelay_p95_ms\": %.2f, \"mix_pure_mbit\": %.2f, "
-                   "\"mix_cubic_mbit\": %.2f, \"two_pure_mbit\": [%.2f, %.2f], \"jain\": %.3f}\n",
-                   r->name, rate_mbit, rtt_ms, x.pure_mbit, x.pure_loss, x.pure_random,
-                   x.pure_q50, x.pure_q95,
-                   x.ref_mbit, x.ref_loss, x.ref_q50, x.ref_q95, x.mix_pure, x.mix_ref, x.two_a,
-                   x.two_b, x.jain);
+            printf(
+                "{\"row\": \"%s\", \"rate_mbit\": %.0f, \"rtt_ms\": %.0f, \"pure_mbit\": %.2f, "
+                "\"pure_loss\": %.5f, \"pure_random_share\": %.3f, \"pure_qdelay_p50_ms\": %.2f, \"pure_qdelay_p95_ms\": "
+                "%.2f, \"cubic_mbit\": %.2f, \"cubic_loss\": %.5f, \"cubic_qdelay_p50_ms\": "
+                "%.2f, \"cubic_qdelay_p95_ms\": %.2f, \"mix_pure_mbit\": %.2f, "
+                "\"mix_cubic_mbit\": %.2f, \"two_pure_mbit\": [%.2f, %.2f], \"jain\": %.3f}\n",
+                r->name, rate_mbit, rtt_ms, x.pure_mbit, x.pure_loss, x.pure_random, x.pure_q50,
+                x.pure_q95, x.ref_mbit, x.ref_loss, x.ref_q50, x.ref_q95, x.mix_pure, x.mix_ref,
+                x.two_a, x.two_b, x.jain);
         } else {
             printf("%-9s | %6.1f %6.3f %5.0f %7.1f %7.1f | %6.1f %6.3f %7.1f %7.1f | %7.1f %7.1f | "
                    "%6.1f %6.1f %5.2f\n",
                    r->name, x.pure_mbit, x.pure_loss * 100, x.pure_random * 100, x.pure_q50,
-                   x.pure_q95, x.ref_mbit,
-                   x.ref_loss * 100, x.ref_q50, x.ref_q95, x.mix_pure, x.mix_ref, x.two_a, x.two_b,
-                   x.jain);
+                   x.pure_q95, x.ref_mbit, x.ref_loss * 100, x.ref_q50, x.ref_q95, x.mix_pure,
+                   x.mix_ref, x.two_a, x.two_b, x.jain);
         }
         fflush(stdout);
     }

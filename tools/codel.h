@@ -42,7 +42,7 @@ struct codel {
     uint32_t mtu;              /* bytes: below one MTU queued, nothing is dropped */
     bool ecn;                  /* mark ECN-capable packets instead of dropping them */
     /* state */
-    uint64_t first_above;      /* 0: sojourn below target (or not yet an interval above) */
+    uint64_t first_above; /* 0: sojourn below target (or not yet an interval above) */
     uint64_t drop_next;
     uint32_t count, lastcount;
     bool dropping;
@@ -52,9 +52,9 @@ struct codel {
 };
 
 enum {
-    CODEL_NEXT_ANY = 0,       /* an ordinary dequeue */
-    CODEL_NEXT_AFTER_ENTER,   /* the one dequeued right after the drop that began the episode */
-    CODEL_NEXT_AFTER_DROP     /* the one dequeued right after a drop in the dropping state */
+    CODEL_NEXT_ANY = 0,     /* an ordinary dequeue */
+    CODEL_NEXT_AFTER_ENTER, /* the one dequeued right after the drop that began the episode */
+    CODEL_NEXT_AFTER_DROP   /* the one dequeued right after a drop in the dropping state */
 };
 
 static inline void codel_init(struct codel *c, uint64_t target, uint64_t interval, uint32_t mtu,

@@ -68,7 +68,7 @@ struct faults {
     double corrupt;
     uint64_t bh_every_ns, bh_len_ns; /* scheduled blackhole; 0 = none */
     /* the bottleneck (rate 0: none) */
-    uint64_t rate;                     /* bits per second of UDP payload */
+    uint64_t rate;                       /* bits per second of UDP payload */
     uint64_t queue_packets, queue_bytes; /* drop-tail limits; 0 = none */
     bool codel, ecn;
     uint64_t codel_target_ns, codel_interval_ns;
@@ -862,8 +862,8 @@ static ssize_t send_ecn(int fd, int family, const uint8_t *buf, size_t len,
                         const struct sockaddr_storage *to, socklen_t tolen, uint8_t ecn)
 {
     struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-    struct msghdr m = {.msg_name = (void *)to, .msg_namelen = to ? tolen : 0, .msg_iov = &iov,
-                       .msg_iovlen = 1};
+    struct msghdr m = {
+        .msg_name = (void *)to, .msg_namelen = to ? tolen : 0, .msg_iov = &iov, .msg_iovlen = 1};
     union {
         char b[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
@@ -1129,8 +1129,11 @@ static void read_socket(struct fwd *w, int dir, uint32_t ci)
             struct cmsghdr align;
         } ctl;
         struct iovec iov = {.iov_base = buf, .iov_len = SLOT_BYTES};
-        struct msghdr m = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &iov,
-                           .msg_iovlen = 1, .msg_control = ctl.b,
+        struct msghdr m = {.msg_name = &from,
+                           .msg_namelen = sizeof from,
+                           .msg_iov = &iov,
+                           .msg_iovlen = 1,
+                           .msg_control = ctl.b,
                            .msg_controllen = sizeof ctl.b};
         ssize_t n = recvmsg(fd, &m, MSG_TRUNC);
         if (n < 0) {

@@ -193,7 +193,8 @@ static void droptail_case(uint32_t limit_packets, uint64_t limit_bytes, uint32_t
     cbr c = {.s = s, .size = 1000, .every = 400000 /* 20 Mbit/s */, .stop = 2 * SIM_S};
     c.ep = sim_add_agent(s, &cbr_ops, &c);
     c.to = sim_add_agent(s, &sink_ops, &k);
-    sim_bottleneck b = {.rate = 10000000, .limit_packets = limit_packets, .limit_bytes = limit_bytes};
+    sim_bottleneck b = {
+        .rate = 10000000, .limit_packets = limit_packets, .limit_bytes = limit_bytes};
     int bn = sim_bottleneck_add(s, &b);
     CHECK_EQ(bn, 0);
     sim_path_bottleneck(s, c.ep, c.to, bn);
@@ -229,7 +230,10 @@ static void test_shared_between_endpoints(void)
 {
     sim *s = sim_new(2);
     sink k1 = {0}, k2 = {0};
-    cbr a = {.s = s, .size = 1000, .every = 1333333 /* 6 Mbit/s */, .stop = 4 * SIM_S,
+    cbr a = {.s = s,
+             .size = 1000,
+             .every = 1333333 /* 6 Mbit/s */,
+             .stop = 4 * SIM_S,
              .poisson = 1}; /* a fixed period would let one stream take the queue's free slots */
     cbr b = a;
     a.ep = sim_add_agent(s, &cbr_ops, &a);

@@ -282,8 +282,8 @@ static void rcv_read(void *arg, int from, const uint8_t *d, size_t n, uint64_t n
             memset(r->r_seen, 0, RING / 8);
         else
             for (uint64_t p = from_pn; p < pn; p++)
-                r->r_seen[(p % RING) / 8] &= (uint8_t)~(1u << (p % 8));
-        r->r_seen[(pn % RING) / 8] &= (uint8_t)~(1u << (pn % 8));
+                r->r_seen[(p % RING) / 8] &= (uint8_t) ~(1u << (p % 8));
+        r->r_seen[(pn % RING) / 8] &= (uint8_t) ~(1u << (pn % 8));
         r->r_largest = pn;
         r->r_any = true;
     }
