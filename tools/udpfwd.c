@@ -140,7 +140,7 @@ struct fwd {
     int epfd, client_fd, sig_fd, timer_fd;
     struct sockaddr_storage server_addr;
     socklen_t server_len;
-    int server_family, client_family;
+    int server_family;
     struct client *clients;
     uint32_t nclients, max_clients; /* max_clients 1: the latest client (see docs/udpfwd.md) */
 
@@ -648,9 +648,8 @@ static int udp_socket(int family)
     /* each datagram's TOS / traffic class comes with it, so its ECN bits can be forwarded (and
      * marked) */
     int on = 1;
-    if (family == AF_INET)
-        (void)setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof on);
-    else
+    (void)setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof on); /* IPv4, or v4-mapped on v6 */
+    if (family == AF_INET6)
         (void)setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &on, sizeof on);
     return fd;
 }
@@ -856,14 +855,24 @@ static bool blackholed(struct fwd *w, const struct faults *f, uint64_t now)
     return e >= f->bh_every_ns && e % f->bh_every_ns < f->bh_len_ns;
 }
 
-/* Sends one datagram (to `to`, or where fd is connected when to is NULL), with its ECN bits in
- * the TOS byte / traffic class when they are set. */
-static ssize_t send_ecn(int fd, int family, const uint8_t *buf, size_t len,
-                        const struct sockaddr_storage *to, socklen_t tolen, uint8_t ecn)
+/* True when a datagram to `a` leaves as IPv4 (also from an IPv6 socket, to a mapped address). */
+static bool is_ipv4(const struct sockaddr_storage *a)
+{
+    return a->ss_family == AF_INET ||
+           (a->ss_family == AF_INET6 &&
+            IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)a)->sin6_addr));
+}
+
+/* Sends one datagram to `to` (through fd as it is connected, when connected), with its ECN bits
+ * in the TOS byte / traffic class when they are set. */
+static ssize_t send_ecn(int fd, const uint8_t *buf, size_t len, const struct sockaddr_storage *to,
+                        socklen_t tolen, bool connected, uint8_t ecn)
 {
     struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
-    struct msghdr m = {
-        .msg_name = (void *)to, .msg_namelen = to ? tolen : 0, .msg_iov = &iov, .msg_iovlen = 1};
+    struct msghdr m = {.msg_name = connected ? NULL : (void *)to,
+                       .msg_namelen = connected ? 0 : tolen,
+                       .msg_iov = &iov,
+                       .msg_iovlen = 1};
     union {
         char b[CMSG_SPACE(sizeof(int))];
         struct cmsghdr align;
@@ -873,8 +882,8 @@ static ssize_t send_ecn(int fd, int family, const uint8_t *buf, size_t len,
         m.msg_control = ctl.b;
         m.msg_controllen = sizeof ctl.b;
         struct cmsghdr *c = CMSG_FIRSTHDR(&m);
-        c->cmsg_level = family == AF_INET ? IPPROTO_IP : IPPROTO_IPV6;
-        c->cmsg_type = family == AF_INET ? IP_TOS : IPV6_TCLASS;
+        c->cmsg_level = is_ipv4(to) ? IPPROTO_IP : IPPROTO_IPV6;
+        c->cmsg_type = is_ipv4(to) ? IP_TOS : IPV6_TCLASS;
         c->cmsg_len = CMSG_LEN(sizeof(int));
         int v = ecn;
         memcpy(CMSG_DATA(c), &v, sizeof v);
@@ -889,13 +898,13 @@ static void transmit(struct fwd *w, uint32_t idx)
     const struct client *c = &w->clients[s->client];
     ssize_t n;
     if (s->dir == UP) {
-        n = send_ecn(c->fd, w->server_family, s->buf, s->len, NULL, 0, s->ecn);
+        n = send_ecn(c->fd, s->buf, s->len, &w->server_addr, w->server_len, true, s->ecn);
     } else {
         if (c->len == 0) {
             st->no_client++;
             return;
         }
-        n = send_ecn(w->client_fd, w->client_family, s->buf, s->len, &c->addr, c->len, s->ecn);
+        n = send_ecn(w->client_fd, s->buf, s->len, &c->addr, c->len, false, s->ecn);
     }
     if (n < 0) {
         /* A full buffer (EAGAIN, ENOBUFS) or an ICMP error from an earlier datagram
@@ -1327,7 +1336,6 @@ static int fwd_init(struct fwd *w, const struct config *c)
     memcpy(&w->server_addr, &c->to, c->to_len);
     w->server_len = c->to_len;
     w->server_family = c->to.ss_family;
-    w->client_family = c->listen.ss_family;
     if (w->max_clients == 1) {
         /* one client, whoever it is: its socket towards the server is open from the start */
         w->nclients = 1;

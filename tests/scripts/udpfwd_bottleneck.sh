@@ -12,6 +12,7 @@
 #    CoDel marks instead of dropping, the server sees the CE marks and ECT(0) elsewhere;
 #  - --clients 4: two clients get their own source ports towards the server and their own echoes,
 #    and share the one bottleneck; a client beyond N is dropped and counted (too_many_clients);
+#  - ECN bits are forwarded both ways over IPv6 and through a dual-stack listener;
 #  - SIGHUP writes the stats; bad bottleneck options exit 2.
 # Usage: tests/scripts/udpfwd_bottleneck.sh BUILD_DIR
 set -euo pipefail
@@ -29,6 +30,13 @@ import json, os, random, select, signal, socket, subprocess, sys, time
 FWD, TMP = sys.argv[1], sys.argv[2]
 failures = []
 LO = "127.0.0.1"
+try:
+    s6 = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    s6.bind(("::1", 0))
+    s6.close()
+    have6 = True
+except OSError:
+    have6 = False
 
 def check(cond, what):
     print(("ok   " if cond else "FAIL ") + what, flush=True)
@@ -297,7 +305,65 @@ check(st["clients"] == 2 and st["up"]["too_many_clients"] == 5 and st["up"]["out
       "--clients 2: a third client's 5 datagrams are dropped and counted (%d)"
       % st["up"]["too_many_clients"])
 
-# 5. Usage errors.
+# 5. ECN bits are forwarded both ways without a bottleneck too: over IPv6, and between an IPv4
+#    server and an IPv4 client on a dual-stack [::] listener (IPv4-mapped).
+def ecn_roundtrip(lfam, listen, to_fam, to_lo, to_host, cfam, clo):
+    def recv_opts(sock, fam):
+        sock.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+        if fam == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_RECVTCLASS, 1)
+    def set_ecn(sock, fam, v):
+        if fam == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, v)
+        else:
+            sock.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, v)
+    def ecn_of(anc):
+        for level, typ, val in anc:
+            if (level, typ) in ((socket.IPPROTO_IP, socket.IP_TOS),
+                                (socket.IPPROTO_IPV6, socket.IPV6_TCLASS)):
+                return val[0] & 3
+        return None
+    srv = socket.socket(to_fam, socket.SOCK_DGRAM)
+    recv_opts(srv, to_fam)
+    set_ecn(srv, to_fam, 2)  # the server's replies are ECT(0)
+    srv.bind((to_lo, 0))
+    p = subprocess.Popen([FWD, "--listen", listen, "--to", "%s:%d" % (to_host, srv.getsockname()[1])],
+                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    port = json.loads(p.stdout.readline())["port"]
+    c = socket.socket(cfam, socket.SOCK_DGRAM)
+    recv_opts(c, cfam)
+    set_ecn(c, cfam, 1)  # the client's datagrams are ECT(1)
+    c.connect((clo, port))
+    up, down = [], []
+    for i in range(5):
+        c.send(b"ecn")
+    end = time.monotonic() + 3
+    while time.monotonic() < end and len(down) < 5:
+        r, _, _ = select.select([srv, c], [], [], 0.05)
+        if srv in r:
+            d, anc, _, a = srv.recvmsg(100, 64)
+            up.append(ecn_of(anc))
+            srv.sendto(d, a)
+        if c in r:
+            d, anc, _, a = c.recvmsg(100, 64)
+            down.append(ecn_of(anc))
+    p.terminate()
+    p.wait()
+    srv.close()
+    c.close()
+    return up, down
+if have6:
+    up, down = ecn_roundtrip(socket.AF_INET6, "[::1]:0", socket.AF_INET6, "::1", "[::1]",
+                             socket.AF_INET6, "::1")
+    check(up == [1] * 5 and down == [2] * 5, "IPv6: ECT(1) up and ECT(0) down forwarded (%s %s)"
+          % (up, down))
+    up, down = ecn_roundtrip(socket.AF_INET6, "[::]:0", socket.AF_INET, LO, LO, socket.AF_INET, LO)
+    check(up == [1] * 5 and down == [2] * 5,
+          "[::] listener, IPv4 client: ECT(1) up and ECT(0) down forwarded (%s %s)" % (up, down))
+else:
+    print("skip ECN over IPv6: no ::1 on this machine", flush=True)
+
+# 6. Usage errors.
 base = ["--listen", "127.0.0.1:0", "--to", "127.0.0.1:9"]
 for args in (["--codel"], ["--queue-packets", "10"], ["--rate", "10mbit", "--ecn"],
              ["--rate", "fast"], ["--rate", "10xbit"], ["--rate", "1"], ["--codel=1"],
