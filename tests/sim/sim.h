@@ -120,7 +120,8 @@ int sim_add_agent(sim *s, const sim_agent_ops *ops, void *arg);
 void sim_send(sim *s, int from, int to, const uint8_t *d, size_t n);
 /* Adds a shared bottleneck; returns its index (at most 8), or -1 if cfg is invalid or too many. */
 int sim_bottleneck_add(sim *s, const sim_bottleneck *cfg);
-/* Path a->b goes through bottleneck bn (-1: none again). Several paths may share one. */
+/* Path a->b goes through bottleneck bn (-1: none again). Several paths may share one. The
+ * path's own bandwidth and queue are then not used; its other settings still apply. */
 void sim_path_bottleneck(sim *s, int a, int b, int bn);
 void sim_bottleneck_stats_get(sim *s, int bn, sim_bottleneck_stats *out);
 /* Forgets the bottleneck's statistics so far (queue and CoDel state stay): to measure a steady
