@@ -695,16 +695,19 @@ static int server_connect(struct fwd *w, uint32_t i)
 
 static void rebind(struct fwd *w)
 {
+    bool moved = false;
     for (uint32_t i = 0; i < w->nclients; i++) {
         unsigned old = local_port(w->clients[i].fd);
         if (server_connect(w, i) < 0) {
             logmsg("rebind failed; keeping source port %u", old);
             continue;
         }
+        moved = true;
         logmsg("rebind: source port towards the server %u -> %u", old,
                local_port(w->clients[i].fd));
     }
-    w->rebinds++;
+    if (moved)
+        w->rebinds++;
 }
 
 /* ---- stats ---- */
