@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: MIT */
-/* udpfwd: a fault-injecting UDP forwarder for end-to-end tests (in the spirit of quicly's
- * t/udpfw.c). Datagrams from a client (whoever last sent to --listen) go to the server at --to
- * ("up"), and the server's replies go back to the latest client ("down"), one datagram at a time
- * as received, with seeded loss, bursts, reordering, duplication, delay, jitter, corruption,
- * scheduled or commanded blackholes and NAT rebinding. See docs/udpfwd.md for usage.
+/* udpfwd: a fault-injecting UDP forwarder and path emulator for end-to-end tests (in the spirit
+ * of quicly's t/udpfw.c). Datagrams from a client (whoever last sent to --listen, or with
+ * --clients N each of up to N client addresses) go to the server at --to ("up"), and the server's
+ * replies go back to the client ("down"), one datagram at a time as received, with seeded loss,
+ * bursts, reordering, duplication, delay, jitter, corruption, scheduled or commanded blackholes
+ * and NAT rebinding, and optionally through a bottleneck per direction: a FIFO served at --rate,
+ * drop-tail at --queue-packets / --queue-bytes, CoDel (RFC 8289, tools/codel.h) with ECN marking.
+ * See docs/udpfwd.md for usage.
  *
- * Shape: one socket towards the client, one (replaceable: rebinding) towards the server, a
- * signalfd and one timerfd, all under epoll. Every datagram is received straight into a slot of a
- * preallocated pool and queued on a binary heap ordered by (due time, sequence), so that delays,
- * jitter and reordering share one path and nothing is allocated per datagram.
+ * Shape: one socket towards the clients, one per client (replaceable: rebinding) towards the
+ * server, a signalfd and one timerfd, all under epoll. Every datagram is received straight into a
+ * slot of a preallocated pool, waits in its direction's bottleneck queue if there is one, and is
+ * then queued on a binary heap ordered by (due time, sequence), so that delays, jitter and
+ * reordering share one path and nothing is allocated per datagram. The bottleneck keeps its own
+ * schedule: each datagram leaves the queue when the one before it has finished serialising (not
+ * when the timer happened to fire), so the rate holds however late a wakeup is.
  *
  * Exit status: 0 after SIGTERM/SIGINT, 1 on a runtime error (socket setup), 2 on usage errors. */
 #include <errno.h>
@@ -23,20 +29,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <arpa/inet.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "codel.h"
+
 #define SLOT_BYTES 65536u     /* a UDP payload is at most 65535 bytes */
 #define BURST_MAX_NS 50000000 /* a burst ends after N datagrams or 50 ms */
 #define MAX_MS 600000.0       /* delays are capped at 10 minutes */
 #define READ_BATCH 64         /* datagrams read per socket per wakeup, for fairness */
 #define SOCK_BUF (4 << 20)
+#define MAX_CLIENTS 1024
 
 enum {
     UP = 0,
@@ -56,12 +67,34 @@ struct faults {
     uint64_t jitter_ns;
     double corrupt;
     uint64_t bh_every_ns, bh_len_ns; /* scheduled blackhole; 0 = none */
+    /* the bottleneck (rate 0: none) */
+    uint64_t rate;                       /* bits per second of UDP payload */
+    uint64_t queue_packets, queue_bytes; /* drop-tail limits; 0 = none */
+    bool codel, ecn;
+    uint64_t codel_target_ns, codel_interval_ns;
 };
 
 struct dir_stats {
     uint64_t in, out, bytes_in, bytes_out;
     uint64_t lost, burst, blackholed, no_client, queue_full, oversize, send_errors;
     uint64_t duplicated, corrupted, reordered;
+    uint64_t queue_drop, codel_drop, ecn_marked, too_many_clients, queue_max;
+};
+
+struct qent {
+    uint64_t enq; /* when it entered the queue */
+    uint32_t slot;
+};
+
+/* A direction's bottleneck: a FIFO ring of slots (a duplicated datagram is in it twice). */
+struct bneck {
+    struct qent *q;
+    uint32_t head, len, cap;
+    uint64_t bytes;
+    uint64_t busy_until; /* the link serialises until then */
+    bool idle_seen;      /* CoDel was told the queue was found empty */
+    struct codel cd;
+    struct qdelay_hist *hist;
 };
 
 struct dir_state {
@@ -71,13 +104,23 @@ struct dir_state {
     uint64_t burst_left;  /* datagrams still to drop in the current burst */
     uint64_t burst_until; /* ... unless this time has passed */
     uint64_t last_due;    /* FIFO clamp: delay + jitter never reorders */
+    struct bneck b;
 };
 
 struct slot {
     uint32_t len;
     uint8_t dir;
-    uint8_t refs; /* heap entries pointing here: 1, or 2 when duplicated */
+    uint8_t refs;    /* queue and heap entries pointing here: 1, or 2 when duplicated */
+    uint8_t ecn;     /* the IP header's ECN bits as received (CE once marked) */
+    uint16_t client; /* which client it comes from or goes to */
     uint8_t *buf;
+};
+
+/* A client and its own socket towards the server (the server tells clients apart by it). */
+struct client {
+    struct sockaddr_storage addr;
+    socklen_t len; /* 0: not seen yet (only client 0 of --clients 1 exists before that) */
+    int fd;
 };
 
 struct entry {
@@ -94,10 +137,12 @@ struct fwd {
     uint64_t seq;
     uint8_t *scratch; /* receives datagrams dropped because the pool is empty */
 
-    int epfd, client_fd, server_fd, sig_fd, timer_fd;
-    struct sockaddr_storage server_addr, client_addr;
-    socklen_t server_len, client_len; /* client_len 0: no client yet */
+    int epfd, client_fd, sig_fd, timer_fd;
+    struct sockaddr_storage server_addr;
+    socklen_t server_len;
     int server_family;
+    struct client *clients;
+    uint32_t nclients, max_clients; /* max_clients 1: the latest client (see docs/udpfwd.md) */
 
     uint64_t start, seed;
     uint64_t rebind_at; /* 0: none pending */
@@ -170,8 +215,8 @@ static void usage(FILE *out)
     fputs("usage: udpfwd --listen ADDR:PORT --to ADDR:PORT [options]\n"
           "Forwards UDP datagrams between a client (whoever last sent to --listen) and the server\n"
           "at --to, injecting faults. IPv6 addresses go in brackets: [::1]:4433.\n"
-          "Fault options apply to both directions, or with -up (client->server) or -down\n"
-          "(server->client) appended to one only (e.g. --loss-up 0.1):\n"
+          "Fault and bottleneck options apply to both directions, or with -up (client->server)\n"
+          "or -down (server->client) appended to one only (e.g. --loss-up 0.1):\n"
           "  --loss P               drop each datagram with probability P\n"
           "  --burst P:N            with probability P drop the next N datagrams (a burst, <= 50 "
           "ms)\n"
@@ -181,7 +226,19 @@ static void usage(FILE *out)
           "  --jitter MS            add a uniform random 0..MS ms delay (order is kept)\n"
           "  --corrupt P            flip one random byte with probability P\n"
           "  --blackhole-every S:LEN  drop everything for LEN seconds every S seconds\n"
+          "  --rate R               a bottleneck: serialise at R bits/s of UDP payload (suffix\n"
+          "                         k, m, g or kbit, mbit, gbit: --rate 50mbit); faults apply\n"
+          "                         before it, --delay and --jitter after it\n"
+          "  --queue-packets N      the bottleneck's queue holds N datagrams (drop-tail)\n"
+          "  --queue-bytes B        ... B bytes (either limit, or both; default: --queue)\n"
+          "  --codel                CoDel (RFC 8289) at the queue's head: target 5 ms, interval\n"
+          "                         100 ms (--codel-target MS, --codel-interval MS)\n"
+          "  --ecn                  with --codel, mark ECN-capable datagrams CE instead of\n"
+          "                         dropping them (ECN bits are forwarded in any case)\n"
           "Other options:\n"
+          "  --clients N            keep up to N client addresses, each with its own socket\n"
+          "                         towards the server, all sharing the bottleneck (default 1:\n"
+          "                         only the latest client, which may move)\n"
           "  --rebind-after S       after S seconds switch to a new socket (new source port)\n"
           "                         towards the server, as a NAT rebinding would\n"
           "  --seed N               seed for the random decisions (default: from the clock)\n"
@@ -190,7 +247,7 @@ static void usage(FILE *out)
           "  --queue N              datagrams held at once (default 4096; more are dropped)\n"
           "  --help                 this text\n"
           "Prints {\"port\": N} on stdout once listening. Signals: SIGUSR1 toggles a blackhole,\n"
-          "SIGUSR2 rebinds now, SIGTERM/SIGINT write stats and exit.\n",
+          "SIGUSR2 rebinds now, SIGHUP writes stats now, SIGTERM/SIGINT write stats and exit.\n",
           out);
 }
 
@@ -260,6 +317,33 @@ static int parse_secs(const char *opt, const char *s, uint64_t *out_ns)
     return 0;
 }
 
+/* Parses a rate in bits per second: a number with an optional k/m/g (or kbit/mbit/gbit, or bit)
+ * suffix, decimal multiples. */
+static int parse_rate(const char *opt, const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    double mul = 1;
+    if (end == s || errno != 0 || !isfinite(v))
+        goto bad;
+    if (strcasecmp(end, "k") == 0 || strcasecmp(end, "kbit") == 0)
+        mul = 1e3;
+    else if (strcasecmp(end, "m") == 0 || strcasecmp(end, "mbit") == 0)
+        mul = 1e6;
+    else if (strcasecmp(end, "g") == 0 || strcasecmp(end, "gbit") == 0)
+        mul = 1e9;
+    else if (*end != '\0' && strcasecmp(end, "bit") != 0)
+        goto bad;
+    v *= mul;
+    if (v < 8000 || v > 1e12)
+        goto bad;
+    *out = (uint64_t)llround(v);
+    return 0;
+bad:
+    return usage_error("%s: '%s' is not a rate from 8kbit to 1000gbit (e.g. 50mbit)", opt, s);
+}
+
 /* Splits "A:B" at the last colon into two strings in buf. */
 static int split_pair(const char *opt, const char *s, const char *form, char *buf, size_t cap,
                       const char **a, const char **b)
@@ -304,6 +388,36 @@ static int parse_fault(const char *base, const char *opt, const char *val, struc
         if (split_pair(opt, val, "P:MS", buf, sizeof buf, &a, &b) < 0 ||
             parse_prob(opt, a, &f->reorder_p) < 0 || parse_ms(opt, b, &f->reorder_ns) < 0)
             return -1;
+        return 0;
+    }
+    if (strcmp(base, "rate") == 0)
+        return parse_rate(opt, val, &f->rate);
+    if (strcmp(base, "queue-packets") == 0) {
+        if (!parse_u64(val, &f->queue_packets) || f->queue_packets < 1 ||
+            f->queue_packets > 1000000)
+            return usage_error("%s: '%s' is not a whole number from 1 to 1000000", opt, val);
+        return 0;
+    }
+    if (strcmp(base, "queue-bytes") == 0) {
+        if (!parse_u64(val, &f->queue_bytes) || f->queue_bytes < 1 ||
+            f->queue_bytes > ((uint64_t)1 << 36))
+            return usage_error("%s: '%s' is not a whole number of bytes from 1 to 2^36", opt, val);
+        return 0;
+    }
+    if (strcmp(base, "codel-target") == 0 || strcmp(base, "codel-interval") == 0) {
+        uint64_t *t = base[6] == 't' ? &f->codel_target_ns : &f->codel_interval_ns;
+        if (parse_ms(opt, val, t) < 0)
+            return -1;
+        if (*t == 0)
+            return usage_error("%s: must be above 0 ms", opt);
+        return 0;
+    }
+    if (strcmp(base, "codel") == 0) {
+        f->codel = true;
+        return 0;
+    }
+    if (strcmp(base, "ecn") == 0) {
+        f->ecn = true;
         return 0;
     }
     if (strcmp(base, "blackhole-every") == 0) {
@@ -370,7 +484,7 @@ struct config {
     struct sockaddr_storage listen, to;
     socklen_t listen_len, to_len;
     bool have_listen, have_to, have_seed;
-    uint64_t seed, rebind_after, stats_every, queue;
+    uint64_t seed, rebind_after, stats_every, queue, clients;
     const char *stats_path;
     struct faults f[2];
 };
@@ -379,6 +493,7 @@ static int parse_args(int argc, char **argv, struct config *c)
 {
     memset(c, 0, sizeof *c);
     c->queue = 4096;
+    c->clients = 1;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i], *val;
         char name[64];
@@ -394,7 +509,17 @@ static int parse_args(int argc, char **argv, struct config *c)
             return usage_error("unknown option '%s'", arg);
         memcpy(name, arg, nlen);
         name[nlen] = '\0';
-        if (eq) {
+        /* switches without a value */
+        static const char *const flags[] = {"--codel", "--codel-up", "--codel-down",
+                                            "--ecn",   "--ecn-up",   "--ecn-down"};
+        bool flag = false;
+        for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
+            flag |= strcmp(name, flags[k]) == 0;
+        if (flag) {
+            if (eq)
+                return usage_error("%s takes no value", name);
+            val = "";
+        } else if (eq) {
             val = eq + 1;
         } else {
             if (i + 1 >= argc)
@@ -427,6 +552,10 @@ static int parse_args(int argc, char **argv, struct config *c)
         } else if (strcmp(base, "queue") == 0) {
             if (!parse_u64(val, &c->queue) || c->queue < 1 || c->queue > 65536)
                 return usage_error("--queue: '%s' is not a whole number from 1 to 65536", val);
+        } else if (strcmp(base, "clients") == 0) {
+            if (!parse_u64(val, &c->clients) || c->clients < 1 || c->clients > MAX_CLIENTS)
+                return usage_error("--clients: '%s' is not a whole number from 1 to %d", val,
+                                   MAX_CLIENTS);
         } else {
             /* A fault option, for both directions or with -up / -down. */
             char fb[64];
@@ -455,6 +584,18 @@ static int parse_args(int argc, char **argv, struct config *c)
         return usage_error("--listen ADDR:PORT is required");
     if (!c->have_to)
         return usage_error("--to ADDR:PORT is required");
+    for (int d = 0; d < 2; d++) {
+        const struct faults *f = &c->f[d];
+        if (f->rate == 0 && (f->queue_packets || f->queue_bytes || f->codel || f->ecn ||
+                             f->codel_target_ns || f->codel_interval_ns))
+            return usage_error("--queue-packets, --queue-bytes, --codel and --ecn need --rate "
+                               "(in the %s direction)",
+                               dir_name[d]);
+        if ((f->ecn || f->codel_target_ns || f->codel_interval_ns) && !f->codel)
+            return usage_error("--ecn, --codel-target and --codel-interval need --codel (in the "
+                               "%s direction)",
+                               dir_name[d]);
+    }
     return 0;
 }
 
@@ -504,6 +645,12 @@ static int udp_socket(int family)
         (void)setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz);
     if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof sz) < 0)
         (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz);
+    /* each datagram's TOS / traffic class comes with it, so its ECN bits can be forwarded (and
+     * marked) */
+    int on = 1;
+    (void)setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof on); /* IPv4, or v4-mapped on v6 */
+    if (family == AF_INET6)
+        (void)setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &on, sizeof on);
     return fd;
 }
 
@@ -515,14 +662,14 @@ static int epoll_add(int epfd, int fd, uint32_t tag)
 
 enum {
     TAG_CLIENT,
-    TAG_SERVER,
     TAG_SIGNAL,
-    TAG_TIMER
+    TAG_TIMER,
+    TAG_SERVER /* + the client's index */
 };
 
-/* Opens a new socket towards the server; the old one (if any) is closed only once the new one
- * holds its port, so the source port always changes. */
-static int server_connect(struct fwd *w)
+/* Opens a new socket towards the server for client i; the old one (if any) is closed only once
+ * the new one holds its port, so the source port always changes. */
+static int server_connect(struct fwd *w, uint32_t i)
 {
     int fd = udp_socket(w->server_family);
     if (fd < 0) {
@@ -535,34 +682,42 @@ static int server_connect(struct fwd *w)
         close(fd);
         return -1;
     }
-    if (epoll_add(w->epfd, fd, TAG_SERVER) < 0) {
+    if (epoll_add(w->epfd, fd, TAG_SERVER + i) < 0) {
         logmsg("epoll_ctl: %s", strerror(errno));
         close(fd);
         return -1;
     }
-    if (w->server_fd >= 0)
-        close(w->server_fd); /* also leaves the epoll set */
-    w->server_fd = fd;
+    if (w->clients[i].fd >= 0)
+        close(w->clients[i].fd); /* also leaves the epoll set */
+    w->clients[i].fd = fd;
     return 0;
 }
 
 static void rebind(struct fwd *w)
 {
-    unsigned old = local_port(w->server_fd);
-    if (server_connect(w) < 0) {
-        logmsg("rebind failed; keeping source port %u", old);
-        return;
+    bool moved = false;
+    for (uint32_t i = 0; i < w->nclients; i++) {
+        unsigned old = local_port(w->clients[i].fd);
+        if (server_connect(w, i) < 0) {
+            logmsg("rebind failed; keeping source port %u", old);
+            continue;
+        }
+        moved = true;
+        logmsg("rebind: source port towards the server %u -> %u", old,
+               local_port(w->clients[i].fd));
     }
-    w->rebinds++;
-    logmsg("rebind: source port towards the server %u -> %u", old, local_port(w->server_fd));
+    if (moved)
+        w->rebinds++;
 }
 
 /* ---- stats ---- */
 
-static void dir_json(FILE *f, const char *name, const struct dir_stats *s)
+static void dir_json(FILE *f, const char *name, const struct dir_stats *s,
+                     const struct qdelay_hist *h)
 {
     uint64_t dropped = s->lost + s->burst + s->blackholed + s->no_client + s->queue_full +
-                       s->oversize + s->send_errors;
+                       s->oversize + s->send_errors + s->queue_drop + s->codel_drop +
+                       s->too_many_clients;
     const struct {
         const char *key;
         uint64_t v;
@@ -571,7 +726,7 @@ static void dir_json(FILE *f, const char *name, const struct dir_stats *s)
         {"out", s->out},
         {"bytes_in", s->bytes_in},
         {"bytes_out", s->bytes_out},
-        {"dropped", dropped}, /* the sum of the seven reasons that follow */
+        {"dropped", dropped}, /* the sum of the ten reasons that follow */
         {"lost", s->lost},
         {"burst", s->burst},
         {"blackholed", s->blackholed},
@@ -579,9 +734,19 @@ static void dir_json(FILE *f, const char *name, const struct dir_stats *s)
         {"queue_full", s->queue_full},
         {"oversize", s->oversize},
         {"send_errors", s->send_errors},
+        {"queue_drop", s->queue_drop},
+        {"codel_drop", s->codel_drop},
+        {"too_many_clients", s->too_many_clients},
         {"duplicated", s->duplicated},
         {"corrupted", s->corrupted},
         {"reordered", s->reordered},
+        {"ecn_marked", s->ecn_marked},
+        {"queue_max", s->queue_max},
+        /* queueing delay in the bottleneck of each datagram that left it, microseconds */
+        {"qdelay_samples", h ? h->n : 0},
+        {"qdelay_p50_us", h ? qdelay_quantile(h, 0.5) / 1000 : 0},
+        {"qdelay_p95_us", h ? qdelay_quantile(h, 0.95) / 1000 : 0},
+        {"qdelay_max_us", h ? h->max_ns / 1000 : 0},
     };
     fprintf(f, "\"%s\": {", name);
     for (size_t i = 0; i < sizeof field / sizeof field[0]; i++)
@@ -594,15 +759,18 @@ static void stats_write_to(struct fwd *w, FILE *f)
     uint32_t pending[2] = {0, 0};
     for (uint32_t i = 0; i < w->nheap; i++)
         pending[w->slots[w->heap[i].slot].dir]++;
+    pending[UP] += w->d[UP].b.len;
+    pending[DOWN] += w->d[DOWN].b.len;
     fprintf(f, "{\"elapsed\": %.3f, \"seed\": %" PRIu64 ", ", (double)(now_ns() - w->start) / 1e9,
             w->seed);
-    dir_json(f, "up", &w->d[UP].st);
+    dir_json(f, "up", &w->d[UP].st, w->d[UP].b.hist);
     fputs(", ", f);
-    dir_json(f, "down", &w->d[DOWN].st);
+    dir_json(f, "down", &w->d[DOWN].st, w->d[DOWN].b.hist);
     fprintf(f,
             ", \"pending_up\": %u, \"pending_down\": %u, \"rebinds\": %" PRIu64
-            ", \"client_changes\": %" PRIu64 ", \"blackhole\": %s}\n",
+            ", \"client_changes\": %" PRIu64 ", \"clients\": %u, \"blackhole\": %s}\n",
             pending[UP], pending[DOWN], w->rebinds, w->client_changes,
+            w->max_clients == 1 ? (w->clients[0].len != 0) : w->nclients,
             w->blackhole ? "true" : "false");
 }
 
@@ -690,20 +858,56 @@ static bool blackholed(struct fwd *w, const struct faults *f, uint64_t now)
     return e >= f->bh_every_ns && e % f->bh_every_ns < f->bh_len_ns;
 }
 
+/* True when a datagram to `a` leaves as IPv4 (also from an IPv6 socket, to a mapped address). */
+static bool is_ipv4(const struct sockaddr_storage *a)
+{
+    return a->ss_family == AF_INET ||
+           (a->ss_family == AF_INET6 &&
+            IN6_IS_ADDR_V4MAPPED(&((const struct sockaddr_in6 *)a)->sin6_addr));
+}
+
+/* Sends one datagram to `to` (through fd as it is connected, when connected), with its ECN bits
+ * in the TOS byte / traffic class when they are set. */
+static ssize_t send_ecn(int fd, const uint8_t *buf, size_t len, const struct sockaddr_storage *to,
+                        socklen_t tolen, bool connected, uint8_t ecn)
+{
+    struct iovec iov = {.iov_base = (void *)buf, .iov_len = len};
+    struct msghdr m = {.msg_name = connected ? NULL : (void *)to,
+                       .msg_namelen = connected ? 0 : tolen,
+                       .msg_iov = &iov,
+                       .msg_iovlen = 1};
+    union {
+        char b[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } ctl;
+    if (ecn != 0) {
+        memset(&ctl, 0, sizeof ctl);
+        m.msg_control = ctl.b;
+        m.msg_controllen = sizeof ctl.b;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+        c->cmsg_level = is_ipv4(to) ? IPPROTO_IP : IPPROTO_IPV6;
+        c->cmsg_type = is_ipv4(to) ? IP_TOS : IPV6_TCLASS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        int v = ecn;
+        memcpy(CMSG_DATA(c), &v, sizeof v);
+    }
+    return sendmsg(fd, &m, 0);
+}
+
 static void transmit(struct fwd *w, uint32_t idx)
 {
     struct slot *s = &w->slots[idx];
     struct dir_stats *st = &w->d[s->dir].st;
+    const struct client *c = &w->clients[s->client];
     ssize_t n;
     if (s->dir == UP) {
-        n = send(w->server_fd, s->buf, s->len, 0);
+        n = send_ecn(c->fd, s->buf, s->len, &w->server_addr, w->server_len, true, s->ecn);
     } else {
-        if (w->client_len == 0) {
+        if (c->len == 0) {
             st->no_client++;
             return;
         }
-        n = sendto(w->client_fd, s->buf, s->len, 0, (struct sockaddr *)&w->client_addr,
-                   w->client_len);
+        n = send_ecn(w->client_fd, s->buf, s->len, &c->addr, c->len, false, s->ecn);
     }
     if (n < 0) {
         /* A full buffer (EAGAIN, ENOBUFS) or an ICMP error from an earlier datagram
@@ -724,6 +928,95 @@ static void flush_due(struct fwd *w, uint64_t now)
     }
 }
 
+/* Puts one copy of slot idx on the delay heap: it arrived (or left the bottleneck) at t. */
+static void schedule(struct fwd *w, struct dir_state *d, uint32_t idx, uint64_t t)
+{
+    const struct faults *f = &d->f;
+    uint64_t due = t + f->delay_ns;
+    if (f->jitter_ns > 0)
+        due += (uint64_t)(rng_unit(d->rng) * (double)f->jitter_ns);
+    if (due < d->last_due)
+        due = d->last_due; /* jitter alone never reorders */
+    d->last_due = due;
+    if (chance(d, f->reorder_p)) {
+        due += f->reorder_ns; /* not recorded in last_due: later datagrams overtake it */
+        d->st.reordered++;
+    }
+    heap_push(w, due, idx);
+}
+
+/* ---- the bottleneck: a FIFO served at the direction's rate ---- */
+
+/* One copy of slot idx enters the queue at now, or is dropped at its tail. */
+static void bneck_push(struct fwd *w, struct dir_state *d, uint32_t idx, uint64_t now)
+{
+    struct bneck *b = &d->b;
+    uint32_t len = w->slots[idx].len;
+    if ((d->f.queue_packets && b->len >= d->f.queue_packets) ||
+        (d->f.queue_bytes && b->bytes + len > d->f.queue_bytes) || b->len == b->cap) {
+        d->st.queue_drop++;
+        slot_release(w, idx);
+        return;
+    }
+    b->q[(b->head + b->len) % b->cap] = (struct qent){.enq = now, .slot = idx};
+    b->len++;
+    b->bytes += len;
+    if (b->len > d->st.queue_max)
+        d->st.queue_max = b->len;
+}
+
+/* When the head of the queue leaves it: once the link is free, and not before it arrived. */
+static uint64_t bneck_next(const struct bneck *b)
+{
+    if (b->len == 0)
+        return UINT64_MAX;
+    uint64_t enq = b->q[b->head].enq;
+    return b->busy_until > enq ? b->busy_until : enq;
+}
+
+/* Serves the queue up to now, on its own schedule: each datagram leaves at the time the one
+ * before it finished serialising (CoDel judging it then), and goes on to the delay heap due when
+ * it has finished serialising itself. */
+static void bneck_serve(struct fwd *w, struct dir_state *d, uint64_t now)
+{
+    struct bneck *b = &d->b;
+    for (;;) {
+        if (b->len == 0) {
+            /* the link's next dequeue finds the queue empty (RFC 8289's dequeue of NULL) */
+            if (!b->idle_seen && b->busy_until <= now) {
+                codel_empty(&b->cd);
+                b->idle_seen = true;
+            }
+            return;
+        }
+        uint64_t t = bneck_next(b);
+        if (t > now)
+            return;
+        struct qent e = b->q[b->head];
+        struct slot *s = &w->slots[e.slot];
+        b->head = (b->head + 1) % b->cap;
+        b->len--;
+        b->bytes -= s->len;
+        b->idle_seen = false;
+        uint64_t sojourn = t - e.enq;
+        if (d->f.codel) {
+            int v = codel_judge(&b->cd, t, sojourn, b->bytes, s->ecn != 0);
+            if (v == CODEL_DROP) {
+                d->st.codel_drop++;
+                slot_release(w, e.slot);
+                continue;
+            }
+            if (v == CODEL_MARK) {
+                s->ecn = 3; /* CE */
+                d->st.ecn_marked++;
+            }
+        }
+        qdelay_add(b->hist, sojourn);
+        b->busy_until = t + (uint64_t)s->len * 8 * 1000000000u / d->f.rate;
+        schedule(w, d, e.slot, b->busy_until);
+    }
+}
+
 /* Queues one received datagram (in slot idx) through the faults of its direction. */
 static void admit(struct fwd *w, uint32_t idx, uint64_t now)
 {
@@ -731,7 +1024,7 @@ static void admit(struct fwd *w, uint32_t idx, uint64_t now)
     struct dir_state *d = &w->d[s->dir];
     const struct faults *f = &d->f;
 
-    if (s->dir == DOWN && w->client_len == 0) {
+    if (s->dir == DOWN && w->clients[s->client].len == 0) {
         d->st.no_client++;
         goto drop;
     }
@@ -768,17 +1061,10 @@ static void admit(struct fwd *w, uint32_t idx, uint64_t now)
     }
     s->refs = (uint8_t)copies;
     for (int c = 0; c < copies; c++) {
-        uint64_t due = now + f->delay_ns;
-        if (f->jitter_ns > 0)
-            due += (uint64_t)(rng_unit(d->rng) * (double)f->jitter_ns);
-        if (due < d->last_due)
-            due = d->last_due; /* jitter alone never reorders */
-        d->last_due = due;
-        if (chance(d, f->reorder_p)) {
-            due += f->reorder_ns; /* not recorded in last_due: later datagrams overtake it */
-            d->st.reordered++;
-        }
-        heap_push(w, due, idx);
+        if (f->rate != 0)
+            bneck_push(w, d, idx, now);
+        else
+            schedule(w, d, idx, now);
     }
     return;
 drop:
@@ -791,16 +1077,77 @@ static bool same_addr(const struct sockaddr_storage *a, socklen_t alen,
     return alen == blen && memcmp(a, b, alen) == 0;
 }
 
-static void read_socket(struct fwd *w, int dir)
+/* The ECN bits of a received datagram, from its IP_TOS / IPV6_TCLASS control message. */
+static uint8_t recv_ecn(struct msghdr *m)
+{
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c != NULL; c = CMSG_NXTHDR(m, c)) {
+        if (!((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) ||
+              (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS)))
+            continue;
+        int v = 0;
+        if (c->cmsg_len >= CMSG_LEN(sizeof(int)))
+            memcpy(&v, CMSG_DATA(c), sizeof v);
+        else if (c->cmsg_len >= CMSG_LEN(1))
+            v = *(const uint8_t *)CMSG_DATA(c); /* IP_TOS comes as one byte */
+        return (uint8_t)(v & 3);
+    }
+    return 0;
+}
+
+/* The client a datagram from `from` belongs to: with --clients 1 the one client, who becomes
+ * `from`; otherwise the client with that address, added (with its own socket towards the server)
+ * while there is room. Returns -1 when there is none. */
+static int client_of(struct fwd *w, const struct sockaddr_storage *from, socklen_t flen)
+{
+    char a[80];
+    if (w->max_clients == 1) {
+        struct client *c = &w->clients[0];
+        if (!same_addr(from, flen, &c->addr, c->len)) {
+            if (c->len != 0)
+                w->client_changes++;
+            memcpy(&c->addr, from, flen);
+            c->len = flen;
+            logmsg("client is %s", addr_str(from, a, sizeof a));
+        }
+        return 0;
+    }
+    for (uint32_t i = 0; i < w->nclients; i++)
+        if (same_addr(from, flen, &w->clients[i].addr, w->clients[i].len))
+            return (int)i;
+    if (w->nclients == w->max_clients)
+        return -1;
+    uint32_t i = w->nclients;
+    if (server_connect(w, i) < 0)
+        return -1;
+    memcpy(&w->clients[i].addr, from, flen);
+    w->clients[i].len = flen;
+    w->nclients++;
+    logmsg("client %u is %s (source port %u towards the server)", i, addr_str(from, a, sizeof a),
+           local_port(w->clients[i].fd));
+    return (int)i;
+}
+
+/* Reads from the socket facing the clients (UP) or from client ci's socket facing the server. */
+static void read_socket(struct fwd *w, int dir, uint32_t ci)
 {
     for (int i = 0; i < READ_BATCH; i++) {
-        int fd = dir == UP ? w->client_fd : w->server_fd;
+        int fd = dir == UP ? w->client_fd : w->clients[ci].fd;
         bool have_slot = w->nfree > 0;
         uint32_t idx = have_slot ? w->free_list[w->nfree - 1] : 0;
         uint8_t *buf = have_slot ? w->slots[idx].buf : w->scratch;
         struct sockaddr_storage from;
-        socklen_t flen = sizeof from;
-        ssize_t n = recvfrom(fd, buf, SLOT_BYTES, MSG_TRUNC, (struct sockaddr *)&from, &flen);
+        union {
+            char b[CMSG_SPACE(sizeof(int)) * 2];
+            struct cmsghdr align;
+        } ctl;
+        struct iovec iov = {.iov_base = buf, .iov_len = SLOT_BYTES};
+        struct msghdr m = {.msg_name = &from,
+                           .msg_namelen = sizeof from,
+                           .msg_iov = &iov,
+                           .msg_iovlen = 1,
+                           .msg_control = ctl.b,
+                           .msg_controllen = sizeof ctl.b};
+        ssize_t n = recvmsg(fd, &m, MSG_TRUNC);
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK)
                 return;
@@ -815,13 +1162,10 @@ static void read_socket(struct fwd *w, int dir)
         struct dir_state *d = &w->d[dir];
         d->st.in++;
         d->st.bytes_in += (uint64_t)n;
-        if (dir == UP && !same_addr(&from, flen, &w->client_addr, w->client_len)) {
-            char a[80];
-            if (w->client_len != 0)
-                w->client_changes++;
-            memcpy(&w->client_addr, &from, flen);
-            w->client_len = flen;
-            logmsg("client is %s", addr_str(&from, a, sizeof a));
+        int client = (int)ci;
+        if (dir == UP && (client = client_of(w, &from, m.msg_namelen)) < 0) {
+            d->st.too_many_clients++;
+            continue;
         }
         if (!have_slot) {
             d->st.queue_full++;
@@ -835,8 +1179,12 @@ static void read_socket(struct fwd *w, int dir)
         w->slots[idx].len = (uint32_t)n;
         w->slots[idx].dir = (uint8_t)dir;
         w->slots[idx].refs = 1;
+        w->slots[idx].ecn = recv_ecn(&m);
+        w->slots[idx].client = (uint16_t)client;
         admit(w, idx, now);
-        flush_due(w, now); /* keeps undelayed datagrams prompt and in order */
+        if (d->f.rate != 0)
+            bneck_serve(w, d, now); /* an idle link takes it at once */
+        flush_due(w, now);          /* keeps undelayed datagrams prompt and in order */
     }
 }
 
@@ -846,6 +1194,11 @@ static void arm_timer(struct fwd *w)
     uint64_t next = UINT64_MAX;
     if (w->nheap > 0)
         next = w->heap[0].due;
+    for (int d = 0; d < 2; d++) {
+        uint64_t b = bneck_next(&w->d[d].b);
+        if (b < next)
+            next = b;
+    }
     if (w->rebind_at != 0 && w->rebind_at < next)
         next = w->rebind_at;
     if (w->stats_every != 0 && w->next_stats < next)
@@ -870,6 +1223,9 @@ static void on_timer(struct fwd *w)
         logmsg("timerfd: %s", strerror(errno));
     w->armed = UINT64_MAX;
     uint64_t now = now_ns();
+    for (int d = 0; d < 2; d++)
+        if (w->d[d].f.rate != 0)
+            bneck_serve(w, &w->d[d], now);
     flush_due(w, now);
     if (w->rebind_at != 0 && now >= w->rebind_at) {
         w->rebind_at = 0;
@@ -893,6 +1249,7 @@ static bool on_signal(struct fwd *w)
             logmsg("blackhole %s", w->blackhole ? "on" : "off");
             break;
         case SIGUSR2: rebind(w); break;
+        case SIGHUP: stats_write(w); break;
         case SIGTERM:
         case SIGINT: return true;
         default: break;
@@ -906,7 +1263,7 @@ static bool on_signal(struct fwd *w)
 static int fwd_init(struct fwd *w, const struct config *c)
 {
     memset(w, 0, sizeof *w);
-    w->epfd = w->client_fd = w->server_fd = w->sig_fd = w->timer_fd = -1;
+    w->epfd = w->client_fd = w->sig_fd = w->timer_fd = -1;
     w->armed = UINT64_MAX;
     w->start = now_ns();
     w->seed = c->have_seed ? c->seed : (w->start ^ ((uint64_t)getpid() << 32));
@@ -931,6 +1288,31 @@ static int fwd_init(struct fwd *w, const struct config *c)
         logmsg("cannot allocate a pool of %u datagrams", w->nslots);
         return -1;
     }
+    for (int d = 0; d < 2; d++) {
+        const struct faults *f = &c->f[d];
+        struct bneck *b = &w->d[d].b;
+        if (f->rate == 0)
+            continue;
+        b->cap = 2 * w->nslots; /* a duplicated datagram is queued twice */
+        b->q = calloc(b->cap, sizeof *b->q);
+        b->hist = calloc(1, sizeof *b->hist);
+        if (!b->q || !b->hist) {
+            logmsg("cannot allocate the bottleneck queue");
+            return -1;
+        }
+        codel_init(&b->cd, f->codel_target_ns, f->codel_interval_ns, 1500, f->ecn);
+    }
+    /* The bottleneck's schedule is kept in virtual terms, but a timer that fires 50 us late (the
+     * default timer slack) still delays each datagram by that much: ask for no slack. */
+    (void)prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    w->max_clients = (uint32_t)c->clients;
+    w->clients = calloc(w->max_clients, sizeof *w->clients);
+    if (!w->clients) {
+        logmsg("cannot allocate %u clients", w->max_clients);
+        return -1;
+    }
+    for (uint32_t i = 0; i < w->max_clients; i++)
+        w->clients[i].fd = -1;
     for (uint32_t i = 0; i < w->nslots; i++) {
         w->slots[i].buf = mem + (size_t)i * SLOT_BYTES;
         w->free_list[i] = w->nslots - 1 - i; /* slot 0 on top */
@@ -957,8 +1339,12 @@ static int fwd_init(struct fwd *w, const struct config *c)
     memcpy(&w->server_addr, &c->to, c->to_len);
     w->server_len = c->to_len;
     w->server_family = c->to.ss_family;
-    if (server_connect(w) < 0)
-        return -1;
+    if (w->max_clients == 1) {
+        /* one client, whoever it is: its socket towards the server is open from the start */
+        w->nclients = 1;
+        if (server_connect(w, 0) < 0)
+            return -1;
+    }
 
     sigset_t mask;
     sigemptyset(&mask);
@@ -966,6 +1352,7 @@ static int fwd_init(struct fwd *w, const struct config *c)
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGUSR1);
     sigaddset(&mask, SIGUSR2);
+    sigaddset(&mask, SIGHUP);
     /* main blocked these before calling us, so none is lost at startup. */
     w->sig_fd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
     w->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
@@ -996,6 +1383,7 @@ int main(int argc, char **argv)
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGUSR1);
     sigaddset(&mask, SIGUSR2);
+    sigaddset(&mask, SIGHUP);
     sigprocmask(SIG_BLOCK, &mask, NULL);
     signal(SIGPIPE, SIG_IGN);
 
@@ -1019,10 +1407,10 @@ int main(int argc, char **argv)
         }
         for (int i = 0; i < n && !done; i++) {
             switch (ev[i].data.u32) {
-            case TAG_CLIENT: read_socket(&w, UP); break;
-            case TAG_SERVER: read_socket(&w, DOWN); break;
+            case TAG_CLIENT: read_socket(&w, UP, 0); break;
             case TAG_TIMER: on_timer(&w); break;
             case TAG_SIGNAL: done = on_signal(&w); break;
+            default: read_socket(&w, DOWN, ev[i].data.u32 - TAG_SERVER); break;
             }
         }
     }

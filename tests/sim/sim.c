@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 #include "sim.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../tools/codel.h"
+
 #define MAX_EP 8
+#define MAX_BN 8
 #define WRITE_BUF (64 * 1024)
 
 typedef struct dgram {
@@ -24,8 +28,30 @@ typedef struct pathstate {
     uint32_t burst_left;
     uint64_t burst_until;
     uint32_t count;
+    int bn; /* bottleneck index + 1; 0: none */
     sim_stats st;
 } pathstate;
+
+/* A datagram waiting in a bottleneck: `extra` is the path delay (with jitter and reordering)
+ * that it takes once serialised. */
+typedef struct qent {
+    uint64_t enq, extra;
+    int from, to;
+    uint32_t len;
+    uint8_t *data;
+} qent;
+
+typedef struct bneck {
+    sim_bottleneck cfg;
+    struct codel cd;
+    qent *q; /* a ring */
+    size_t head, len, cap;
+    uint64_t qbytes;
+    uint64_t busy_until; /* the link serialises until then */
+    bool idle_seen;      /* CoDel was told the queue was found empty */
+    sim_bottleneck_stats st;
+    struct qdelay_hist *hist;
+} bneck;
 
 struct sim {
     uint64_t rng;
@@ -34,6 +60,10 @@ struct sim {
     int n;
     pure_ctx *ctx[MAX_EP];
     int dead[MAX_EP];
+    const sim_agent_ops *agent[MAX_EP]; /* non-NULL: the endpoint is an agent */
+    void *agent_arg[MAX_EP];
+    bneck bn[MAX_BN];
+    int nbn;
     pure_addr addr[MAX_EP];
     uint16_t port[MAX_EP];
     uint8_t host[MAX_EP]; /* the address's host byte (ep + 1 until sim_move) */
@@ -103,6 +133,13 @@ void sim_free(sim *s)
         pure_ctx_free(s->ctx[i]);
     for (size_t i = 0; i < s->heap_len; i++)
         free(s->heap[i].data);
+    for (int b = 0; b < s->nbn; b++) {
+        bneck *k = &s->bn[b];
+        for (size_t i = 0; i < k->len; i++)
+            free(k->q[(k->head + i) % k->cap].data);
+        free(k->q);
+        free(k->hist);
+    }
     free(s->heap);
     free(s->buf);
     free(s);
@@ -139,6 +176,18 @@ int sim_add(sim *s, pure_settings *st)
         fprintf(stderr, "sim: pure_ctx_new failed\n");
         abort();
     }
+    s->port[ep] = (uint16_t)(1000 + ep);
+    make_addr(s, ep);
+    return ep;
+}
+
+int sim_add_agent(sim *s, const sim_agent_ops *ops, void *arg)
+{
+    if (s->n >= MAX_EP)
+        return -1;
+    int ep = s->n++;
+    s->agent[ep] = ops;
+    s->agent_arg[ep] = arg;
     s->port[ep] = (uint16_t)(1000 + ep);
     make_addr(s, ep);
     return ep;
@@ -281,6 +330,155 @@ static int in_blackhole(const sim_path *c, uint64_t now)
     return c->blackhole_period && now % c->blackhole_period < c->blackhole_len;
 }
 
+/* ---- shared bottlenecks ---- */
+
+int sim_bottleneck_add(sim *s, const sim_bottleneck *cfg)
+{
+    if (s->nbn >= MAX_BN || cfg->rate == 0)
+        return -1;
+    bneck *k = &s->bn[s->nbn];
+    memset(k, 0, sizeof *k);
+    k->cfg = *cfg;
+    codel_init(&k->cd, cfg->codel_target, cfg->codel_interval, 1500, false);
+    k->hist = calloc(1, sizeof *k->hist);
+    return s->nbn++;
+}
+
+void sim_path_bottleneck(sim *s, int a, int b, int bn)
+{
+    s->path[a][b].bn = bn >= 0 && bn < s->nbn ? bn + 1 : 0;
+}
+
+void sim_bottleneck_stats_get(sim *s, int bn, sim_bottleneck_stats *out)
+{
+    const bneck *k = &s->bn[bn];
+    *out = k->st;
+    out->qdelay_median = qdelay_quantile(k->hist, 0.5);
+    out->qdelay_p95 = qdelay_quantile(k->hist, 0.95);
+    out->qdelay_max = k->hist->max_ns;
+    out->qdelay_mean = k->hist->n ? k->hist->sum_ns / k->hist->n : 0;
+}
+
+void sim_bottleneck_stats_reset(sim *s, int bn)
+{
+    bneck *k = &s->bn[bn];
+    memset(&k->st, 0, sizeof k->st);
+    memset(k->hist, 0, sizeof *k->hist);
+}
+
+/* Serves the bottleneck up to now: each time the link is free and a datagram waits, the head
+ * leaves the queue (CoDel may drop it there) and starts serialising. */
+static void bneck_serve(sim *s, bneck *k)
+{
+    for (;;) {
+        if (k->len == 0) {
+            /* the link's next dequeue finds the queue empty (RFC 8289's dequeue of NULL) */
+            if (!k->idle_seen && k->busy_until <= s->now) {
+                codel_empty(&k->cd);
+                k->idle_seen = true;
+            }
+            return;
+        }
+        qent *h = &k->q[k->head];
+        uint64_t t = k->busy_until > h->enq ? k->busy_until : h->enq;
+        if (t > s->now)
+            return;
+        qent e = *h;
+        k->head = (k->head + 1) % k->cap;
+        k->len--;
+        k->qbytes -= e.len;
+        k->idle_seen = false;
+        uint64_t sojourn = t - e.enq;
+        if (k->cfg.codel && codel_judge(&k->cd, t, sojourn, k->qbytes, false) == CODEL_DROP) {
+            k->st.dropped_codel++;
+            s->path[e.from][e.to].st.lost++;
+            free(e.data);
+            continue;
+        }
+        qdelay_add(k->hist, sojourn);
+        k->st.forwarded++;
+        k->st.bytes_forwarded += e.len;
+        k->busy_until = t + (uint64_t)e.len * 8 * SIM_S / k->cfg.rate;
+        dgram g = {.at = k->busy_until + e.extra,
+                   .seq = s->seq++,
+                   .from = e.from,
+                   .to = e.to,
+                   .src = s->addr[e.from],
+                   .len = e.len,
+                   .data = e.data};
+        heap_push(s, g);
+    }
+}
+
+static uint64_t bneck_next(const bneck *k)
+{
+    if (k->len == 0)
+        return UINT64_MAX;
+    uint64_t enq = k->q[k->head].enq;
+    return k->busy_until > enq ? k->busy_until : enq;
+}
+
+static void bneck_push(sim *s, bneck *k, int from, int to, const uint8_t *d, size_t n,
+                       uint64_t extra)
+{
+    bneck_serve(s, k);
+    k->st.enqueued++;
+    if ((k->cfg.limit_packets && k->len >= k->cfg.limit_packets) ||
+        (k->cfg.limit_bytes && k->qbytes + n > k->cfg.limit_bytes)) {
+        k->st.dropped_queue++;
+        s->path[from][to].st.lost++;
+        return;
+    }
+    if (k->len == k->cap) {
+        size_t cap = k->cap ? k->cap * 2 : 256;
+        qent *q = malloc(cap * sizeof *q);
+        for (size_t i = 0; i < k->len; i++)
+            q[i] = k->q[(k->head + i) % k->cap];
+        free(k->q);
+        k->q = q;
+        k->cap = cap;
+        k->head = 0;
+    }
+    qent *e = &k->q[(k->head + k->len) % k->cap];
+    *e = (qent){.enq = s->now, .extra = extra, .from = from, .to = to, .len = (uint32_t)n};
+    e->data = malloc(n ? n : 1);
+    memcpy(e->data, d, n);
+    k->len++;
+    k->qbytes += n;
+    if (k->len > k->st.max_packets)
+        k->st.max_packets = k->len;
+    if (k->qbytes > k->st.max_bytes)
+        k->st.max_bytes = k->qbytes;
+    bneck_serve(s, k); /* an idle link takes it at once */
+}
+
+/* The rest of transmit() for a path through a bottleneck: the path's corruption and duplication
+ * now, its delay after serialisation. */
+static void via_bottleneck(sim *s, bneck *k, int from, int to, const uint8_t *d, size_t n,
+                           const sim_path *c)
+{
+    pathstate *ps = &s->path[from][to];
+    uint8_t tmp[65536];
+    memcpy(tmp, d, n);
+    if (c->corrupt > 0 && n > 0 && sim_rand01(s) < c->corrupt) {
+        tmp[sim_rand(s) % n] ^= (uint8_t)(1 + sim_rand(s) % 255);
+        ps->st.corrupted++;
+    }
+    int copies = 1;
+    if (c->duplicate > 0 && sim_rand01(s) < c->duplicate) {
+        ps->st.duplicated++;
+        copies = 2;
+    }
+    for (int i = 0; i < copies; i++) {
+        uint64_t extra = c->delay;
+        if (c->jitter)
+            extra += sim_rand(s) % c->jitter;
+        if (c->reorder > 0 && sim_rand01(s) < c->reorder)
+            extra += c->reorder_delay;
+        bneck_push(s, k, from, to, tmp, n, extra);
+    }
+}
+
 /* One datagram enters the path from->to: decide its fate. */
 static void transmit(sim *s, int from, int to, const uint8_t *d, size_t n)
 {
@@ -313,6 +511,10 @@ static void transmit(sim *s, int from, int to, const uint8_t *d, size_t n)
     }
     if (c->loss > 0 && sim_rand01(s) < c->loss) {
         ps->st.lost++;
+        return;
+    }
+    if (ps->bn) {
+        via_bottleneck(s, &s->bn[ps->bn - 1], from, to, d, n, c);
         return;
     }
     uint64_t depart = s->now;
@@ -358,9 +560,14 @@ static int find_ep(sim *s, const pure_addr *a)
     return -1;
 }
 
+void sim_send(sim *s, int from, int to, const uint8_t *d, size_t n)
+{
+    transmit(s, from, to, d, n);
+}
+
 static void flush(sim *s, int ep)
 {
-    if (s->dead[ep])
+    if (s->dead[ep] || s->agent[ep])
         return;
     size_t seg;
     pure_addr to;
@@ -381,6 +588,15 @@ static void flush(sim *s, int ep)
     }
 }
 
+static uint64_t ep_deadline(sim *s, int i)
+{
+    if (s->dead[i])
+        return UINT64_MAX;
+    if (s->agent[i])
+        return s->agent[i]->deadline(s->agent_arg[i]);
+    return pure_ctx_deadline(s->ctx[i]);
+}
+
 int sim_run(sim *s, int (*done)(void *), void *arg, uint64_t until)
 {
     for (int i = 0; i < s->n; i++)
@@ -392,7 +608,12 @@ int sim_run(sim *s, int (*done)(void *), void *arg, uint64_t until)
         if (s->heap_len)
             next = s->heap[0].at;
         for (int i = 0; i < s->n; i++) {
-            uint64_t d = s->dead[i] ? UINT64_MAX : pure_ctx_deadline(s->ctx[i]);
+            uint64_t d = ep_deadline(s, i);
+            if (d < next)
+                next = d;
+        }
+        for (int b = 0; b < s->nbn; b++) {
+            uint64_t d = bneck_next(&s->bn[b]);
             if (d < next)
                 next = d;
         }
@@ -402,19 +623,31 @@ int sim_run(sim *s, int (*done)(void *), void *arg, uint64_t until)
         }
         if (next > s->now)
             s->now = next;
-        /* deliver everything due now, then run timers, then let every endpoint write */
+        /* move bottleneck queues on, deliver everything due now, then run timers, then let every
+         * endpoint write */
+        for (int b = 0; b < s->nbn; b++)
+            bneck_serve(s, &s->bn[b]);
         while (s->heap_len && s->heap[0].at <= s->now) {
             dgram g = heap_pop(s);
             /* the receiver sees the sender's current address (rebinding shows up here) */
             pure_addr src = g.spoofed ? g.src : s->addr[g.from];
-            if (!s->dead[g.to])
+            if (s->dead[g.to])
+                ;
+            else if (s->agent[g.to])
+                s->agent[g.to]->read(s->agent_arg[g.to], g.from, g.data, g.len, s->now);
+            else
                 pure_ctx_read(s->ctx[g.to], &src, g.data, g.len, s->now);
             s->path[g.from][g.to].st.delivered++;
             free(g.data);
         }
-        for (int i = 0; i < s->n; i++)
-            if (!s->dead[i] && pure_ctx_deadline(s->ctx[i]) <= s->now)
+        for (int i = 0; i < s->n; i++) {
+            if (ep_deadline(s, i) > s->now)
+                continue;
+            if (s->agent[i])
+                s->agent[i]->timeout(s->agent_arg[i], s->now);
+            else
                 pure_ctx_timeout(s->ctx[i], s->now);
+        }
         for (int i = 0; i < s->n; i++)
             flush(s, i);
     }

@@ -1,8 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* sim.h: a deterministic network simulator for Pure's sans-I/O core: virtual time, a seeded
- * PRNG, any number of endpoints (each a pure_ctx), and per-direction paths with delay, jitter,
+ * PRNG, any number of endpoints (each a pure_ctx, or an agent: a small protocol of the test's
+ * own, such as the reference flow in sim_ref.h), and per-direction paths with delay, jitter,
  * bandwidth, a queue limit, random and burst loss, reordering, duplication, corruption and
- * blackhole periods. Everything that happens depends only on the seed. */
+ * blackhole periods. Paths may also pass through a shared bottleneck (sim_bottleneck_add): one
+ * FIFO queue served at a fixed rate, drop-tail in packets or bytes, optionally CoDel, that the
+ * flows of several endpoint pairs compete for. Everything that happens depends only on the seed.
+ *
+ * The per-path model (sim_path.bandwidth and .queue) is simpler: each ordered pair of endpoints
+ * has its own serialisation (the departure time is fixed when a datagram enters) and a tail drop
+ * once the backlog ahead exceeds .queue bytes; only the links between those two endpoints share
+ * it. Use a bottleneck to make flows of different endpoints compete, or for CoDel. */
 #ifndef PURE_SIM_H
 #define PURE_SIM_H
 
@@ -33,6 +41,37 @@ typedef struct sim_path {
     uint32_t mtu; /* largest datagram the sender's kernel accepts (0: any); larger
                      bursts are refused as sendmsg would (EMSGSIZE) */
 } sim_path;
+
+/* A shared bottleneck: a FIFO served at `rate`. A datagram that finds the link idle starts
+ * serialising at once; otherwise it waits in the queue, which holds at most limit_packets
+ * datagrams and limit_bytes bytes (the one being serialised not counted; a datagram that would
+ * exceed either is dropped at the tail). With codel set, each datagram is judged by CoDel (RFC
+ * 8289, tools/codel.h) as it leaves the queue. After serialisation the path's own delay, jitter
+ * and reordering apply; its loss, corruption and duplication apply before the queue. */
+typedef struct sim_bottleneck {
+    uint64_t rate;          /* bits per second, > 0 */
+    uint32_t limit_packets; /* 0: no limit in packets */
+    uint64_t limit_bytes;   /* 0: no limit in bytes */
+    int codel;
+    uint64_t codel_target, codel_interval; /* ns; 0: 5 ms and 100 ms */
+} sim_bottleneck;
+
+typedef struct sim_bottleneck_stats {
+    uint64_t enqueued, forwarded, bytes_forwarded;
+    uint64_t dropped_queue, dropped_codel;
+    uint64_t max_packets, max_bytes; /* the deepest the queue was */
+    /* queueing delay (time from entering the queue to starting serialisation) of the datagrams
+     * forwarded, ns (50 us resolution) */
+    uint64_t qdelay_median, qdelay_p95, qdelay_max, qdelay_mean;
+} sim_bottleneck_stats;
+
+/* An agent: an endpoint driven by callbacks instead of a pure_ctx. It sends with sim_send from
+ * any of them. deadline returns UINT64_MAX when it has nothing to do. */
+typedef struct sim_agent_ops {
+    void (*read)(void *arg, int from, const uint8_t *d, size_t n, uint64_t now);
+    uint64_t (*deadline)(void *arg);
+    void (*timeout)(void *arg, uint64_t now);
+} sim_agent_ops;
 
 typedef struct sim_stats {
     uint64_t sent, delivered, lost, corrupted, duplicated, bytes_sent;
@@ -84,5 +123,19 @@ void sim_set_icmp(sim *s, int on);
 /* A hook that sees (and may record) every datagram a path accepts; may be NULL. */
 void sim_set_tap(sim *s, void (*tap)(void *arg, int from, int to, const uint8_t *d, size_t n),
                  void *arg);
+
+/* Adds an agent endpoint (sim_ctx returns NULL for it). Returns its index. */
+int sim_add_agent(sim *s, const sim_agent_ops *ops, void *arg);
+/* An agent sends a datagram to endpoint `to` now, through the path from->to. */
+void sim_send(sim *s, int from, int to, const uint8_t *d, size_t n);
+/* Adds a shared bottleneck; returns its index (at most 8), or -1 if cfg is invalid or too many. */
+int sim_bottleneck_add(sim *s, const sim_bottleneck *cfg);
+/* Path a->b goes through bottleneck bn (-1: none again). Several paths may share one. The
+ * path's own bandwidth and queue are then not used; its other settings still apply. */
+void sim_path_bottleneck(sim *s, int a, int b, int bn);
+void sim_bottleneck_stats_get(sim *s, int bn, sim_bottleneck_stats *out);
+/* Forgets the bottleneck's statistics so far (queue and CoDel state stay): to measure a steady
+ * state after a start-up. */
+void sim_bottleneck_stats_reset(sim *s, int bn);
 
 #endif
