@@ -629,7 +629,7 @@ typedef struct pure_link_stats {
     uint64_t packets_sent, packets_received, bytes_sent, bytes_received;
     uint64_t packets_lost, bytes_retransmitted, ptos;
     uint64_t random_losses; /* losses not taken as congestion: no queueing delay above
-                               max(1 ms, half the queueing seen lately) (docs/congestion.md) */
+                               max(2 ms, half the queueing seen lately) (docs/congestion.md) */
     uint64_t messages_sent, messages_received, messages_acked;
     uint64_t recv_window; /* current receive credit window */
     uint64_t rekeys, keepalives, path_changes;

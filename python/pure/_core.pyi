@@ -10,6 +10,8 @@ ECRYPTO: int
 EPROTO: int
 ECLOSED: int
 ETIMEDOUT: int
+EUNREACH: int
+ENOTPURE: int
 EREFUSED: int
 EACCES: int
 EKEY: int

@@ -9,8 +9,8 @@ from . import _core
 
 __all__ = [
     "Error", "RefusedError", "KeyRejectedError", "WrongServerKeyError", "TimedOutError",
-    "UnreachableError", "ClosedError", "ResetError", "BacklogFullError", "MessageTooBigError",
-    "ProtocolError",
+    "UnreachableError", "NotPureError", "ClosedError", "ResetError", "BacklogFullError",
+    "MessageTooBigError", "ProtocolError",
 ]
 
 _NAMES = {getattr(_core, n): "PURE_" + n for n in dir(_core) if n.startswith("E") and n[1:].isupper()}
@@ -56,9 +56,14 @@ class TimedOutError(Error, TimeoutError):
 
 
 class UnreachableError(TimedOutError):
-    """Nothing answered the handshake within the timeout: no server at that address and port
-    (an ICMP error does not reach an unconnected UDP socket, so this is what a closed port,
-    a stopped server and the wrong address family look like)."""
+    """No server there: the network said so during the handshake (an ICMP port or host
+    unreachable, no route, the wrong address family: PURE_EUNREACH, in about a round trip), or
+    nothing answered within the handshake timeout (PURE_ETIMEDOUT). A TimedOutError too, so
+    ``except TimeoutError`` catches both."""
+
+
+class NotPureError(Error):
+    """What answers at that address and port is not a Pure server (PURE_ENOTPURE)."""
 
 
 class ClosedError(Error):
@@ -88,6 +93,8 @@ _BY_CODE = {
     _core.EACCES: KeyRejectedError,
     _core.EKEY: WrongServerKeyError,
     _core.ETIMEDOUT: TimedOutError,
+    _core.EUNREACH: UnreachableError,
+    _core.ENOTPURE: NotPureError,
     _core.ECLOSED: ClosedError,
     _core.ERESET: ResetError,
     _core.EAGAIN: BacklogFullError,

@@ -351,15 +351,14 @@ int pure_hs_on_reject(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, si
 
 /* ---- failing fast: hints that the handshake cannot succeed (docs/protocol.md, "Failing fast") */
 
-/* A hint that the handshake failed with err. The first one sends the INIT again at once and arms
- * the grace: the larger of PURE_HS_HINT_GRACE_MIN and twice the time from the first INIT to the
- * hint (so a far responder's answer to a resend still counts), with the INIT resent every quarter
- * of it; the handshake ends with err when the grace runs out with no RESP. More hints change
- * nothing: a second REJECT is not proof either, since a path that corrupts one INIT beyond its
- * UDP checksum gets a REJECT for each such copy from the right responder too (the simulator's 30%
- * handshake corruption made two in a row 9% likely). A RESP that reaches the link but fails to
- * open, or a good COOKIE reply, says the responder holds the key: it clears the hint
- * (pure_hs_hint_clear). */
+/* A hint that the handshake failed with err. The first one arms the grace: the larger of
+ * PURE_HS_HINT_GRACE_MIN and twice the time from the first INIT to the hint (so a far responder's
+ * answer to a resend still counts), with the INIT resent every quarter of it; the handshake ends
+ * with err when the grace runs out with no RESP. More hints change nothing: a second REJECT is not
+ * proof either, since a path that corrupts one INIT beyond its UDP checksum gets a REJECT for each
+ * such copy from the right responder too (the simulator's 30% handshake corruption made two in a
+ * row 9% likely). A RESP that reaches the link but fails to open, or a good COOKIE reply, says the
+ * responder holds the key: it clears the hint (pure_hs_hint_clear). */
 static void hint(pure_link *link, int err, int kind, uint64_t now)
 {
     pure_hs *hs = link->hs;
@@ -375,8 +374,8 @@ static void hint(pure_link *link, int err, int kind, uint64_t now)
     hs->retry_at = now + hs->hint_step;
     if (hs->retry_at > hs->started + link->ctx->s.handshake_timeout)
         hs->retry_at = hs->started + link->ctx->s.handshake_timeout; /* the budget still ends it */
-    hs->send_pending = 1;
-    pure_ctx_mark_pending(link->ctx, link);
+    /* No INIT at once: a forged hint must not make the client send. The first resend comes from
+     * the timer, a quarter of the grace later (attack_netns counts what is not a timer's). */
     pure_timers_update(link, now);
 }
 

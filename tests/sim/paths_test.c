@@ -57,8 +57,8 @@ static result drain(uint64_t seed, uint64_t queue_packets, double loss)
     st.send_backlog = 64u << 20;
     int c = sim_add(r.s, &st), sv = sim_add(r.s, &st);
     pure_ctx_add_service(sim_ctx(r.s, sv), "svc");
-    sim_path up = {.delay = 20 * SIM_MS, .bandwidth = RATE, .queue = queue_packets * 1500,
-                   .loss = loss};
+    sim_path up = {
+        .delay = 20 * SIM_MS, .bandwidth = RATE, .queue = queue_packets * 1500, .loss = loss};
     sim_path down = {.delay = 20 * SIM_MS, .bandwidth = RATE};
     sim_set_path(r.s, c, sv, &up);
     sim_set_path(r.s, sv, c, &down);
