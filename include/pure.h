@@ -220,7 +220,8 @@ typedef struct pure_settings {
     uint32_t version;                  /* PURE_SETTINGS_VERSION */
     uint8_t private_key[PURE_KEY_LEN]; /* this endpoint's static key (required) */
     int allow_any;                /* responder: accept any initiator key (default 0: allow list) */
-    uint32_t max_udp_payload;     /* largest datagram sent, bytes (default 1472, min 1200) */
+    uint32_t max_udp_payload;     /* largest datagram sent, bytes (default 1472, min 1200): links
+                                     start at 1200 and search up to it (1200: no search) */
     uint32_t max_message_size;    /* largest message, bytes (default 16 MiB) */
     uint64_t send_backlog;        /* bytes of unacknowledged messages per link (default 8 MiB) */
     uint64_t send_queue;          /* bytes accepted but not yet sent before
