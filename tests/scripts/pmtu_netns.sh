@@ -189,7 +189,7 @@ for fam in 4 6; do
             far_mtu "$mtu"
             icmp "$ic"
             if ! t=$(best_of "$host" "$limit"); then
-                say "IPv$fam  MTU $mtu ICMP $ic: FAILED (no completion within 20 s)"
+                say "IPv$fam  MTU $mtu ICMP $([ "$ic" = on ] && echo allowed || echo dropped): FAILED (no completion within 20 s)"
                 fail=1
                 icmp on
                 continue
