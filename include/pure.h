@@ -220,7 +220,8 @@ typedef struct pure_settings {
     uint32_t version;                  /* PURE_SETTINGS_VERSION */
     uint8_t private_key[PURE_KEY_LEN]; /* this endpoint's static key (required) */
     int allow_any;                /* responder: accept any initiator key (default 0: allow list) */
-    uint32_t max_udp_payload;     /* largest datagram sent, bytes (default 1472, min 1200) */
+    uint32_t max_udp_payload;     /* largest datagram sent, bytes (default 1472, min 1200): links
+                                     start at 1200 and search up to it (1200: no search) */
     uint32_t max_message_size;    /* largest message, bytes (default 16 MiB) */
     uint64_t send_backlog;        /* bytes of unacknowledged messages per link (default 8 MiB) */
     uint64_t send_queue;          /* bytes accepted but not yet sent before
@@ -406,13 +407,37 @@ PURE_API int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t 
                                 pure_addr *to, uint64_t now);
 
 /* Tells the core that the burst pure_ctx_write returned last could not be sent because its
- * datagrams are larger than the path allows (sendmsg failed with EMSGSIZE). The link behind it
- * sends smaller datagrams from then on (1452, 1400, 1280, then 1200 bytes) and sends that burst's
- * data again at once; the loss is not taken as congestion. Returns 0; PURE_EINVAL if no open
- * link sent the last burst (or ctx is NULL); PURE_ECLOSED if the link already used 1200-byte
- * datagrams: the path cannot carry Pure, and the link is closed. Its on_closed has then run,
- * with error PURE_EMSGSIZE. */
+ * datagrams are larger than the path allows (sendmsg failed with EMSGSIZE). If the burst was a
+ * path MTU probe (below), the probe counts as lost and nothing else changes. Otherwise the link
+ * behind it sends smaller datagrams from then on (1452, 1400, 1280, then 1200 bytes) and sends
+ * that burst's data again at once; the loss is not taken as congestion. Returns 0; PURE_EINVAL
+ * if no open link sent the last burst (or ctx is NULL); PURE_ECLOSED if the link already used
+ * 1200-byte datagrams: the path cannot carry Pure, and the link is closed. Its on_closed has
+ * then run, with error PURE_EMSGSIZE.
+ *
+ * Path MTU: a link's datagrams start at 1200 bytes of UDP payload, which every path carries.
+ * Once it sends in bulk it probes larger sizes up to max_udp_payload (padded PINGs, whose loss
+ * is not congestion) and uses the largest acknowledged, within a round trip on common paths; it
+ * falls back to 1200 when full-size packets vanish while smaller ones arrive (a black hole:
+ * Packet Too Big filtered) and searches again after 10 minutes (RFC 8899, docs/protocol.md).
+ * The I/O layer must set don't-fragment on its sockets (Linux: IP_MTU_DISCOVER and
+ * IPV6_MTU_DISCOVER = *_PMTUDISC_PROBE, as pure_loop does), or the kernel fragments what the
+ * probes should find too large. */
 PURE_API int pure_ctx_burst_too_big(pure_ctx *ctx, uint64_t now);
+
+/* Tells the core that a router says the path to `addr` carries at most `size` bytes of UDP
+ * payload: an ICMP "fragmentation needed" or ICMPv6 Packet Too Big read from the socket's error
+ * queue (Linux: IP_RECVERR with ee_errno EMSGSIZE; size is ee_info, the MTU, less the IP and
+ * UDP headers: 28 for IPv4, 48 for IPv6), with `quoted` the start of the datagram it quotes. A
+ * hint only (RFC 8899 section 4.6), as an ICMP error is easy to forge: it is taken only for an
+ * open link sending to addr whose own packet the quote holds (its header: the peer's index and
+ * a packet number the link used), only to lower the size, never below 1200; the link then stops
+ * probing above it, and if its datagrams are larger it goes back to 1200 bytes at once and
+ * probes `size`, using it once a probe of it is acknowledged. At most 100 hints a second are
+ * looked at. Returns 1 if a link took the hint, 0 if none did (or it was ignored), PURE_EINVAL
+ * (ctx or addr NULL). */
+PURE_API int pure_ctx_packet_too_big(pure_ctx *ctx, const pure_addr *addr, uint32_t size,
+                                     const uint8_t *quoted, size_t quoted_len, uint64_t now);
 
 /* Kinds of pure_ctx_unreachable reports. The first three come from the network (an ICMP or ICMPv6
  * destination unreachable error read from the socket's error queue), the last two from this
@@ -634,8 +659,10 @@ typedef struct pure_link_stats {
     uint64_t recv_window; /* current receive credit window */
     uint64_t rekeys, keepalives, path_changes;
     uint64_t dropped_auth, dropped_replay;
-    uint64_t paced_bursts; /* bursts of data the pacer ended before the buffer was full
-                              (the window and the data would have allowed more) */
+    uint64_t paced_bursts;  /* bursts of data the pacer ended before the buffer was full
+                               (the window and the data would have allowed more) */
+    uint64_t datagram_size; /* the largest datagram (UDP payload) the link sends now: what the
+                               path MTU search found (1200 until it ran) */
 } pure_link_stats;
 
 /* Copies the link's statistics. */

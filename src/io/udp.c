@@ -94,6 +94,18 @@ int pure_udp_open(pure_udp *u, pure_addr *local, pure_loop_stats *st, int reusep
      * quote, for pure_udp_errors: an unconnected socket hears of them no other way. Both levels
      * on an IPv6 socket, which also carries IPv4. Without them, only timeouts tell. */
     (void)setsockopt(u->fd, IPPROTO_IP, IP_RECVERR, &one, sizeof one);
+    /* Don't fragment, and don't limit datagrams by the kernel's cached path MTU either: the core
+     * finds the path's size itself (its probes must be dropped, not fragmented, when too large;
+     * RFC 8899). A Packet Too Big still reaches the error queue, as a hint for the core. Without
+     * this an IPv6 socket fragments locally to the MTU an ICMPv6 Packet Too Big taught the
+     * kernel, and IPv4 sends with DF but cuts GSO bursts. Both levels on an IPv6 socket. */
+    int probe = IP_PMTUDISC_PROBE;
+    (void)setsockopt(u->fd, IPPROTO_IP, IP_MTU_DISCOVER, &probe, sizeof probe);
+    if (u->family == AF_INET6) {
+        int probe6 = IPV6_PMTUDISC_PROBE;
+        (void)setsockopt(u->fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &probe6, sizeof probe6);
+        (void)setsockopt(u->fd, IPPROTO_IPV6, IPV6_DONTFRAG, &one, sizeof one);
+    }
     if (reuseport && setsockopt(u->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
         goto fail;
     set_buffer(u->fd, SO_RCVBUFFORCE, SO_RCVBUF);
@@ -202,6 +214,10 @@ static void note_unreach(pure_udp *u, int e)
         u->unreach = PURE_UNREACH_FAMILY;
 }
 
+/* Sending retries once on EMSGSIZE: a router's Fragmentation Needed or Packet Too Big for an
+ * earlier datagram (a path MTU probe) leaves its error pending on the socket (IP_RECVERR sets
+ * sk_err), and the next send returns it, once, sending nothing. Its details wait in the error
+ * queue (pure_udp_errors). A datagram this host really cannot send fails again. */
 static int send_gso(pure_udp *u, const uint8_t *buf, size_t len, size_t seg,
                     const struct sockaddr_storage *ss, socklen_t sl)
 {
@@ -228,9 +244,10 @@ static int send_gso(pure_udp *u, const uint8_t *buf, size_t len, size_t seg,
         memcpy(CMSG_DATA(c), &gso, sizeof gso);
     }
     ssize_t r;
+    int tries = 0;
     do
         r = sendmsg(u->fd, &m, 0);
-    while (r < 0 && errno == EINTR);
+    while (r < 0 && (errno == EINTR || (errno == EMSGSIZE && tries++ == 0)));
     return r < 0 ? -errno : 0;
 }
 
@@ -302,10 +319,10 @@ int pure_udp_send(pure_udp *u, const uint8_t *buf, size_t n, size_t seg, const p
             u->mm[cnt].msg_hdr.msg_iov = &u->iov[cnt];
             u->mm[cnt].msg_hdr.msg_iovlen = 1;
         }
-        int r;
+        int r, tries = 0;
         do
             r = sendmmsg(u->fd, u->mm, cnt, 0);
-        while (r < 0 && errno == EINTR);
+        while (r < 0 && (errno == EINTR || (errno == EMSGSIZE && tries++ == 0)));
         if (r < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 u->st->send_blocked++;
@@ -439,8 +456,22 @@ static int recv_batch(pure_udp *u, pure_ctx *ctx)
     return (unsigned)r == slots ? 0 : -EAGAIN; /* a short batch means the queue is empty */
 }
 
+/* A Packet Too Big from a router (ICMP "fragmentation needed", ICMPv6 Packet Too Big): the UDP
+ * payload the path carries, the MTU it gives (ee_info) less the IP and UDP headers; 0 if the
+ * error is something else. (This host's own refusal, SO_EE_ORIGIN_LOCAL, sendmsg reports.) */
+static uint32_t ptb_payload(const struct sock_extended_err *ee)
+{
+    if (ee->ee_errno != EMSGSIZE)
+        return 0;
+    if (ee->ee_origin == SO_EE_ORIGIN_ICMP && ee->ee_type == 3 && ee->ee_code == 4)
+        return ee->ee_info > 28 ? ee->ee_info - 28 : 0;
+    if (ee->ee_origin == SO_EE_ORIGIN_ICMP6 && ee->ee_type == 2)
+        return ee->ee_info > 48 ? ee->ee_info - 48 : 0;
+    return 0;
+}
+
 /* What an ICMP or ICMPv6 destination unreachable error means, as a PURE_UNREACH_* kind (0: an
- * error the core has no use for, e.g. "fragmentation needed", which sendmsg reports itself). */
+ * error the core has no use for here: a Packet Too Big is ptb_payload's). */
 static int unreach_kind(const struct sock_extended_err *ee)
 {
     if (ee->ee_origin == SO_EE_ORIGIN_ICMP && ee->ee_type == 3) /* ICMP_DEST_UNREACH */
@@ -494,21 +525,26 @@ int pure_udp_errors(pure_udp *u, pure_ctx *ctx)
             return n; /* EAGAIN: the queue is empty */
         }
         int kind = 0;
+        uint32_t ptb = 0;
         for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
             if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_RECVERR) ||
                 (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_RECVERR)) {
                 struct sock_extended_err ee;
                 memcpy(&ee, CMSG_DATA(c), sizeof ee);
                 kind = unreach_kind(&ee);
+                ptb = ptb_payload(&ee);
             }
         u->st->recv_errors++;
         n++;
-        if (!kind || m.msg_namelen == 0)
+        if ((!kind && !ptb) || m.msg_namelen == 0)
             continue;
         /* msg_name is where the quoted datagram went (the peer), the payload its start */
         pure_addr to;
         source(&ss, m.msg_namelen, &to);
-        (void)pure_ctx_unreachable(ctx, &to, kind, u->rbuf, (size_t)r, pure_now());
+        if (ptb)
+            (void)pure_ctx_packet_too_big(ctx, &to, ptb, u->rbuf, (size_t)r, pure_now());
+        else
+            (void)pure_ctx_unreachable(ctx, &to, kind, u->rbuf, (size_t)r, pure_now());
     }
     return n;
 }

@@ -517,36 +517,7 @@ int pure_ctx_unreachable(pure_ctx *ctx, const pure_addr *addr, int kind, const u
     return n;
 }
 
-int pure_ctx_burst_too_big(pure_ctx *ctx, uint64_t now)
-{
-    if (!ctx)
-        return PURE_EINVAL;
-    pure_link *l = ctx->last_burst_link ? pure_ctx_table_find(ctx, ctx->last_burst_link) : NULL;
-    if (!l || l->state != PURE_LS_OPEN || ctx->last_burst_pn >= pure_rtb_next_pn(&l->rtb))
-        return PURE_EINVAL;
-    ctx->last_burst_link = 0;
-    static const uint16_t steps[] = {1452, 1400, 1280, PURE_MIN_UDP_PAYLOAD};
-    uint16_t next = 0;
-    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
-        if (steps[i] < l->mss) {
-            next = steps[i];
-            break;
-        }
-    ctx->depth++;
-    ctx->now = now;
-    int rc = 0;
-    if (!next) {
-        pure_link_terminate(l, PURE_EMSGSIZE, 0, NULL, 0, now);
-        rc = PURE_ECLOSED; /* on_closed has run, with PURE_EMSGSIZE */
-    } else {
-        l->mss = next;
-        pure_recovery_discard_from(l, ctx->last_burst_pn);
-        pure_ctx_mark_pending(ctx, l);
-        pure_timers_update(l, now);
-    }
-    pure_link_end_call(ctx);
-    return rc;
-}
+/* ---- path MTU reports: ctx_mtu.c ---- */
 
 /* ---- version (errors: errors.c; keys and key text: keytext.c) ---- */
 

@@ -43,7 +43,9 @@ pure_link *pure_link_alloc(pure_ctx *ctx, const pure_addr *peer, int initiator, 
     pure_rtb_init(&l->rtb);
     l->pace_at = UINT64_MAX;
     l->release_at = UINT64_MAX;
-    l->mss = (uint16_t)(s->max_udp_payload > 65535 ? 65535 : s->max_udp_payload);
+    /* Datagrams start at the size every path carries; the path MTU search (pmtud.c) raises it
+     * once the link sends in bulk. */
+    l->mss = PURE_MIN_UDP_PAYLOAD;
     pure_credit_init(&l->credit, s->recv_window); /* both sides start from the same window */
     l->msg_boundary = 4;                          /* messages start after the preamble */
     l->created = now;
@@ -220,6 +222,8 @@ int pure_link_busy(pure_link *link, uint64_t now)
     b->parse.preamble_done = link->preamble_seen;
     pure_cc_init(&b->cc, (enum pure_cc_algo)s->congestion, s->max_udp_payload, now);
     pure_pacer_init(&b->pacer, 64u * s->max_udp_payload, s->max_udp_payload);
+    pure_pmtud_init(&b->pmtud, PURE_MIN_UDP_PAYLOAD, (uint16_t)s->max_udp_payload, link->mss,
+                    link->pmtu_parked, link->created);
     link->b = b;
     return 0;
 }
@@ -239,6 +243,7 @@ static void unbusy(pure_link *link)
      * its load. Start again from RFC 9002's initial RTT, as the congestion window does. */
     pure_rtt_init(&link->rtt, 333000000ull);
     link->replay_top = b->replay.top;
+    link->pmtu_parked = pure_pmtud_park(&b->pmtud, link->created);
     link->preamble_seen = b->parse.preamble_done;
     pure_ranges_free(&b->acked, a);
     pure_ranges_free(&b->lost, a);

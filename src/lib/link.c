@@ -319,6 +319,7 @@ void pure_link_stats_get(const pure_link *link, pure_link_stats *st)
     st->dropped_auth = c->dropped_auth;
     st->dropped_replay = c->dropped_replay;
     st->paced_bursts = c->paced_bursts;
+    st->datagram_size = link->mss;
     st->rtt_ns = link->rtt.smoothed;
     st->rtt_min_ns = link->rtt.min;
     st->rtt_var_ns = link->rtt.var;

@@ -39,6 +39,13 @@ static int control_due(const pure_link *link)
            pure_path_due(link) || (link->rk && pure_rekey_send_pending(link));
 }
 
+/* A path MTU probe waits (pmtud.c), and the window has room for it. */
+static int pmtu_probe_due(const pure_link *link)
+{
+    return link->b && pure_pmtud_due(&link->b->pmtud) && !link->path_unvalidated &&
+           pure_cc_available(&link->b->cc) > 0;
+}
+
 int pure_link_wants_send(const pure_link *link, uint64_t now)
 {
     (void)now;
@@ -46,7 +53,7 @@ int pure_link_wants_send(const pure_link *link, uint64_t now)
     case PURE_LS_HANDSHAKE: return link->hs && link->hs->send_pending;
     case PURE_LS_UNVALIDATED: return link->resp_pending;
     case PURE_LS_OPEN:
-        return ack_due(link) || control_due(link) ||
+        return ack_due(link) || control_due(link) || pmtu_probe_due(link) ||
                (has_data(link) && (!link->b || pure_cc_available(&link->b->cc) > 0) &&
                 link->pace_at == UINT64_MAX);
     case PURE_LS_CLOSING: return link->close_pending;
@@ -144,10 +151,18 @@ static int put_data(pure_link *link, pure_pkt *k, pure_sent *rec)
     return 1;
 }
 
+/* What build_packet makes: a packet padded to the size asked (to join a burst of that segment
+ * size), a path MTU probe (a PING padded to the size: nothing else, so its likely loss costs
+ * nothing to send again). */
+enum {
+    BUILD_PAD = 1,
+    BUILD_PMTU_PROBE = 2
+};
+
 /* Builds and seals one packet of at most `size` bytes at out. Every frame goes through the
  * checked writer (pure_pkt), so a packet that an ACK already filled takes nothing more. Returns
  * its length, or 0 if there was nothing to put in it. */
-static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow_data, int pad,
+static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow_data, int mode,
                            uint64_t now)
 {
     if (size < PURE_DATA_HEADER + PURE_TAG_LEN + 1)
@@ -155,25 +170,34 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
     pure_pkt k = {out + PURE_DATA_HEADER, out + size - PURE_TAG_LEN};
     pure_sent rec = {.time = now};
     uint8_t eliciting = 0;
+    int pad = mode != 0;
 
-    if (pure_acktr_wanted(&link->acktr)) {
+    if (mode & BUILD_PMTU_PROBE) {
+        if (pure_pkt_ping(&k) != 0)
+            return 0;
+        rec.flags |= PURE_SENT_PMTU_PROBE;
+        eliciting = 1;
+        allow_data = 0;
+    } else if (pure_acktr_wanted(&link->acktr)) {
         uint32_t n;
         const pure_range *r = pure_acktr_ranges(&link->acktr, &n);
         if (pure_pkt_ack(&k, r, n, pure_acktr_delay(&link->acktr, now)) == 0)
             pure_acktr_on_sent(&link->acktr);
     }
-    if (link->credit_pending && pure_pkt_credit(&k, pure_credit_granted(&link->credit)) == 0) {
+    if (!(mode & BUILD_PMTU_PROBE) && link->credit_pending &&
+        pure_pkt_credit(&k, pure_credit_granted(&link->credit)) == 0) {
         link->credit_pending = 0;
         rec.flags |= PURE_SENT_CREDIT;
         eliciting = 1;
     }
-    if (link->rk && pure_rekey_put_frame(link, &k)) {
+    if (!(mode & BUILD_PMTU_PROBE) && link->rk && pure_rekey_put_frame(link, &k)) {
         rec.flags |= PURE_SENT_REKEY;
         eliciting = 1;
     }
-    if (pure_path_due(link) && pure_path_put_frames(link, &k))
+    if (!(mode & BUILD_PMTU_PROBE) && pure_path_due(link) && pure_path_put_frames(link, &k))
         eliciting = 1;
-    if ((link->ping_pending || link->probe_pending) && pure_pkt_ping(&k) == 0) {
+    if (!(mode & BUILD_PMTU_PROBE) && (link->ping_pending || link->probe_pending) &&
+        pure_pkt_ping(&k) == 0) {
         link->ping_pending = 0;
         eliciting = 1;
     }
@@ -247,6 +271,34 @@ static int64_t write_control(pure_link *link, uint8_t *buf, size_t cap, size_t *
     return (int64_t)total;
 }
 
+/* The next path MTU probe, if one is due (pmtud.c): one packet of the probe's size, on its own
+ * (its size is not the burst's), within the congestion window and the context's flight limit
+ * like data (a probe is a few packets per search, but thousands of links may search at once),
+ * ahead of the pacer; its loss is not taken as congestion (recovery.c). Returns its length (0:
+ * none). */
+static int64_t write_pmtu_probe(pure_link *link, uint8_t *buf, size_t cap, size_t *segment,
+                                uint64_t now)
+{
+    pure_pmtud *p = &link->b->pmtud;
+    if (!pmtu_probe_due(link) && !(p->state == PURE_PMTUD_COMPLETE && now >= p->raise_at))
+        return 0;
+    if (link->path_unvalidated || link->keys_packets + 2 >= link->ctx->s.rekey_after_packets ||
+        pure_cc_available(&link->b->cc) == 0 || !pure_flight_allowed(link))
+        return 0;
+    uint16_t size = pure_pmtud_probe_size(p, now);
+    if (size == 0)
+        return 0;
+    size_t built = size <= cap ? build_packet(link, buf, size, 0, BUILD_PMTU_PROBE, now) : 0;
+    pure_pmtud_on_probe_sent(p, size);
+    if (built == 0) { /* it cannot go (no room, no keys): as good as lost */
+        pure_pmtud_on_probe_lost(p, size, now);
+        pure_recovery_mss_sync(link);
+        return 0;
+    }
+    *segment = built;
+    return (int64_t)built;
+}
+
 /* May the next packet (of `size` bytes) carry stream data? Not past the congestion window (then
  * *cwnd_blocked), nor ahead of the pacer (which arms pace_at); a probe always may. */
 static int data_allowed(pure_link *link, size_t size, size_t n, int *cwnd_blocked, uint64_t now)
@@ -257,6 +309,12 @@ static int data_allowed(pure_link *link, size_t size, size_t n, int *cwnd_blocke
         return 1;
     pure_busy *b = link->b;
     uint64_t srtt = link->rtt.has_sample ? link->rtt.smoothed : 0;
+    uint64_t hold = pure_rekey_holds_data(link, now); /* the key's last quarter: the exchange's */
+    if (hold) {
+        link->pace_at = hold; /* the timer that lets data go again if the reply never comes */
+        *cwnd_blocked = 1;
+        return 0;
+    }
     if (pure_cc_available(&b->cc) == 0 || !pure_flight_allowed(link)) {
         *cwnd_blocked = 1;
         return 0;
@@ -281,6 +339,11 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
         return 0;
     if (!link->rk && pure_rekey_due(link, now))
         pure_rekey_start(link, now); /* data keeps flowing under the current keys meanwhile */
+    if (!pad) {
+        int64_t probe = write_pmtu_probe(link, buf, cap, segment, now);
+        if (probe > 0)
+            return probe;
+    }
     size_t mss = link->mss;
     size_t n = 0, seg = 0;
     if (link->path_unvalidated) {
@@ -296,6 +359,10 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
     int cwnd_blocked = 0;
     if (pad)
         mss = cap < mss ? cap : mss; /* the one packet is exactly cap bytes */
+    /* A probe timeout's packets go at the size every path carries: if full-size packets fall into
+     * a black hole, these still draw an ACK, which shows it (pmtud.c) a round trip later. */
+    if (link->probe_pending && link->pto_count > 0 && mss > PURE_MIN_UDP_PAYLOAD)
+        mss = PURE_MIN_UDP_PAYLOAD;
     while (cap - n >= (seg ? seg : mss)) {
         size_t size = seg ? seg : mss;
         if (link->keys_packets + 1 >= link->ctx->s.rekey_after_packets) {
@@ -308,7 +375,7 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
         int allow_data = data_allowed(link, size, n, &cwnd_blocked, now);
         if (!allow_data && !ack_due(link) && !control_due(link))
             break;
-        size_t built = build_packet(link, buf + n, size, allow_data, pad, now);
+        size_t built = build_packet(link, buf + n, size, allow_data, pad ? BUILD_PAD : 0, now);
         if (built == 0)
             break;
         if (link->probe_pending)
@@ -326,6 +393,10 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
     }
     if (link->path_unvalidated)
         link->amp_sent += n;
+    /* Two full packets or more: the link has more to say than a small packet holds, and a larger
+     * size would help; the first search starts (later ones on their own, pmtud.c). */
+    if (!pad && seg == link->mss && n >= 2 * seg)
+        pure_pmtud_on_burst(&link->b->pmtud, now);
     pure_flight_turn_end(link);
     /* App-limited: the window was not what held us back. */
     link->app_limited = !cwnd_blocked && !has_data(link);

@@ -77,9 +77,39 @@ static void requeue(pure_link *link, const pure_sent *e)
         pure_rekey_on_lost(link);
 }
 
+void pure_recovery_mss_sync(pure_link *link)
+{
+    if (link->b)
+        link->mss = pure_pmtud_size(&link->b->pmtud);
+}
+
+/* Path MTU search (pmtud.c): what a packet's fate says of the path's datagram size. A probe's
+ * loss says only that its size is too large: pmtud hears of it, the congestion controller and
+ * the loss rate do not. Returns 1 if the packet was a probe. */
+static int pmtud_on_fate(pure_link *link, const pure_sent *e, int lost, uint64_t now)
+{
+    pure_pmtud *p = &link->b->pmtud;
+    int probe = (e->flags & PURE_SENT_PMTU_PROBE) != 0;
+    if (probe && lost) {
+        pure_flight_gone(link, e->size);
+        pure_cc_on_discarded(&link->b->cc, e->size);
+        pure_pmtud_on_probe_lost(p, e->size, now);
+    } else if (probe) {
+        pure_pmtud_on_probe_acked(p, e->size, now);
+    } else if (lost) {
+        pure_pmtud_on_lost(p, e->size);
+    } else {
+        pure_pmtud_on_acked(p, e->size, now);
+    }
+    pure_recovery_mss_sync(link);
+    return probe;
+}
+
 /* A packet was declared lost (it is out of flight already). */
 static void on_lost(pure_link *link, const pure_sent *e, uint64_t now)
 {
+    if (pmtud_on_fate(link, e, 1, now))
+        return;
     pure_flight_gone(link, e->size);
     loss_rate_update(link, 1);
     if (!loss_is_congestion(link)) {
@@ -214,6 +244,7 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
     uint64_t acked_bytes = 0, largest_time = 0, largest_sent = 0, pn;
     int largest_new = 0, any = 0, fin_now = 0;
     const pure_sent *e;
+    pure_pmtud_ack_begin(&link->b->pmtud);
     while ((e = pure_rtb_acked_next(&link->rtb, &it, &pn)) != NULL) {
         if (pn == ack->largest) {
             largest_new = 1;
@@ -223,6 +254,7 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
             largest_time = e->time;
         any = 1;
         acked_bytes += e->size;
+        pmtud_on_fate(link, e, 0, now);
         pure_flight_gone(link, e->size);
         loss_rate_update(link, 0);
         if (e->data_len)
@@ -240,6 +272,8 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
     int flags = PURE_RECOVERY_ACKED | release_acked(link) |
                 (fin_now ? PURE_RECOVERY_STREAM_ACKED : 0); /* a graceful close may wait on it */
     detect_lost(link, now);
+    if (pure_pmtud_ack_end(&link->b->pmtud)) /* a black hole for full-size packets */
+        pure_recovery_mss_sync(link);
     return flags;
 }
 
@@ -256,19 +290,27 @@ int pure_recovery_on_delivered(pure_link *link, uint64_t offset)
     return release_acked(link);
 }
 
-void pure_recovery_discard_from(pure_link *link, uint64_t first_pn)
+int pure_recovery_discard_from(pure_link *link, uint64_t first_pn, uint64_t now)
 {
     if (!link->b)
-        return;
+        return 0;
     pure_rtb_iter it;
     uint64_t pn;
     const pure_sent *e;
+    int others = 0;
     pure_rtb_discard_begin(&link->rtb, &it, first_pn);
     while ((e = pure_rtb_discard_next(&link->rtb, &it, &pn)) != NULL) {
         pure_cc_on_discarded(&link->b->cc, e->size);
         pure_flight_gone(link, e->size);
+        if (e->flags & PURE_SENT_PMTU_PROBE) { /* this host refused the probe's size */
+            pure_pmtud_on_probe_lost(&link->b->pmtud, e->size, now);
+            pure_recovery_mss_sync(link);
+            continue;
+        }
+        others++;
         requeue(link, e);
     }
+    return others;
 }
 
 /* Queues the oldest unacknowledged stream bytes (a packet's worth from sb.base, up to the first
@@ -314,6 +356,10 @@ void pure_recovery_on_timeout(pure_link *link, uint64_t now)
     link->pto_count++;
     link->st.ptos++;
     link->probe_pending = 2;
+    /* Timeouts in a row with full-size packets unanswered: a black hole for them (pmtud.c). The
+     * timeout's probes go at the base size (link_send.c), so the ACK they draw shows one sooner. */
+    pure_pmtud_on_pto(&link->b->pmtud, link->pto_count);
+    pure_recovery_mss_sync(link);
     if ((pure_ranges_empty(&link->b->lost) && link->send_next >= link->sb.end) ||
         link->pto_count >= 2)
         resend_oldest(link);

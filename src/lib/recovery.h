@@ -45,7 +45,11 @@ void pure_recovery_on_timeout(pure_link *link, uint64_t now);
  * resend the oldest outstanding data now instead of after the backed-off timeout. */
 void pure_recovery_probe_now(pure_link *link);
 /* Packets from first_pn on never left (the I/O layer refused them): send their contents again
- * now, without a congestion signal. */
-void pure_recovery_discard_from(pure_link *link, uint64_t first_pn);
+ * now, without a congestion signal; a path MTU probe among them counts as lost (its size is
+ * refused). Returns how many packets other than probes were discarded. */
+int pure_recovery_discard_from(pure_link *link, uint64_t first_pn, uint64_t now);
+/* The link's datagram size (mss) follows its path MTU search (pmtud.c, in the busy state): call
+ * after anything that may change the search's size. */
+void pure_recovery_mss_sync(pure_link *link);
 
 #endif

@@ -37,6 +37,7 @@ enum {
 };
 
 typedef struct pure_rekey {
+    uint64_t started; /* when this side asked (RK_REQUESTED) */
     uint8_t state;
     uint8_t send_pending;
     uint8_t priv[PURE_DH_LEN]; /* our ephemeral (A, until the reply comes) */
@@ -101,7 +102,6 @@ static void next_keys(pure_link *link, const uint8_t dh[PURE_DH_LEN], uint8_t k1
 
 int pure_rekey_start(pure_link *link, uint64_t now)
 {
-    (void)now;
     pure_ctx *ctx = link->ctx;
     if (link->rk)
         return 0;
@@ -114,9 +114,20 @@ int pure_rekey_start(pure_link *link, uint64_t now)
         return PURE_ECRYPTO;
     }
     rk->state = RK_REQUESTED;
+    rk->started = now;
     rk->send_pending = 1;
     pure_ctx_mark_pending(ctx, link);
     return 0;
+}
+
+uint64_t pure_rekey_holds_data(const pure_link *link, uint64_t now)
+{
+    const pure_rekey *rk = link->rk;
+    if (!rk || rk->state != RK_REQUESTED ||
+        link->keys_packets < link->ctx->s.rekey_after_packets / 4 * 3)
+        return 0;
+    uint64_t until = rk->started + 3 * pure_rtt_pto(&link->rtt, link->ctx->s.max_ack_delay);
+    return now < until ? until : 0;
 }
 
 static void switched(pure_link *link, uint64_t now)

@@ -23,6 +23,7 @@
 #include "msgparse.h"
 #include "noise.h"
 #include "pacer.h"
+#include "pmtud.h"
 #include "ranges.h"
 #include "replay.h"
 #include "rob.h"
@@ -92,6 +93,7 @@ typedef struct pure_busy {
      * (RFC 9000 section 21.4: optimistic ACKs) */
     uint64_t skip_at; /* skip this packet number (0: not drawn yet) */
     uint64_t skipped; /* the last one skipped (0: none; packet 0 is never skipped) */
+    pure_pmtud pmtud; /* the path MTU search: link->mss follows its size */
 } pure_busy;
 
 /* What only the initiator's handshake needs: freed once the link is open. */
@@ -173,8 +175,10 @@ struct pure_link {
     uint32_t ck_gen;         /* rekeys mixed into ck so far */
     uint32_t msg_len;        /* length of the message at msg_boundary, once read */
     uint32_t pto_count;
-    uint16_t mss;      /* largest datagram this link sends (shrinks if the path says so) */
-    uint16_t resp_len; /* of resp, below */
+    uint16_t mss;         /* largest datagram this link sends (the path MTU search's size) */
+    uint16_t resp_len;    /* of resp, below */
+    uint32_t pmtu_parked; /* the path MTU search while b is released (pure_pmtud_park): mss holds
+                             its size; 0 if none ran yet */
 
     pure_addr peer;
     uint8_t peer_key[PURE_KEY_LEN];
@@ -314,7 +318,9 @@ struct pure_ctx {
     uint32_t rx_held_n;
     uint8_t rx_wake; /* memory was freed (or ownership passed) with links held back */
     uint64_t now;
-    uint64_t pn_rng; /* recovery.c: draws which packet numbers links skip (not a secret) */
+    uint64_t pn_rng;     /* recovery.c: draws which packet numbers links skip (not a secret) */
+    uint64_t ptb_window; /* pure_ctx_packet_too_big: the second being counted, and the hints */
+    uint32_t ptb_count;  /* taken in it */
 };
 
 #endif

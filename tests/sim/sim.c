@@ -492,6 +492,14 @@ static void transmit(sim *s, int from, int to, const uint8_t *d, size_t n)
     if (s->tap)
         s->tap(s->tap_arg, from, to, d, n);
     int handshake = n > 0 && d[0] >= 1 && d[0] <= 4;
+    if (c->router_mtu && n > c->router_mtu) { /* a router whose next link is smaller */
+        ps->st.lost++;
+        ps->st.too_big++;
+        if (c->router_ptb) /* its Packet Too Big, quoting as much as ICMPv6 may (1232 bytes) */
+            pure_ctx_packet_too_big(s->ctx[from], &s->addr[to], c->router_mtu, d,
+                                    n < 1232 ? n : 1232, s->now);
+        return;
+    }
     ps->count++;
     if (ps->count <= c->lose_first || in_blackhole(c, s->now) ||
         (handshake && sim_rand01(s) < c->handshake_loss)) {

@@ -38,8 +38,12 @@ typedef struct sim_path {
     uint32_t lose_first;                      /* drop the first N datagrams (handshake loss) */
     double handshake_loss; /* loss applied only to handshake datagrams (type 1..4) */
     double handshake_corrupt;
-    uint32_t mtu; /* largest datagram the sender's kernel accepts (0: any); larger
-                     bursts are refused as sendmsg would (EMSGSIZE) */
+    uint32_t mtu;        /* largest datagram the sender's kernel accepts (0: any); larger
+                            bursts are refused as sendmsg would (EMSGSIZE) */
+    uint32_t router_mtu; /* a router on the path silently drops datagrams (UDP payloads) larger
+                            than this (0: none), as a tunnel with a smaller MTU does */
+    int router_ptb;      /* and answers each at once with a Packet Too Big giving router_mtu:
+                            pure_ctx_packet_too_big(sender, ..., the datagram's start) */
 } sim_path;
 
 /* A shared bottleneck: a FIFO served at `rate`. A datagram that finds the link idle starts
@@ -75,6 +79,7 @@ typedef struct sim_agent_ops {
 
 typedef struct sim_stats {
     uint64_t sent, delivered, lost, corrupted, duplicated, bytes_sent;
+    uint64_t too_big; /* dropped by the router for their size (router_mtu; also in lost) */
 } sim_stats;
 
 typedef struct sim sim;
