@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crypto.h"
 #include "sim.h"
+#include "sim_ref.h"
 #include "test.h"
 
 #define RATE 50000000ull
@@ -134,10 +136,187 @@ static void test_random_loss_keeps_the_link(void)
     }
 }
 
+/* ---- flows through one shared bottleneck (sim_bottleneck_add), measured from 5 to 20 s ---- */
+
+#define WARM (5 * SIM_S)
+#define END (20 * SIM_S)
+
+/* A Pure flow that always has data: a client pumping 16 KiB messages, a server counting. */
+typedef struct flow {
+    sim *s;
+    int cli, srv;
+    pure_link *cl;
+    uint64_t bytes;
+} flow;
+
+static uint8_t fmsg[SIZE];
+
+static void fpump(flow *f)
+{
+    while (f->cl && pure_link_send(f->cl, fmsg, sizeof fmsg) >= 0)
+        ;
+}
+static int f_accept(pure_link *l, const char *svc, const uint8_t *k, void *u)
+{
+    pure_link_set_user(l, u);
+    return 0;
+}
+static void f_message(pure_link *l, void *u, const uint8_t *d, size_t n)
+{
+    ((flow *)u)->bytes += n;
+}
+static void f_writable(pure_link *l, void *u)
+{
+    fpump(u);
+}
+static const pure_callbacks fcbs = {
+    .on_accept = f_accept, .on_message = f_message, .on_writable = f_writable};
+
+static void route(sim *s, int a, int b, int fwd, int rev)
+{
+    sim_path d = {.delay = 20 * SIM_MS};
+    sim_set_path(s, a, b, &d);
+    sim_set_path(s, b, a, &d);
+    sim_path_bottleneck(s, a, b, fwd);
+    sim_path_bottleneck(s, b, a, rev);
+}
+
+static void flow_add(flow *f, sim *s, int fwd, int rev)
+{
+    memset(f, 0, sizeof *f);
+    f->s = s;
+    for (int server = 0; server < 2; server++) {
+        pure_settings st;
+        pure_settings_default(&st);
+        st.callbacks = &fcbs;
+        st.user = f;
+        st.allow_any = 1;
+        st.crypto = &pure_crypto_null;
+        int ep = sim_add(s, &st);
+        if (server) {
+            f->srv = ep;
+            pure_ctx_add_service(sim_ctx(s, ep), "bulk");
+        } else {
+            f->cli = ep;
+        }
+    }
+    route(s, f->cli, f->srv, fwd, rev);
+    pure_addr to = sim_addr(s, f->srv);
+    CHECK_EQ(pure_connect(sim_ctx(s, f->cli), &to, pure_ctx_public_key(sim_ctx(s, f->srv)), "bulk",
+                          f, &f->cl, sim_now(s)),
+             0);
+    fpump(f);
+}
+
+static double mbit(uint64_t bytes)
+{
+    return (double)bytes * 8 / ((double)(END - WARM) / 1e9) / 1e6;
+}
+
+static double jain(double a, double b)
+{
+    return (a + b) * (a + b) / (2 * (a * a + b * b));
+}
+
+/* A path's bottleneck: 50 Mbit/s, `packets` deep (0: 1000 with CoDel). */
+static sim *bottleneck_sim(uint64_t seed, uint32_t packets, int *fwd, int *rev)
+{
+    sim *s = sim_new(seed);
+    sim_bottleneck b = {.rate = RATE, .limit_packets = packets ? packets : 1000, .codel = !packets};
+    *fwd = sim_bottleneck_add(s, &b);
+    *rev = sim_bottleneck_add(s, &b);
+    return s;
+}
+
+/* CoDel (RFC 8289, 5 ms target): Pure alone keeps the median queueing delay at the target or
+ * below, as the QUIC stacks do (before: 11.8 ms, 99% of its CoDel drops taken as random). */
+static void test_codel_keeps_queue_short(void)
+{
+    int fwd, rev;
+    sim *s = bottleneck_sim(1, 0, &fwd, &rev);
+    flow f;
+    flow_add(&f, s, fwd, rev);
+    sim_run(s, NULL, NULL, WARM);
+    uint64_t b0 = f.bytes;
+    sim_bottleneck_stats_reset(s, fwd);
+    sim_run(s, NULL, NULL, END);
+    sim_bottleneck_stats bs;
+    sim_bottleneck_stats_get(s, fwd, &bs);
+    double m = mbit(f.bytes - b0);
+    printf("  CoDel: %.1f Mbit/s, queueing delay median %.1f ms, p95 %.1f ms\n", m,
+           (double)bs.qdelay_median / 1e6, (double)bs.qdelay_p95 / 1e6);
+    CHECK(bs.qdelay_median <= 5 * SIM_MS);
+    CHECK(m >= 43.0); /* and still about 90% of the link */
+    sim_free(s);
+}
+
+/* Two Pure flows, the second starting 1 s after the first, share a bottleneck fairly. */
+static void test_two_flows_share(void)
+{
+    static const uint32_t queues[] = {20, 42, 0};
+    for (size_t i = 0; i < sizeof queues / sizeof *queues; i++) {
+        int fwd, rev;
+        sim *s = bottleneck_sim(2, queues[i], &fwd, &rev);
+        flow a, b;
+        flow_add(&a, s, fwd, rev);
+        sim_run(s, NULL, NULL, 1 * SIM_S);
+        flow_add(&b, s, fwd, rev);
+        sim_run(s, NULL, NULL, WARM);
+        uint64_t a0 = a.bytes, b0 = b.bytes;
+        sim_run(s, NULL, NULL, END);
+        double x = mbit(a.bytes - a0), y = mbit(b.bytes - b0);
+        printf("  two Pure flows, %s: %.1f + %.1f Mbit/s, Jain %.3f\n",
+               queues[i] == 20 ? "20-packet queue"
+               : queues[i]     ? "0.25 BDP"
+                               : "CoDel",
+               x, y, jain(x, y));
+        CHECK(jain(x, y) >= 0.95);
+        CHECK(x + y >= 42.5); /* 85% of the link */
+        sim_free(s);
+    }
+}
+
+/* Pure beside a CUBIC flow of the simulator's own (sim_ref: ACK-clocked, unpaced) under CoDel,
+ * over six seeds: their shares within 1.5x of each other in sum (each seed within 2x), the link
+ * used. Before: Pure took 46.7 Mbit/s to CUBIC's 2.1. (Behind a 20-packet drop-tail queue Pure
+ * still takes 1.65x in sum: docs/congestion.md.) */
+static void test_beside_cubic_under_codel(void)
+{
+    double sum_p = 0, sum_c = 0;
+    for (uint64_t seed = 3; seed <= 8; seed++) {
+        int fwd, rev;
+        sim *s = bottleneck_sim(seed, 0, &fwd, &rev);
+        sim_ref *r = sim_ref_new(s, SIM_REF_CUBIC, 1472, 0);
+        route(s, sim_ref_sender(r), sim_ref_receiver(r), fwd, rev);
+        flow f;
+        flow_add(&f, s, fwd, rev);
+        sim_run(s, NULL, NULL, WARM);
+        sim_ref_stats r0, r1;
+        sim_ref_stats_get(r, &r0);
+        uint64_t f0 = f.bytes;
+        sim_run(s, NULL, NULL, END);
+        sim_ref_stats_get(r, &r1);
+        double p = mbit(f.bytes - f0), c = mbit(r1.bytes_received - r0.bytes_received);
+        printf("  Pure beside CUBIC under CoDel, seed %llu: %.1f and %.1f Mbit/s (%.2fx)\n",
+               (unsigned long long)seed, p, c, p / c);
+        CHECK(p <= 2 * c && c <= 2 * p);
+        CHECK(p + c >= 42.5);
+        sum_p += p;
+        sum_c += c;
+        sim_free(s);
+        sim_ref_free(r);
+    }
+    printf("  in sum: %.2fx\n", sum_p / sum_c);
+    CHECK(sum_p <= 1.5 * sum_c && sum_c <= 1.5 * sum_p);
+}
+
 int main(void)
 {
     RUN(test_shallow_queue);
     RUN(test_deeper_queues);
     RUN(test_random_loss_keeps_the_link);
+    RUN(test_codel_keeps_queue_short);
+    RUN(test_two_flows_share);
+    RUN(test_beside_cubic_under_codel);
     return pure_test_finish();
 }
