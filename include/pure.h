@@ -211,7 +211,7 @@ enum pure_cc_algo {
 /* 2 since 0.2 (pure_callbacks.on_acked); 3 added the limits against hostile peers; 4 the link
  * index partition (index_top_bits). pure_ctx_new still takes 1, and then never reads the fields
  * and callbacks that version did not have. */
-#define PURE_SETTINGS_VERSION 4
+#define PURE_SETTINGS_VERSION 5
 
 /* Settings of a context. Initialise with pure_settings_default, then change fields. Unknown future
  * fields keep their defaults: `version` lets the library grow this struct without breaking callers.
@@ -325,10 +325,23 @@ typedef struct pure_settings {
                                 packet's receiver index names the context that owns the
                                 link; the remaining bits stay random. */
     uint32_t index_top;      /* below 2^index_top_bits */
+
+    /* ---- version 5: a fleet of servers behind one address (docs/fleet.md) ---- */
+    uint32_t server_id_bits; /* the server_id_bits bits just below the index_top_bits of
+                                every link index this context draws equal server_id
+                                (default 0: none; at most PURE_SERVER_ID_BITS_MAX, and
+                                index_top_bits + server_id_bits at most 16, so at least
+                                16 bits stay random). A director routes a packet to the
+                                server its receiver index names; an observer learns the
+                                server too, which the index (constant across rebinding)
+                                already links. */
+    uint32_t server_id;      /* below 2^server_id_bits */
 } pure_settings;
 
 /* The most bits of a link index pure_settings.index_top_bits may fix (256 partitions). */
 #define PURE_INDEX_TOP_BITS_MAX 8
+/* The most bits pure_settings.server_id_bits may take (256 servers). */
+#define PURE_SERVER_ID_BITS_MAX 8
 
 /* Fills s with the defaults above (private_key zero: the caller must set it). */
 PURE_API void pure_settings_default(pure_settings *s);
