@@ -315,7 +315,7 @@ uint64_t pure_ctx_links(pure_ctx *ctx, int (*visit)(pure_link *link, void *user,
 
 int pure_ctx_shutdown(pure_ctx *ctx, unsigned flags, uint64_t now)
 {
-    if (!ctx || (flags & ~(unsigned)PURE_SHUTDOWN_ALL))
+    if (!ctx || (flags & ~(unsigned)(PURE_SHUTDOWN_ALL | PURE_SHUTDOWN_MOVED)))
         return PURE_EINVAL;
     if (ctx->freeing || ctx->depth) /* inside pure_ctx_free, or a callback */
         return PURE_ESTATE;
@@ -332,7 +332,11 @@ int pure_ctx_shutdown(pure_ctx *ctx, unsigned flags, uint64_t now)
                 pure_link_terminate(l, PURE_ECLOSED, l->close_code, l->b ? l->b->close_reason : "",
                                     1, now);
         } else if (flags & PURE_SHUTDOWN_OPEN) {
-            pure_link_terminate(l, PURE_ECLOSED, PURE_CLOSE_OK, "shutdown", 1, now);
+            if (flags & PURE_SHUTDOWN_MOVED)
+                pure_link_terminate(l, PURE_ECLOSED, PURE_CLOSE_MOVED, "moved: go elsewhere", 1,
+                                    now);
+            else
+                pure_link_terminate(l, PURE_ECLOSED, PURE_CLOSE_OK, "shutdown", 1, now);
         }
     }
     if (--ctx->walking == 0)
