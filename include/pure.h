@@ -93,6 +93,9 @@ PURE_API const char *pure_version(void);
 /* PURE_ENOTPURE: what answers at the peer's address is not a Pure server: it answered the
  * handshake with datagrams that cannot be Pure (another UDP service on that port?). */
 #define PURE_ENOTPURE -19
+/* the server is draining (pure_ctx_shutdown with PURE_SHUTDOWN_MOVED): connect again through the
+ * fleet's address and resend the messages first_unacked .. next_id - 1 (docs/fleet.md) */
+#define PURE_EMOVED -20
 
 /* A short English description of an error code ("unknown error" for others). Never NULL. */
 PURE_API const char *pure_strerror(int err);
@@ -211,7 +214,7 @@ enum pure_cc_algo {
 /* 2 since 0.2 (pure_callbacks.on_acked); 3 added the limits against hostile peers; 4 the link
  * index partition (index_top_bits). pure_ctx_new still takes 1, and then never reads the fields
  * and callbacks that version did not have. */
-#define PURE_SETTINGS_VERSION 4
+#define PURE_SETTINGS_VERSION 5
 
 /* Settings of a context. Initialise with pure_settings_default, then change fields. Unknown future
  * fields keep their defaults: `version` lets the library grow this struct without breaking callers.
@@ -325,10 +328,23 @@ typedef struct pure_settings {
                                 packet's receiver index names the context that owns the
                                 link; the remaining bits stay random. */
     uint32_t index_top;      /* below 2^index_top_bits */
+
+    /* ---- version 5: a fleet of servers behind one address (docs/fleet.md) ---- */
+    uint32_t server_id_bits; /* the server_id_bits bits just below the index_top_bits of
+                                every link index this context draws equal server_id
+                                (default 0: none; at most PURE_SERVER_ID_BITS_MAX, and
+                                index_top_bits + server_id_bits at most 16, so at least
+                                16 bits stay random). A director routes a packet to the
+                                server its receiver index names; an observer learns the
+                                server too, which the index (constant across rebinding)
+                                already links. */
+    uint32_t server_id;      /* below 2^server_id_bits */
 } pure_settings;
 
 /* The most bits of a link index pure_settings.index_top_bits may fix (256 partitions). */
 #define PURE_INDEX_TOP_BITS_MAX 8
+/* The most bits pure_settings.server_id_bits may take (256 servers). */
+#define PURE_SERVER_ID_BITS_MAX 8
 
 /* Fills s with the defaults above (private_key zero: the caller must set it). */
 PURE_API void pure_settings_default(pure_settings *s);
@@ -360,15 +376,21 @@ PURE_API void pure_ctx_free(pure_ctx *ctx);
     0x2u /* every other link not yet closing: open links close with                                \
             code 0 and reason "shutdown"; handshakes are dropped */
 #define PURE_SHUTDOWN_ALL (PURE_SHUTDOWN_CLOSES | PURE_SHUTDOWN_OPEN)
+#define PURE_SHUTDOWN_MOVED                                                                        \
+    0x4u /* with PURE_SHUTDOWN_OPEN: a server of a fleet draining; its                             \
+            open links close with Pure's "moved" code, which the peer                              \
+            sees as PURE_EMOVED (go elsewhere) with the exact ids it                               \
+            must resend */
 
 /* Ends the links `flags` names at once, for a program about to stop: each open one goes to
  * closing with its CLOSE queued for the next pure_ctx_write (which the caller must then call
  * until it returns 0, sending each burst), and on_closed runs for each inside this call with
  * error PURE_ECLOSED and the ids its peer never acknowledged. The peer hears a close (its
- * on_closed: error 0, or PURE_ERESET for an application's code), with an exact report of what
- * arrived. Links already closing are left as they are (their CLOSE is queued already).
- * Returns 0, PURE_EINVAL (NULL, unknown flags) or PURE_ESTATE (called from a callback of this
- * context, pure_ctx_links' visitor included, or inside pure_ctx_free; nothing was done). */
+ * on_closed: error 0, or PURE_ERESET for an application's code, with an exact report of what
+ * arrived; with PURE_SHUTDOWN_MOVED, PURE_EMOVED). Links already closing are left as they are
+ * (their CLOSE is queued already). Returns 0, PURE_EINVAL (NULL, unknown flags) or PURE_ESTATE
+ * (called from a callback of this context, pure_ctx_links' visitor included, or inside
+ * pure_ctx_free; nothing was done). */
 PURE_API int pure_ctx_shutdown(pure_ctx *ctx, unsigned flags, uint64_t now);
 
 /* Registers a service name (1..63 bytes) the context accepts links for. Returns 0, PURE_EINVAL or

@@ -12,7 +12,7 @@ pkgs=(
   libngtcp2-dev libngtcp2-crypto-gnutls-dev libgnutls28-dev nettle-dev
   librust-quinn-dev librust-quinn-udp-dev librust-quinn-proto-dev librust-tokio-dev librust-rustls-dev
   librust-rustls-pemfile-dev librust-socket2-dev openssl
-  iproute2 strace valgrind
+  iproute2 nftables strace valgrind
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -142,7 +142,7 @@ int cli_parse_count(const char *s, uint64_t max, uint64_t *out)
         if (*s < '0' || *s > '9')
             return -1;
         unsigned d = (unsigned)(*s - '0');
-        if (v > (max - d) / 10)
+        if (d > max || v > (max - d) / 10) /* d > max: max - d would wrap */
             return -1;
         v = v * 10 + d;
     }

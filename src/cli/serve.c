@@ -17,7 +17,7 @@ static const char serve_help[] =
     "usage: pure serve --listen ADDR:PORT (--key FILE | --ephemeral)\n"
     "                  [--allow FILE | --allow-any] [--silent] [--services LIST]\n"
     "                  [--keepalive SECONDS] [--stats-every SECONDS] [--threads N]\n"
-    "                  [--verbose]\n"
+    "                  [--server-id N [--server-id-bits B]] [--moved-on-stop] [--verbose]\n"
     "\n"
     "Accepts links on a UDP socket and serves them until SIGINT or SIGTERM, then closes\n"
     "every link gracefully and exits 0. First prints one JSON line on stdout:\n"
@@ -76,6 +76,14 @@ static const char serve_help[] =
     "                      \"thread\": I, and the total line (its t that of the latest thread\n"
     "                      line) sums the threads and has \"threads\": N. --threads 1: one\n"
     "                      socket, no steering, output as without the flag\n"
+    "  --server-id N       one server of a fleet behind one address (docs/fleet.md): N\n"
+    "                      (below 2^B) is written into every link index this server\n"
+    "                      draws, just below the thread bits, so a director routes each\n"
+    "                      packet of a link to the server that owns it\n"
+    "  --server-id-bits B  the bits --server-id takes (1..8; default 8: up to 256 servers)\n"
+    "  --moved-on-stop     on SIGINT/SIGTERM, drain: close every link at once with Pure's\n"
+    "                      \"moved\" code, which clients see as PURE_EMOVED (go elsewhere,\n"
+    "                      resend what was not acknowledged), instead of a graceful close\n"
     "  --verbose           on stderr: a line per link opened, and per link closed with its\n"
     "                      counters and the loop's (RTT, cwnd, losses, datagrams per call);\n"
     "                      on exit, the listener's counters: datagrams, handshakes, cookies,\n"
@@ -132,6 +140,7 @@ typedef struct server {
     srv_link *dead; /* closed links, freed by the outermost callback (see srv_link.closed) */
     int depth;      /* callbacks under way (they nest) */
     int verbose;
+    int moved_on_stop; /* --moved-on-stop: a drain tells clients PURE_EMOVED */
     uint64_t accepted, closed;
     uint64_t messages, bytes; /* received on every link, closed ones included */
     /* --threads N > 1: this server is thread `thread` of `threads`, all sharing `shared` */
@@ -649,6 +658,8 @@ typedef struct serve_opts {
     uint64_t keepalive;
     int respond_to_unknown, verbose;
     uint64_t stats_every;
+    unsigned server_id, server_id_bits; /* server_id_bits 0: not in a fleet */
+    int moved_on_stop;
     uint8_t key[PURE_KEY_LEN];
 } serve_opts;
 
@@ -658,6 +669,7 @@ static int server_init(server *srv, const serve_opts *o, unsigned thread, unsign
 {
     memset(srv, 0, sizeof *srv);
     srv->verbose = o->verbose;
+    srv->moved_on_stop = o->moved_on_stop;
     srv->thread = thread;
     srv->threads = threads;
     pure_settings st;
@@ -673,6 +685,8 @@ static int server_init(server *srv, const serve_opts *o, unsigned thread, unsign
         pure_settings_set_thread(&st, thread, threads);
         pure_settings_share_budgets(&st, threads);
     }
+    st.server_id_bits = o->server_id_bits;
+    st.server_id = o->server_id;
     int rc = pure_ctx_new(&st, &srv->ctx);
     memset(st.private_key, 0, sizeof st.private_key);
     if (rc) {
@@ -691,6 +705,11 @@ static int server_init(server *srv, const serve_opts *o, unsigned thread, unsign
  * second (a closing link lingers a few RTTs to repeat its CLOSE). */
 static void server_shutdown(server *srv)
 {
+    if (srv->moved_on_stop) { /* a fleet's drain: every link told to go elsewhere, at once */
+        pure_ctx_shutdown(srv->ctx, PURE_SHUTDOWN_ALL | PURE_SHUTDOWN_MOVED, pure_now());
+        pure_loop_run(srv->loop, 0); /* one pass: sends the CLOSE packets */
+        return;
+    }
     for (srv_link *sl = srv->links, *next; sl; sl = next) {
         next = sl->next;
         pure_link_close(sl->link, 0, "server shutting down");
@@ -941,11 +960,15 @@ int cli_serve(int argc, char **argv)
                                          {"stats-every", required_argument, NULL, 'E'},
                                          {"silent", no_argument, NULL, 'S'},
                                          {"threads", required_argument, NULL, 'T'},
+                                         {"server-id", required_argument, NULL, 'I'},
+                                         {"server-id-bits", required_argument, NULL, 'B'},
+                                         {"moved-on-stop", no_argument, NULL, 'M'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     const char *listen = NULL, *keyfile = NULL, *allow = NULL, *svc = "drain,echo,sink";
     int ephemeral = 0, allow_any = 0, verbose = 0, silent = 0, c;
-    uint64_t keepalive = 0, stats_every = 0, threads = 0;
+    uint64_t keepalive = 0, stats_every = 0, threads = 0, server_id = 0, id_bits = 8;
+    int has_server_id = 0, moved_on_stop = 0;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":hv", opts, NULL)) != -1) {
@@ -974,6 +997,17 @@ int cli_serve(int argc, char **argv)
                 return cli_usage("serve", "--threads '%s' is not a number of threads (1..%d)",
                                  optarg, PURE_LOOP_GROUP_MAX);
             break;
+        case 'I':
+            if (cli_parse_count(optarg, 255, &server_id))
+                return cli_usage("serve", "--server-id '%s' is not a server id (0..255)", optarg);
+            has_server_id = 1;
+            break;
+        case 'B':
+            if (cli_parse_count(optarg, PURE_SERVER_ID_BITS_MAX, &id_bits) || id_bits == 0)
+                return cli_usage("serve", "--server-id-bits '%s' is not a number of bits (1..%d)",
+                                 optarg, PURE_SERVER_ID_BITS_MAX);
+            break;
+        case 'M': moved_on_stop = 1; break;
         case 'h': fputs(serve_help, stdout); return CLI_OK;
         default: return cli_bad_option("serve", c, argv);
         }
@@ -990,6 +1024,9 @@ int cli_serve(int argc, char **argv)
     if (keyfile && !allow && !allow_any)
         return cli_usage("serve", "with --key, say who may connect: --allow FILE (client public "
                                   "keys) or --allow-any");
+    if (has_server_id && server_id >> id_bits)
+        return cli_usage("serve", "--server-id %llu does not fit in %llu bits (--server-id-bits)",
+                         (unsigned long long)server_id, (unsigned long long)id_bits);
     unsigned mask;
     if (parse_services(svc, &mask))
         return CLI_USAGE;
@@ -1011,7 +1048,10 @@ int cli_serve(int argc, char **argv)
                     .keepalive = keepalive,
                     .respond_to_unknown = !silent,
                     .verbose = verbose,
-                    .stats_every = stats_every};
+                    .stats_every = stats_every,
+                    .server_id = (unsigned)server_id,
+                    .server_id_bits = has_server_id ? (unsigned)id_bits : 0,
+                    .moved_on_stop = moved_on_stop};
     if (keyfile) {
         if (cli_read_key_file("serve", keyfile, o.key))
             return CLI_USAGE;

@@ -98,6 +98,13 @@ static void settings_v4_defaults(pure_settings *s)
     s->index_top = 0;
 }
 
+/* The fields settings version 5 added: no server id. */
+static void settings_v5_defaults(pure_settings *s)
+{
+    s->server_id_bits = 0;
+    s->server_id = 0;
+}
+
 /* A copy of settings holds the private key: wiped as it goes out of scope, on every path. */
 static void wipe_settings(pure_settings *s)
 {
@@ -111,15 +118,20 @@ int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
         return PURE_EINVAL;
     /* a caller built against an older pure.h has a shorter struct: read only what it has */
     pure_settings full __attribute__((cleanup(wipe_settings)));
-    if (user_settings->version >= 4) {
+    if (user_settings->version >= 5) {
         full = *user_settings;
+    } else if (user_settings->version == 4) {
+        memcpy(&full, user_settings, offsetof(pure_settings, server_id_bits));
+        settings_v5_defaults(&full);
     } else if (user_settings->version == 3) {
         memcpy(&full, user_settings, offsetof(pure_settings, index_top_bits));
         settings_v4_defaults(&full);
+        settings_v5_defaults(&full);
     } else {
         memcpy(&full, user_settings, offsetof(pure_settings, max_receive_memory));
         settings_v3_defaults(&full);
         settings_v4_defaults(&full);
+        settings_v5_defaults(&full);
         /* before version 3 the default was 2^32, above the AEAD's limit: take the limit */
         if (full.rekey_after_packets > PURE_REKEY_MAX_PACKETS)
             full.rekey_after_packets = PURE_REKEY_MAX_PACKETS;
@@ -129,7 +141,9 @@ int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
         s->max_half_open == 0 || s->half_open_per_addr == 0 || s->inits_per_addr == 0 ||
         s->rekey_after_packets < PURE_REKEY_MIN_PACKETS ||
         s->rekey_after_packets > PURE_REKEY_MAX_PACKETS ||
-        s->index_top_bits > PURE_INDEX_TOP_BITS_MAX || s->index_top >> s->index_top_bits)
+        s->index_top_bits > PURE_INDEX_TOP_BITS_MAX || s->index_top >> s->index_top_bits ||
+        s->server_id_bits > PURE_SERVER_ID_BITS_MAX || s->server_id >> s->server_id_bits ||
+        s->index_top_bits + s->server_id_bits > 16)
         return PURE_EINVAL;
     if (s->max_udp_payload < PURE_MIN_UDP_PAYLOAD || s->max_udp_payload > PURE_MAX_UDP_PAYLOAD ||
         s->max_message_size == 0 || s->max_message_size > (1u << 30) || s->send_backlog < 4096 ||
@@ -301,7 +315,7 @@ uint64_t pure_ctx_links(pure_ctx *ctx, int (*visit)(pure_link *link, void *user,
 
 int pure_ctx_shutdown(pure_ctx *ctx, unsigned flags, uint64_t now)
 {
-    if (!ctx || (flags & ~(unsigned)PURE_SHUTDOWN_ALL))
+    if (!ctx || (flags & ~(unsigned)(PURE_SHUTDOWN_ALL | PURE_SHUTDOWN_MOVED)))
         return PURE_EINVAL;
     if (ctx->freeing || ctx->depth) /* inside pure_ctx_free, or a callback */
         return PURE_ESTATE;
@@ -318,7 +332,11 @@ int pure_ctx_shutdown(pure_ctx *ctx, unsigned flags, uint64_t now)
                 pure_link_terminate(l, PURE_ECLOSED, l->close_code, l->b ? l->b->close_reason : "",
                                     1, now);
         } else if (flags & PURE_SHUTDOWN_OPEN) {
-            pure_link_terminate(l, PURE_ECLOSED, PURE_CLOSE_OK, "shutdown", 1, now);
+            if (flags & PURE_SHUTDOWN_MOVED)
+                pure_link_terminate(l, PURE_ECLOSED, PURE_CLOSE_MOVED, "moved: go elsewhere", 1,
+                                    now);
+            else
+                pure_link_terminate(l, PURE_ECLOSED, PURE_CLOSE_OK, "shutdown", 1, now);
         }
     }
     if (--ctx->walking == 0)

@@ -30,6 +30,7 @@ const char *pure_strerror(int err)
                "route)";
     case PURE_ENOTPURE:
         return "the peer is not a Pure server (it answered with non-Pure datagrams)";
+    case PURE_EMOVED: return "the server is draining: connect again and resend what it lacks";
     default: return "unknown error";
     }
 }
@@ -48,7 +49,8 @@ int pure_err_is_fatal(int err)
     case PURE_EFLOW:
     case PURE_ERESET:
     case PURE_EUNREACH:
-    case PURE_ENOTPURE: return 1;
+    case PURE_ENOTPURE:
+    case PURE_EMOVED: return 1;
     default: return 0;
     }
 }

@@ -237,6 +237,7 @@ static int error_for_close_code(uint64_t code)
     case PURE_CLOSE_FLOW: return PURE_EFLOW;
     case PURE_CLOSE_REFUSED: return PURE_EREFUSED;
     case PURE_CLOSE_MSGSIZE: return PURE_EMSGSIZE;
+    case PURE_CLOSE_MOVED: return PURE_EMOVED;
     default: return code >= PURE_CLOSE_APP ? PURE_ERESET : PURE_EPROTO;
     }
 }

@@ -119,6 +119,12 @@ int pure_ctx_table_add(pure_ctx *ctx, pure_link *link)
         if (ctx->s.index_top_bits)
             idx = (idx & (UINT32_MAX >> ctx->s.index_top_bits)) |
                   ctx->s.index_top << (32 - ctx->s.index_top_bits);
+        /* Just below them, the server id a fleet's director routes on (docs/fleet.md). */
+        if (ctx->s.server_id_bits) {
+            uint32_t shift = 32 - ctx->s.index_top_bits - ctx->s.server_id_bits;
+            uint32_t mask = ((1u << ctx->s.server_id_bits) - 1) << shift;
+            idx = (idx & ~mask) | ctx->s.server_id << shift;
+        }
         if (idx == 0 || pure_ctx_table_find(ctx, idx))
             continue;
         link->local_index = idx;

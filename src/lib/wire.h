@@ -124,6 +124,7 @@ enum pure_close_code {
     PURE_CLOSE_FLOW = 2,
     PURE_CLOSE_REFUSED = 3,
     PURE_CLOSE_MSGSIZE = 4,
+    PURE_CLOSE_MOVED = 5, /* the server is draining: reconnect through the fleet's address */
 };
 
 #endif

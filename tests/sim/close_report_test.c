@@ -297,6 +297,31 @@ static void test_shutdown_reports_exactly(void)
     }
 }
 
+/* A fleet's server draining (PURE_SHUTDOWN_MOVED): its peer's on_closed says PURE_EMOVED, "go
+ * elsewhere", and first_unacked is exactly what to resend (before: there was no such code, and
+ * a drained link looked like a normal close). Unknown flags are still refused. */
+static void test_shutdown_moved(void)
+{
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        world *w = world_new(seed, seed > 2 ? 0.03 : 0);
+        send_n(&w->c, 2000);
+        CHECK(sim_run(w->s, server_has_100, w, 30 * SIM_S));
+        uint64_t got = w->sv.received;
+        pure_ctx *sctx = sim_ctx(w->s, w->srv);
+        CHECK_EQ(pure_ctx_shutdown(sctx, 0x8u, sim_now(w->s)), PURE_EINVAL);
+        CHECK_EQ(pure_ctx_shutdown(sctx, PURE_SHUTDOWN_ALL | PURE_SHUTDOWN_MOVED, sim_now(w->s)),
+                 0);
+        CHECK_EQ(w->sv.closes, 1);
+        CHECK(sim_run(w->s, both_closed, w, 30 * SIM_S));
+        CHECK_EQ(w->sv.received, got);
+        CHECK_EQ(w->c.info.error, PURE_EMOVED);
+        CHECK_EQ(w->c.info.first_unacked, got);
+        CHECK_EQ(w->c.info.next_id, 2000);
+        CHECK(pure_err_is_fatal(PURE_EMOVED));
+        world_free(w);
+    }
+}
+
 static int finished_seen;
 static void on_peer_finished(pure_link *l, void *u)
 {
@@ -360,6 +385,7 @@ int main(void)
     RUN(test_simultaneous_close);
     RUN(test_closing_resends_limited);
     RUN(test_shutdown_reports_exactly);
+    RUN(test_shutdown_moved);
     RUN(test_finish_then_close);
     return pure_test_finish();
 }

@@ -436,10 +436,71 @@ static void test_foreign_socket(void)
     grp_close(&g);
 }
 
+/* A fleet's server id (settings version 5): the server_id_bits just below the thread bits, so a
+ * director routes on them; the rest stays random, and a version 4 struct leaves them unset. */
+static void test_server_id(void)
+{
+    enum {
+        LINKS = 64
+    };
+    uint32_t idx[LINKS];
+    pure_settings s;
+    base_settings(&s);
+    CHECK_EQ(pure_settings_set_thread(&s, 2, 4), 0); /* thread bits 10 */
+    s.server_id_bits = 8;
+    s.server_id = 0xa5;
+    CHECK_EQ(init_indices(&s, idx, LINKS), LINKS);
+    uint32_t ones = 0, zeros = 0;
+    for (unsigned i = 0; i < LINKS; i++) {
+        CHECK_EQ(idx[i] >> 30, 2);
+        CHECK_EQ((idx[i] >> 22) & 0xff, 0xa5);
+        ones |= idx[i];
+        zeros |= ~idx[i];
+    }
+    CHECK_EQ(ones & 0x3fffffu, 0x3fffffu); /* the low 22 bits take both values */
+    CHECK_EQ(zeros & 0x3fffffu, 0x3fffffu);
+    /* no threads: the server id is the top byte, the last byte of the index on the wire */
+    base_settings(&s);
+    s.server_id_bits = 2;
+    s.server_id = 3;
+    CHECK_EQ(init_indices(&s, idx, LINKS), LINKS);
+    for (unsigned i = 0; i < LINKS; i++)
+        CHECK_EQ(idx[i] >> 30, 3);
+    /* validation: too many bits, an id that does not fit, more than 16 fixed bits */
+    pure_ctx *ctx = NULL;
+    s.server_id_bits = PURE_SERVER_ID_BITS_MAX + 1;
+    s.server_id = 0;
+    CHECK_EQ(pure_ctx_new(&s, &ctx), PURE_EINVAL);
+    s.server_id_bits = 2;
+    s.server_id = 4;
+    CHECK_EQ(pure_ctx_new(&s, &ctx), PURE_EINVAL);
+    CHECK_EQ(pure_settings_set_thread(&s, 255, 256), 0);
+    s.server_id_bits = 8;
+    s.server_id = 1;
+    CHECK_EQ(pure_ctx_new(&s, &ctx), 0);
+    pure_ctx_free(ctx);
+    ctx = NULL;
+    s.server_id_bits = 8; /* 8 + 8 = 16 is the most */
+    s.index_top_bits = 8;
+    CHECK_EQ(pure_ctx_new(&s, &ctx), 0);
+    pure_ctx_free(ctx);
+    /* a version 4 caller's struct ends before the fields: whatever follows is not read */
+    base_settings(&s);
+    s.version = 4;
+    s.server_id_bits = 0xdead;
+    s.server_id = 0xbeef;
+    CHECK_EQ(init_indices(&s, idx, LINKS), LINKS);
+    unsigned tops = 0;
+    for (unsigned i = 0; i < LINKS; i++)
+        tops |= 1u << (idx[i] >> 29);
+    CHECK(__builtin_popcount(tops) > 2); /* random top bits */
+}
+
 int main(void)
 {
     RUN(test_share_budgets);
     RUN(test_index_partition);
+    RUN(test_server_id);
     RUN(test_program);
     RUN(test_kernel_steering);
     RUN(test_train_handoff);

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# `pure serve --moved-on-stop`: on SIGTERM mid-stream the server drains, closing its link with
+# Pure's "moved" code, and the streaming client (`pure drain`) fails with PURE_EMOVED's message
+# ("the server is draining"); without the flag the same stop is a plain close, not "draining".
+# Usage: tests/scripts/e2e_moved.sh BUILD_DIR
+set -uo pipefail
+pure="$(cd "$1" && pwd)/pure"
+tmp=$(mktemp -d) sp="" cp=""
+trap '[ -n "$sp" ] && kill $sp 2>/dev/null; [ -n "$cp" ] && kill $cp 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
+fail=0
+# run FLAG: serve with FLAG, stream to it, SIGTERM the server; the client's stderr in $tmp/c.err
+run() {
+    : >"$tmp/s.out"
+    "$pure" serve --listen 127.0.0.1:0 --ephemeral --threads 1 --services drain $1 >"$tmp/s.out" 2>"$tmp/s.err" &
+    sp=$!
+    for _ in $(seq 100); do [ -s "$tmp/s.out" ] && break; sleep 0.05; done
+    local port key
+    port=$(sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$tmp/s.out")
+    key=$(sed -n 's/.*"public_key": *"\([^"]*\)".*/\1/p' "$tmp/s.out")
+    timeout 20 "$pure" drain "127.0.0.1:$port" 50000000 1000 --peer-key "$key" >"$tmp/c.out" 2>"$tmp/c.err" &
+    cp=$!
+    sleep 0.5
+    kill -TERM $sp; wait $sp; sp=""
+    wait $cp; crc=$?; cp=""
+}
+run --moved-on-stop
+if [ $crc = 1 ] && grep -q "the server is draining" "$tmp/c.err"; then
+    echo "e2e_moved: ok --moved-on-stop: $(cat "$tmp/c.err")"
+else
+    echo "e2e_moved: FAIL --moved-on-stop: client exit $crc: $(cat "$tmp/c.err")" >&2; fail=1
+fi
+run ""
+if ! grep -q "draining" "$tmp/c.err"; then
+    echo "e2e_moved: ok without the flag: exit $crc $(head -c 200 "$tmp/c.err")"
+else
+    echo "e2e_moved: FAIL without the flag the client saw a drain: $(cat "$tmp/c.err")" >&2; fail=1
+fi
+[ $fail = 0 ] && echo "e2e_moved: 2 passed, 0 failed" || echo "e2e_moved: failed"
+exit $fail
