@@ -12,6 +12,7 @@ ECLOSED: int
 ETIMEDOUT: int
 EUNREACH: int
 ENOTPURE: int
+EMOVED: int
 EREFUSED: int
 EACCES: int
 EKEY: int

@@ -9,7 +9,7 @@ from . import _core
 
 __all__ = [
     "Error", "RefusedError", "KeyRejectedError", "WrongServerKeyError", "TimedOutError",
-    "UnreachableError", "NotPureError", "ClosedError", "ResetError", "BacklogFullError",
+    "UnreachableError", "NotPureError", "MovedError", "ClosedError", "ResetError", "BacklogFullError",
     "MessageTooBigError", "ProtocolError",
 ]
 
@@ -75,6 +75,12 @@ class ResetError(ClosedError):
     """The peer closed the link with an error code of its application (PURE_ERESET)."""
 
 
+class MovedError(ClosedError):
+    """The server is draining (a fleet, docs/fleet.md): connect again through the shared
+    address and send again the ids in ``unacked``, which are exactly those it did not get
+    (PURE_EMOVED)."""
+
+
 class BacklogFullError(Error):
     """send_nowait: the link's backlog is full (PURE_EAGAIN); await send() instead."""
 
@@ -95,6 +101,7 @@ _BY_CODE = {
     _core.ETIMEDOUT: TimedOutError,
     _core.EUNREACH: UnreachableError,
     _core.ENOTPURE: NotPureError,
+    _core.EMOVED: MovedError,
     _core.ECLOSED: ClosedError,
     _core.ERESET: ResetError,
     _core.EAGAIN: BacklogFullError,

@@ -80,6 +80,14 @@ async def test_not_a_pure_server():
         tr.close()
 
 
+def test_moved_maps_to_its_class():
+    from pure import _core
+    from pure._errors import error_for
+    e = error_for(_core.EMOVED, unacked=range(3, 7))
+    assert isinstance(e, pure.MovedError) and isinstance(e, pure.ClosedError)
+    assert e.name == "PURE_EMOVED" and list(e.unacked) == [3, 4, 5, 6]
+
+
 async def test_bad_address():
     pub = pure.public_key(pure.keygen())
     with pytest.raises(ValueError):
