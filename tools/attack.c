@@ -1183,9 +1183,13 @@ static void on_forge_stop(int sig)
 }
 
 /* The forging process: the load alone until the link indices come down `idx_fd`, then forged
- * COOKIEs and REJECTs at them with the load, until SIGTERM; then its report up `rep_fd`. */
-static void forger(forge *g, int idx_fd, int rep_fd)
+ * COOKIEs and REJECTs at them with the load, until SIGTERM; then its report up `rep_fd`. Once
+ * the first forged packets are out it says so up `go_fd`, so the client's INITs leave into the
+ * forgery, not before it (the handshakes take ~5 ms: a forger a little late hit only links
+ * already open, which drop its packets as for an unknown index). */
+static void forger(forge *g, int idx_fd, int rep_fd, int go_fd)
 {
+    int said = 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_forge_stop;
@@ -1197,6 +1201,11 @@ static void forger(forge *g, int idx_fd, int rep_fd)
                 g->nidx = (uint32_t)((size_t)n / sizeof g->idx[0]);
         }
         raw_pump(&tx, forge_gen, g);
+        if (!said && g->cookies + g->rejects > 0) {
+            said = 1;
+            if (write(go_fd, "g", 1) != 1)
+                _exit(1);
+        }
         int ms = raw_wait_ms(&tx);
         if (ms > 0) {
             struct timespec ts = {0, (long)(ms > 2 ? 2 : ms) * 1000000};
@@ -1236,8 +1245,9 @@ static int mode_forge(const opts *o)
 
     /* The attacker is not the client: the forging runs in a process of its own, so the client
      * reads its socket as fast as a real one would, on its own. */
-    int idx_pipe[2], rep_pipe[2];
-    if (pipe2(idx_pipe, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(rep_pipe, O_CLOEXEC) != 0)
+    int idx_pipe[2], rep_pipe[2], go_pipe[2];
+    if (pipe2(idx_pipe, O_CLOEXEC | O_NONBLOCK) != 0 || pipe2(rep_pipe, O_CLOEXEC) != 0 ||
+        pipe2(go_pipe, O_CLOEXEC) != 0)
         die_errno("pipe");
     pid_t child = fork();
     if (child < 0)
@@ -1245,11 +1255,13 @@ static int mode_forge(const opts *o)
     if (child == 0) {
         close(idx_pipe[1]);
         close(rep_pipe[0]);
+        close(go_pipe[0]);
         close(c.fd);
-        forger(&g, idx_pipe[0], rep_pipe[1]);
+        forger(&g, idx_pipe[0], rep_pipe[1], go_pipe[1]);
     }
     close(idx_pipe[0]);
     close(rep_pipe[1]);
+    close(go_pipe[1]);
     c.ctx = ctx_make(cpriv);
     /* The load alone for a second first: the victim is under load when the links start, and
      * has worked through the load's fresh INITs (5 DH each). */
@@ -1261,17 +1273,23 @@ static int mode_forge(const opts *o)
     uint32_t lidx[64] = {0};
     if (!r || !v)
         die("out of memory");
-    uint64_t t0 = pure_now();
+    static uint8_t inits[64][MAXD];
+    size_t ilen[64];
     for (uint32_t i = 0; i < nl; i++) {
-        uint8_t init[MAXD];
-        size_t len = init_make(c.ctx, &t, &r[i], init);
-        sendto(c.fd, init, len, 0, (const struct sockaddr *)&t.sin, sizeof t.sin);
+        ilen[i] = init_make(c.ctx, &t, &r[i], inits[i]);
         /* wire.h: INIT = type | sender u32 | ...: the index replies name */
-        lidx[i] = (uint32_t)init[1] | (uint32_t)init[2] << 8 | (uint32_t)init[3] << 16 |
-                  (uint32_t)init[4] << 24;
+        lidx[i] = (uint32_t)inits[i][1] | (uint32_t)inits[i][2] << 8 | (uint32_t)inits[i][3] << 16 |
+                  (uint32_t)inits[i][4] << 24;
     }
     if (write(idx_pipe[1], lidx, nl * sizeof lidx[0]) != (ssize_t)(nl * sizeof lidx[0]))
         die_errno("pipe to the forger");
+    struct pollfd go = {go_pipe[0], POLLIN, 0};
+    char gb;
+    if (poll(&go, 1, 2000) != 1 || read(go_pipe[0], &gb, 1) != 1)
+        fprintf(stderr, "attack: forge: the forger did not start within 2 s\n");
+    uint64_t t0 = pure_now();
+    for (uint32_t i = 0; i < nl; i++)
+        sendto(c.fd, inits[i], ilen[i], 0, (const struct sockaddr *)&t.sin, sizeof t.sin);
     uint64_t until = t0 + (uint64_t)(o->timeout * 1e9), datagrams = 0;
     uint32_t up = 0, done = 0;
     while (done < nl && pure_now() < until) {
