@@ -223,8 +223,11 @@ check(st["codel_drop"] > 0 and st["qdelay_p50_us"] <= 15000 and gp >= 6e6,
       "AIMD, --codel-up: median queueing %.1f ms (target 5), p95 %.1f ms, %d CoDel drops, %.1f Mbit/s"
       % (st["qdelay_p50_us"] / 1000, st["qdelay_p95_us"] / 1000, st["codel_drop"], gp / 1e6))
 st, ecn, gp = aimd(base + ["--codel-up", "--ecn-up"], ect=True)
-check(st["ecn_marked"] > 0 and st["codel_drop"] == 0 and ecn[3] == st["ecn_marked"]
-      and ecn[2] > 0 and ecn[0] == 0 and ecn[1] == 0,
+# CE seen by the server: every one marked, less the few marked in the last 10 ms of delay that
+# were still on the way when the forwarder stopped (a CI run under ASan saw 16 of 17); never more
+marked = st["ecn_marked"]
+check(marked > 0 and st["codel_drop"] == 0 and 0 < ecn[3] <= marked
+      and marked - ecn[3] <= max(3, marked // 10) and ecn[2] > 0 and ecn[0] == 0 and ecn[1] == 0,
       "AIMD, --codel-up --ecn-up, ECT(0): %d marked (server saw %d CE, %d ECT(0)), 0 dropped by "
       "CoDel; median queueing %.1f ms" % (st["ecn_marked"], ecn[3], ecn[2], st["qdelay_p50_us"] / 1000))
 check(st["qdelay_p50_us"] <= 15000, "ECN: CoDel still holds the median near the target")
