@@ -118,8 +118,8 @@ static PyObject *link_stats(LinkObject *l, PyObject *unused)
     pure_link_stats s;
     pure_link_stats_get(l->link, &s);
     return Py_BuildValue(
-        "{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "rtt_ns", s.rtt_ns, "rtt_min_ns",
-        s.rtt_min_ns, "rtt_var_ns", s.rtt_var_ns, "cwnd", s.cwnd, "bytes_in_flight",
+        "{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "rtt_ns", s.rtt_ns,
+        "rtt_min_ns", s.rtt_min_ns, "rtt_var_ns", s.rtt_var_ns, "cwnd", s.cwnd, "bytes_in_flight",
         s.bytes_in_flight, "packets_sent", s.packets_sent, "packets_received", s.packets_received,
         "bytes_sent", s.bytes_sent, "bytes_received", s.bytes_received, "packets_lost",
         s.packets_lost, "bytes_retransmitted", s.bytes_retransmitted, "ptos", s.ptos,
@@ -129,8 +129,8 @@ static PyObject *link_stats(LinkObject *l, PyObject *unused)
         "dropped_auth", s.dropped_auth, "dropped_replay", s.dropped_replay, "paced_bursts",
         s.paced_bursts, "datagram_size", s.datagram_size, "ecn_ce_received", s.ecn_ce_received,
         "ecn_ce_reported", s.ecn_ce_reported, "backlog",
-        (unsigned long long)pure_link_backlog(l->link), "queued",
-        (unsigned long long)l->qlen, "queued_bytes", (unsigned long long)l->qbytes);
+        (unsigned long long)pure_link_backlog(l->link), "queued", (unsigned long long)l->qlen,
+        "queued_bytes", (unsigned long long)l->qbytes);
 }
 
 static PyObject *get_int(LinkObject *l, void *off)
