@@ -347,6 +347,16 @@ int pure_ctx_shutdown(pure_ctx *ctx, unsigned flags, uint64_t now)
     return 0;
 }
 
+int pure_ctx_drain(pure_ctx *ctx, uint64_t now)
+{
+    if (!ctx)
+        return PURE_EINVAL;
+    if (ctx->freeing || ctx->depth)
+        return PURE_ESTATE;
+    ctx->draining = 1; /* from now on INITs get RESP status "moved" (handshake_resp.c) */
+    return pure_ctx_shutdown(ctx, PURE_SHUTDOWN_OPEN | PURE_SHUTDOWN_MOVED, now);
+}
+
 /* Memory came free while links were held back by max_receive_memory: wake them (rxmem.c). */
 static void rx_wake(pure_ctx *ctx, uint64_t now)
 {

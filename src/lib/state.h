@@ -293,6 +293,7 @@ struct pure_ctx {
     int depth;   /* nesting of public calls (callbacks may re-enter) */
     int freeing; /* pure_ctx_free runs: no new links (on_closed may try) */
     int walking; /* pure_ctx_links runs: the link table must not change shape */
+    int draining; /* pure_ctx_drain: INITs are refused with RESP status "moved" */
 
     /* the burst pure_ctx_write returned last, in case the I/O layer cannot send it */
     uint32_t last_burst_link;
