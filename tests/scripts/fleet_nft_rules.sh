@@ -34,7 +34,7 @@ else
     list=$(ip netns exec "$ns" nft list table ip pure_fleet)
     grep -q 'dnat to @th,96,8 map { 0 : 10.0.0.1, 1 : 10.0.0.2, 2 : 10.0.0.3 }' <<<"$list" &&
         ok "DATA routed by the top byte to all three" || bad "DATA rule: $list"
-    grep -q 'jhash ip saddr . udp sport mod 2 map { 0 : 10.0.0.1, 1 : 10.0.0.3 }' <<<"$list" &&
+    grep -q 'jhash ip saddr . udp sport . @th,72,32 mod 2 map { 0 : 10.0.0.1, 1 : 10.0.0.3 }' <<<"$list" &&
         ok "INITs hashed over the two not drained" || bad "INIT rule: $list"
     # loading again replaces the table, not adds to it
     ip netns exec "$ns" nft -f - <<<"$out" && [ "$(ip netns exec "$ns" nft list ruleset | grep -c jhash)" = 1 ] &&
@@ -44,7 +44,7 @@ out=$("$gen" --vip 10.9.0.1:4433 --server 0=10.0.0.1 --server 5=10.0.0.2 --threa
 if err=$(ip netns exec "$ns" nft -f - <<<"$out" 2>&1); then
     list=$(ip netns exec "$ns" nft list table ip pure_fleet)
     # thread bits 7..6 of the byte, server bits 5..3: id 5 is 0x28 (40) under mask 0x38
-    grep -q 'notrack' <<<"$list" && grep -q 'ip daddr set @th,96,8 & 0x38 map { 0 : 10.0.0.1, 40 : 10.0.0.2 }' <<<"$list" &&
+    grep -q 'notrack' <<<"$list" && grep -q 'meta mark set @th,96,8 & 0x38 map { 0 : 0x50550000, 40 : 0x50550005 }' <<<"$list" &&
         ok "stateless: notrack, server bits below two thread bits" || bad "stateless rules: $list"
 else
     bad "stateless ruleset does not load: $err"
