@@ -147,6 +147,10 @@ static void on_closed(pure_link *link, void *user, const pure_close_info *info)
     } else if (info->error == PURE_ETIMEDOUT) {
         t->timeouts++;
         t->dead_acked += info->first_unacked;
+        fprintf(stderr, "fleet_client: %.3f s: stream %llu: %s %s after %llu acknowledged\n",
+                (double)(pure_now() - cfg.t0) / 1e9, (unsigned long long)st->id,
+                st->open ? "link" : "handshake", pure_strerror(info->error),
+                (unsigned long long)info->first_unacked);
         uint64_t w = wall_ns();
         if (!t->t_first_timeout)
             t->t_first_timeout = w;
