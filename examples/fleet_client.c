@@ -45,14 +45,14 @@
 
 typedef struct stream {
     struct sock *sock;
-    pure_link *link;      /* NULL between links */
-    uint64_t id;          /* stream number, in every message */
-    uint64_t next;        /* the next message number to send */
-    uint64_t base;        /* the message number of the current link's id 0 */
-    uint64_t delivered;   /* messages read on earlier links (first_unacked of each) */
-    uint64_t confirmed;   /* the final link's count from the service */
-    uint64_t retry_at;    /* when to connect again (0: now) */
-    unsigned refusals;    /* consecutive refused handshakes, for the pause */
+    pure_link *link;    /* NULL between links */
+    uint64_t id;        /* stream number, in every message */
+    uint64_t next;      /* the next message number to send */
+    uint64_t base;      /* the message number of the current link's id 0 */
+    uint64_t delivered; /* messages read on earlier links (first_unacked of each) */
+    uint64_t confirmed; /* the final link's count from the service */
+    uint64_t retry_at;  /* when to connect again (0: now) */
+    unsigned refusals;  /* consecutive refused handshakes, for the pause */
     int open, finished, done, failed;
 } stream;
 
@@ -75,7 +75,11 @@ static struct {
     uint8_t key[PURE_KEY_LEN];
     unsigned sockets, links;
     uint64_t messages, size, rate, idle, deadline, t0;
-} cfg = {.sockets = 1, .links = 1, .messages = 1000, .size = 64, .idle = 2000 * MS,
+} cfg = {.sockets = 1,
+         .links = 1,
+         .messages = 1000,
+         .size = 64,
+         .idle = 2000 * MS,
          .deadline = 60000 * MS};
 
 static uint64_t wall_ns(void)
@@ -248,14 +252,14 @@ static int parse(int argc, char **argv)
 int main(int argc, char **argv)
 {
     if (parse(argc, argv) != 0) {
-        fprintf(stderr, "usage: fleet_client ADDR:PORT SERVER_PUBLIC_KEY [--sockets S] [--links L]\n"
-                        "       [--messages M] [--size B (16..65536)] [--rate R] "
-                        "[--idle-timeout SECONDS] [--deadline SECONDS]\n");
+        fprintf(stderr,
+                "usage: fleet_client ADDR:PORT SERVER_PUBLIC_KEY [--sockets S] [--links L]\n"
+                "       [--messages M] [--size B (16..65536)] [--rate R] "
+                "[--idle-timeout SECONDS] [--deadline SECONDS]\n");
         return 2;
     }
-    static const pure_callbacks cb = {.on_established = on_established,
-                                      .on_message = on_message,
-                                      .on_closed = on_closed};
+    static const pure_callbacks cb = {
+        .on_established = on_established, .on_message = on_message, .on_closed = on_closed};
     sock *socks = calloc(cfg.sockets, sizeof *socks);
     if (!socks)
         return 1;
@@ -298,7 +302,8 @@ int main(int argc, char **argv)
         uint64_t *a = (uint64_t *)&t, *b = (uint64_t *)&s->t;
         for (size_t k = 0; k < offsetof(totals, t_first_timeout) / sizeof(uint64_t); k++)
             a[k] += b[k];
-        if (s->t.t_first_timeout && (!t.t_first_timeout || s->t.t_first_timeout < t.t_first_timeout))
+        if (s->t.t_first_timeout &&
+            (!t.t_first_timeout || s->t.t_first_timeout < t.t_first_timeout))
             t.t_first_timeout = s->t.t_first_timeout;
         if (s->t.t_last_timeout > t.t_last_timeout)
             t.t_last_timeout = s->t.t_last_timeout;
@@ -309,11 +314,10 @@ int main(int argc, char **argv)
            "\"confirmed\": %llu, \"moved_read\": %llu, \"dead_acked\": %llu, \"resent\": %llu, "
            "\"moved\": %llu, \"refused\": %llu, \"timeouts\": %llu, \"other\": %llu, "
            "\"timeout_first_ns\": %llu, \"timeout_last_ns\": %llu, \"seconds\": %.3f}\n",
-           (unsigned long long)streams, (unsigned long long)t.complete,
-           (unsigned long long)t.exact, (unsigned long long)(streams * cfg.messages),
-           (unsigned long long)t.confirmed, (unsigned long long)t.moved_read,
-           (unsigned long long)t.dead_acked, (unsigned long long)t.resent,
-           (unsigned long long)t.moved, (unsigned long long)t.refused,
+           (unsigned long long)streams, (unsigned long long)t.complete, (unsigned long long)t.exact,
+           (unsigned long long)(streams * cfg.messages), (unsigned long long)t.confirmed,
+           (unsigned long long)t.moved_read, (unsigned long long)t.dead_acked,
+           (unsigned long long)t.resent, (unsigned long long)t.moved, (unsigned long long)t.refused,
            (unsigned long long)t.timeouts, (unsigned long long)t.other,
            (unsigned long long)t.t_first_timeout, (unsigned long long)t.t_last_timeout,
            (double)(pure_now() - cfg.t0) / 1e9);

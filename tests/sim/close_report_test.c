@@ -358,7 +358,7 @@ static void test_drain(void)
         pure_ctx_stats_get(sctx, &after);
         CHECK_EQ(after.handshakes_refused, before.handshakes_refused + 1);
         CHECK(after.links <= before.links); /* no link made for the refused INIT */
-        CHECK_EQ(w->sv.closes, 1); /* the application heard of no second link */
+        CHECK_EQ(w->sv.closes, 1);          /* the application heard of no second link */
         world_free(w);
     }
 }
