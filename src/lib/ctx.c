@@ -353,7 +353,7 @@ int pure_ctx_drain(pure_ctx *ctx, uint64_t now)
         return PURE_EINVAL;
     if (ctx->freeing || ctx->depth)
         return PURE_ESTATE;
-    ctx->draining = 1; /* from now on INITs get RESP status "moved" (handshake_resp.c) */
+    ctx->drain = 1; /* from now on INITs get RESP status "moved" (handshake_resp.c) */
     return pure_ctx_shutdown(ctx, PURE_SHUTDOWN_OPEN | PURE_SHUTDOWN_MOVED, now);
 }
 

@@ -351,7 +351,7 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
     uint8_t status = PURE_RESP_OK;
     if (pure_ctx_service_index(ctx, (const char *)service, slen) < 0)
         status = PURE_RESP_NO_SERVICE;
-    else if (ctx->draining) /* a fleet's server being drained: the initiator goes elsewhere */
+    else if (ctx->drain) /* a fleet's server being drained: the initiator goes elsewhere */
         status = PURE_RESP_MOVED;
     if (allow_index == -2) {
         status = PURE_RESP_NOT_ALLOWED;

@@ -290,10 +290,10 @@ struct pure_ctx {
     pure_link *flight_head, *flight_tail;
     /* links closed during this call, freed at its end */
     pure_link *dead;
-    int depth;    /* nesting of public calls (callbacks may re-enter) */
-    int freeing;  /* pure_ctx_free runs: no new links (on_closed may try) */
-    int walking;  /* pure_ctx_links runs: the link table must not change shape */
-    int draining; /* pure_ctx_drain: INITs are refused with RESP status "moved" */
+    int depth;   /* nesting of public calls (callbacks may re-enter) */
+    int freeing; /* pure_ctx_free runs: no new links (on_closed may try) */
+    int walking; /* pure_ctx_links runs: the link table must not change shape */
+    int drain;   /* pure_ctx_drain ran: INITs are refused with RESP status "moved" */
 
     /* the burst pure_ctx_write returned last, in case the I/O layer cannot send it */
     uint32_t last_burst_link;
