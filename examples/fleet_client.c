@@ -275,16 +275,18 @@ int main(int argc, char **argv)
         set.handshake_timeout = cfg.idle;
         s->streams = calloc(cfg.links, sizeof *s->streams);
         s->msg = calloc(1, cfg.size);
-        if (!s->streams || !s->msg || pure_ctx_new(&set, &s->ctx) != 0 ||
-            pure_loop_new(s->ctx, "0.0.0.0:0", &s->loop) != 0)
-            break;
-        for (unsigned i = 0; i < cfg.links; i++) {
+        int ok = s->streams && s->msg && pure_ctx_new(&set, &s->ctx) == 0 &&
+                 pure_loop_new(s->ctx, "0.0.0.0:0", &s->loop) == 0;
+        for (unsigned i = 0; ok && i < cfg.links; i++) {
             s->streams[i].sock = s;
             s->streams[i].id = (uint64_t)started * cfg.links + i;
         }
-        if (pthread_create(&s->tid, NULL, sock_run, s) != 0) {
-            pure_loop_free(s->loop);
+        if (!ok || pthread_create(&s->tid, NULL, sock_run, s) != 0) {
+            fprintf(stderr, "fleet_client: cannot start socket %u\n", started);
+            pure_loop_free(s->loop); /* all of these take NULL */
             pure_ctx_free(s->ctx);
+            free(s->streams);
+            free(s->msg);
             break;
         }
     }
