@@ -33,7 +33,7 @@ while [ $# -gt 0 ]; do
     --thread-bits) tbits=${2:?}; shift 2 ;;
     --stateless) stateless=1; shift ;;
     --routes) routes=1; shift ;;
-    -h|--help) sed -n '3,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
     *) die "unknown argument '$1'" ;;
     esac
 done
