@@ -463,6 +463,19 @@ int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment,
     return n;
 }
 
+int pure_ctx_read_ecn(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, unsigned ecn,
+                      uint64_t now)
+{
+    if (!ctx)
+        return PURE_EINVAL;
+    /* Read by the link that authenticates the packet; a callback that re-enters with another
+     * datagram sets its own, and the outer one has counted its mark by then. */
+    ctx->rx_ecn = (uint8_t)(ecn & 3);
+    int rc = pure_ctx_read(ctx, from, d, n, now);
+    ctx->rx_ecn = 0;
+    return rc;
+}
+
 int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
 {
     if (!ctx || !from || (!d && n))
