@@ -396,12 +396,13 @@ PURE_API int pure_ctx_shutdown(pure_ctx *ctx, unsigned flags, uint64_t now);
 
 /* Drains a server of a fleet (docs/fleet.md, "Drain") while it keeps running: from now on every
  * INIT that would have made a link is refused with the RESP status "moved" (the initiator's
- * on_closed: PURE_EMOVED, at once rather than at its handshake timeout), and every open link
- * closes as pure_ctx_shutdown(ctx, PURE_SHUTDOWN_OPEN | PURE_SHUTDOWN_MOVED, now) closes it (the
- * peer: PURE_EMOVED with the exact ids to resend elsewhere). Handshakes under way are dropped;
- * links whose graceful close still waits go on waiting. The CLOSE packets leave with the next
- * pure_ctx_write, as for pure_ctx_shutdown. Links this context opens as initiator are not
- * affected later. There is no way back: a drained server is meant to be stopped. Returns 0,
+ * on_closed: PURE_EMOVED, at once rather than at its handshake timeout), and every open link this
+ * context accepted closes with Pure's close code 5, "moved" (the peer: PURE_EMOVED with the exact
+ * ids to resend elsewhere; here on_closed runs inside this call with PURE_ECLOSED, as for
+ * pure_ctx_shutdown). A handshake under way finishes and its link then closes the same way,
+ * unseen by on_accept; links whose graceful close still waits go on waiting; links this context
+ * opened itself are left alone. The CLOSE packets leave with the next pure_ctx_write, as for
+ * pure_ctx_shutdown. There is no way back: a drained server is meant to be stopped. Returns 0,
  * PURE_EINVAL (NULL) or PURE_ESTATE (called from a callback of this context or inside
  * pure_ctx_free; nothing was done). */
 PURE_API int pure_ctx_drain(pure_ctx *ctx, uint64_t now);

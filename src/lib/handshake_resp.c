@@ -392,6 +392,10 @@ int pure_hs_confirmed(pure_link *link, uint64_t now)
     pure_ctx *ctx = link->ctx;
     pure_hs_free(link); /* the RESP buffer */
     pure_link_open(link, now);
+    if (ctx->drain) { /* drained during its handshake (pure_ctx_drain): the client goes elsewhere */
+        pure_link_terminate(link, PURE_ECLOSED, PURE_CLOSE_MOVED, "moved: go elsewhere", 1, now);
+        return PURE_ECLOSED;
+    }
     ctx->st.handshakes_accepted++;
     int rc = 0;
     link->accepted = 1;
