@@ -554,7 +554,9 @@ PURE_API void pure_ctx_stats_get(const pure_ctx *ctx, pure_ctx_stats *st);
  * only the first `size` bytes (pass sizeof, from the header the program was built with). */
 typedef struct pure_guard_stats {
     uint64_t dh_ops;                 /* X25519 operations the handshakes did, both roles (a
-                                        message that fails half-way counts whole) */
+                                        message that fails half-way counts whole; the static-
+                                        static `ss` of a peer key seen lately is cached, and
+                                        not counted) */
     uint64_t inits_replayed;         /* INITs dropped as replays (seen before, or a timestamp not
                                         above the greatest seen from that key) */
     uint64_t inits_throttled;        /* INITs dropped by the per-address token bucket */

@@ -216,6 +216,10 @@ void pure_ctx_free(pure_ctx *ctx)
     pure_mem_free(&ctx->alloc, ctx->allow, ctx->cap_allow * sizeof *ctx->allow);
     pure_cookie_wipe(&ctx->cookies);
     pure_admit_free(&ctx->admit, &ctx->alloc);
+    if (ctx->ssc) {
+        pure_sscache_wipe(ctx->ssc);
+        pure_mem_free(&ctx->alloc, ctx->ssc, sizeof *ctx->ssc);
+    }
     pure_alloc a = ctx->alloc;
     pure_wipe(ctx, sizeof *ctx);
     pure_mem_free(&a, ctx, sizeof *ctx);

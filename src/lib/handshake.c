@@ -42,6 +42,7 @@ static int build_init(pure_link *link)
                                   link->peer_key);
     if (rc)
         return rc;
+    pure_noise_set_ss_cache(&hs->noise, pure_ctx_sscache(ctx));
     uint8_t e[PURE_DH_LEN];
     if (pure_ctx_random(ctx, e, sizeof e))
         return PURE_ECRYPTO;
@@ -55,13 +56,14 @@ static int build_init(pure_link *link)
     uint8_t *p = hs->init;
     pure_wire_put_header(p, PURE_PKT_INIT, link->local_index);
     size_t mlen = 0;
+    uint64_t hits = ctx->ssc ? ctx->ssc->hits : 0;
     rc =
         pure_noise_write_msg1(&hs->noise, payload, PURE_INIT_TS_LEN + 1 + slen, p + PURE_INIT_FIXED,
                               sizeof hs->init - PURE_INIT_FIXED - 2 * PURE_MAC_LEN, &mlen);
     pure_wipe(payload, sizeof payload);
     if (rc)
         return rc;
-    ctx->guard.dh_ops += 3; /* e, es, ss */
+    ctx->guard.dh_ops += 3 - (ctx->ssc ? ctx->ssc->hits - hits : 0); /* e, es, ss unless cached */
     hs->init_len = (uint16_t)(PURE_INIT_FIXED + mlen + 2 * PURE_MAC_LEN);
     uint8_t key[PURE_HASH_LEN];
     pure_admit_mac1_key(ctx->crypto, link->peer_key, key);

@@ -30,6 +30,7 @@
 #include "rtb.h"
 #include "rtt.h"
 #include "sendbuf.h"
+#include "sscache.h"
 #include "table.h"
 #include "timerheap.h"
 #include "wire.h"
@@ -285,6 +286,8 @@ struct pure_ctx {
     pure_table table;
     uint32_t half_open;    /* responder links not yet validated */
     pure_admit admit;      /* handshake admission (admit.h) */
+    pure_sscache *ssc;     /* the static key's ss results by peer key (sscache.h); NULL until
+                              the first handshake (or if it could not be allocated) */
     uint64_t last_init_ts; /* the timestamp of the last INIT this context made */
     uint32_t hs_in_flight; /* initiator handshakes under way (PURE_HS_IN_FLIGHT at most) */
     pure_link *hs_queue_head, *hs_queue_tail; /* initiator handshakes waiting their turn */
