@@ -3,7 +3,8 @@
 # A fleet behind one address, end to end (docs/fleet.md): a director namespace running the
 # stateless ruleset of scripts/fleet_nft.sh (firewall marks and policy routing, no conntrack),
 # three server namespaces each holding the shared address 10.9.0.1 on lo and running
-# `pure serve --listen 10.9.0.1:4433 --server-id I` (one key), and two client namespaces running
+# `pure serve --listen 10.9.0.1:4433 --threads 2 --server-id I --server-id-bits 7` (one key; the
+# ruleset masks the thread bit: --thread-bits 1), and two client namespaces running
 # examples/fleet_client (6 sockets x 25 streams each: 300 links; every stream a numbered run of
 # messages to the drain service, resent from first_unacked on PURE_EMOVED / PURE_ETIMEDOUT).
 # Servers answer from the shared address straight back (direct server return). Three rounds:
@@ -23,7 +24,7 @@
 #                  for the loss detection and the loop) of the kill, reconnect to the others, and
 #                  the survivors count exactly the messages the dead server had not acknowledged
 # Prints one summary line; exits 1 on any failure, 77 (skip) when not root or when nft or
-# namespaces are refused. Takes about 15 s. Usage: tests/scripts/fleet_netns.sh BUILD_DIR
+# namespaces are refused. Takes about 8 s. Usage: tests/scripts/fleet_netns.sh BUILD_DIR
 set -uo pipefail
 bdir="$(cd "$1" && pwd)"
 pure="$bdir/pure" client="$bdir/examples/fleet_client"
@@ -69,7 +70,7 @@ for i in 0 1 2; do
     ip -n ${p}s$i addr add $vip/32 dev lo
 done
 "$pure" keygen >"$tmp/key"
-servers=(--server 0=10.2.0.2 --server 1=10.2.1.2 --server 2=10.2.2.2)
+servers=(--server 0=10.2.0.2 --server 1=10.2.1.2 --server 2=10.2.2.2 --thread-bits 1 --server-id-bits 7)
 "$gen" --vip $vip:$port "${servers[@]}" --stateless --routes | ip -n $d -force -batch - 2>/dev/null || true
 set +e
 "$gen" --vip $vip:$port "${servers[@]}" --stateless | ip netns exec $d nft -f - 2>"$tmp/nft.err" ||
@@ -82,8 +83,8 @@ done
 
 start_server() { # start_server I
     : >"$tmp/s$1.out"
-    ip netns exec ${p}s$1 "$pure" serve --listen $vip:$port --key "$tmp/key" --allow-any --threads 1 \
-        --services drain --server-id $1 --stats-every 0.1 >"$tmp/s$1.out" 2>"$tmp/s$1.err" &
+    ip netns exec ${p}s$1 "$pure" serve --listen $vip:$port --key "$tmp/key" --allow-any --threads 2 \
+        --services drain --server-id $1 --server-id-bits 7 --stats-every 0.1 >"$tmp/s$1.out" 2>"$tmp/s$1.err" &
     spid[$1]=$!
     for _ in $(seq 100); do [ -s "$tmp/s$1.out" ] && return 0; sleep 0.05; done
     echo "fleet_netns: FAIL: server $1 did not start: $(cat "$tmp/s$1.err")" >&2; exit 1
@@ -164,7 +165,7 @@ wait_clients
 settle
 got=0
 for i in 0 1 2; do got=$((got + $(total messages_received $i) - msg0[i])); done
-drained=$(sed -n 's/.*draining: \([0-9]*\) links told.*/\1/p' "$tmp/s1.err")
+drained=$(sed -n 's/.*draining: \([0-9]*\) links told.*/\1/p' "$tmp/s1.err" | awk '{n += $1} END {print n + 0}')
 moved=$(sum moved) to=$(sum timeouts) other=$(sum other) refused=$(sum refused) resent=$(sum resent)
 [ "${drained:-0}" -gt 0 ] && [ "$moved" = "$drained" ] && [ "$to$other" = 00 ] &&
     ok "drain: server 1 told $drained links to go elsewhere, the clients saw $moved moved ($refused refused handshakes), resent $resent" ||
