@@ -78,6 +78,11 @@ IMPLS = [
     Impl("tls", "peers/tls", "tls", ["serve"], ["drain", "{port}", "{n}", "{size}"],
          {"cert_sha256": "--cert-sha256"}, "TCP + TLS 1.3 (OpenSSL 3.0, AES-128-GCM)", echo=["serve", "--echo"],
          ping=PEER_PING, hs=PEER_HS),
+    # The handshakes experiment's TLS row with session resumption (a TLS 1.3 ticket from the first
+    # connection, PSK with X25519 on every later one): no drain row of its own.
+    Impl("tls-resume", "peers/tls", "tls", ["serve", "--resume"], None, {"cert_sha256": "--cert-sha256"},
+         "TCP + TLS 1.3 resuming a session (handshakes only)", echo=["serve", "--echo", "--resume"],
+         hs=PEER_HS + ["--resume"]),
     Impl("tcp", "peers/tls", "tls", ["serve", "--plain"], ["drain", "{port}", "{n}", "{size}", "--plain"], {},
          "TCP plain (no encryption)", echo=["serve", "--plain", "--echo"], ping=PEER_PING + ["--plain"],
          hs=PEER_HS + ["--plain"]),
@@ -579,6 +584,10 @@ def drain_main(args):
         sys.exit("run.py: --n must be at least 1")
     timeout = args.timeout or (30.0 if args.quick else 120.0)
     impls = select_impls(args)
+    no_drain = [i.name for i in impls if i.drain is None]
+    if args.only and no_drain:
+        sys.exit(f"run.py drain: {', '.join(no_drain)} has no drain mode")
+    impls = [i for i in impls if i.drain is not None]
     runnable, skipped, broken = prepare(impls, args.no_build)
     names = [i.name for i in runnable]
     aead = aead_rate()  # for the floor row (needs the udp row) and the record
@@ -834,6 +843,9 @@ def idle_main(args):
 # --------------------------------------------------------------------------
 LATENCY_N, LATENCY_N_QUICK = 100_000, 200
 HANDSHAKES_N, HANDSHAKES_N_QUICK = 3000, 20
+# Rows whose echo server serves one connection at a time (peers/ngtcp2/drain.c: a new client
+# replaces the previous one), so they cannot take part in handshakes --clients N.
+HS_ONE_CONNECTION = {"ngtcp2"}
 # kind -> (Impl attribute with the client's arguments, JSON key the client's line must have,
 #          JSON key with the count of things done, unit name)
 ECHO_KINDS = {
@@ -842,33 +854,65 @@ ECHO_KINDS = {
 }
 
 
-def echo_one(impl, kind, n, size, timeout):
-    """One latency or handshakes run. Returns a result dict (ok False with `error` on failure)."""
-    attr, key, done_key, _ = ECHO_KINDS[kind]
-    res = {"impl": impl.name, "experiment": kind, "n": n, "size": size, "ok": False}
+def run_clients(argvs, timeout, cpu=None):
+    """Runs several clients at once to completion; returns ([(rc, stdout, stderr)], their CPU s
+    together, wall s from the first start to the last exit)."""
+    c0 = children_cpu_s()
+    t0 = time.monotonic()
+    procs, outs = [], []
     try:
-        with Server(impl, args=impl.echo) as srv:
-            argv = [impl.path] + [a.format(port=srv.port, n=n, size=size) for a in getattr(impl, attr)]
+        for argv in argvs:
+            procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                          stdin=subprocess.DEVNULL, text=True, cwd=ROOT, preexec_fn=pin_to(cpu)))
+        for p in procs:
+            left = max(0.1, timeout - (time.monotonic() - t0))
+            out, err = p.communicate(timeout=left)
+            outs.append((p.returncode, out, err))
+    except OSError as e:
+        raise RunError(f"cannot start client: {e}")
+    except subprocess.TimeoutExpired:
+        raise RunError(f"clients timed out after {timeout:.0f} s")
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    return outs, children_cpu_s() - c0, time.monotonic() - t0
+
+
+def echo_one(impl, kind, n, size, timeout, clients=1, pins=(None, None)):
+    """One latency or handshakes run. Returns a result dict (ok False with `error` on failure).
+    With clients > 1 (handshakes), that many client processes connect at once, n / clients
+    connections each, the server and the clients pinned to `pins` (server CPU, client CPU)."""
+    attr, key, done_key, _ = ECHO_KINDS[kind]
+    res = {"impl": impl.name, "experiment": kind, "n": n, "size": size, "clients": clients, "ok": False}
+    try:
+        with Server(impl, args=impl.echo, cpu=pins[0]) as srv:
+            each = n // clients
+            argv = [impl.path] + [a.format(port=srv.port, n=each, size=size) for a in getattr(impl, attr)]
             argv += srv.client_extra()
             s0 = srv.cpu_ns()
-            rc, out, err, ccpu, wall = run_client(argv, timeout)
+            outs, ccpu, wall = run_clients([argv] * clients, timeout, cpu=pins[1])
             s1 = srv.cpu_ns()
             alive = srv.proc.poll() is None
             res.update(client_cpu_s=ccpu, server_cpu_s=(s1 - s0) / 1e9, wall_s=wall)
-            rep = last_json(out, key)
-            if rep is None:
-                raise RunError(f"client exit {rc}, no JSON result; stderr: {err.strip()[-600:] or '(empty)'}"
-                               f"; server stderr: {srv.stderr_tail()}")
-            res["report"] = rep
-            if rep.get(key) != n or rep.get(done_key) != n or rep.get("mismatches") != 0:
-                raise RunError(f"count mismatch: asked for {n}, client reports {key}={rep.get(key)} "
-                               f"{done_key}={rep.get(done_key)} mismatches={rep.get('mismatches')}; client stderr: "
-                               f"{err.strip()[-400:]}; server stderr: {srv.stderr_tail()}")
-            if rc != 0:
-                raise RunError(f"client exit {rc}; stderr: {err.strip()[-600:]}")
+            reps = []
+            for rc, out, err in outs:
+                rep = last_json(out, key)
+                if rep is None:
+                    raise RunError(f"client exit {rc}, no JSON result; stderr: {err.strip()[-600:] or '(empty)'}"
+                                   f"; server stderr: {srv.stderr_tail()}")
+                if rep.get(key) != each or rep.get(done_key) != each or rep.get("mismatches") != 0:
+                    raise RunError(f"count mismatch: asked for {each}, client reports {key}={rep.get(key)} "
+                                   f"{done_key}={rep.get(done_key)} mismatches={rep.get('mismatches')}; client "
+                                   f"stderr: {err.strip()[-400:]}; server stderr: {srv.stderr_tail()}")
+                if rc != 0:
+                    raise RunError(f"client exit {rc}; stderr: {err.strip()[-600:]}")
+                reps.append(rep)
+            res["report"] = reps[0] if clients == 1 else {"clients": reps}
             if not alive:
                 raise RunError(f"server died during the run; stderr: {srv.stderr_tail()}")
-            secs = rep.get("seconds")
+            secs = reps[0].get("seconds") if clients == 1 else None
             res["seconds"] = float(secs) if isinstance(secs, (int, float)) and secs > 0 else wall
             res["ok"] = True
     except RunError as e:
@@ -897,7 +941,8 @@ def echo_summarize(kind, runs, names):
             else:
                 v = [n / r["seconds"] for r in ok]
                 row.update(per_s=med(v), per_s_min=min(v), per_s_max=max(v),
-                           per_core_s=1e6 / row["both_us"] if row["both_us"] else None)
+                           per_core_s=1e6 / row["both_us"] if row["both_us"] else None,
+                           per_server_core_s=1e6 / row["server_us"] if row["server_us"] else None)
         rows.append(row)
     return rows
 
@@ -909,7 +954,7 @@ def echo_print_table(kind, rows):
                "runs"]
     else:
         hdr = ["impl", "handshakes/s (min–max)", f"both CPU µs/{unit} (min–max)", "client", "server",
-               "per core-s", "runs"]
+               "per core-s", "per server core-s", "runs"]
 
     def rng(r, k):
         return f"{fmt(r[k])} ({fmt(r[k + '_min'])}–{fmt(r[k + '_max'])})" if k in r else "FAILED"
@@ -923,7 +968,7 @@ def echo_print_table(kind, rows):
         else:
             both = f"{fmt(r['both_us'])} ({fmt(r['both_min'])}–{fmt(r['both_max'])})" if "both_us" in r else "FAILED"
             lines.append([r["impl"], rng(r, "per_s"), both, fmt(r.get("client_us")), fmt(r.get("server_us")),
-                          fmt(r.get("per_core_s")), runs])
+                          fmt(r.get("per_core_s")), fmt(r.get("per_server_core_s")), runs])
     widths = [max(len(x[i]) for x in [hdr] + lines) for i in range(len(hdr))]
     out = ["  ".join(h.ljust(w) for h, w in zip(hdr, widths))]
     for ln in lines:
@@ -958,6 +1003,12 @@ def echo_args(p):
                                                        "connections (handshakes; default 3000, quick 20) per run")
     p.add_argument("--size", type=int, default=61, help="message body bytes (latency; default 61)")
     p.add_argument("--timeout", type=float, default=None, help="seconds per client run (default 300, quick 30)")
+    p.add_argument("--clients", type=int, default=1,
+                   help="handshakes: client processes connecting at once, each doing N / CLIENTS connections, "
+                        "the server pinned to the last CPU and the clients to the first (default 1: one client, "
+                        "unpinned); the table then adds the server's CPU per connection and links per server "
+                        "core-second")
+    p.add_argument("--no-pin", action="store_true", help="with --clients: leave placement to the scheduler")
 
 
 def echo_main(args):
@@ -973,6 +1024,12 @@ def echo_main(args):
         sys.exit("run.py handshakes: the message is 61 bytes (--size is for latency)")
     n = args.n or ((LATENCY_N_QUICK if args.quick else LATENCY_N) if kind == "latency"
                    else (HANDSHAKES_N_QUICK if args.quick else HANDSHAKES_N))
+    clients = args.clients
+    if clients < 1 or (clients > 1 and kind != "handshakes"):
+        sys.exit("run.py: --clients is a number >= 1, for handshakes only")
+    if n % clients:
+        sys.exit(f"run.py handshakes: --n ({n}) must be a multiple of --clients ({clients})")
+    pins = rpc_pins(args) if clients > 1 else (None, None)
     timeout = args.timeout or (30.0 if args.quick else 300.0)
     attr = ECHO_KINDS[kind][0]
     chosen = select_impls(args)
@@ -982,6 +1039,12 @@ def echo_main(args):
             sys.exit(f"run.py {kind}: no {kind} mode for {', '.join(no_mode)}; rows: "
                      + ", ".join(i.name for i in IMPLS if getattr(i, attr)))
     impls = [i for i in chosen if getattr(i, attr) is not None]
+    if clients > 1:
+        single = [i.name for i in impls if i.name in HS_ONE_CONNECTION]
+        if single:
+            log(f"handshakes --clients: leaving out {', '.join(single)}: its echo server holds one connection "
+                f"at a time (a new client replaces the previous one)")
+        impls = [i for i in impls if i.name not in HS_ONE_CONNECTION]
     if not impls:
         sys.exit(f"run.py {kind}: no row left to run")
     runnable, skipped, broken = prepare(impls, args.no_build)
@@ -991,7 +1054,7 @@ def echo_main(args):
     runs = []
     for rnd in range(1, rounds + 1):
         for impl in runnable:  # interleaved: A B C ... A B C ...
-            r = echo_one(impl, kind, n, args.size, timeout)
+            r = echo_one(impl, kind, n, args.size, timeout, clients, pins)
             r["round"] = rnd
             runs.append(r)
             tag = f"[{kind} × {n}  round {rnd}/{rounds}] {impl.name:<8}"
@@ -1013,11 +1076,16 @@ def echo_main(args):
         log(f"latency: one connection, {n} round trips of one {args.size}-byte message, one in flight; "
             f"median of {rounds} round(s)")
     else:
-        log(f"handshakes: {n} connections one after another (handshake, one 61-byte message echoed, close); "
-            f"median of {rounds} round(s)")
+        how = ("one after another" if clients == 1 else
+               f"from {clients} client processes at once ({n // clients} each, one after another"
+               + (", server and clients pinned apart)" if pins[0] is not None else ")"))
+        log(f"handshakes: {n} connections {how} (handshake, one 61-byte message echoed, close); "
+            f"median of {rounds} round(s); per core-s = 10^6 / both sides' CPU, per server core-s = "
+            f"10^6 / the server's")
     echo_print_table(kind, rows)
     failed = [r for r in runs if not r["ok"]]
-    meta = {"quick": args.quick, "rounds": rounds, "n": n, "size": args.size, "environment": environment(),
+    meta = {"quick": args.quick, "rounds": rounds, "n": n, "size": args.size, "clients": clients,
+            "pinned": pins[0] is not None, "environment": environment(),
             "skipped": skipped, "broken": broken, "elapsed_s": round(time.monotonic() - t_start, 1),
             "impls": {i.name: {"bin": i.bin, "serve": i.echo, "client": getattr(i, attr), "desc": i.desc}
                       for i in runnable}}

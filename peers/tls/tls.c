@@ -10,17 +10,20 @@
  *       (TLS close_notify, or shutdown(SHUT_WR) with --plain), reads the
  *       server's 8-byte big-endian message count, prints one JSON line and
  *       exits 0 only if the count equals N.
- *   tls serve --echo [--plain]
+ *   tls serve --echo [--plain] [--resume]
  *       the same server, but every whole message (u32 BE length + body, after
  *       the preamble) is sent back as it arrives (the latency and handshakes
  *       experiments).
  *   tls ping PORT N SIZE [--plain] [--cert-sha256 HEX]
  *       one connection, N round trips of one SIZE-byte message (one in flight),
  *       each echo compared byte for byte; prints the round-trip percentiles.
- *   tls handshakes PORT N [--plain] [--cert-sha256 HEX]
+ *   tls handshakes PORT N [--plain] [--cert-sha256 HEX] [--resume]
  *       N connections one after another: connect, full TLS 1.3 handshake (no
  *       session resumption, X25519), one 61-byte message, its echo, close_notify
- *       and close; prints connections per second.
+ *       and close; prints connections per second. With --resume (and a server
+ *       started with --resume) every connection after the first resumes the
+ *       first one's session (a TLS 1.3 ticket: PSK with X25519, no certificate);
+ *       fewer resumed than N - 1 is a failure.
  *
  * TLS: TLS 1.3 only, TLS_AES_128_GCM_SHA256 only, P-256 ECDSA certificate.
  * The sender hands 256 KiB SSL_write calls pointing into a fixed pattern and
@@ -302,7 +305,7 @@ out:
 
 static void serve_echo_conn(int fd, SSL_CTX *ctx, unsigned char *buf);
 
-static int cmd_serve(int plain, int echo)
+static int cmd_serve(int plain, int echo, int resume)
 {
     SSL_CTX *ctx = NULL;
     char fp[65] = {0};
@@ -310,7 +313,12 @@ static int cmd_serve(int plain, int echo)
         ctx = tls_ctx_new(1);
         if (!ctx || tls_make_cert(ctx, fp))
             return 1;
-        SSL_CTX_set_num_tickets(ctx, 0); /* one connection each; no resumption */
+        /* Without --resume: one connection each, no tickets, every handshake a full one. With
+         * it: one stateless ticket per connection (TLS 1.3 resumption, PSK with (EC)DHE, so each
+         * resumed handshake still does X25519 but no certificate signature or check). */
+        SSL_CTX_set_num_tickets(ctx, resume ? 1 : 0);
+        if (resume)
+            SSL_CTX_clear_options(ctx, SSL_OP_NO_TICKET);
     }
     int ls = socket(AF_INET, SOCK_STREAM, 0);
     if (ls < 0) {
@@ -609,6 +617,9 @@ struct client_conn {
     struct rbuf *rb;
 };
 
+/* handshakes --resume: the session to resume (the first connection's ticket), or NULL. */
+static SSL_SESSION *g_resume;
+
 static int client_open(struct client_conn *c, uint16_t port, SSL_CTX *ctx, const char *fp,
                        const char *cmd)
 {
@@ -631,6 +642,10 @@ static int client_open(struct client_conn *c, uint16_t port, SSL_CTX *ctx, const
     if (!c->ssl || !attach_fd(c->ssl, c->fd, &c->rb) ||
         !SSL_set_tlsext_host_name(c->ssl, "localhost")) {
         tls_ssl_errors("SSL_new");
+        return -1;
+    }
+    if (g_resume && SSL_set_session(c->ssl, g_resume) != 1) {
+        tls_ssl_errors("SSL_set_session");
         return -1;
     }
     if (SSL_connect(c->ssl) != 1) {
@@ -793,7 +808,8 @@ static int cmd_ping(const char *port_s, const char *n_s, const char *size_s, int
     return mismatches ? 1 : 0;
 }
 
-static int cmd_handshakes(const char *port_s, const char *n_s, int plain, const char *fp)
+static int cmd_handshakes(const char *port_s, const char *n_s, int plain, const char *fp,
+                          int resume)
 {
     uint64_t port, n;
     const uint32_t size = 61;
@@ -815,7 +831,7 @@ static int cmd_handshakes(const char *port_s, const char *n_s, int plain, const 
     SSL_CTX *ctx = tls_client_ctx(plain);
     if (!plain && !ctx)
         return 1;
-    uint64_t mismatches = 0, done = 0, t0 = mono_ns();
+    uint64_t mismatches = 0, done = 0, resumed = 0, t0 = mono_ns();
     for (; done < n; done++) {
         uint64_t ts = mono_ns();
         struct client_conn c;
@@ -831,8 +847,21 @@ static int cmd_handshakes(const char *port_s, const char *n_s, int plain, const 
                     "tls handshakes: connection %" PRIu64 "'s echo differs from what was sent\n",
                     done);
         lat[done] = mono_ns() - ts;
+        if (c.ssl && SSL_session_reused(c.ssl))
+            resumed++;
+        /* The server's ticket arrived before its echo: the first connection's session serves
+         * every later one. */
+        if (resume && c.ssl && !g_resume) {
+            SSL_SESSION *sess = SSL_get1_session(c.ssl);
+            if (sess && SSL_SESSION_is_resumable(sess))
+                g_resume = sess;
+            else
+                SSL_SESSION_free(sess);
+        }
         client_close(&c);
     }
+    SSL_SESSION_free(g_resume);
+    g_resume = NULL;
     double secs = (double)(mono_ns() - t0) / 1e9;
     SSL_CTX_free(ctx);
     if (done < n)
@@ -840,12 +869,20 @@ static int cmd_handshakes(const char *port_s, const char *n_s, int plain, const 
     double sum = 0;
     for (uint64_t i = 0; i < n; i++)
         sum += (double)lat[i];
+    if (resume && !plain && resumed + 1 < n) {
+        fprintf(stderr,
+                "tls handshakes: --resume, but only %" PRIu64 " of %" PRIu64
+                " connections were resumed\n",
+                resumed, n);
+        mismatches++; /* counted as a failure: the row would measure full handshakes */
+    }
     qsort(lat, n, sizeof *lat, cmp_u64);
-    printf(
-        "{\"handshakes\": %" PRIu64 ", \"size\": %u, \"ok\": %" PRIu64 ", \"mismatches\": %" PRIu64
-        ", \"seconds\": %.6f, \"per_second\": %.1f, \"mean_us\": %.1f, \"p50_us\": %.1f, \"p99_us\": %.1f}\n",
-        n, size, n - mismatches, mismatches, secs, (double)n / secs, sum / (double)n / 1e3,
-        quantile_us(lat, n, 0.5), quantile_us(lat, n, 0.99));
+    printf("{\"handshakes\": %" PRIu64 ", \"size\": %u, \"ok\": %" PRIu64
+           ", \"mismatches\": %" PRIu64 ", \"resumed\": %" PRIu64
+           ", \"seconds\": %.6f, \"per_second\": %.1f, \"mean_us\": %.1f, "
+           "\"p50_us\": %.1f, \"p99_us\": %.1f}\n",
+           n, size, n - mismatches, mismatches, resumed, secs, (double)n / secs,
+           sum / (double)n / 1e3, quantile_us(lat, n, 0.5), quantile_us(lat, n, 0.99));
     fflush(stdout);
     free(frame);
     free(lat);
@@ -856,14 +893,16 @@ static void usage(FILE *f)
 {
     fprintf(
         f,
-        "usage: tls serve [--plain] [--echo]\n"
+        "usage: tls serve [--plain] [--echo] [--resume]\n"
         "       tls drain PORT N SIZE [--plain] [--cert-sha256 HEX]\n"
         "       tls ping PORT N SIZE [--plain] [--cert-sha256 HEX]\n"
-        "       tls handshakes PORT N [--plain] [--cert-sha256 HEX]\n"
+        "       tls handshakes PORT N [--plain] [--cert-sha256 HEX] [--resume]\n"
         "TCP + TLS 1.3 (TLS_AES_128_GCM_SHA256, X25519) drain peer; --plain: TCP without TLS.\n"
         "serve --echo: send every message back (latency, handshakes); ping: N round trips of one\n"
         "message on one connection; handshakes: N connections one after another, each a full\n"
-        "handshake (no resumption), one 61-byte message echoed, close.\n");
+        "handshake (no resumption), one 61-byte message echoed, close. --resume (serve and\n"
+        "handshakes): the server issues a TLS 1.3 ticket and the client resumes the first\n"
+        "connection's session on every later one (PSK with X25519, no certificate).\n");
 }
 
 int main(int argc, char **argv)
@@ -873,7 +912,7 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    int plain = 0, echo = 0;
+    int plain = 0, echo = 0, resume = 0;
     const char *fp = NULL;
     const char *pos[4];
     int npos = 0;
@@ -882,6 +921,8 @@ int main(int argc, char **argv)
             plain = 1;
         else if (!strcmp(argv[i], "--echo"))
             echo = 1;
+        else if (!strcmp(argv[i], "--resume"))
+            resume = 1;
         else if (!strcmp(argv[i], "--cert-sha256") && i + 1 < argc)
             fp = argv[++i];
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -899,11 +940,11 @@ int main(int argc, char **argv)
         }
     }
     if (!strcmp(argv[1], "serve") && npos == 0)
-        return cmd_serve(plain, echo);
+        return cmd_serve(plain, echo, resume);
     if (!strcmp(argv[1], "ping") && npos == 3 && !echo)
         return cmd_ping(pos[0], pos[1], pos[2], plain, fp);
     if (!strcmp(argv[1], "handshakes") && npos == 2 && !echo)
-        return cmd_handshakes(pos[0], pos[1], plain, fp);
+        return cmd_handshakes(pos[0], pos[1], plain, fp, resume);
     if (!strcmp(argv[1], "drain") && npos == 3)
         return cmd_drain(pos[0], pos[1], pos[2], plain, fp);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {

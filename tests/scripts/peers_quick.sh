@@ -4,7 +4,8 @@
 # (peers/*/build.sh into BUILD_DIR/peers; CI starts from a fresh clone), then runs
 # `bench/run.py --quick` — one small drain per implementation and size (N = 2000 / 1000 / 200) —
 # then `bench/run.py latency --quick` (200 round trips of a 61-byte message through each row's
-# echo server) and `bench/run.py handshakes --quick` (20 connections, one echo each), and fails
+# echo server), `bench/run.py handshakes --quick` (20 connections, one echo each; TLS also
+# resuming a session) and the same from 2 client processes at once (`--clients 2`), and fails
 # if any peer fails to build, any server's count differs from what its client sent, or any echo
 # is missing or differs from what was sent (the rows without an echo mode, udp and udp-seal,
 # take part in the drain only).
@@ -44,9 +45,10 @@ list=$(printf '%s\n' "${skip[@]}" | grep -v '^--skip$' | paste -sd, - || true)
 args=(--quick --no-build --build-dir "$build" --json)
 if [ -n "$list" ]; then args+=(--skip "$list"); fi
 rc=0
-for exp in drain latency handshakes; do
+for exp in drain latency handshakes "handshakes --clients 2"; do
   echo "peers_quick: bench/run.py $exp --quick" >&2
-  if ! "$py" "$root/bench/run.py" "$exp" "${args[@]}"; then
+  # shellcheck disable=SC2086 # $exp is the experiment and its own options
+  if ! "$py" "$root/bench/run.py" $exp "${args[@]}"; then
     echo "peers_quick: FAILED: bench/run.py $exp --quick" >&2
     rc=1
   fi
