@@ -1905,6 +1905,45 @@ def python_main(args):
     return finish_cells("python", args, runs, files, summary, {}, {})
 
 
+# --------------------------------------------------------------------------
+# fleet: what the director of a fleet costs (bench/fleet_director.sh; docs/fleet.md)
+# --------------------------------------------------------------------------
+def fleet_args(p):
+    p.add_argument("--pings", type=int, default=2000, help="round trips per path and round (default 2000)")
+    p.add_argument("--packets", type=int, default=300000, help="datagrams per path and round (default 300000)")
+    p.add_argument("--rounds", type=int, default=3, help="rounds, the paths interleaved (default 3)")
+
+
+def fleet_main(args):
+    """Runs bench/fleet_director.sh (network namespaces: root and nft) and keeps its JSON line."""
+    if not args.no_build:
+        err = build_pure()
+        if err:
+            print("bench: " + err, file=sys.stderr)
+            return 1
+    pings, packets, rounds = (200, 30000, 1) if args.quick else (args.pings, args.packets, args.rounds)
+    r = subprocess.run(["bash", os.path.join(ROOT, "bench", "fleet_director.sh"), BUILD, str(pings), str(packets),
+                        str(rounds)], stdout=subprocess.PIPE, text=True)
+    if r.returncode == 77:
+        print(r.stdout, end="")
+        return 0
+    lines = r.stdout.strip().splitlines()
+    if r.returncode or not lines:
+        print(r.stdout, end="", file=sys.stderr)
+        return 1
+    print("\n".join(lines[:-1]), flush=True)
+    res = json.loads(lines[-1])
+    outdir = args.out or os.path.join(ROOT, "bench", "results", "tmp" if args.quick else "")
+    os.makedirs(outdir, exist_ok=True)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    path = os.path.join(outdir, f"fleet-{stamp}.json")
+    with open(path, "w") as f:
+        json.dump({"experiment": "fleet", "environment": environment(), **res}, f, indent=1)
+    log(f"wrote {path}")
+    if args.json:
+        print(json.dumps(res))
+    return 0
+
 EXPERIMENTS = {
     "drain": ("one stream of N messages; CPU per message on both sides", drain_args, drain_main),
     "transport": ("Pure alone: both link ends in one process, no sockets", transport_args, transport_main),
@@ -1921,6 +1960,8 @@ EXPERIMENTS = {
                python_args, python_main),
     "growth": ("the RPC workload at one fixed total rate over 1 ... 10,000 links: server CPU per request",
                growth_args, growth_main),
+    "fleet": ("the director of a fleet (nftables, stateless): added round trip and CPU per packet (root)",
+              fleet_args, fleet_main),
 }
 
 

@@ -93,8 +93,9 @@ PURE_API const char *pure_version(void);
 /* PURE_ENOTPURE: what answers at the peer's address is not a Pure server: it answered the
  * handshake with datagrams that cannot be Pure (another UDP service on that port?). */
 #define PURE_ENOTPURE -19
-/* the server is draining (pure_ctx_shutdown with PURE_SHUTDOWN_MOVED): connect again through the
- * fleet's address and resend the messages first_unacked .. next_id - 1 (docs/fleet.md) */
+/* the server is draining (pure_ctx_drain, which also refuses new links with it, or
+ * pure_ctx_shutdown with PURE_SHUTDOWN_MOVED): connect again through the fleet's address and
+ * resend the messages first_unacked .. next_id - 1 (docs/fleet.md) */
 #define PURE_EMOVED -20
 
 /* A short English description of an error code ("unknown error" for others). Never NULL. */
@@ -392,6 +393,19 @@ PURE_API void pure_ctx_free(pure_ctx *ctx);
  * (called from a callback of this context, pure_ctx_links' visitor included, or inside
  * pure_ctx_free; nothing was done). */
 PURE_API int pure_ctx_shutdown(pure_ctx *ctx, unsigned flags, uint64_t now);
+
+/* Drains a server of a fleet (docs/fleet.md, "Drain") while it keeps running: from now on every
+ * INIT that would have made a link is refused with the RESP status "moved" (the initiator's
+ * on_closed: PURE_EMOVED, at once rather than at its handshake timeout), and every open link this
+ * context accepted closes with Pure's close code 5, "moved" (the peer: PURE_EMOVED with the exact
+ * ids to resend elsewhere; here on_closed runs inside this call with PURE_ECLOSED, as for
+ * pure_ctx_shutdown). A handshake under way finishes and its link then closes the same way,
+ * unseen by on_accept; links whose graceful close still waits go on waiting; links this context
+ * opened itself are left alone. The CLOSE packets leave with the next pure_ctx_write, as for
+ * pure_ctx_shutdown. There is no way back: a drained server is meant to be stopped. Returns 0,
+ * PURE_EINVAL (NULL) or PURE_ESTATE (called from a callback of this context or inside
+ * pure_ctx_free; nothing was done). */
+PURE_API int pure_ctx_drain(pure_ctx *ctx, uint64_t now);
 
 /* Registers a service name (1..63 bytes) the context accepts links for. Returns 0, PURE_EINVAL or
  * PURE_ENOMEM. Links naming an unregistered service are refused (the initiator sees

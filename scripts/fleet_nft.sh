@@ -3,18 +3,23 @@
 # Prints an nftables ruleset that makes this Linux host the director of a fleet of `pure serve
 # --server-id N` servers behind one address (docs/protocol.md, "Datagrams"). DATA packets (type
 # 0x08/0x09) go to the server whose id their receiver index carries (wire byte 4's top bits,
-# below --thread-bits); INITs (0x01) go by a hash of the client's address and port, so an INIT's
-# retransmissions reach the same server, over the servers not drained. Other packet types go
+# below --thread-bits); INITs (0x01) go by a hash of the client's address, port and the INIT's
+# sender index (bytes 1..4: one per link, the same in its retransmissions, so they reach the same
+# server while links from one socket spread), over the servers not drained. Other packet types go
 # from servers to clients and are not routed here.
 # Usage: scripts/fleet_nft.sh --vip ADDR:PORT --server ID=ADDR [--server ID=ADDR ...]
-#            [--drain ID ...] [--server-id-bits B] [--thread-bits T] [--stateless]
+#            [--drain ID ...] [--server-id-bits B] [--thread-bits T] [--stateless [--routes]]
 # Default mode: dnat in the nat hook (conntrack: only a flow's first packet consults the maps,
 # so every link of one client socket lands where its first INIT went). --stateless: no
-# conntrack (notrack), the destination address rewritten on every packet, so each link routes
-# on its own index; the servers must hold the VIP themselves and answer from it (direct server
-# return). Load the output with `nft -f -`.
+# conntrack (notrack); every packet gets a firewall mark (0x50550000 + server id) from its own
+# index or hash, and policy routing sends it, its destination still the VIP, to that server as
+# the next hop (direct server return: the servers hold the VIP, e.g. on lo, bind it and answer
+# from it; they must be on a network the director reaches directly). Load the output with
+# `nft -f -`; in stateless mode also load the routes once, --routes printing them for
+# `ip -force -batch -` (one rule and one table, 20000 + id, per server; a drain changes only
+# the ruleset).
 set -euo pipefail
-vip="" bits=8 tbits=0 stateless=0
+vip="" bits=8 tbits=0 stateless=0 routes=0
 declare -a ids=() addrs=() drained=()
 die() { echo "fleet_nft: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -27,7 +32,8 @@ while [ $# -gt 0 ]; do
     --server-id-bits) bits=${2:?}; shift 2 ;;
     --thread-bits) tbits=${2:?}; shift 2 ;;
     --stateless) stateless=1; shift ;;
-    -h|--help) sed -n '3,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --routes) routes=1; shift ;;
+    -h|--help) sed -n '3,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0 ;;
     *) die "unknown argument '$1'" ;;
     esac
 done
@@ -43,15 +49,27 @@ for id in "${ids[@]}"; do
     seen[$id]=1
 done
 for d in "${drained[@]}"; do [ -n "${seen[$d]:-}" ] || die "--drain $d: no such server"; done
+[ $routes = 0 ] || [ $stateless = 1 ] || die "--routes goes with --stateless (conntrack mode needs no routes)"
+mark() { printf '0x%x' $((0x50550000 + $1)); }
+if [ $routes = 1 ]; then # policy routing for the marks: `ip -force -batch -` (the dels may fail)
+    for i in "${!ids[@]}"; do
+        echo "rule del fwmark $(mark "${ids[$i]}") lookup $((20000 + ids[$i]))"
+        echo "rule add fwmark $(mark "${ids[$i]}") lookup $((20000 + ids[$i]))"
+        echo "route replace $vaddr/32 via ${addrs[$i]} table $((20000 + ids[$i]))"
+    done
+    exit 0
+fi
 # the index's top byte is UDP payload byte 4: bits 96..103 after the 8-byte UDP header; the
 # server id is the B bits after the T thread bits
 off=$((64 + 32 + tbits))
 route="" live=() n=0
 for i in "${!ids[@]}"; do
-    route+="${route:+, }${ids[$i]} : ${addrs[$i]}"
+    to=${addrs[$i]}
+    [ $stateless = 0 ] || to=$(mark "${ids[$i]}")
+    route+="${route:+, }${ids[$i]} : $to"
     skip=0
     for d in "${drained[@]}"; do [ "$d" = "${ids[$i]}" ] && skip=1; done
-    [ $skip = 1 ] || live+=("$n : ${addrs[$i]}") n=$((n + 1))
+    [ $skip = 1 ] || live+=("$n : $to") n=$((n + 1))
 done
 [ $n -gt 0 ] || die "every server is drained: nowhere to send new links"
 hash=$(IFS=,; echo "${live[*]}" | sed 's/,/, /g')
@@ -64,14 +82,15 @@ if [ $stateless = 0 ]; then
     echo "    chain pre {"
     echo "        type nat hook prerouting priority dstnat; policy accept;"
     echo "        $match @th,64,8 & 0xfe == 0x08 dnat to @th,$off,$bits map { $route }"
-    echo "        $match @th,64,8 0x01 dnat to jhash ip saddr . udp sport mod $n map { $hash }"
+    echo "        $match @th,64,8 0x01 dnat to jhash ip saddr . udp sport . @th,72,32 mod $n map { $hash }"
     echo "    }"
 else
     echo "    chain pre {"
     echo "        type filter hook prerouting priority raw; policy accept;"
     echo "        $match notrack"
-    echo "        $match @th,64,8 & 0xfe == 0x08 ip daddr set @th,$off,$bits map { $route }"
-    echo "        $match @th,64,8 0x01 ip daddr set jhash ip saddr . udp sport mod $n map { $hash }"
+    echo "        ip saddr $vaddr udp sport $vport notrack"
+    echo "        $match @th,64,8 & 0xfe == 0x08 meta mark set @th,$off,$bits map { $route }"
+    echo "        $match @th,64,8 0x01 meta mark set jhash ip saddr . udp sport . @th,72,32 mod $n map { $hash }"
     echo "    }"
 fi
 echo "}"

@@ -189,6 +189,16 @@ class Server:
             if not link._c.closed:
                 link._c.close(0, "server closing")
 
+    def drain(self) -> None:
+        """Drains this server of a fleet behind one address (docs/fleet.md, "Drain"), as
+        ``pure serve`` does on SIGUSR2: every open link closes at once with Pure's "moved" code
+        (its client's ``recv`` and ``send`` raise :class:`MovedError`, whose ``unacked`` are
+        exactly the ids to send again through the shared address; the handler here sees
+        :class:`ClosedError`), and every new link is refused with the same error. The server
+        runs on until :meth:`close`; take it out of the director's INIT hash first
+        (``scripts/fleet_nft.sh --drain ID``)."""
+        self._d.drain()
+
     def is_serving(self) -> bool:
         return not self._closing
 

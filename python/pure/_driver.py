@@ -87,6 +87,12 @@ class Driver:
             elif cl.accepted:
                 cl.abort(0x100, "not accepting")
 
+    def drain(self) -> None:
+        """pure_ctx_drain: the links close with 'moved' (their CLOSEs leave now), new ones are
+        refused with it; the context runs on."""
+        if not self._closed:
+            self._after(self.c.drain())
+
     def close(self) -> None:
         """Frees the context (links still open close with ClosedError) and the socket."""
         if self._closed:

@@ -200,6 +200,22 @@ static PyObject *ctx_close(CtxObject *c, PyObject *unused)
     return take_news(c);
 }
 
+/* Server.drain (docs/fleet.md): pure_ctx_drain, then the CLOSE packets go out at once. */
+static PyObject *ctx_drain(CtxObject *c, PyObject *unused)
+{
+    if (!c->open)
+        return take_news(c);
+    c->in_io = 1;
+    int rc = pure_ctx_drain(c->ctx, pure_now());
+    int f = rc == 0 ? pyp_ctx_flush(c) : 0;
+    c->in_io = 0;
+    if (rc)
+        return pyp_raise(rc);
+    if (f)
+        return NULL;
+    return take_news(c);
+}
+
 static PyObject *ctx_stats(CtxObject *c, PyObject *unused)
 {
     if (!c->open)
@@ -456,6 +472,9 @@ static PyMethodDef ctx_methods[] = {
     {"close", (PyCFunction)ctx_close, METH_NOARGS,
      "Frees the context (every open link closes with PURE_ECLOSED) and closes the socket; "
      "returns the links with news."},
+    {"drain", (PyCFunction)ctx_drain, METH_NOARGS,
+     "Drains the context (pure_ctx_drain): its links close with 'moved', new ones are refused "
+     "with it; returns the links with news."},
     {"stats", (PyCFunction)ctx_stats, METH_NOARGS, "The context's and its socket's counters."},
     {NULL}};
 

@@ -152,3 +152,36 @@ async def test_server_killed_mid_stream(keys):
     finally:
         p.kill()
         p.wait()
+
+
+async def test_server_drain(keys):
+    """Server.drain (pure_ctx_drain, docs/fleet.md): an open link's client sees MovedError, with
+    no ids to resend when the server's handler had read them all; a new link is refused with
+    MovedError at once, not at its timeout; the server runs on until it is closed."""
+    priv, pub = keys
+    got = []
+
+    async def sink(link):
+        async for msg in link:
+            got.append(msg)
+
+    async with await pure.serve("127.0.0.1:0", private_key=priv, services={"sink": sink},
+                                allow_any=True) as server:
+        link = await pure.connect(f"127.0.0.1:{server.port}", server_key=pub, service="sink")
+        for i in range(10):
+            await link.send(b"m%d" % i)
+        for _ in range(500):
+            if len(got) == 10:
+                break
+            await asyncio.sleep(0.01)
+        assert len(got) == 10
+        server.drain()
+        with pytest.raises(pure.MovedError) as ei:
+            await asyncio.wait_for(link.recv(), 5)
+        assert ei.value.name == "PURE_EMOVED" and len(ei.value.unacked) == 0
+        assert server.is_serving()
+        t = time.monotonic()
+        with pytest.raises(pure.MovedError):
+            await pure.connect(f"127.0.0.1:{server.port}", server_key=pub, service="sink",
+                               timeout=5)
+        assert time.monotonic() - t < 1

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* serve.c: `pure serve`: a listener offering the built-in services — drain (count messages and
  * bytes, confirm the count when the peer finishes), echo (send every message back) and sink
- * (discard) — until SIGINT or SIGTERM, then a graceful close of every link. */
+ * (discard) — until SIGINT or SIGTERM, then a graceful close of every link. SIGUSR2 drains it
+ * (pure_ctx_drain: a fleet's server hands its clients to the others and takes no new links). */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -20,7 +21,11 @@ static const char serve_help[] =
     "                  [--server-id N [--server-id-bits B]] [--moved-on-stop] [--verbose]\n"
     "\n"
     "Accepts links on a UDP socket and serves them until SIGINT or SIGTERM, then closes\n"
-    "every link gracefully and exits 0. First prints one JSON line on stdout:\n"
+    "every link gracefully and exits 0. SIGUSR2 drains it for a fleet (docs/fleet.md):\n"
+    "every open link closes with Pure's \"moved\" code (clients see PURE_EMOVED: connect\n"
+    "again through the fleet's address, resend what was not acknowledged) and new links\n"
+    "are refused with it, while the server runs on until SIGINT or SIGTERM.\n"
+    "First prints one JSON line on stdout:\n"
     "  {\"port\": N, \"public_key\": \"...\"}\n"
     "(clients pass public_key as --peer-key).\n"
     "\n"
@@ -141,6 +146,7 @@ typedef struct server {
     int depth;      /* callbacks under way (they nest) */
     int verbose;
     int moved_on_stop; /* --moved-on-stop: a drain tells clients PURE_EMOVED */
+    int drained;       /* SIGUSR2 came and pure_ctx_drain ran */
     uint64_t accepted, closed;
     uint64_t messages, bytes; /* received on every link, closed ones included */
     /* --threads N > 1: this server is thread `thread` of `threads`, all sharing `shared` */
@@ -463,6 +469,7 @@ typedef struct shared {
     uint64_t printed; /* the last tick whose total is out */
     int failed;       /* a thread's socket failed: stop them all */
     int stopping;     /* the main thread is stopping every loop */
+    int drain;        /* SIGUSR2 came: every thread drains its context */
     uint64_t stats_every, t_start;
 } shared;
 
@@ -768,25 +775,69 @@ static int shared_stopping(shared *sh)
     return stop;
 }
 
-/* Runs srv's loop until stopped, printing --stats-every lines on the way. Returns the loop's
- * result (0: stopped). */
+/* SIGUSR2 with --threads 1 (with more threads the main thread waits for it: serve_threads). */
+static volatile sig_atomic_t drain_signal;
+static pure_loop *volatile drain_loop;
+
+static void on_drain_signal(int sig)
+{
+    (void)sig;
+    drain_signal = 1;
+    pure_loop *l = drain_loop;
+    if (l)
+        pure_loop_stop(l);
+}
+
+static int drain_wanted(server *srv)
+{
+    if (srv->drained)
+        return 0;
+    if (!srv->shared)
+        return drain_signal;
+    pthread_mutex_lock(&srv->shared->mu);
+    int d = srv->shared->drain;
+    pthread_mutex_unlock(&srv->shared->mu);
+    return d;
+}
+
+/* SIGUSR2: the fleet's drain (docs/fleet.md). The links close with "moved" at once and new ones
+ * are refused with it; the server runs on (its indices still route here while the clients move)
+ * until it is stopped. */
+static void server_drain(server *srv)
+{
+    uint64_t open = srv->accepted - srv->closed; /* on_closed counts them as they go */
+    srv->drained = 1;
+    pure_ctx_drain(srv->ctx, pure_now());
+    char who[32] = "";
+    if (srv->threads > 1)
+        snprintf(who, sizeof who, " thread %u", srv->thread);
+    fprintf(stderr, "pure serve:%s draining: %llu links told to go elsewhere; new links refused\n",
+            who, (unsigned long long)open);
+}
+
+/* Runs srv's loop until stopped, printing --stats-every lines on the way and draining on SIGUSR2.
+ * Returns the loop's result (0: stopped). */
 static int server_run(server *srv, uint64_t stats_every, uint64_t t_start)
 {
     uint64_t next_stats = t_start + stats_every, tick = 0;
     for (;;) {
         uint64_t now = pure_now();
-        if (!stats_every)
-            return pure_loop_run(srv->loop, PURE_LOOP_FOREVER);
-        if (now >= next_stats) {
+        if (stats_every && now >= next_stats) {
             while (next_stats <= now) { /* no burst of lines after a stall */
                 next_stats += stats_every;
                 tick++;
             }
             print_stats(srv, now - t_start, tick);
         }
-        int rc = pure_loop_run(srv->loop, next_stats - now);
-        if (rc || cli_signals_received() || (srv->shared && shared_stopping(srv->shared)))
+        int rc = pure_loop_run(srv->loop, stats_every ? next_stats - now : PURE_LOOP_FOREVER);
+        if (rc)
             return rc;
+        if (cli_signals_received() || (srv->shared && shared_stopping(srv->shared)))
+            return 0;
+        if (drain_wanted(srv))
+            server_drain(srv);
+        else if (!stats_every)
+            return 0; /* stopped, and not for a drain */
     }
 }
 
@@ -819,6 +870,12 @@ static int serve_one(const serve_opts *o)
         return rc == PURE_EIO ? CLI_USAGE : CLI_FAIL;
     }
     cli_stop_on_signals(srv.loop);
+    drain_loop = srv.loop;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_drain_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR2, &sa, NULL);
     print_listening(&srv, 1);
     rc = server_run(&srv, o->stats_every, pure_now());
     int code = CLI_OK;
@@ -829,6 +886,7 @@ static int serve_one(const serve_opts *o)
         server_shutdown(&srv);
     }
     cli_stop_on_signals(NULL);
+    drain_loop = NULL;
     if (o->verbose)
         print_summary(&srv);
     pure_loop_free(srv.loop);
@@ -899,6 +957,7 @@ static int serve_threads(const serve_opts *o, unsigned n)
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2); /* the drain */
     pthread_sigmask(SIG_BLOCK, &set, &old);
     signal(SIGPIPE, SIG_IGN); /* a closed stdout shows up as a write error instead */
     print_listening(&srv[0], n);
@@ -920,6 +979,13 @@ static int serve_threads(const serve_opts *o, unsigned n)
         }
         if (sig == SIGINT || sig == SIGTERM)
             break;
+        if (sig == SIGUSR2) { /* each thread drains its own context */
+            pthread_mutex_lock(&sh.mu);
+            sh.drain = 1;
+            pthread_mutex_unlock(&sh.mu);
+            for (unsigned i = 0; i < started; i++)
+                pure_loop_stop(srv[i].loop);
+        }
     }
     pthread_mutex_lock(&sh.mu);
     sh.stopping = 1;

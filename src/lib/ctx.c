@@ -351,6 +351,35 @@ int pure_ctx_shutdown(pure_ctx *ctx, unsigned flags, uint64_t now)
     return 0;
 }
 
+int pure_ctx_drain(pure_ctx *ctx, uint64_t now)
+{
+    if (!ctx)
+        return PURE_EINVAL;
+    if (ctx->freeing || ctx->depth)
+        return PURE_ESTATE;
+    ctx->drain = 1; /* from now on INITs get RESP status "moved" (handshake_resp.c) */
+    /* As pure_ctx_shutdown: the links ended here stay in the table until the walk is over. */
+    ctx->depth++;
+    ctx->walking++;
+    ctx->now = now;
+    for (uint32_t i = 0; i < ctx->table.cap; i++) {
+        pure_link *l = pure_table_at(&ctx->table, i);
+        /* Only links this context accepted, open and not already closing. A handshake under way
+         * (UNVALIDATED) is left to finish: dropped, its client would wait out a timeout (its RESP
+         * may be on the way, and a resent INIT would be taken for a replay); confirmed, it closes
+         * at once with "moved" (pure_hs_confirmed). */
+        if (!l || l->initiator || l->close_requested || l->state != PURE_LS_OPEN)
+            continue;
+        pure_link_terminate(l, PURE_ECLOSED, PURE_CLOSE_MOVED, "moved: go elsewhere", 1, now);
+    }
+    if (--ctx->walking == 0)
+        for (pure_link *l = ctx->dead; l; l = l->dead_next)
+            if (pure_ctx_table_find(ctx, l->local_index) == l)
+                pure_ctx_table_remove(ctx, l);
+    pure_link_end_call(ctx);
+    return 0;
+}
+
 /* Memory came free while links were held back by max_receive_memory: wake them (rxmem.c). */
 static void rx_wake(pure_ctx *ctx, uint64_t now)
 {

@@ -268,6 +268,7 @@ int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size
         pure_link_terminate(link,
                             status == PURE_RESP_NO_SERVICE    ? PURE_EREFUSED
                             : status == PURE_RESP_NOT_ALLOWED ? PURE_EACCES
+                            : status == PURE_RESP_MOVED       ? PURE_EMOVED
                                                               : PURE_EPROTO,
                             0, NULL, 0, now);
         return PURE_ECLOSED; /* on_closed has run, with the reason */

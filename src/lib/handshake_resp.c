@@ -355,6 +355,8 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
     uint8_t status = PURE_RESP_OK;
     if (pure_ctx_service_index(ctx, (const char *)service, slen) < 0)
         status = PURE_RESP_NO_SERVICE;
+    else if (ctx->drain) /* a fleet's server being drained: the initiator goes elsewhere */
+        status = PURE_RESP_MOVED;
     if (allow_index == -2) {
         status = PURE_RESP_NOT_ALLOWED;
     } else {
@@ -394,6 +396,10 @@ int pure_hs_confirmed(pure_link *link, uint64_t now)
     pure_ctx *ctx = link->ctx;
     pure_hs_free(link); /* the RESP buffer */
     pure_link_open(link, now);
+    if (ctx->drain) { /* drained during its handshake (pure_ctx_drain): the client goes elsewhere */
+        pure_link_terminate(link, PURE_ECLOSED, PURE_CLOSE_MOVED, "moved: go elsewhere", 1, now);
+        return PURE_ECLOSED;
+    }
     ctx->st.handshakes_accepted++;
     int rc = 0;
     link->accepted = 1;

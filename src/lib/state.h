@@ -309,6 +309,7 @@ struct pure_ctx {
     uint8_t rx_ecn; /* the ECN bits of the datagram being read (pure_ctx_read_ecn) */
     int freeing;    /* pure_ctx_free runs: no new links (on_closed may try) */
     int walking;    /* pure_ctx_links runs: the link table must not change shape */
+    int drain;      /* pure_ctx_drain ran: INITs are refused with RESP status "moved" */
 
     /* the burst pure_ctx_write returned last, in case the I/O layer cannot send it */
     uint32_t last_burst_link;

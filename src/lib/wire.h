@@ -88,7 +88,8 @@ static inline uint8_t pure_wire_data_phase(const uint8_t *d)
 enum pure_resp_status {
     PURE_RESP_OK = 0,
     PURE_RESP_NO_SERVICE = 1,
-    PURE_RESP_NOT_ALLOWED = 2
+    PURE_RESP_NOT_ALLOWED = 2,
+    PURE_RESP_MOVED = 3 /* the responder is draining (pure_ctx_drain): try the fleet's others */
 };
 
 /* Frame types inside the sealed payload. */

@@ -3,6 +3,9 @@
 # `pure serve --moved-on-stop`: on SIGTERM mid-stream the server drains, closing its link with
 # Pure's "moved" code, and the streaming client (`pure drain`) fails with PURE_EMOVED's message
 # ("the server is draining"); without the flag the same stop is a plain close, not "draining".
+# SIGUSR2 (pure_ctx_drain), with --threads 1 and 2: the stream fails the same way, the server runs
+# on, a new link to it (`pure ping`) is refused as "draining" at once (not at its handshake
+# timeout), and SIGTERM then stops the server with exit 0.
 # Usage: tests/scripts/e2e_moved.sh BUILD_DIR
 set -uo pipefail
 pure="$(cd "$1" && pwd)/pure"
@@ -36,5 +39,30 @@ if ! grep -q "draining" "$tmp/c.err"; then
 else
     echo "e2e_moved: FAIL without the flag the client saw a drain: $(cat "$tmp/c.err")" >&2; fail=1
 fi
-[ $fail = 0 ] && echo "e2e_moved: 2 passed, 0 failed" || echo "e2e_moved: failed"
+for t in 1 2; do
+    "$pure" serve --listen 127.0.0.1:0 --ephemeral --threads $t --services drain,echo >"$tmp/s.out" 2>"$tmp/s.err" &
+    sp=$!
+    for _ in $(seq 100); do [ -s "$tmp/s.out" ] && break; sleep 0.05; done
+    port=$(sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$tmp/s.out")
+    key=$(sed -n 's/.*"public_key": *"\([^"]*\)".*/\1/p' "$tmp/s.out")
+    timeout 20 "$pure" drain "127.0.0.1:$port" 50000000 1000 --peer-key "$key" >"$tmp/c.out" 2>"$tmp/c.err" &
+    cp=$!
+    sleep 0.5
+    kill -USR2 $sp
+    wait $cp; crc=$?; cp=""
+    t0=$(date +%s%N)
+    timeout 10 "$pure" ping "127.0.0.1:$port" 1 10 --peer-key "$key" >/dev/null 2>"$tmp/p.err"; prc=$?
+    ms=$((($(date +%s%N) - t0) / 1000000))
+    alive=0; kill -0 $sp 2>/dev/null && alive=1
+    kill -TERM $sp; wait $sp; src=$?; sp=""
+    if [ $crc = 1 ] && grep -q "the server is draining" "$tmp/c.err" && [ $prc != 0 ] &&
+        grep -q "the server is draining" "$tmp/p.err" && [ $ms -lt 2000 ] && [ $alive = 1 ] &&
+        [ $src = 0 ] && grep -q "draining: 1 links told to go elsewhere" "$tmp/s.err"; then
+        echo "e2e_moved: ok SIGUSR2 --threads $t: stream moved, new link refused in $ms ms, server ran on"
+    else
+        echo "e2e_moved: FAIL SIGUSR2 --threads $t: stream exit $crc ($(cat "$tmp/c.err")), ping exit $prc in $ms ms ($(cat "$tmp/p.err")), alive $alive, serve exit $src: $(cat "$tmp/s.err")" >&2
+        fail=1
+    fi
+done
+[ $fail = 0 ] && echo "e2e_moved: 4 passed, 0 failed" || echo "e2e_moved: failed"
 exit $fail

@@ -3,7 +3,8 @@
 # Runs the examples (examples/*.c, built into BUILD_DIR/examples): echo_server, then against it
 # echo_client (2,000 messages), request_client (20,000 requests, 512 outstanding) and
 # poll_sansio (the core in its own poll() loop); each must exit 0, and the server must exit 0
-# on SIGTERM after closing its links. Also: the examples use only pure.h and pure_loop.h.
+# on SIGTERM after closing its links. Then fleet_client (2 sockets x 3 streams of 2,000) against
+# `pure serve`'s drain service: every stream's count must add up. Also: the examples use only pure.h and pure_loop.h.
 # Usage: tests/scripts/examples.sh BUILD_DIR
 set -euo pipefail
 if [ $# -ne 1 ]; then echo "usage: $0 BUILD_DIR" >&2; exit 2; fi
@@ -41,4 +42,12 @@ run poll_sansio "$ex/poll_sansio" "127.0.0.1:$port" "$key" 300
 kill -TERM "$srv"; rc=0; wait "$srv" || rc=$?; srv=""
 [ "$rc" -eq 0 ] && echo "examples: ok echo_server stopped by SIGTERM" ||
     { echo "examples: FAIL echo_server exited $rc: $(cat "$tmp/srv.err")" >&2; fail=1; }
+# fleet_client against pure serve's drain service (its drains and failovers: fleet_netns.sh)
+"$(cd "$1" && pwd)/pure" serve --listen 127.0.0.1:0 --ephemeral --threads 1 --services drain >"$tmp/fleet.out" 2>&1 &
+srv=$!
+for _ in $(seq 100); do [ -s "$tmp/fleet.out" ] && break; sleep 0.05; done
+fport=$(sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$tmp/fleet.out")
+fkey=$(sed -n 's/.*"public_key": *"\([^"]*\)".*/\1/p' "$tmp/fleet.out")
+run fleet_client "$ex/fleet_client" "127.0.0.1:$fport" "$fkey" --sockets 2 --links 3 --messages 2000
+kill -TERM "$srv"; wait "$srv" || true; srv=""
 exit $fail

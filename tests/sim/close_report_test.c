@@ -322,6 +322,95 @@ static void test_shutdown_moved(void)
     }
 }
 
+static int c_closed(void *u)
+{
+    return ((world *)u)->c.closes > 0;
+}
+
+/* pure_ctx_drain: the open link closes as with PURE_SHUTDOWN_MOVED (the client: PURE_EMOVED,
+ * first_unacked exact), the server keeps running, and a new link to it is refused with PURE_EMOVED
+ * within a round trip or two, not at the handshake timeout; a context not drained accepts. */
+static void test_drain(void)
+{
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        world *w = world_new(seed, 0);
+        send_n(&w->c, 2000);
+        CHECK(sim_run(w->s, server_has_100, w, 30 * SIM_S));
+        pure_ctx *sctx = sim_ctx(w->s, w->srv), *cctx = sim_ctx(w->s, w->cli);
+        CHECK_EQ(pure_ctx_drain(NULL, 0), PURE_EINVAL);
+        CHECK_EQ(pure_ctx_drain(sctx, sim_now(w->s)), 0);
+        uint64_t got = w->sv.received;
+        CHECK(sim_run(w->s, both_closed, w, 30 * SIM_S));
+        CHECK_EQ(w->c.info.error, PURE_EMOVED);
+        CHECK_EQ(w->c.info.first_unacked, got);
+        CHECK_EQ(w->sv.received, got);
+        /* a new link: refused with "moved" */
+        memset(&w->c, 0, sizeof w->c);
+        pure_ctx_stats before, after;
+        pure_ctx_stats_get(sctx, &before);
+        pure_addr to = sim_addr(w->s, w->srv);
+        uint64_t t0 = sim_now(w->s);
+        CHECK_EQ(pure_connect(cctx, &to, pure_ctx_public_key(sctx), "svc", &w->c, &w->c.link, 0),
+                 0);
+        CHECK(sim_run(w->s, c_closed, w, 30 * SIM_S));
+        CHECK_EQ(w->c.info.error, PURE_EMOVED);
+        CHECK(sim_now(w->s) - t0 < 200 * SIM_MS); /* a round trip is ~20 ms */
+        pure_ctx_stats_get(sctx, &after);
+        CHECK_EQ(after.handshakes_refused, before.handshakes_refused + 1);
+        CHECK(after.links <= before.links); /* no link made for the refused INIT */
+        CHECK_EQ(w->sv.closes, 1);          /* the application heard of no second link */
+        world_free(w);
+    }
+}
+
+/* pure_ctx_drain while a link's handshake is under way at the server (its RESP sent, the client's
+ * first packet not yet in): the client hears "moved" soon, whether the RESP reaches it (then the
+ * CLOSE that follows does) or is lost (then its INIT, sent again, meets the draining server). */
+static void test_drain_handshake(void)
+{
+    for (int lose_resp = 0; lose_resp <= 1; lose_resp++) {
+        world *w = calloc(1, sizeof *w);
+        W = w;
+        w->s = sim_new(7);
+        pure_settings st;
+        pure_settings_default(&st);
+        st.callbacks = &cbs;
+        st.user = w;
+        st.allow_any = 1;
+        w->cli = sim_add(w->s, &st);
+        w->srv = sim_add(w->s, &st);
+        pure_ctx *sctx = sim_ctx(w->s, w->srv);
+        pure_ctx_add_service(sctx, "svc");
+        sim_path p = {.delay = 10 * SIM_MS};
+        sim_set_path(w->s, w->cli, w->srv, &p);
+        if (lose_resp) { /* the RESP and the CLOSE after it are lost */
+            p.blackhole_start = 1;
+            p.blackhole_end = 20 * SIM_MS;
+        }
+        sim_set_path(w->s, w->srv, w->cli, &p);
+        pure_addr to = sim_addr(w->s, w->srv);
+        CHECK_EQ(pure_connect(sim_ctx(w->s, w->cli), &to, pure_ctx_public_key(sctx), "svc", &w->c,
+                              &w->c.link, 0),
+                 0);
+        send_n(&w->c, 10);
+        sim_run(w->s, NULL, NULL, 12 * SIM_MS); /* the INIT arrived at 10 ms, RESP sent */
+        pure_ctx_stats cs;
+        pure_ctx_stats_get(sctx, &cs);
+        CHECK_EQ(cs.links, 1); /* half-open */
+        CHECK_EQ(pure_ctx_drain(sctx, sim_now(w->s)), 0);
+        CHECK(sim_run(w->s, c_closed, w, 60 * SIM_S));
+        printf("  drain during a handshake%s: client closed after %.0f ms: %s\n",
+               lose_resp ? " (RESP lost)" : "", (double)sim_now(w->s) / SIM_MS,
+               pure_strerror(w->c.info.error));
+        CHECK_EQ(w->c.info.error, PURE_EMOVED);
+        CHECK_EQ(w->c.info.first_unacked, 0); /* none of its 10 messages was delivered */
+        CHECK_EQ(w->c.info.next_id, 10);
+        CHECK(sim_now(w->s) < 2 * SIM_S);
+        CHECK_EQ(w->sv.closes, 0); /* the server's application never heard of it */
+        world_free(w);
+    }
+}
+
 static int finished_seen;
 static void on_peer_finished(pure_link *l, void *u)
 {
@@ -386,6 +475,8 @@ int main(void)
     RUN(test_closing_resends_limited);
     RUN(test_shutdown_reports_exactly);
     RUN(test_shutdown_moved);
+    RUN(test_drain);
+    RUN(test_drain_handshake);
     RUN(test_finish_then_close);
     return pure_test_finish();
 }

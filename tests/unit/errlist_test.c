@@ -273,6 +273,7 @@ static void test_ctx_setup(void)
 
 static int connect_inside_walk_rc;
 static int shutdown_inside_walk_rc;
+static int drain_inside_walk_rc;
 static int visit_connect(pure_link *l, void *user, void *arg)
 {
     (void)l, (void)user;
@@ -281,6 +282,7 @@ static int visit_connect(pure_link *l, void *user, void *arg)
     connect_inside_walk_rc = (int)GOT(
         pure_connect, (e->ctx, &e->addr, pure_ctx_public_key(e->ctx), "svc", NULL, &out, 0));
     shutdown_inside_walk_rc = (int)GOT(pure_ctx_shutdown, (e->ctx, PURE_SHUTDOWN_ALL, 0));
+    drain_inside_walk_rc = (int)GOT(pure_ctx_drain, (e->ctx, 0));
     return 1;
 }
 
@@ -304,6 +306,8 @@ static void test_connect(void)
     CHECK_EQ(GOT(pure_ctx_links, (c.ctx, visit_connect, &c)), 1);
     CHECK_EQ(connect_inside_walk_rc, PURE_ESTATE);
     CHECK_EQ(shutdown_inside_walk_rc, PURE_ESTATE);
+    CHECK_EQ(drain_inside_walk_rc, PURE_ESTATE);
+    CHECK_EQ(GOT(pure_ctx_drain, (NULL, 0)), PURE_EINVAL);
     CHECK_EQ(GOT(pure_ctx_shutdown, (NULL, PURE_SHUTDOWN_ALL, 0)), PURE_EINVAL);
     CHECK_EQ(GOT(pure_ctx_shutdown, (c.ctx, 0x100, 0)), PURE_EINVAL);
     CHECK_EQ(GOT(pure_ctx_shutdown, (c.ctx, PURE_SHUTDOWN_ALL, 0)), 0);
