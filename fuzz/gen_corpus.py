@@ -109,6 +109,17 @@ def handshake_seeds():
     write("handshake", "whole_cut", bytes([2, 0, 0, 0, 17, 0, 0, 0, 1, 5, 2]) + b"\x04pure\x00abc")
 
 
+def tparams_seeds():
+    def param(i, v):
+        return varint(i) + varint(len(varint(v))) + varint(v)
+    write("tparams", "known", param(1, 8) + param(2, 1200) + param(3, 1))
+    write("tparams", "zeros", param(1, 0) + param(2, 0) + param(3, 0))
+    write("tparams", "unknown_between", param(1, 3) + varint(0x1234) + varint(5) + b"\xaa" * 5 +
+          param(3, 1))
+    write("tparams", "duplicate", param(1, 3) + param(1, 4))
+    write("tparams", "overrun", varint(9) + varint(40) + b"\x00" * 3)
+
+
 def rec(ctl, body, back=None):
     out = bytes([ctl]) + struct.pack(">H", len(body))
     if back is not None:
@@ -255,6 +266,7 @@ if __name__ == "__main__":
     frame_seeds()
     msgparse_seeds()
     handshake_seeds()
+    tparams_seeds()
     packet_seeds()
     link_seeds()
     recv_seeds()

@@ -16,6 +16,7 @@
 #include "registry.h"
 #include "rxmem.h"
 #include "timers.h"
+#include "tparams.h"
 
 static void *default_alloc(void *user, size_t n)
 {
@@ -216,6 +217,7 @@ void pure_ctx_free(pure_ctx *ctx)
     pure_mem_free(&ctx->alloc, ctx->allow, ctx->cap_allow * sizeof *ctx->allow);
     pure_cookie_wipe(&ctx->cookies);
     pure_admit_free(&ctx->admit, &ctx->alloc);
+    pure_tparams_free(ctx);
     pure_alloc a = ctx->alloc;
     pure_wipe(ctx, sizeof *ctx);
     pure_mem_free(&a, ctx, sizeof *ctx);
@@ -496,7 +498,7 @@ int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, ui
             break;
         case PURE_PKT_RESP:
             rc = pure_hs_on_resp(ctx, from, d, n, now);
-            junk = n != PURE_RESP_FIXED + PURE_NOISE_MSG2_OVERHEAD + PURE_RESP_PAYLOAD;
+            junk = n < PURE_RESP_MIN || n > PURE_RESP_MAX;
             break;
         case PURE_PKT_COOKIE:
             rc = pure_hs_on_cookie(ctx, from, d, n, now);
@@ -505,6 +507,14 @@ int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, ui
         case PURE_PKT_REJECT:
             rc = pure_hs_on_reject(ctx, from, d, n, now);
             junk = rc == PURE_EPROTO;
+            break;
+        case PURE_PKT_VERSION:
+            rc = pure_hs_on_version(ctx, from, d, n, now);
+            junk = rc == PURE_EPROTO;
+            break;
+        case PURE_PKT_INIT_V:
+            pure_hs_on_init_v(ctx, from, d, n, now);
+            rc = 0;
             break;
         default: rc = PURE_EPROTO; junk = 1;
         }
