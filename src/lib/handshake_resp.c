@@ -204,6 +204,25 @@ static int read_init(pure_ctx *ctx, pure_noise *noise, const uint8_t *d, size_t 
     return (int)plen;
 }
 
+/* What an INIT asks, from its decrypted payload: the service, and the initiator's transport
+ * parameters after its name, to the payload's end (tplen bytes; none from an initiator built
+ * before them). Returns the RESP status as far as these decide it. */
+static uint8_t init_request(pure_ctx *ctx, const uint8_t *payload, size_t plen, pure_tparams *tp,
+                            size_t *tplen)
+{
+    const uint8_t *service = payload + PURE_INIT_TS_LEN + 1;
+    size_t slen = payload[PURE_INIT_TS_LEN];
+    uint8_t status = PURE_RESP_OK;
+    *tplen = plen - (PURE_INIT_TS_LEN + 1 + slen);
+    if (pure_ctx_service_index(ctx, (const char *)service, slen) < 0)
+        status = PURE_RESP_NO_SERVICE;
+    if (pure_tparams_decode(service + slen, *tplen, tp) != 0) {
+        status = PURE_RESP_BAD_PARAMS;
+        ctx->st.dropped_malformed++;
+    }
+    return status;
+}
+
 /* Makes the responder's link for an admitted, fresh, allowed INIT and its RESP (2 more DH). The
  * link is charged to its source's bucket only if its INIT proved that address (bucket not NULL). */
 static void accept_init(pure_ctx *ctx, const pure_addr *from, pure_noise *noise, uint32_t sender,
@@ -382,12 +401,11 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
         return;
     }
     admit_window(ctx, now);
-    if (pure_ctx_wire_version(ctx) != PURE_PROTOCOL_VERSION) {
-        send_version(ctx, from, d, n,
-                     PURE_WIRE_INDEX_AT); /* a test's responder of another version */
+    uint64_t tag = 0;
+    if (pure_ctx_wire_version(ctx) != PURE_PROTOCOL_VERSION) { /* a test's, of another version */
+        send_version(ctx, from, d, n, PURE_WIRE_INDEX_AT);
         return;
     }
-    uint64_t tag = 0;
     pure_src_bucket *bucket = NULL; /* set if the INIT proved its address */
     if (!admit(ctx, from, d, n, now, &tag, &bucket))
         return;
@@ -412,17 +430,9 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
     const uint8_t *service = payload + PURE_INIT_TS_LEN + 1;
     size_t slen = payload[PURE_INIT_TS_LEN];
     int64_t allow_index = pure_ctx_allow_index(ctx, noise.rs);
-    uint8_t status = PURE_RESP_OK;
-    /* the initiator's transport parameters: after the service name, to the payload's end */
-    const uint8_t *tpb = service + slen;
-    size_t tplen = (size_t)plen - (PURE_INIT_TS_LEN + 1 + slen);
     pure_tparams peer_tp;
-    if (pure_ctx_service_index(ctx, (const char *)service, slen) < 0)
-        status = PURE_RESP_NO_SERVICE;
-    if (pure_tparams_decode(tpb, tplen, &peer_tp) != 0) {
-        status = PURE_RESP_BAD_PARAMS;
-        ctx->st.dropped_malformed++;
-    }
+    size_t tplen = 0;
+    uint8_t status = init_request(ctx, payload, (size_t)plen, &peer_tp, &tplen);
     if (allow_index == -2) {
         status = PURE_RESP_NOT_ALLOWED;
     } else {

@@ -154,10 +154,9 @@ static void check_link_works(world *w)
 
 static void announce(pure_ctx *ctx, uint64_t channels, uint64_t dgram, uint64_t features)
 {
-    pure_test_wire tw = {.set_announce = 1,
-                         .announce = {.max_channels = channels,
-                                      .max_datagram_size = dgram,
-                                      .features = features}};
+    pure_test_wire tw = {
+        .set_announce = 1,
+        .announce = {.max_channels = channels, .max_datagram_size = dgram, .features = features}};
     CHECK_EQ(pure_test_set_wire(ctx, &tw), 0);
 }
 
@@ -280,7 +279,10 @@ static void test_unknown_params(void)
  * nothing; the initiator fails with PURE_EPROTO at once (one round trip), not at its timeout. */
 static void test_malformed_init_params(void)
 {
-    static const char *const bad[] = {"010101010102", "0105", "0a00" "0a00", "0102ffff", "40"};
+    static const char *const bad[] = {"010101010102", "0105",
+                                      "0a00"
+                                      "0a00",
+                                      "0102ffff", "40"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         world *w = world_new(10 + i, 0);
         raw_params(cctx(w), bad[i]);
@@ -417,13 +419,13 @@ static void test_forged_version(void)
     connect_srv(w);
     run_for(w, 1 * SIM_MS);
     const uint32_t v2[] = {2, 3}, v1[] = {3, 1};
-    CHECK_EQ(read_version(w, &srv, v2, 2, 1), PURE_ECRYPTO);    /* wrong echo */
-    CHECK_EQ(read_version(w, &other, v2, 2, 0), PURE_ECRYPTO);  /* elsewhere */
-    CHECK_EQ(read_version(w, &srv, v1, 2, 0), PURE_ECRYPTO);    /* lists ours */
+    CHECK_EQ(read_version(w, &srv, v2, 2, 1), PURE_ECRYPTO);   /* wrong echo */
+    CHECK_EQ(read_version(w, &other, v2, 2, 0), PURE_ECRYPTO); /* elsewhere */
+    CHECK_EQ(read_version(w, &srv, v1, 2, 0), PURE_ECRYPTO);   /* lists ours */
     pure_guard_stats g;
     pure_ctx_guard_stats_get(cctx(w), &g, sizeof g);
     CHECK_EQ(g.versions_bad, 3);
-    CHECK_EQ(read_version(w, &srv, v2, 2, 0), 0);               /* a hint */
+    CHECK_EQ(read_version(w, &srv, v2, 2, 0), 0); /* a hint */
     uint8_t shortv[PURE_VERSION_FIXED + 2] = {PURE_PKT_VERSION};
     CHECK_EQ(pure_ctx_read(cctx(w), &srv, shortv, sizeof shortv, sim_now(w->s)), PURE_EPROTO);
     run_for(w, 2 * SIM_S);

@@ -26,10 +26,16 @@ static void test_encoding(void)
     uint8_t b[PURE_TPARAMS_MAX];
     pure_tparams tp = {.max_channels = 8, .max_datagram_size = 1200, .features = PURE_TP_F_ECN};
     size_t n = pure_tparams_encode(&tp, b);
-    CHECK(n == 10 && pure_test_eq_hex(b, n, "010108" "020244b0" "030101"));
+    CHECK(n == 10 && pure_test_eq_hex(b, n,
+                                      "010108"
+                                      "020244b0"
+                                      "030101"));
     pure_tparams z = {0};
     n = pure_tparams_encode(&z, b);
-    CHECK(n == 9 && pure_test_eq_hex(b, n, "010100" "020100" "030100"));
+    CHECK(n == 9 && pure_test_eq_hex(b, n,
+                                     "010100"
+                                     "020100"
+                                     "030100"));
     /* above a varint's range: written as the largest, 8 bytes each */
     pure_tparams big = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
     CHECK_EQ(pure_tparams_encode(&big, b), PURE_TPARAMS_MAX);
@@ -40,8 +46,8 @@ static void test_encoding(void)
 
 static void test_round_trip(void)
 {
-    static const uint64_t vals[] = {0,          1,          63,          64,
-                                    16383,      16384,      65535,       65536,
+    static const uint64_t vals[] = {0,          1,          63,         64,
+                                    16383,      16384,      65535,      65536,
                                     1073741823, 1073741824, 1ull << 40, PURE_VARINT_MAX};
     const size_t k = sizeof vals / sizeof vals[0];
     for (size_t i = 0; i < k; i++)
@@ -66,15 +72,19 @@ static void test_unknown_skipped(void)
 {
     uint8_t b[128];
     size_t n = pure_test_unhex(b, sizeof b,
-                               "0a00"                 /* id 10, empty */
-                               "010105"               /* max_channels 5 */
-                               "4abc03ffffff"         /* id 0xabc (2-byte id), 3 bytes */
-                               "80012345" "40" "40" /* id 0x12345, length 64 (2-byte) ... */);
+                               "0a00"         /* id 10, empty */
+                               "010105"       /* max_channels 5 */
+                               "4abc03ffffff" /* id 0xabc (2-byte id), 3 bytes */
+                               "80012345"
+                               "40"
+                               "40" /* id 0x12345, length 64 (2-byte) ... */);
     /* ... followed by its 64 bytes */
     memset(b + n, 0xee, 64);
     n += 64;
-    n += pure_test_unhex(b + n, sizeof b - n, "0302" "4003"); /* features 3, a 2-byte varint */
-    n += pure_test_unhex(b + n, sizeof b - n, "3f00");        /* id 63, empty */
+    n += pure_test_unhex(b + n, sizeof b - n,
+                         "0302"
+                         "4003");                      /* features 3, a 2-byte varint */
+    n += pure_test_unhex(b + n, sizeof b - n, "3f00"); /* id 63, empty */
     pure_tparams out;
     CHECK_EQ(pure_tparams_decode(b, n, &out), 0);
     CHECK_EQ(out.max_channels, 5);
@@ -82,7 +92,9 @@ static void test_unknown_skipped(void)
     CHECK_EQ(out.features, 3);          /* bit 1 unknown here: kept, the link keeps what it knows */
 
     /* only unknown ids */
-    n = pure_test_unhex(b, sizeof b, "2001ff" "2100");
+    n = pure_test_unhex(b, sizeof b,
+                        "2001ff"
+                        "2100");
     CHECK_EQ(pure_tparams_decode(b, n, &out), 0);
     CHECK(zero(&out));
 }
@@ -91,23 +103,33 @@ static void test_unknown_skipped(void)
 static void test_malformed(void)
 {
     static const char *const bad[] = {
-        "01",               /* id, no length */
-        "0102",             /* length 2, nothing */
-        "010201",           /* length 2, 1 byte */
-        "0a05aabb",         /* unknown id, length past the end */
-        "0a80",             /* unknown id, length varint cut short */
-        "40",               /* id varint cut short */
-        "010101" "010102",  /* a known id twice */
-        "0a00" "0a00",      /* an unknown id twice */
-        "0a01ff" "010101" "0a00", /* ... not next to each other */
-        "4001" "0105" "010101", /* id 1 in a 2-byte varint, then id 1 again */
-        "0100",             /* a known value of length 0 */
-        "01020101",         /* a known value shorter than its length */
-        "010140" "0a00",    /* a 2-byte varint cut by its length (1 of 2 bytes) */
-        "010240",           /* ... and by the end of the set */
-        "0301" "40",        /* the same for features */
-        "0201" "c0",        /* an 8-byte varint in 1 byte */
-        "c000000000000001" "ffffffffffffffff", /* a length of 2^62 - 1 */
+        "01",       /* id, no length */
+        "0102",     /* length 2, nothing */
+        "010201",   /* length 2, 1 byte */
+        "0a05aabb", /* unknown id, length past the end */
+        "0a80",     /* unknown id, length varint cut short */
+        "40",       /* id varint cut short */
+        "010101"
+        "010102", /* a known id twice */
+        "0a00"
+        "0a00", /* an unknown id twice */
+        "0a01ff"
+        "010101"
+        "0a00", /* ... not next to each other */
+        "4001"
+        "0105"
+        "010101",   /* id 1 in a 2-byte varint, then id 1 again */
+        "0100",     /* a known value of length 0 */
+        "01020101", /* a known value shorter than its length */
+        "010140"
+        "0a00",   /* a 2-byte varint cut by its length (1 of 2 bytes) */
+        "010240", /* ... and by the end of the set */
+        "0301"
+        "40", /* the same for features */
+        "0201"
+        "c0", /* an 8-byte varint in 1 byte */
+        "c000000000000001"
+        "ffffffffffffffff", /* a length of 2^62 - 1 */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint8_t b[64];
