@@ -137,6 +137,11 @@ def packet_seeds():
     write("packet", "raw_cookie_exchange", bytes([0x02, 0]) + rec(8, b"") + rec(12, b"") +
           rec(9, b"\x03" + bytes(20)))
     write("packet", "raw_refused_handshake", bytes([0x44, 0]) + rec(8, b"") + rec(8, b""))
+    # VERSION replies to A (its link's index patched in; the echo is A's to find), an INIT of
+    # another version to B
+    write("packet", "raw_version", bytes([0x00, 0]) + rec(3, b"\x05" + bytes(20) + b"\x00\x00\x00\x02") +
+          rec(3, b"\x05" + bytes(20) + b"\x00\x00\x00\x01\x00\x00\x00\x03") +
+          rec(0, b"\x06\x00\x00\x00\x02" + bytes(range(1, 100))))
     write("packet", "raw_no_service", bytes([0x10, 0]) + rec(8, b"") + rec(8, b""))
     write("packet", "raw_not_allowed", bytes([0x20, 0]) + rec(8, b"") + rec(8, b""))
     write("packet", "raw_handshake_timeout", bytes([0x00, 0]) + rec(0xf4, b"\x00") +
