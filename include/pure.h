@@ -479,11 +479,12 @@ enum pure_unreach_kind {
                                address from an IPv4 socket: EAFNOSUPPORT) */
 };
 
-/* After a hint that a handshake failed (a REJECT for our INIT, a datagram from the peer's address
- * that cannot be Pure, an ICMP error that quotes too little of the INIT to prove it is real), the
- * INIT goes again at once and every quarter of the grace, and the handshake ends with that hint's
- * error when the grace has passed with no RESP: this long, or twice the time from the first INIT
- * to the hint if that is longer. A forged hint cannot end a handshake the real responder answers
+/* After a hint that a handshake failed (a REJECT for our INIT, a VERSION reply saying the peer
+ * speaks other protocol versions, a datagram from the peer's address that cannot be Pure, an ICMP
+ * error that quotes too little of the INIT to prove it is real), the INIT goes again at once and
+ * every quarter of the grace, and the handshake ends with that hint's error when the grace has
+ * passed with no RESP: this long, or twice the time from the first INIT to the hint if that is
+ * longer. A forged hint cannot end a handshake the real responder answers
  * within the grace. ns. */
 #define PURE_HS_HINT_GRACE_MIN 200000000ull
 
