@@ -68,6 +68,8 @@ bad:
     return PURE_EPROTO;
 }
 
+/* Where each feature's setting becomes an announcement: channels and datagrams (their settings'
+ * maxima) and ECN (PURE_TP_F_ECN once this side reads ECN counts frames) go here as they land. */
 void pure_tparams_local(const pure_ctx *ctx, pure_tparams *tp)
 {
     memset(tp, 0, sizeof *tp);
