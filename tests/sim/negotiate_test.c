@@ -33,6 +33,7 @@ typedef struct world {
     uint8_t init[512], resp[512];
     size_t init_len, resp_len;
     int inits, resps, versions;
+    size_t version_len;
 } world;
 
 static world *W;
@@ -86,6 +87,7 @@ static void tap(void *arg, int from, int to, const uint8_t *d, size_t n)
         w->resps++;
     } else if (from == w->srv && d[0] == PURE_PKT_VERSION) {
         w->versions++;
+        w->version_len = n;
     }
 }
 
@@ -187,6 +189,9 @@ static void test_both_on(void)
     run_for(w, 1 * SIM_S);
     check_peer(w->c.link, 1, 16, 65535, 1);
     check_peer(w->sv.link, 1, 4, 1200, 1);
+    /* anti-amplification: the RESP, parameters and all, stays under the INIT */
+    CHECK_EQ(w->init_len, 142 + 3 + 10);
+    CHECK_EQ(w->resp_len, 62 + 13); /* 16, 100000 and 0x81 take 1, 4 and 2 bytes */
     check_link_works(w);
     world_free(w);
 }
@@ -344,6 +349,8 @@ static void test_newer_initiator(void)
     CHECK_EQ(w->c.closed_at, 20 * SIM_MS + PURE_HS_HINT_GRACE_MIN);
     CHECK(strstr(w->c.reason, "version") != NULL);
     CHECK(w->versions >= 1);
+    CHECK_EQ(w->version_len, PURE_VERSION_FIXED + 4); /* 25 bytes for an INIT of 155 */
+    CHECK(w->version_len < w->init_len);
     pure_guard_stats g;
     pure_ctx_guard_stats_get(sctx(w), &g, sizeof g);
     CHECK_EQ(g.inits_other_version, (uint64_t)w->inits);
