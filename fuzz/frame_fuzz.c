@@ -161,6 +161,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             compare_encoding(start, p, re, e);
             break;
         }
+        case PURE_FRAME_ECN: {
+            pure_pkt k = {re, re + sizeof re};
+            if (f.u.ce > 0xffff || pure_pkt_ecn(&k, (uint16_t)f.u.ce) != 0)
+                FAIL("ECN count out of range or did not re-encode");
+            q = re;
+            if (pure_frame_parse(&q, k.p, &g, &gack) != 0 || q != k.p || g.type != PURE_FRAME_ECN ||
+                g.u.ce != f.u.ce)
+                FAIL("ECN round trip");
+            compare_encoding(start, p, re, k.p);
+            break;
+        }
         case PURE_FRAME_PATH_CHALLENGE:
         case PURE_FRAME_PATH_RESPONSE:
             if (f.u.path != start + 1 || p != start + 1 + PURE_PATH_DATA_LEN)

@@ -425,6 +425,17 @@ PURE_API const uint8_t *pure_ctx_public_key(const pure_ctx *ctx);
 PURE_API int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *data, size_t len,
                            uint64_t now);
 
+/* pure_ctx_read for an I/O layer that knows the datagram's ECN bits (RFC 3168: the two low bits
+ * of the IP TOS / IPv6 traffic class, as IP_RECVTOS and IPV6_RECVTCLASS report them; 3 is CE,
+ * Congestion Experienced). A CE-marked packet of a link is counted and reported to the peer,
+ * which slows down as for a loss taken as congestion, but loses nothing; an ECN-marking AQM
+ * (CoDel with ECN, as fq_codel does by default) then keeps the queue short without drops. For
+ * marks to appear, the sender's packets must carry ECT(0) (2): the I/O layer sets IP_TOS and
+ * IPV6_TCLASS to 2 on its sockets, as pure_loop does. pure_ctx_read is this with ecn 0. Returns
+ * what pure_ctx_read returns. */
+PURE_API int pure_ctx_read_ecn(pure_ctx *ctx, const pure_addr *from, uint8_t *data, size_t len,
+                               unsigned ecn, uint64_t now);
+
 /* Writes the next burst of datagrams for one destination into buf (cap bytes; at least
  * max_udp_payload). Every datagram in the burst is *segment bytes long except possibly the last,
  * so the caller can send the burst with one UDP_SEGMENT sendmsg, or split it. Returns the burst's
@@ -536,7 +547,9 @@ PURE_API void pure_ctx_stats_get(const pure_ctx *ctx, pure_ctx_stats *st);
  * only the first `size` bytes (pass sizeof, from the header the program was built with). */
 typedef struct pure_guard_stats {
     uint64_t dh_ops;                 /* X25519 operations the handshakes did, both roles (a
-                                        message that fails half-way counts whole) */
+                                        message that fails half-way counts whole; the static-
+                                        static `ss` of a peer key seen lately is cached, and
+                                        not counted) */
     uint64_t inits_replayed;         /* INITs dropped as replays (seen before, or a timestamp not
                                         above the greatest seen from that key) */
     uint64_t inits_throttled;        /* INITs dropped by the per-address token bucket */
@@ -694,10 +707,14 @@ typedef struct pure_link_stats {
     uint64_t recv_window; /* current receive credit window */
     uint64_t rekeys, keepalives, path_changes;
     uint64_t dropped_auth, dropped_replay;
-    uint64_t paced_bursts;  /* bursts of data the pacer ended before the buffer was full
-                               (the window and the data would have allowed more) */
-    uint64_t datagram_size; /* the largest datagram (UDP payload) the link sends now: what the
-                               path MTU search found (1200 until it ran) */
+    uint64_t paced_bursts;    /* bursts of data the pacer ended before the buffer was full
+                                 (the window and the data would have allowed more) */
+    uint64_t datagram_size;   /* the largest datagram (UDP payload) the link sends now: what the
+                                 path MTU search found (1200 until it ran) */
+    uint64_t ecn_ce_received; /* the peer's packets that arrived marked CE (ECN: a queue on the
+                                 way was congested; see pure_ctx_read_ecn) */
+    uint64_t ecn_ce_reported; /* this link's packets the peer reported marked CE: each report
+                                 of more is a congestion signal, like a loss */
 } pure_link_stats;
 
 /* Copies the link's statistics. */

@@ -118,7 +118,7 @@ static PyObject *link_stats(LinkObject *l, PyObject *unused)
     pure_link_stats s;
     pure_link_stats_get(l->link, &s);
     return Py_BuildValue(
-        "{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "rtt_ns", s.rtt_ns, "rtt_min_ns",
+        "{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "rtt_ns", s.rtt_ns, "rtt_min_ns",
         s.rtt_min_ns, "rtt_var_ns", s.rtt_var_ns, "cwnd", s.cwnd, "bytes_in_flight",
         s.bytes_in_flight, "packets_sent", s.packets_sent, "packets_received", s.packets_received,
         "bytes_sent", s.bytes_sent, "bytes_received", s.bytes_received, "packets_lost",
@@ -127,7 +127,9 @@ static PyObject *link_stats(LinkObject *l, PyObject *unused)
         s.messages_received, "messages_acked", s.messages_acked, "recv_window", s.recv_window,
         "rekeys", s.rekeys, "keepalives", s.keepalives, "path_changes", s.path_changes,
         "dropped_auth", s.dropped_auth, "dropped_replay", s.dropped_replay, "paced_bursts",
-        s.paced_bursts, "backlog", (unsigned long long)pure_link_backlog(l->link), "queued",
+        s.paced_bursts, "datagram_size", s.datagram_size, "ecn_ce_received", s.ecn_ce_received,
+        "ecn_ce_reported", s.ecn_ce_reported, "backlog",
+        (unsigned long long)pure_link_backlog(l->link), "queued",
         (unsigned long long)l->qlen, "queued_bytes", (unsigned long long)l->qbytes);
 }
 

@@ -117,7 +117,8 @@ async def test_stats_are_dicts(keys):
                 assert await link.recv() == b"%d" % i
             st = link.stats()
             assert st["messages_sent"] == 10 and st["messages_received"] == 10
-            assert st["rtt_ns"] > 0
+            assert st["rtt_ns"] > 0 and st["datagram_size"] >= 1200
+            assert st["ecn_ce_received"] == 0 and st["ecn_ce_reported"] == 0  # loopback marks nothing
             assert link.service == "echo" and link.peer_address.startswith("127.0.0.1:")
             sst = server.stats()
             assert sst["handshakes_accepted"] == 1 and sst["datagrams_in"] > 0

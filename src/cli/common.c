@@ -533,14 +533,16 @@ void cli_print_stats(const char *cmd, const pure_link_stats *ls, const pure_loop
         fprintf(stderr,
                 "pure %s: link: rtt %.1f us (min %.1f, var %.1f), cwnd %llu B, packets sent %llu "
                 "received %llu, lost %llu (random %llu), retransmitted %llu B, PTOs %llu, "
-                "recv window %llu B, rekeys %llu, paced bursts %llu, datagrams of %llu B\n",
+                "recv window %llu B, rekeys %llu, paced bursts %llu, datagrams of %llu B, ECN CE "
+                "received %llu reported %llu\n",
                 cmd, (double)ls->rtt_ns / 1e3, (double)ls->rtt_min_ns / 1e3,
                 (double)ls->rtt_var_ns / 1e3, (unsigned long long)ls->cwnd,
                 (unsigned long long)ls->packets_sent, (unsigned long long)ls->packets_received,
                 (unsigned long long)ls->packets_lost, (unsigned long long)ls->random_losses,
                 (unsigned long long)ls->bytes_retransmitted, (unsigned long long)ls->ptos,
                 (unsigned long long)ls->recv_window, (unsigned long long)ls->rekeys,
-                (unsigned long long)ls->paced_bursts, (unsigned long long)ls->datagram_size);
+                (unsigned long long)ls->paced_bursts, (unsigned long long)ls->datagram_size,
+                (unsigned long long)ls->ecn_ce_received, (unsigned long long)ls->ecn_ce_reported);
     fprintf(
         stderr,
         "pure %s: loop: sendmsg calls %llu, packets %llu (%.1f per call), GSO bursts %llu%s, "

@@ -106,6 +106,17 @@ int pure_udp_open(pure_udp *u, pure_addr *local, pure_loop_stats *st, int reusep
         (void)setsockopt(u->fd, IPPROTO_IPV6, IPV6_MTU_DISCOVER, &probe6, sizeof probe6);
         (void)setsockopt(u->fd, IPPROTO_IPV6, IPV6_DONTFRAG, &one, sizeof one);
     }
+    /* ECN (RFC 3168): every datagram leaves ECT(0), so an ECN-capable AQM on the path may mark
+     * it CE instead of dropping it; each datagram's ECN bits come back with it (IP_RECVTOS,
+     * IPV6_RECVTCLASS) for pure_ctx_read_ecn. A UDP socket's TOS is sent as set (only TCP's
+     * ECN bits are the kernel's). Both levels on an IPv6 socket, which also carries IPv4. */
+    int ect0 = 2;
+    (void)setsockopt(u->fd, IPPROTO_IP, IP_TOS, &ect0, sizeof ect0);
+    (void)setsockopt(u->fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof one);
+    if (u->family == AF_INET6) {
+        (void)setsockopt(u->fd, IPPROTO_IPV6, IPV6_TCLASS, &ect0, sizeof ect0);
+        (void)setsockopt(u->fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof one);
+    }
     if (reuseport && setsockopt(u->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
         goto fail;
     set_buffer(u->fd, SO_RCVBUFFORCE, SO_RCVBUF);
@@ -347,7 +358,7 @@ int pure_udp_send(pure_udp *u, const uint8_t *buf, size_t n, size_t seg, const p
 }
 
 static void deliver(pure_udp *u, pure_ctx *ctx, uint8_t *d, size_t len, size_t seg,
-                    const pure_addr *from, uint64_t now)
+                    const pure_addr *from, unsigned ecn, uint64_t now)
 {
     if (seg == 0 || seg > len)
         seg = len;
@@ -358,16 +369,41 @@ static void deliver(pure_udp *u, pure_ctx *ctx, uint8_t *d, size_t len, size_t s
          * of several links' packets may hold some another loop owns. */
         if (u->handoff && u->handoff(u->handoff_arg, d + o, l, from))
             continue;
-        (void)pure_ctx_read(ctx, from, d + o, l, now); /* junk is counted by the core */
+        (void)pure_ctx_read_ecn(ctx, from, d + o, l, ecn, now); /* junk is counted by the core */
     }
     if (len == 0) { /* an empty datagram is still one (the core drops it as malformed) */
-        (void)pure_ctx_read(ctx, from, d, 0, now);
+        (void)pure_ctx_read_ecn(ctx, from, d, 0, ecn, now);
         pkts = 1;
     }
     u->st->datagrams_received += pkts;
     if (pkts > 1) {
         u->st->gro_buffers++;
         u->st->gro_segments += pkts;
+    }
+}
+
+/* What a received message's control data says: the GRO segment size (0: none) and the ECN bits
+ * of its IP header (all datagrams of a GRO train share them: the kernel merges only datagrams
+ * whose headers agree). */
+static void read_cmsgs(struct msghdr *m, size_t *seg, unsigned *ecn)
+{
+    *seg = 0;
+    *ecn = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+        if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+            int g;
+            memcpy(&g, CMSG_DATA(c), sizeof g);
+            if (g > 0)
+                *seg = (size_t)g;
+        } else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS &&
+                   c->cmsg_len >= CMSG_LEN(1)) {
+            *ecn = *CMSG_DATA(c) & 3;
+        } else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS &&
+                   c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+            int tc;
+            memcpy(&tc, CMSG_DATA(c), sizeof tc);
+            *ecn = (unsigned)tc & 3;
+        }
     }
 }
 
@@ -403,7 +439,7 @@ static int recv_slots(pure_udp *u, unsigned n, size_t size)
 static int recv_gro(pure_udp *u, pure_ctx *ctx)
 {
     union {
-        char buf[CMSG_SPACE(sizeof(int)) + 64];
+        char buf[2 * CMSG_SPACE(sizeof(int)) + 64];
         struct cmsghdr align;
     } ctl[PURE_UDP_GRO_SLOTS];
     for (unsigned i = 0; i < PURE_UDP_GRO_SLOTS; i++) {
@@ -420,17 +456,12 @@ static int recv_gro(pure_udp *u, pure_ctx *ctx)
             u->st->recv_errors++;
             continue;
         }
-        size_t seg = 0;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c))
-            if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
-                int g;
-                memcpy(&g, CMSG_DATA(c), sizeof g);
-                if (g > 0)
-                    seg = (size_t)g;
-            }
+        size_t seg;
+        unsigned ecn;
+        read_cmsgs(m, &seg, &ecn);
         pure_addr from;
         source(&u->names[i], m->msg_namelen, &from);
-        deliver(u, ctx, u->iov[i].iov_base, u->mm[i].msg_len, seg, &from, now);
+        deliver(u, ctx, u->iov[i].iov_base, u->mm[i].msg_len, seg, &from, ecn, now);
     }
     return r == PURE_UDP_GRO_SLOTS ? 0 : -EAGAIN;
 }
@@ -438,8 +469,14 @@ static int recv_gro(pure_udp *u, pure_ctx *ctx)
 static int recv_batch(pure_udp *u, pure_ctx *ctx)
 {
     const unsigned slots = PURE_UDP_BUF / PURE_UDP_SLOT;
-    for (unsigned i = 0; i < slots; i++)
-        u->mm[i].msg_hdr.msg_control = NULL, u->mm[i].msg_hdr.msg_controllen = 0;
+    union {
+        char buf[CMSG_SPACE(sizeof(int)) + 16]; /* the TOS / traffic class */
+        struct cmsghdr align;
+    } ctl[PURE_UDP_BUF / PURE_UDP_SLOT];
+    for (unsigned i = 0; i < slots; i++) {
+        u->mm[i].msg_hdr.msg_control = ctl[i].buf;
+        u->mm[i].msg_hdr.msg_controllen = sizeof ctl[i].buf;
+    }
     int r = recv_slots(u, slots, PURE_UDP_SLOT);
     if (r < 0)
         return r;
@@ -449,9 +486,12 @@ static int recv_batch(pure_udp *u, pure_ctx *ctx)
             u->st->recv_errors++;
             continue;
         }
+        size_t seg;
+        unsigned ecn;
+        read_cmsgs(&u->mm[i].msg_hdr, &seg, &ecn);
         pure_addr from;
         source(&u->names[i], u->mm[i].msg_hdr.msg_namelen, &from);
-        deliver(u, ctx, u->iov[i].iov_base, u->mm[i].msg_len, 0, &from, now);
+        deliver(u, ctx, u->iov[i].iov_base, u->mm[i].msg_len, 0, &from, ecn, now);
     }
     return (unsigned)r == slots ? 0 : -EAGAIN; /* a short batch means the queue is empty */
 }

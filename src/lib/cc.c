@@ -76,6 +76,11 @@ void pure_cc_on_acked(pure_cc *cc, uint64_t bytes, uint64_t sent_time, uint64_t 
 int pure_cc_on_lost(pure_cc *cc, uint64_t bytes, uint64_t sent_time, uint64_t now)
 {
     flight_remove(cc, bytes);
+    return pure_cc_on_congestion(cc, sent_time, now);
+}
+
+int pure_cc_on_congestion(pure_cc *cc, uint64_t sent_time, uint64_t now)
+{
     if (sent_in_recovery(cc, sent_time))
         return 0;
     cc->has_recovery = 1;

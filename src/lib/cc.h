@@ -115,6 +115,11 @@ void pure_cc_on_acked(pure_cc *cc, uint64_t bytes, uint64_t sent_time, uint64_t 
  * reduction: random loss, or a queue that the floor drains), else 0. */
 int pure_cc_on_lost(pure_cc *cc, uint64_t bytes, uint64_t sent_time, uint64_t now);
 
+/* A congestion signal that removes nothing from flight: the peer reported packets marked CE
+ * (ECN), sent_time the send time of the newest packet acknowledged when the report came. The
+ * same once-per-period reduction and floor as pure_cc_on_lost; returns as it does. */
+int pure_cc_on_congestion(pure_cc *cc, uint64_t sent_time, uint64_t now);
+
 /* Persistent congestion was detected (RFC 9002 7.6; call after pure_cc_on_lost for the same
  * losses): the window falls to 2 * mss and the recovery period is forgotten, so the next loss
  * reduces again. */

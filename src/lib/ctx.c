@@ -218,6 +218,10 @@ void pure_ctx_free(pure_ctx *ctx)
     pure_cookie_wipe(&ctx->cookies);
     pure_admit_free(&ctx->admit, &ctx->alloc);
     pure_tparams_free(ctx);
+    if (ctx->ssc) {
+        pure_sscache_wipe(ctx->ssc);
+        pure_mem_free(&ctx->alloc, ctx->ssc, sizeof *ctx->ssc);
+    }
     pure_alloc a = ctx->alloc;
     pure_wipe(ctx, sizeof *ctx);
     pure_mem_free(&a, ctx, sizeof *ctx);
@@ -453,6 +457,19 @@ int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment,
     }
     pure_link_end_call(ctx);
     return n;
+}
+
+int pure_ctx_read_ecn(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, unsigned ecn,
+                      uint64_t now)
+{
+    if (!ctx)
+        return PURE_EINVAL;
+    /* Read by the link that authenticates the packet; a callback that re-enters with another
+     * datagram sets its own, and the outer one has counted its mark by then. */
+    ctx->rx_ecn = (uint8_t)(ecn & 3);
+    int rc = pure_ctx_read(ctx, from, d, n, now);
+    ctx->rx_ecn = 0;
+    return rc;
 }
 
 int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)

@@ -65,6 +65,10 @@ int pure_frame_parse(const uint8_t **pp, const uint8_t *end, pure_frame *f, pure
         if (pure_varint_get(&p, end, &f->u.delivered))
             return PURE_EPROTO;
         break;
+    case PURE_FRAME_ECN:
+        if (pure_varint_get(&p, end, &f->u.ce) || f->u.ce > 0xffff)
+            return PURE_EPROTO;
+        break;
     case PURE_FRAME_PATH_CHALLENGE:
     case PURE_FRAME_PATH_RESPONSE:
         if (end - p < PURE_PATH_DATA_LEN)
@@ -195,6 +199,15 @@ int pure_pkt_credit(pure_pkt *k, uint64_t max_offset)
     if (pure_pkt_room(k) < 1 + pure_varint_len(max_offset))
         return -1;
     k->p = pure_frame_put_credit(k->p, max_offset);
+    return 0;
+}
+
+int pure_pkt_ecn(pure_pkt *k, uint16_t ce)
+{
+    if (pure_pkt_room(k) < 1 + pure_varint_len(ce))
+        return -1;
+    *k->p++ = PURE_FRAME_ECN;
+    k->p = pure_varint_put(k->p, ce);
     return 0;
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* frame.h: encoding and parsing of the frames inside a sealed packet (DATA, ACK, CREDIT, PING,
- * CLOSE, DELIVERED, REKEY, PATH_CHALLENGE, PATH_RESPONSE, PADDING). Parsing never reads past the
- * end and rejects every malformed frame. */
+ * CLOSE, DELIVERED, ECN, REKEY, PATH_CHALLENGE, PATH_RESPONSE, PADDING). Parsing never reads past
+ * the end and rejects every malformed frame. */
 #ifndef PURE_FRAME_H
 #define PURE_FRAME_H
 
@@ -32,6 +32,7 @@ typedef struct pure_frame {
         } data;
         uint64_t credit;
         uint64_t delivered;  /* stream offset */
+        uint64_t ce;         /* ECN: CE-marked packets received, modulo 2^16 */
         const uint8_t *path; /* PATH_CHALLENGE / PATH_RESPONSE: PURE_PATH_DATA_LEN bytes */
         struct {
             uint64_t code;
@@ -69,6 +70,8 @@ int pure_pkt_ping(pure_pkt *k);
 int pure_pkt_credit(pure_pkt *k, uint64_t max_offset);
 int pure_pkt_close(pure_pkt *k, uint64_t code, const char *reason, size_t reason_len);
 int pure_pkt_delivered(pure_pkt *k, uint64_t offset);
+/* ECN: the running count of CE-marked packets received (modulo 2^16). */
+int pure_pkt_ecn(pure_pkt *k, uint16_t ce);
 /* type PURE_FRAME_PATH_CHALLENGE or PURE_FRAME_PATH_RESPONSE, with its PURE_PATH_DATA_LEN bytes */
 int pure_pkt_path(pure_pkt *k, uint8_t type, const uint8_t data[PURE_PATH_DATA_LEN]);
 int pure_pkt_ack(pure_pkt *k, const pure_range *ranges, uint32_t n, uint64_t delay_us);

@@ -43,6 +43,7 @@ static int build_init(pure_link *link)
                                   link->peer_key);
     if (rc)
         return rc;
+    pure_noise_set_ss_cache(&hs->noise, pure_ctx_sscache(ctx));
     uint8_t e[PURE_DH_LEN];
     if (pure_ctx_random(ctx, e, sizeof e))
         return PURE_ECRYPTO;
@@ -68,12 +69,13 @@ static int build_init(pure_link *link)
         pure_put_u32le(p + 5, link->local_index);
     }
     size_t mlen = 0;
+    uint64_t hits = ctx->ssc ? ctx->ssc->hits : 0;
     rc = pure_noise_write_msg1(&hs->noise, payload, plen, p + fixed,
                                sizeof hs->init - fixed - 2 * PURE_MAC_LEN, &mlen);
     pure_wipe(payload, sizeof payload);
     if (rc)
         return rc;
-    ctx->guard.dh_ops += 3; /* e, es, ss */
+    ctx->guard.dh_ops += 3 - (ctx->ssc ? ctx->ssc->hits - hits : 0); /* e, es, ss unless cached */
     hs->init_len = (uint16_t)(fixed + mlen + 2 * PURE_MAC_LEN);
     uint8_t key[PURE_HASH_LEN];
     pure_admit_mac1_key(ctx->crypto, link->peer_key, key);

@@ -188,9 +188,13 @@ static int read_init(pure_ctx *ctx, pure_noise *noise, const uint8_t *d, size_t 
     if (pure_noise_init_keys(noise, ctx->crypto, 0, (const uint8_t *)PURE_PROLOGUE,
                              strlen(PURE_PROLOGUE), ctx->s.private_key, ctx->public_key, NULL) != 0)
         return -1;
-    ctx->guard.dh_ops += 2;
-    if (pure_noise_read_msg1(noise, d + PURE_INIT_FIXED, n - PURE_INIT_FIXED - 2 * PURE_MAC_LEN,
-                             payload, cap, &plen) != 0) {
+    pure_sscache *ssc = pure_ctx_sscache(ctx);
+    pure_noise_set_ss_cache(noise, ssc);
+    uint64_t hits = ssc ? ssc->hits : 0;
+    int rc = pure_noise_read_msg1(noise, d + PURE_INIT_FIXED,
+                                  n - PURE_INIT_FIXED - 2 * PURE_MAC_LEN, payload, cap, &plen);
+    ctx->guard.dh_ops += 2 - (ssc ? ssc->hits - hits : 0); /* es, and ss unless cached */
+    if (rc != 0) {
         ctx->st.dropped_auth++;
         return -1;
     }

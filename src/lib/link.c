@@ -312,6 +312,8 @@ void pure_link_stats_get(const pure_link *link, pure_link_stats *st)
     st->bytes_retransmitted = c->bytes_retransmitted;
     st->ptos = c->ptos;
     st->random_losses = c->random_losses;
+    st->ecn_ce_received = c->ecn_ce_received;
+    st->ecn_ce_reported = c->ecn_ce_reported;
     st->messages_received = c->messages_received;
     st->rekeys = c->rekeys;
     st->keepalives = c->keepalives;

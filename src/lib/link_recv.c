@@ -290,6 +290,8 @@ static int open_packet(pure_link *link, uint8_t *d, size_t n, uint64_t pn, uint6
     if (link->rx_retire == PURE_RX_RETIRE_WAIT && phase == link->key_phase)
         pure_keys_retire_later(link, now); /* the peer has switched: the old key's days are few */
     pure_replay_commit(&link->b->replay, pn);
+    if (ctx->rx_ecn == PURE_ECN_CE)
+        pure_recovery_on_ce_received(link);
     if (phase != link->key_phase && link->rk)
         pure_rekey_on_phase(link, phase, now); /* the peer holds the new keys: switch too */
     link->st.packets_received++;
@@ -336,6 +338,7 @@ static int on_frame(pure_link *link, const pure_frame *f, const pure_ack_frame *
         after_ack(link, acked, now);
         break;
     }
+    case PURE_FRAME_ECN: pure_recovery_on_ecn(link, f->u.ce, now); break;
     case PURE_FRAME_PATH_CHALLENGE:
         seen->eliciting = 1;
         pure_path_on_challenge(link, f->u.path);

@@ -181,8 +181,13 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
     } else if (pure_acktr_wanted(&link->acktr)) {
         uint32_t n;
         const pure_range *r = pure_acktr_ranges(&link->acktr, &n);
-        if (pure_pkt_ack(&k, r, n, pure_acktr_delay(&link->acktr, now)) == 0)
+        if (pure_pkt_ack(&k, r, n, pure_acktr_delay(&link->acktr, now)) == 0) {
             pure_acktr_on_sent(&link->acktr);
+            /* Once a CE mark arrived, every ACK carries the running count: a lost report is
+             * made good by the next, and the frame is 2 or 3 bytes. */
+            if (link->b && link->b->ce_received && pure_link_peer_ecn(link))
+                (void)pure_pkt_ecn(&k, link->b->ce_received);
+        }
     }
     if (!(mode & BUILD_PMTU_PROBE) && link->credit_pending &&
         pure_pkt_credit(&k, pure_credit_granted(&link->credit)) == 0) {

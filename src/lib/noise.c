@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "pure.h"
+#include "sscache.h"
 
 /* ---- CipherState (section 5.1), AESGCM (section 12.5) ---- */
 
@@ -58,6 +59,22 @@ static int mix_dh(pure_noise *hs, const uint8_t priv[PURE_DH_LEN], const uint8_t
 {
     uint8_t shared[PURE_DH_LEN];
     int rc = hs->c->dh(shared, priv, pub);
+    if (rc == 0) {
+        pure_hkdf2(hs->c, hs->ck, hs->k, hs->ck, shared, sizeof(shared));
+        hs->has_k = 1;
+        hs->n = 0;
+    }
+    pure_wipe(shared, sizeof(shared));
+    return rc;
+}
+
+/* MixKey(DH(s, rs)), the `ss` token, through the context's cache when there is one. */
+static int mix_ss(pure_noise *hs)
+{
+    if (!hs->ssc)
+        return mix_dh(hs, hs->s_priv, hs->rs);
+    uint8_t shared[PURE_DH_LEN];
+    int rc = pure_sscache_dh(hs->ssc, hs->c, shared, hs->s_priv, hs->rs);
     if (rc == 0) {
         pure_hkdf2(hs->c, hs->ck, hs->k, hs->ck, shared, sizeof(shared));
         hs->has_k = 1;
@@ -150,6 +167,12 @@ int pure_noise_init_keys(pure_noise *hs, const pure_crypto *c, int initiator,
     return 0;
 }
 
+void pure_noise_set_ss_cache(pure_noise *hs, struct pure_sscache *cache)
+{
+    if (hs != NULL)
+        hs->ssc = cache;
+}
+
 void pure_noise_set_ephemeral(pure_noise *hs, const uint8_t e_priv[32])
 {
     if (hs == NULL || e_priv == NULL ||
@@ -204,7 +227,7 @@ int pure_noise_write_msg1(pure_noise *hs, const uint8_t *payload, size_t plen, u
         return fail(hs, rc);
     off += n;
     /* ss */
-    if ((rc = mix_dh(hs, hs->s_priv, hs->rs)) != 0)
+    if ((rc = mix_ss(hs)) != 0)
         return fail(hs, rc);
     /* payload */
     if (plen > 0)
@@ -234,7 +257,7 @@ static int read_msg1(pure_noise *hs, const uint8_t *msg, size_t len, uint8_t *pa
         return rc;
     off += PURE_DH_LEN + PURE_TAG_LEN;
     /* ss */
-    if ((rc = mix_dh(hs, hs->s_priv, hs->rs)) != 0)
+    if ((rc = mix_ss(hs)) != 0)
         return rc;
     /* payload */
     return decrypt_and_hash(hs, msg + off, len - off, payload, plen);

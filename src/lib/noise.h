@@ -36,8 +36,11 @@ enum pure_noise_state {
     PURE_NOISE_FAILED,         /* a DH or randomness failure left the state unusable */
 };
 
+struct pure_sscache;
+
 typedef struct pure_noise {
     const pure_crypto *c;
+    struct pure_sscache *ssc; /* the context's ss results (sscache.h), or NULL: compute each */
     /* symmetric state (Noise section 5.2) */
     uint8_t ck[PURE_HASH_LEN]; /* chaining key */
     uint8_t h[PURE_HASH_LEN];  /* handshake hash */
@@ -72,6 +75,11 @@ int pure_noise_init_keys(pure_noise *hs, const pure_crypto *c, int initiator,
  * written. Only for test vectors and interoperability checks: reusing an ephemeral key destroys
  * forward secrecy. Ignored unless the handshake is about to write its message. */
 void pure_noise_set_ephemeral(pure_noise *hs, const uint8_t e_priv[32]);
+
+/* Takes the `ss` token's DH result from a cache of the static key's results by peer key
+ * (sscache.h), computing and storing it on a miss; call after init (which forgets it). The
+ * handshake's bytes are the same with or without it. */
+void pure_noise_set_ss_cache(pure_noise *hs, struct pure_sscache *cache);
 
 /* Initiator: writes msg1 (-> e, es, s, ss, payload) of plen + PURE_NOISE_MSG1_OVERHEAD bytes
  * into out (cap bytes) and sets *outlen. Returns 0; PURE_EINVAL (wrong state or NULL);

@@ -265,6 +265,7 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
     }
     if (!any)
         return 0;
+    link->b->acked_sent_time = largest_time;
     if (largest_new)
         rtt_sample(link, ack, largest_sent, now);
     pure_cc_on_acked(&link->b->cc, acked_bytes, largest_time, now, &link->rtt, link->app_limited);
@@ -275,6 +276,32 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
     if (pure_pmtud_ack_end(&link->b->pmtud)) /* a black hole for full-size packets */
         pure_recovery_mss_sync(link);
     return flags;
+}
+
+void pure_recovery_on_ecn(pure_link *link, uint64_t ce, uint64_t now)
+{
+    pure_busy *b = link->b;
+    uint16_t count = (uint16_t)ce;
+    uint16_t delta = (uint16_t)(count - b->ce_peer);
+    if (!b->ce_peer_synced) { /* our count restarted with this busy period; the peer's may not */
+        b->ce_peer_synced = 1;
+        b->ce_peer = count;
+        return;
+    }
+    if (delta == 0 || delta >= 0x8000) /* no news, or a report older than one already read */
+        return;
+    b->ce_peer = count;
+    link->st.ecn_ce_reported += delta;
+    /* A CE mark is the queue's own word that it is congested (RFC 3168): no evidence to weigh,
+     * so the reduction goes through whatever the queueing delay says. Nothing was lost, so
+     * nothing leaves the flight. */
+    pure_cc_on_congestion(&link->b->cc, b->acked_sent_time, now);
+}
+
+void pure_recovery_on_ce_received(pure_link *link)
+{
+    link->b->ce_received++;
+    link->st.ecn_ce_received++;
 }
 
 int pure_recovery_on_delivered(pure_link *link, uint64_t offset)

@@ -31,6 +31,21 @@ void pure_recovery_before_seal(pure_link *link);
  * acknowledged stream bytes released), then losses are detected. Returns PURE_RECOVERY_* flags
  * (0 when the frame acknowledged nothing new, or a packet never sent and was ignored). */
 int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t now);
+/* ECN. The peer reports `ce` (an ECN frame, beside its ACK): the running count of our packets
+ * that reached it marked CE. An increase over its last report is a congestion signal: one
+ * reduction per recovery period, as for a loss taken as congestion, and no loss. The first
+ * report of a busy period only sets the baseline. */
+void pure_recovery_on_ecn(pure_link *link, uint64_t ce, uint64_t now);
+/* An authenticated packet arrived marked CE: counted for the next ECN frame. */
+void pure_recovery_on_ce_received(pure_link *link);
+/* Whether the peer reads ECN frames. Every peer of this wire version does; the handshake's
+ * transport parameters (issue #23) will say so per peer, and this is the one place to ask. */
+static inline int pure_link_peer_ecn(const pure_link *link)
+{
+    (void)link;
+    return 1;
+}
+
 /* The closing peer says it delivered this link's stream up to `offset` (a DELIVERED frame): those
  * bytes count as acknowledged, so on_closed's report lists exactly the messages that did not
  * arrive, whatever ACKs were lost or packets declared lost that arrived after all; bytes past it

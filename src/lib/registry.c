@@ -17,6 +17,16 @@ int pure_ctx_random(pure_ctx *ctx, uint8_t *buf, size_t len)
     return ctx->crypto->random(buf, len);
 }
 
+pure_sscache *pure_ctx_sscache(pure_ctx *ctx)
+{
+    if (!ctx->ssc) {
+        ctx->ssc = pure_mem_alloc(&ctx->alloc, sizeof *ctx->ssc);
+        if (ctx->ssc)
+            memset(ctx->ssc, 0, sizeof *ctx->ssc);
+    }
+    return ctx->ssc;
+}
+
 /* Keys and hashes of the two link tables (table.h): by local index, by INIT tag. */
 static uint64_t link_index_of(const void *item)
 {

@@ -56,6 +56,9 @@ int pure_ctx_allowed(const pure_ctx *ctx, const uint8_t key[PURE_KEY_LEN]);
 int64_t pure_ctx_allow_index(const pure_ctx *ctx, const uint8_t key[PURE_KEY_LEN]);
 /* Fills buf with random bytes (settings.random, or the crypto backend's). 0 or an error. */
 int pure_ctx_random(pure_ctx *ctx, uint8_t *buf, size_t len);
+/* The context's cache of ss results (sscache.h), allocated on first use; NULL if that failed
+ * (handshakes then compute ss each time). */
+pure_sscache *pure_ctx_sscache(pure_ctx *ctx);
 /* The wall clock (settings.realtime, or CLOCK_REALTIME), ns since 1970. */
 uint64_t pure_ctx_realtime(const pure_ctx *ctx);
 /* Do two addresses hold the same bytes? */

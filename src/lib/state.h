@@ -30,6 +30,7 @@
 #include "rtb.h"
 #include "rtt.h"
 #include "sendbuf.h"
+#include "sscache.h"
 #include "table.h"
 #include "timerheap.h"
 #include "wire.h"
@@ -48,9 +49,14 @@ typedef struct pure_link_counters {
     uint64_t packets_sent, packets_received, bytes_sent, bytes_received;
     uint64_t packets_lost, bytes_retransmitted, ptos, random_losses;
     uint64_t messages_received;
-    uint64_t rekeys, keepalives, path_changes;
     uint64_t dropped_auth, dropped_replay;
     uint64_t paced_bursts;
+    /* Rare events in 32 bits (an idle link is counted in bytes): a rekey per 2^20 packets or
+     * two minutes, a keepalive per 25 s, an address change per rebinding; a CE mark per
+     * packet at most, wrapping only after 4 billion (pure_link_stats reads them widened). */
+    uint32_t rekeys, keepalives, path_changes;
+    uint32_t ecn_ce_received; /* packets that arrived marked CE */
+    uint32_t ecn_ce_reported; /* CE marks the peer reported (each increase a congestion signal) */
 } pure_link_counters;
 
 /* Path validation (path.c): what a link keeps while its peer's address is being validated, and
@@ -94,6 +100,13 @@ typedef struct pure_busy {
     uint64_t skip_at; /* skip this packet number (0: not drawn yet) */
     uint64_t skipped; /* the last one skipped (0: none; packet 0 is never skipped) */
     pure_pmtud pmtud; /* the path MTU search: link->mss follows its size */
+    /* ECN (recovery.c): CE-marked packets received this busy period, reported in ECN frames
+     * beside ACKs; the peer's latest report (both modulo 2^16); whether a report came yet (the
+     * first of a busy period only sets the baseline: the peer's count may have outlived ours);
+     * the send time of the newest packet the last ACK acknowledged. */
+    uint16_t ce_received, ce_peer;
+    uint8_t ce_peer_synced;
+    uint64_t acked_sent_time;
 } pure_busy;
 
 /* What only the initiator's handshake needs: freed once the link is open. */
@@ -286,6 +299,8 @@ struct pure_ctx {
     pure_table table;
     uint32_t half_open;    /* responder links not yet validated */
     pure_admit admit;      /* handshake admission (admit.h) */
+    pure_sscache *ssc;     /* the static key's ss results by peer key (sscache.h); NULL until
+                              the first handshake (or if it could not be allocated) */
     uint64_t last_init_ts; /* the timestamp of the last INIT this context made */
     uint32_t hs_in_flight; /* initiator handshakes under way (PURE_HS_IN_FLIGHT at most) */
     pure_link *hs_queue_head, *hs_queue_tail; /* initiator handshakes waiting their turn */
@@ -304,9 +319,10 @@ struct pure_ctx {
     pure_link *flight_head, *flight_tail;
     /* links closed during this call, freed at its end */
     pure_link *dead;
-    int depth;   /* nesting of public calls (callbacks may re-enter) */
-    int freeing; /* pure_ctx_free runs: no new links (on_closed may try) */
-    int walking; /* pure_ctx_links runs: the link table must not change shape */
+    int depth;      /* nesting of public calls (callbacks may re-enter) */
+    uint8_t rx_ecn; /* the ECN bits of the datagram being read (pure_ctx_read_ecn) */
+    int freeing;    /* pure_ctx_free runs: no new links (on_closed may try) */
+    int walking;    /* pure_ctx_links runs: the link table must not change shape */
 
     /* the burst pure_ctx_write returned last, in case the I/O layer cannot send it */
     uint32_t last_burst_link;

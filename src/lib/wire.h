@@ -155,8 +155,15 @@ enum pure_frame_type {
     PURE_FRAME_PATH_CHALLENGE = 0x07, /* data[8] */
     PURE_FRAME_PATH_RESPONSE = 0x0a,  /* data[8], the challenge's */
     PURE_FRAME_DATA = 0x08,           /* 0x08 | FIN(0x01): offset, length, bytes */
+    /* ECN (RFC 3168, RFC 9000 13.4): how many of the peer's packets arrived marked CE in this
+     * busy period, a running count modulo 2^16 that rides beside ACKs; the peer answers an
+     * increase as it answers congestion. Not ack-eliciting. */
+    PURE_FRAME_ECN = 0x10, /* CE count */
 };
 #define PURE_FRAME_DATA_FIN 0x01
+/* The ECN codepoints of an IP header's two low TOS / traffic-class bits. */
+#define PURE_ECN_ECT0 0x02
+#define PURE_ECN_CE 0x03
 
 #define PURE_STREAM_PREAMBLE "pure"
 #define PURE_MIN_UDP_PAYLOAD 1200

@@ -250,6 +250,43 @@ static void test_codel_keeps_queue_short(void)
     sim_free(s);
 }
 
+/* CoDel marking ECN-capable packets CE instead of dropping them (fq_codel's default): Pure hears
+ * the marks as congestion, so the queue stays near the target with no loss at all. Before Pure
+ * read ECN, the marks changed nothing: CoDel marked on while the queue grew to its 1000-packet
+ * limit (a median near 200 ms) and tail drops took over. */
+static void test_codel_ecn_marks(void)
+{
+    int fwd, rev;
+    sim *s = sim_new(1);
+    sim_bottleneck b = {.rate = RATE, .limit_packets = 1000, .codel = 1, .ecn = 1};
+    fwd = sim_bottleneck_add(s, &b);
+    rev = sim_bottleneck_add(s, &b);
+    flow f;
+    flow_add(&f, s, fwd, rev);
+    sim_run(s, NULL, NULL, WARM);
+    uint64_t b0 = f.bytes;
+    sim_bottleneck_stats_reset(s, fwd);
+    sim_run(s, NULL, NULL, END);
+    sim_bottleneck_stats bs;
+    sim_bottleneck_stats_get(s, fwd, &bs);
+    pure_link_stats cs;
+    pure_link_stats_get(f.cl, &cs);
+    double m = mbit(f.bytes - b0);
+    printf("  CoDel with ECN: %.1f Mbit/s, queueing median %.1f ms, p95 %.1f ms; %llu marked, "
+           "%llu dropped (CoDel) + %llu (tail); the sender heard of %llu marks, lost %llu\n",
+           m, (double)bs.qdelay_median / 1e6, (double)bs.qdelay_p95 / 1e6,
+           (unsigned long long)bs.marked_codel, (unsigned long long)bs.dropped_codel,
+           (unsigned long long)bs.dropped_queue, (unsigned long long)cs.ecn_ce_reported,
+           (unsigned long long)cs.packets_lost);
+    CHECK(bs.marked_codel > 0);
+    CHECK(cs.ecn_ce_reported > 0);
+    CHECK(bs.qdelay_median <= 5 * SIM_MS);
+    CHECK_EQ(bs.dropped_queue, 0);
+    CHECK(bs.dropped_codel <= bs.marked_codel / 10); /* marks, not drops, do the work */
+    CHECK(m >= 43.0);
+    sim_free(s);
+}
+
 /* Two Pure flows, the second starting 1 s after the first, share a bottleneck fairly. */
 static void test_two_flows_share(void)
 {
@@ -316,6 +353,7 @@ int main(void)
     RUN(test_deeper_queues);
     RUN(test_random_loss_keeps_the_link);
     RUN(test_codel_keeps_queue_short);
+    RUN(test_codel_ecn_marks);
     RUN(test_two_flows_share);
     RUN(test_beside_cubic_under_codel);
     return pure_test_finish();

@@ -19,6 +19,7 @@ typedef struct dgram {
     pure_addr src;
     uint32_t len;
     uint8_t spoofed; /* src was forged when it was sent (sim_spoof): keep it */
+    uint8_t ecn;     /* the IP header's ECN bits: ECT(0) from a pure_ctx, CE once marked */
     uint8_t *data;
 } dgram;
 
@@ -38,6 +39,7 @@ typedef struct qent {
     uint64_t enq, extra;
     int from, to;
     uint32_t len;
+    uint8_t ecn;
     uint8_t *data;
 } qent;
 
@@ -303,6 +305,13 @@ static dgram heap_pop(sim *s)
     return top;
 }
 
+/* The ECN codepoint an endpoint's datagrams leave with: a pure_ctx's are ECT(0) (2), as
+ * pure_loop's sockets send them; an agent's (the reference flows) are not ECN-capable. */
+static uint8_t ect_of(const sim *s, int from)
+{
+    return s->agent[from] ? 0 : 2;
+}
+
 static void enqueue(sim *s, int from, int to, const uint8_t *d, size_t n, uint64_t at)
 {
     dgram g = {.at = at,
@@ -311,6 +320,7 @@ static void enqueue(sim *s, int from, int to, const uint8_t *d, size_t n, uint64
                .to = to,
                .src = s->spoof[from] ? s->addr[s->spoof[from] - 1] : s->addr[from],
                .spoofed = s->spoof[from] != 0,
+               .ecn = ect_of(s, from),
                .len = (uint32_t)n};
     g.data = malloc(n ? n : 1);
     memcpy(g.data, d, n);
@@ -339,7 +349,7 @@ int sim_bottleneck_add(sim *s, const sim_bottleneck *cfg)
     bneck *k = &s->bn[s->nbn];
     memset(k, 0, sizeof *k);
     k->cfg = *cfg;
-    codel_init(&k->cd, cfg->codel_target, cfg->codel_interval, 1500, false);
+    codel_init(&k->cd, cfg->codel_target, cfg->codel_interval, 1500, cfg->ecn != 0);
     k->hist = calloc(1, sizeof *k->hist);
     return s->nbn++;
 }
@@ -389,11 +399,18 @@ static void bneck_serve(sim *s, bneck *k)
         k->qbytes -= e.len;
         k->idle_seen = false;
         uint64_t sojourn = t - e.enq;
-        if (k->cfg.codel && codel_judge(&k->cd, t, sojourn, k->qbytes, false) == CODEL_DROP) {
+        int verdict = k->cfg.codel
+                          ? codel_judge(&k->cd, t, sojourn, k->qbytes, k->cfg.ecn && e.ecn != 0)
+                          : CODEL_PASS;
+        if (verdict == CODEL_DROP) {
             k->st.dropped_codel++;
             s->path[e.from][e.to].st.lost++;
             free(e.data);
             continue;
+        }
+        if (verdict == CODEL_MARK) {
+            e.ecn = 3; /* CE */
+            k->st.marked_codel++;
         }
         qdelay_add(k->hist, sojourn);
         k->st.forwarded++;
@@ -405,6 +422,7 @@ static void bneck_serve(sim *s, bneck *k)
                    .to = e.to,
                    .src = s->addr[e.from],
                    .len = e.len,
+                   .ecn = e.ecn,
                    .data = e.data};
         heap_push(s, g);
     }
@@ -440,7 +458,12 @@ static void bneck_push(sim *s, bneck *k, int from, int to, const uint8_t *d, siz
         k->head = 0;
     }
     qent *e = &k->q[(k->head + k->len) % k->cap];
-    *e = (qent){.enq = s->now, .extra = extra, .from = from, .to = to, .len = (uint32_t)n};
+    *e = (qent){.enq = s->now,
+                .extra = extra,
+                .from = from,
+                .to = to,
+                .len = (uint32_t)n,
+                .ecn = ect_of(s, from)};
     e->data = malloc(n ? n : 1);
     memcpy(e->data, d, n);
     k->len++;
@@ -644,7 +667,7 @@ int sim_run(sim *s, int (*done)(void *), void *arg, uint64_t until)
             else if (s->agent[g.to])
                 s->agent[g.to]->read(s->agent_arg[g.to], g.from, g.data, g.len, s->now);
             else
-                pure_ctx_read(s->ctx[g.to], &src, g.data, g.len, s->now);
+                pure_ctx_read_ecn(s->ctx[g.to], &src, g.data, g.len, g.ecn, s->now);
             s->path[g.from][g.to].st.delivered++;
             free(g.data);
         }

@@ -58,11 +58,14 @@ typedef struct sim_bottleneck {
     uint64_t limit_bytes;   /* 0: no limit in bytes */
     int codel;
     uint64_t codel_target, codel_interval; /* ns; 0: 5 ms and 100 ms */
+    int ecn; /* with codel: mark ECN-capable datagrams CE instead of dropping them (a pure_ctx's
+                datagrams are ECT(0); an agent's are not ECN-capable) */
 } sim_bottleneck;
 
 typedef struct sim_bottleneck_stats {
     uint64_t enqueued, forwarded, bytes_forwarded;
     uint64_t dropped_queue, dropped_codel;
+    uint64_t marked_codel;           /* marked CE instead of dropped (ecn) */
     uint64_t max_packets, max_bytes; /* the deepest the queue was */
     /* queueing delay (time from entering the queue to starting serialisation) of the datagrams
      * forwarded, ns (50 us resolution) */

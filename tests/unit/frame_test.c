@@ -362,7 +362,7 @@ static void test_unknown_types(void)
         int known = t == PURE_FRAME_PADDING || t == PURE_FRAME_PING || t == PURE_FRAME_ACK ||
                     t == PURE_FRAME_CREDIT || t == PURE_FRAME_CLOSE || t == PURE_FRAME_REKEY ||
                     t == PURE_FRAME_DELIVERED || t == PURE_FRAME_PATH_CHALLENGE ||
-                    t == PURE_FRAME_PATH_RESPONSE || t == PURE_FRAME_DATA ||
+                    t == PURE_FRAME_PATH_RESPONSE || t == PURE_FRAME_DATA || t == PURE_FRAME_ECN ||
                     t == (PURE_FRAME_DATA | PURE_FRAME_DATA_FIN);
         if (known) {
             CHECK_EQ(rc, 0); /* zero bodies are valid for every known type */
@@ -373,8 +373,8 @@ static void test_unknown_types(void)
             refused++;
         }
     }
-    CHECK_EQ(accepted, 11);
-    CHECK_EQ(refused, 245);
+    CHECK_EQ(accepted, 12);
+    CHECK_EQ(refused, 244);
 }
 
 /* DELIVERED round-trips behind a CLOSE, and a truncated one is refused. */
@@ -398,6 +398,37 @@ static void test_delivered(void)
     pure_pkt tiny = {buf, buf + 3}; /* type + a 4-byte varint does not fit */
     CHECK_EQ(pure_pkt_delivered(&tiny, 123456789), -1);
     CHECK(tiny.p == buf);
+}
+
+/* ECN carries a count below 2^16: it round-trips at the edges; a larger one, or a truncated
+ * varint, is refused. */
+static void test_ecn(void)
+{
+    static const uint16_t counts[] = {0, 1, 63, 64, 16383, 16384, 65535};
+    for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) {
+        uint8_t buf[8];
+        pure_pkt k = {buf, buf + sizeof buf};
+        CHECK_EQ(pure_pkt_ecn(&k, counts[i]), 0);
+        const uint8_t *p = buf;
+        pure_frame f;
+        pure_ack_frame a;
+        CHECK_EQ(pure_frame_parse(&p, k.p, &f, &a), 0);
+        CHECK_EQ(f.type, PURE_FRAME_ECN);
+        CHECK_EQ(f.u.ce, counts[i]);
+        CHECK(p == k.p);
+        p = buf;
+        if (k.p - buf > 2)
+            CHECK_EQ(pure_frame_parse(&p, k.p - 1, &f, &a), PURE_EPROTO);
+    }
+    uint8_t big[] = {PURE_FRAME_ECN, 0x80, 0x01, 0x00, 0x00}; /* 65536 */
+    const uint8_t *p = big;
+    pure_frame f;
+    pure_ack_frame a;
+    CHECK_EQ(pure_frame_parse(&p, big + sizeof big, &f, &a), PURE_EPROTO);
+    uint8_t tiny[2];
+    pure_pkt k = {tiny, tiny + 2}; /* type + a 4-byte varint does not fit */
+    CHECK_EQ(pure_pkt_ecn(&k, 20000), -1);
+    CHECK(k.p == tiny);
 }
 
 /* PATH_CHALLENGE and PATH_RESPONSE carry 8 bytes; 7 are refused. */
@@ -433,6 +464,7 @@ int main(void)
     RUN(test_data_close_malformed);
     RUN(test_unknown_types);
     RUN(test_delivered);
+    RUN(test_ecn);
     RUN(test_path_frames);
     return pure_test_finish();
 }

@@ -6,6 +6,7 @@
 
 #include "crypto.h"
 #include "noise.h"
+#include "sscache.h"
 #include "pure.h"
 #include "test.h"
 
@@ -51,7 +52,7 @@ static void transport_seal(const uint8_t key[32], uint64_t n, const uint8_t *pt,
     pure_crypto_openssl.aead_free(&a);
 }
 
-static void test_cacophony_vector(void)
+static void cacophony_vector(pure_sscache *ci, pure_sscache *cr)
 {
     const pure_crypto *c = &pure_crypto_openssl;
     uint8_t prologue[16], is[32], ie[32], rpub[32], rs[32], re[32], pl[64], out[256], got[64];
@@ -69,6 +70,8 @@ static void test_cacophony_vector(void)
 
     CHECK_EQ(pure_noise_init(&init, c, 1, prologue, prologue_len, is, rpub), 0);
     CHECK_EQ(pure_noise_init(&resp, c, 0, prologue, prologue_len, rs, NULL), 0);
+    pure_noise_set_ss_cache(&init, ci);
+    pure_noise_set_ss_cache(&resp, cr);
     pure_noise_set_ephemeral(&init, ie);
     pure_noise_set_ephemeral(&resp, re);
 
@@ -100,6 +103,58 @@ static void test_cacophony_vector(void)
         transport_seal(from_init ? ik_send : rk_send, (uint64_t)(m - 2) / 2, pl, plen, out);
         CHECK(pure_test_eq_hex(out, plen + 16, V_MSG[m][1]));
     }
+}
+
+static void test_cacophony_vector(void)
+{
+    cacophony_vector(NULL, NULL);
+}
+
+/* With the ss results cached (sscache.h) the handshake's bytes and keys are the vector's, on the
+ * first handshake (a miss on each side) and on the next (a hit): the cache changes nothing but
+ * the work. A result of all zeros (a low-order peer key) is refused and never stored. */
+static void test_ss_cache(void)
+{
+    static pure_sscache ci, cr;
+    cacophony_vector(&ci, &cr);
+    CHECK_EQ(ci.misses, 1);
+    CHECK_EQ(cr.misses, 1);
+    CHECK_EQ(ci.hits + cr.hits, 0);
+    cacophony_vector(&ci, &cr);
+    CHECK_EQ(ci.hits, 1);
+    CHECK_EQ(cr.hits, 1);
+    CHECK_EQ(ci.misses + cr.misses, 2);
+
+    uint8_t zero[32] = {0}, priv[32], out[32];
+    memset(priv, 7, sizeof priv);
+    pure_sscache z;
+    memset(&z, 0, sizeof z);
+    CHECK_EQ(pure_sscache_dh(&z, &pure_crypto_openssl, out, priv, zero), PURE_ECRYPTO);
+    CHECK_EQ(pure_sscache_dh(&z, &pure_crypto_openssl, out, priv, zero), PURE_ECRYPTO);
+    CHECK_EQ(z.hits, 0);
+
+    /* Two keys of one slot: the second evicts the first, and each result is its own. */
+    uint8_t a[32], b[32], ra[32], rb[32], x[32];
+    memset(a, 0, sizeof a);
+    a[0] = 9; /* the base point's u */
+    memcpy(b, a, sizeof b);
+    CHECK_EQ(pure_crypto_openssl.dh_public(b, priv), 0);
+    b[0] = a[0];
+    b[17] = a[17]; /* same slot as a, another key */
+    CHECK_EQ(pure_crypto_openssl.dh(ra, priv, a), 0);
+    CHECK_EQ(pure_crypto_openssl.dh(rb, priv, b), 0);
+    CHECK_EQ(pure_sscache_dh(&z, &pure_crypto_openssl, x, priv, a), 0);
+    CHECK(memcmp(x, ra, 32) == 0);
+    CHECK_EQ(pure_sscache_dh(&z, &pure_crypto_openssl, x, priv, b), 0);
+    CHECK(memcmp(x, rb, 32) == 0);
+    CHECK_EQ(pure_sscache_dh(&z, &pure_crypto_openssl, x, priv, a), 0);
+    CHECK(memcmp(x, ra, 32) == 0);
+    CHECK_EQ(z.hits, 0); /* each evicted the other */
+    CHECK_EQ(pure_sscache_dh(&z, &pure_crypto_openssl, x, priv, a), 0);
+    CHECK_EQ(z.hits, 1);
+    pure_sscache_wipe(&z);
+    CHECK_EQ(pure_sscache_dh(&z, &pure_crypto_openssl, x, priv, a), 0);
+    CHECK_EQ(z.hits, 0);
 }
 
 typedef struct {
@@ -449,6 +504,7 @@ static void test_size(void)
 int main(void)
 {
     RUN(test_cacophony_vector);
+    RUN(test_ss_cache);
     RUN(test_round_trip_both_backends);
     RUN(test_fresh_keys_each_time);
     RUN(test_payload_in_place);
