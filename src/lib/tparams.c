@@ -68,11 +68,12 @@ bad:
     return PURE_EPROTO;
 }
 
-/* Where each feature's setting becomes an announcement: channels and datagrams (their settings'
- * maxima) and ECN (PURE_TP_F_ECN once this side reads ECN counts frames) go here as they land. */
+/* Where each feature's setting becomes an announcement: this build reads ECN frames (link_recv.c)
+ * whatever its settings; channels and datagrams (their settings' maxima) go here as they land. */
 void pure_tparams_local(const pure_ctx *ctx, pure_tparams *tp)
 {
     memset(tp, 0, sizeof *tp);
+    tp->features = PURE_TP_F_ECN;
     if (ctx->test_wire && ctx->test_wire->set_announce)
         *tp = ctx->test_wire->announce;
 }

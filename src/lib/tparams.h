@@ -25,7 +25,8 @@ size_t pure_tparams_encode(const pure_tparams *tp, uint8_t out[PURE_TPARAMS_MAX]
  * varint filling its length. tp is all zero after an error. */
 int pure_tparams_decode(const uint8_t *p, size_t n, pure_tparams *tp);
 
-/* What this context announces (the defaults: nothing yet, 0 everywhere; or a test's, below). */
+/* What this context announces (the defaults: ECN read, no channels, no datagrams yet; or a
+ * test's, below). */
 void pure_tparams_local(const pure_ctx *ctx, pure_tparams *tp);
 
 /* Keeps the peer's announcement in the link (known: the peer sent a set at all; a peer built

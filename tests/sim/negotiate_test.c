@@ -2,7 +2,8 @@
 /* negotiate_test: transport parameters and protocol versions in whole handshakes
  * (docs/protocol.md, "Transport parameters", "Protocol versions"). Peers with features on and off,
  * and one built before parameters (its INIT and RESP exactly the old ones), connect, each sees
- * what the other announced, and the link carries messages; unknown parameters are skipped;
+ * what the other announced, and the link carries messages; unknown parameters are skipped; ECN
+ * frames go only to a peer that announced it reads them;
  * malformed ones end the handshake with PURE_EPROTO on the side that parsed them; a peer of
  * another protocol version gets a VERSION reply and the initiator fails with PURE_EVERSION after
  * the hint's grace, in the simulator and over real sockets, while the responder counts the INIT;
@@ -196,13 +197,26 @@ static void test_both_on(void)
     world_free(w);
 }
 
+/* The defaults: each side announces that it reads ECN frames, and nothing else yet. */
+static void test_defaults(void)
+{
+    world *w = world_new(7, 0);
+    connect_srv(w);
+    run_for(w, 1 * SIM_S);
+    check_peer(w->c.link, 1, 0, 0, 1);
+    check_peer(w->sv.link, 1, 0, 0, 1);
+    check_link_works(w);
+    world_free(w);
+}
+
 /* Features off on one side (a new build announcing nothing) and on on the other, both ways round:
  * each sees what the other announced, zeros included, and the link works. */
 static void test_off_to_on(void)
 {
     world *w = world_new(2, 0);
+    announce(cctx(w), 0, 0, 0);
     announce(sctx(w), 8, 1400, PURE_TP_F_ECN);
-    connect_srv(w); /* the client's defaults: nothing announced, but a set is sent */
+    connect_srv(w); /* nothing announced, but a set is sent */
     run_for(w, 1 * SIM_S);
     check_peer(w->c.link, 1, 8, 1400, 1);
     check_peer(w->sv.link, 1, 0, 0, 0);
@@ -211,6 +225,7 @@ static void test_off_to_on(void)
 
     w = world_new(3, 0);
     announce(cctx(w), 2, 1300, PURE_TP_F_ECN);
+    announce(sctx(w), 0, 0, 0);
     connect_srv(w);
     run_for(w, 1 * SIM_S);
     check_peer(w->c.link, 1, 0, 0, 0);
@@ -251,6 +266,64 @@ static void test_peer_without_params(void)
     world_free(w);
 }
 
+/* ECN frames go only to a peer that announced it reads them: a client sends 3 MB through a
+ * CoDel queue that marks CE (20 Mbit/s, 20 ms each way); the server sees the marks either way, but
+ * reports them (and the client hears of them) only if the client announced PURE_TP_F_ECN. A peer
+ * from before ECN closes the link as a protocol error on an ECN frame; this one would read it, so
+ * the count it heard is the check. */
+static void ecn_run(int client_reads_ecn, uint64_t *ce_received, uint64_t *ce_reported,
+                    int *delivered)
+{
+    world *w = world_new(40 + (uint64_t)client_reads_ecn, 0);
+    sim_bottleneck b = {.rate = 20000000, .limit_packets = 1000, .codel = 1, .ecn = 1};
+    int fwd = sim_bottleneck_add(w->s, &b), rev = sim_bottleneck_add(w->s, &b);
+    sim_path d = {.delay = 20 * SIM_MS};
+    sim_set_path(w->s, w->cli, w->srv, &d);
+    sim_set_path(w->s, w->srv, w->cli, &d);
+    sim_path_bottleneck(w->s, w->cli, w->srv, fwd);
+    sim_path_bottleneck(w->s, w->srv, w->cli, rev);
+    if (!client_reads_ecn)
+        announce(cctx(w), 0, 0, 0);
+    connect_srv(w);
+    static uint8_t msg[1000];
+    int sent = 0;
+    for (int step = 0; step < 500 && sent < 3000 && w->c.link; step++) {
+        while (sent < 3000 && pure_link_send(w->c.link, msg, sizeof msg) >= 0)
+            sent++;
+        run_for(w, 10 * SIM_MS);
+    }
+    CHECK_EQ(sent, 3000);
+    run_for(w, 3 * SIM_S);
+    pure_link_stats cs = {0}, ss = {0};
+    CHECK(w->c.link != NULL && w->sv.link != NULL);
+    if (w->c.link && w->sv.link) {
+        pure_link_stats_get(w->c.link, &cs);
+        pure_link_stats_get(w->sv.link, &ss);
+    }
+    *ce_received = ss.ecn_ce_received;
+    *ce_reported = cs.ecn_ce_reported;
+    *delivered = w->sv.messages;
+    CHECK_EQ(w->c.closes + w->sv.closes, 0);
+    world_free(w);
+}
+
+static void test_ecn_only_to_readers(void)
+{
+    uint64_t rec1, rep1, rec0, rep0;
+    int del1, del0;
+    ecn_run(1, &rec1, &rep1, &del1);
+    ecn_run(0, &rec0, &rep0, &del0);
+    printf("ECN: a client that reads it heard of %llu of %llu marks; one that does not, %llu of "
+           "%llu\n",
+           (unsigned long long)rep1, (unsigned long long)rec1, (unsigned long long)rep0,
+           (unsigned long long)rec0);
+    CHECK(rec1 > 0 && rep1 > 0);
+    CHECK(rec0 > 0);
+    CHECK_EQ(rep0, 0);
+    CHECK_EQ(del1, 3000);
+    CHECK_EQ(del0, 3000);
+}
+
 static void raw_params(pure_ctx *ctx, const char *hex)
 {
     static uint8_t raw[PURE_TPARAMS_ROOM];
@@ -275,7 +348,7 @@ static void test_unknown_params(void)
     run_for(w, 1 * SIM_S);
     CHECK_EQ(w->init_len, 142 + 3 + PURE_TPARAMS_ROOM);
     check_peer(w->sv.link, 1, 3, 0, 0);
-    check_peer(w->c.link, 1, 0, 0, 0);
+    check_peer(w->c.link, 1, 0, 0, 1); /* the server's defaults */
     check_link_works(w);
     world_free(w);
 }
@@ -534,10 +607,12 @@ static void test_real_sockets(void)
 
 int main(void)
 {
+    RUN(test_defaults);
     RUN(test_both_on);
     RUN(test_off_to_on);
     RUN(test_peer_without_params);
     RUN(test_unknown_params);
+    RUN(test_ecn_only_to_readers);
     RUN(test_malformed_init_params);
     RUN(test_malformed_resp_params);
     RUN(test_newer_initiator);
