@@ -4,7 +4,8 @@
 # "How the wire may evolve, and what stays fixed"): builds that commit's `pure` from this
 # repository's history into BUILD_DIR/prev-COMMIT (once; ~10 s on 2 cores) and runs, on loopback:
 #   (a) old `pure send` -> new `pure serve`: the echo works (the new responder takes an INIT
-#       without parameters and answers with the 62-byte RESP the old initiator requires);
+#       without parameters and answers with the 62-byte RESP the old initiator requires), and an
+#       old `pure drain` of 20 MB completes;
 #   (b) new `pure send` -> old `pure serve`: the old responder refuses an INIT whose payload goes
 #       on after the service name with a REJECT, so the new client fails fast with exit 3
 #       (PURE_EKEY), within 1 s, not at the 10 s handshake timeout: the documented limit of
@@ -20,7 +21,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "$1" && pwd)
 pure="$build/pure"
 [ -x "$pure" ] || { echo "interop_prev: $pure not built" >&2; exit 1; }
-ref=${PURE_PREV_REF:-3139537}
+ref=${PURE_PREV_REF:-f745ca7}
 skip() { echo "interop_prev: SKIP: $*"; exit 77; }
 command -v git >/dev/null && command -v cmake >/dev/null && command -v ninja >/dev/null ||
     skip "needs git, cmake and ninja"
@@ -48,7 +49,7 @@ printf 'one\ntwo\nthree\n' >"$tmp/in"
 
 # serve BIN NAME: starts BIN serve on 127.0.0.1, sets port and key
 serve() {
-    "$1" serve --listen 127.0.0.1:0 --ephemeral --services echo >"$tmp/$2.out" 2>"$tmp/$2.err" &
+    "$1" serve --listen 127.0.0.1:0 --ephemeral --services echo,drain >"$tmp/$2.out" 2>"$tmp/$2.err" &
     pids+=($!)
     for _ in $(seq 100); do [ -s "$tmp/$2.out" ] && break; sleep 0.05; done
     port=$(sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$tmp/$2.out")
@@ -76,6 +77,14 @@ run() {
 
 serve "$pure" new
 run "(a) ${ref} client -> new server" 0 "" "$old"
+# and a drain of 20 MB: the whole data path between the two builds, both directions' ACKs
+if out=$(timeout 30 "$old" drain "127.0.0.1:$port" 20000 1000 --peer-key "$key" 2>"$tmp/e") &&
+    grep -q '"messages": *20000' <<<"$out"; then
+    echo "interop_prev: ok (a) ${ref} drain -> new server: $out"
+else
+    echo "interop_prev: FAIL (a) ${ref} drain -> new server: $out $(cat "$tmp/e")" >&2
+    fail=1
+fi
 run "(c) new client -> new server" 0 "" "$pure"
 serve "$old" old
 run "(b) new client -> ${ref} server (its REJECT: the documented limit)" 3 "rejected the handshake" "$pure"
