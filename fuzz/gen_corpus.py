@@ -109,6 +109,17 @@ def handshake_seeds():
     write("handshake", "whole_cut", bytes([2, 0, 0, 0, 17, 0, 0, 0, 1, 5, 2]) + b"\x04pure\x00abc")
 
 
+def tparams_seeds():
+    def param(i, v):
+        return varint(i) + varint(len(varint(v))) + varint(v)
+    write("tparams", "known", param(1, 8) + param(2, 1200) + param(3, 1))
+    write("tparams", "zeros", param(1, 0) + param(2, 0) + param(3, 0))
+    write("tparams", "unknown_between", param(1, 3) + varint(0x1234) + varint(5) + b"\xaa" * 5 +
+          param(3, 1))
+    write("tparams", "duplicate", param(1, 3) + param(1, 4))
+    write("tparams", "overrun", varint(9) + varint(40) + b"\x00" * 3)
+
+
 def rec(ctl, body, back=None):
     out = bytes([ctl]) + struct.pack(">H", len(body))
     if back is not None:
@@ -126,6 +137,11 @@ def packet_seeds():
     write("packet", "raw_cookie_exchange", bytes([0x02, 0]) + rec(8, b"") + rec(12, b"") +
           rec(9, b"\x03" + bytes(20)))
     write("packet", "raw_refused_handshake", bytes([0x44, 0]) + rec(8, b"") + rec(8, b""))
+    # VERSION replies to A (its link's index patched in; the echo is A's to find), an INIT of
+    # another version to B
+    write("packet", "raw_version", bytes([0x00, 0]) + rec(3, b"\x05" + bytes(20) + b"\x00\x00\x00\x02") +
+          rec(3, b"\x05" + bytes(20) + b"\x00\x00\x00\x01\x00\x00\x00\x03") +
+          rec(0, b"\x06\x00\x00\x00\x02" + bytes(range(1, 100))))
     write("packet", "raw_no_service", bytes([0x10, 0]) + rec(8, b"") + rec(8, b""))
     write("packet", "raw_not_allowed", bytes([0x20, 0]) + rec(8, b"") + rec(8, b""))
     write("packet", "raw_handshake_timeout", bytes([0x00, 0]) + rec(0xf4, b"\x00") +
@@ -255,6 +271,7 @@ if __name__ == "__main__":
     frame_seeds()
     msgparse_seeds()
     handshake_seeds()
+    tparams_seeds()
     packet_seeds()
     link_seeds()
     recv_seeds()

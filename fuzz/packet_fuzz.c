@@ -9,9 +9,9 @@
  *
  * Raw mode (byte 0 bit 0 clear): A has started a handshake with B (and, if bit 2, B has seen the
  * INIT and holds a half-open link). Each record is a raw datagram fed to B (ctl bit 0 clear) or to
- * A (set). With ctl bit 1 the receiver-index field of a RESP, COOKIE, REJECT or DATA datagram is
- * overwritten with the index of the target's real link, so the fuzzer gets past the table
- * lookup. ctl bit 2 advances time 100 ms plus (ctl >> 4) seconds and runs timers; ctl bit 3
+ * A (set). With ctl bit 1 the receiver-index field of a RESP, COOKIE, REJECT, VERSION or DATA
+ * datagram is overwritten with the index of the target's real link, so the fuzzer gets past the
+ * table lookup. ctl bit 2 advances time 100 ms plus (ctl >> 4) seconds and runs timers; ctl bit 3
  * lets A and B exchange what they have queued. Bit 1 of byte 0 makes B demand a cookie for every
  * INIT, bit 4 makes A ask for a service B does not offer, bit 5 leaves A's key off B's allow
  * list, bit 6 makes B's application refuse links.
@@ -229,6 +229,7 @@ static void raw_mode(const uint8_t *d, size_t n, int init_first)
                 break;
             case PURE_PKT_COOKIE:
             case PURE_PKT_REJECT:
+            case PURE_PKT_VERSION:
             case PURE_PKT_DATA0:
             case PURE_PKT_DATA1:
                 if (len >= 5)

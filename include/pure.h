@@ -97,6 +97,10 @@ PURE_API const char *pure_version(void);
  * pure_ctx_shutdown with PURE_SHUTDOWN_MOVED): connect again through the fleet's address and
  * resend the messages first_unacked .. next_id - 1 (docs/fleet.md) */
 #define PURE_EMOVED -20
+/* PURE_EVERSION: the peer speaks another version of Pure's protocol (it answered our INIT with a
+ * VERSION reply): upgrade one side. on_closed's peer_code is the newest version the peer listed
+ * (this library speaks version 1, PURE_PROTOCOL_VERSION in docs/protocol.md). */
+#define PURE_EVERSION -21
 
 /* A short English description of an error code ("unknown error" for others). Never NULL. */
 PURE_API const char *pure_strerror(int err);
@@ -108,11 +112,11 @@ PURE_API const char *pure_strerror(int err);
  * the call failed (a dropped datagram, a bad argument, a full backlog, no memory) and did
  * nothing to the link: correct the call or retry. So the fatal codes are PURE_ECLOSED and the
  * reasons only on_closed carries, which no function returns (PURE_ETIMEDOUT, PURE_EREFUSED,
- * PURE_EACCES, PURE_EKEY, PURE_EFLOW, PURE_ERESET, PURE_EUNREACH, PURE_ENOTPURE). PURE_ESTATE is
- * not fatal: the call does not apply now (the link already finishing or closing, a walk running)
- * and did nothing. In on_closed the link is gone whatever info->error is: it may also be
- * PURE_EPROTO, PURE_ECRYPTO, PURE_EMSGSIZE or PURE_ENOMEM, which functions return only for failures
- * that leave a link as it was. */
+ * PURE_EACCES, PURE_EKEY, PURE_EFLOW, PURE_ERESET, PURE_EUNREACH, PURE_ENOTPURE, PURE_EMOVED,
+ * PURE_EVERSION). PURE_ESTATE is not fatal: the call does not apply now (the link already finishing
+ * or closing, a walk running) and did nothing. In on_closed the link is gone whatever info->error
+ * is: it may also be PURE_EPROTO, PURE_ECRYPTO, PURE_EMSGSIZE or PURE_ENOMEM, which functions
+ * return only for failures that leave a link as it was. */
 PURE_API int pure_err_is_fatal(int err);
 
 /* ---- Keys --------------------------------------------------------------------------------- */
@@ -155,7 +159,9 @@ typedef struct pure_close_info {
     int error;
     uint64_t peer_code; /* the peer's close code: its application's code (error
                            PURE_ERESET), 0 (error 0), or Pure's own code 1..0xff;
-                           with error PURE_EUNREACH, the PURE_UNREACH_* kind reported */
+                           with error PURE_EUNREACH, the PURE_UNREACH_* kind reported;
+                           with PURE_EVERSION, the newest protocol version the peer
+                           speaks */
     const char *reason; /* the peer's reason text (may be ""); with PURE_EUNREACH, what
                            the network said ("port unreachable", ...); valid during the
                            callback */
@@ -498,11 +504,12 @@ enum pure_unreach_kind {
                                address from an IPv4 socket: EAFNOSUPPORT) */
 };
 
-/* After a hint that a handshake failed (a REJECT for our INIT, a datagram from the peer's address
- * that cannot be Pure, an ICMP error that quotes too little of the INIT to prove it is real), the
- * INIT goes again at once and every quarter of the grace, and the handshake ends with that hint's
- * error when the grace has passed with no RESP: this long, or twice the time from the first INIT
- * to the hint if that is longer. A forged hint cannot end a handshake the real responder answers
+/* After a hint that a handshake failed (a REJECT for our INIT, a VERSION reply saying the peer
+ * speaks other protocol versions, a datagram from the peer's address that cannot be Pure, an ICMP
+ * error that quotes too little of the INIT to prove it is real), the INIT goes again at once and
+ * every quarter of the grace, and the handshake ends with that hint's error when the grace has
+ * passed with no RESP: this long, or twice the time from the first INIT to the hint if that is
+ * longer. A forged hint cannot end a handshake the real responder answers
  * within the grace. ns. */
 #define PURE_HS_HINT_GRACE_MIN 200000000ull
 
@@ -580,6 +587,12 @@ typedef struct pure_guard_stats {
     uint64_t in_flight_peak;         /* the most in_flight was at the end of a call */
     uint64_t in_flight_waits;        /* times a link with data to send waited for the context's
                                         max_in_flight (pure_ctx_set_max_in_flight) */
+    /* ---- since the version reply (0.2) ---- */
+    uint64_t inits_other_version; /* INITs of a protocol version this context does not speak
+                                     (answered with a VERSION reply, unless silent, under
+                                     load or over the REJECT rate) */
+    uint64_t versions_bad;        /* VERSION replies dropped: forged, from the wrong address,
+                                     or listing our own version */
 } pure_guard_stats;
 
 /* Copies up to `size` bytes of the context's guard counters into st. */

@@ -16,7 +16,7 @@ in C on the event loop's thread; Python sees whole messages. See python/README.m
 from ._core import PURE_VERSION as LIBRARY_VERSION
 from ._errors import (BacklogFullError, ClosedError, Error, KeyRejectedError, MessageTooBigError,
                       MovedError, NotPureError, ProtocolError, RefusedError, ResetError, TimedOutError,
-                      UnreachableError, WrongServerKeyError)
+                      UnreachableError, VersionError, WrongServerKeyError)
 from ._keys import key_text, keygen, public_key
 from ._link import CLOSE_APP, Link
 from ._api import Server, connect, serve
@@ -26,6 +26,6 @@ __version__ = "0.2.0"
 __all__ = [
     "keygen", "public_key", "key_text", "serve", "connect", "Server", "Link", "CLOSE_APP",
     "Error", "RefusedError", "KeyRejectedError", "WrongServerKeyError", "TimedOutError",
-    "UnreachableError", "NotPureError", "MovedError", "ClosedError", "ResetError", "BacklogFullError", "MessageTooBigError",
+    "UnreachableError", "NotPureError", "VersionError", "MovedError", "ClosedError", "ResetError", "BacklogFullError", "MessageTooBigError",
     "ProtocolError", "LIBRARY_VERSION",
 ]

@@ -13,6 +13,7 @@ ETIMEDOUT: int
 EUNREACH: int
 ENOTPURE: int
 EMOVED: int
+EVERSION: int
 EREFUSED: int
 EACCES: int
 EKEY: int

@@ -9,7 +9,7 @@ from . import _core
 
 __all__ = [
     "Error", "RefusedError", "KeyRejectedError", "WrongServerKeyError", "TimedOutError",
-    "UnreachableError", "NotPureError", "MovedError", "ClosedError", "ResetError", "BacklogFullError",
+    "UnreachableError", "NotPureError", "VersionError", "MovedError", "ClosedError", "ResetError", "BacklogFullError",
     "MessageTooBigError", "ProtocolError",
 ]
 
@@ -66,6 +66,11 @@ class NotPureError(Error):
     """What answers at that address and port is not a Pure server (PURE_ENOTPURE)."""
 
 
+class VersionError(Error):
+    """The server speaks another version of Pure's protocol (PURE_EVERSION): upgrade one side.
+    ``peer_code`` is the newest version it speaks."""
+
+
 class ClosedError(Error):
     """The link is closed (or closing, or the peer finished its stream): nothing more can be
     sent or received (PURE_ECLOSED)."""
@@ -102,6 +107,7 @@ _BY_CODE = {
     _core.EUNREACH: UnreachableError,
     _core.ENOTPURE: NotPureError,
     _core.EMOVED: MovedError,
+    _core.EVERSION: VersionError,
     _core.ECLOSED: ClosedError,
     _core.ERESET: ResetError,
     _core.EAGAIN: BacklogFullError,

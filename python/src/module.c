@@ -106,7 +106,8 @@ PyMODINIT_FUNC PyInit__core(void)
                  {"ELIMIT", PURE_ELIMIT},       {"ESTATE", PURE_ESTATE},
                  {"EFLOW", PURE_EFLOW},         {"EIO", PURE_EIO},
                  {"ERESET", PURE_ERESET},       {"EUNREACH", PURE_EUNREACH},
-                 {"ENOTPURE", PURE_ENOTPURE},   {"EMOVED", PURE_EMOVED}};
+                 {"ENOTPURE", PURE_ENOTPURE},   {"EMOVED", PURE_EMOVED},
+                 {"EVERSION", PURE_EVERSION}};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
         if (PyModule_AddIntConstant(m, codes[i].n, codes[i].v))
             return NULL;

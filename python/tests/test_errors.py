@@ -80,6 +80,31 @@ async def test_not_a_pure_server():
         tr.close()
 
 
+async def test_server_of_another_version():
+    # a server of protocol version 2: a VERSION reply (type 5, the INIT's index, the 16 bytes
+    # after it, the versions it speaks) to every INIT; the client says so in ~200 ms
+    class V2(asyncio.DatagramProtocol):
+        def connection_made(self, transport):
+            self.t = transport
+
+        def datagram_received(self, data, addr):
+            if len(data) >= 64 and data[0] == 1:
+                self.t.sendto(b"\x05" + data[1:21] + (2).to_bytes(4, "big"), addr)
+
+    loop = asyncio.get_running_loop()
+    tr, _ = await loop.create_datagram_endpoint(V2, local_addr=("127.0.0.1", 0))
+    try:
+        port = tr.get_extra_info("sockname")[1]
+        pub = pure.public_key(pure.keygen())
+        t = time.monotonic()
+        with pytest.raises(pure.VersionError) as ei:
+            await pure.connect(f"127.0.0.1:{port}", server_key=pub, service="echo", timeout=5)
+        assert ei.value.name == "PURE_EVERSION" and ei.value.peer_code == 2
+        assert time.monotonic() - t < 1
+    finally:
+        tr.close()
+
+
 def test_moved_maps_to_its_class():
     from pure import _core
     from pure._errors import error_for

@@ -507,6 +507,12 @@ int cli_link_failed(const cli_client *c, const pure_close_info *info)
                 "Pure (another UDP service on that port? use the port pure serve printed)\n",
                 c->cmd, c->server_addr);
         return CLI_FAIL;
+    case PURE_EVERSION:
+        fprintf(stderr,
+                "pure %s: %s speaks version %llu of the Pure protocol, this pure speaks version "
+                "1: upgrade the older of the two\n",
+                c->cmd, c->server_addr, (unsigned long long)info->peer_code);
+        return CLI_FAIL;
     case PURE_ERESET:
         fprintf(stderr, "pure %s: the server closed the link with error code %llu: %s\n", c->cmd,
                 (unsigned long long)info->peer_code,

@@ -62,7 +62,9 @@ static const char serve_help[] =
     "                      \"inits_throttled\", \"inits_half_open_cap\", \"inits_bad_mac\",\n"
     "                      \"inits_silent\", \"inits_duplicate\", \"cookie_replies_bad\",\n"
     "                      \"rejects_bad\", \"failed_opens\", \"links_integrity_closed\",\n"
-    "                      \"rx_memory\", \"rx_memory_peak\", \"rx_memory_stalls\"} (t: seconds\n"
+    "                      \"rx_memory\", \"rx_memory_peak\", \"rx_memory_stalls\",\n"
+    "                      \"inits_other_version\"} (inits_other_version: clients of another\n"
+    "                      protocol version, each answered with a VERSION reply; t: seconds\n"
     "                      since start; totals count closed links too; core_links: every\n"
     "                      link the core holds, half-open and closing ones included)\n"
     "  --threads N         serve with N threads (1..256; default: the number of online\n"
@@ -410,6 +412,7 @@ static const struct {
     GUARD(rx_memory),
     GUARD(rx_memory_peak),
     GUARD(rx_memory_stalls),
+    GUARD(inits_other_version),
 };
 #undef GUARD
 

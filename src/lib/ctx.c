@@ -16,6 +16,7 @@
 #include "registry.h"
 #include "rxmem.h"
 #include "timers.h"
+#include "tparams.h"
 
 static void *default_alloc(void *user, size_t n)
 {
@@ -216,6 +217,7 @@ void pure_ctx_free(pure_ctx *ctx)
     pure_mem_free(&ctx->alloc, ctx->allow, ctx->cap_allow * sizeof *ctx->allow);
     pure_cookie_wipe(&ctx->cookies);
     pure_admit_free(&ctx->admit, &ctx->alloc);
+    pure_tparams_free(ctx);
     if (ctx->ssc) {
         pure_sscache_wipe(ctx->ssc);
         pure_mem_free(&ctx->alloc, ctx->ssc, sizeof *ctx->ssc);
@@ -287,97 +289,6 @@ uint64_t pure_ctx_deadline(const pure_ctx *ctx)
     /* Settling the heap's top (timerheap.h: deadlines moved later) changes no deadline, only where
      * an entry sits: to the application the context is unchanged. */
     return pure_timerheap_min((pure_timerheap *)&ctx->timers);
-}
-
-uint64_t pure_ctx_links(pure_ctx *ctx, int (*visit)(pure_link *link, void *user, void *arg),
-                        void *arg)
-{
-    if (!ctx || !visit || ctx->freeing)
-        return 0;
-    /* While the walk runs, a link the visitor ends stays in the table (pure_link_terminate
-     * leaves it to pure_link_release at the end of the call) and pure_connect is refused, so
-     * the table does not move under the walk. */
-    ctx->depth++;
-    ctx->walking++;
-    uint64_t n = 0;
-    for (uint32_t i = 0; i < ctx->table.cap; i++) {
-        pure_link *l = pure_table_at(&ctx->table, i);
-        if (!l || l->closed_notified || l->state == PURE_LS_CLOSED ||
-            (!l->initiator && !l->accepted))
-            continue; /* gone, or a responder's link the application never accepted */
-        n++;
-        if (visit(l, l->user, arg) != 0)
-            break;
-    }
-    if (--ctx->walking == 0) /* take the links the visitors ended out of the table now */
-        for (pure_link *l = ctx->dead; l; l = l->dead_next)
-            if (pure_ctx_table_find(ctx, l->local_index) == l)
-                pure_ctx_table_remove(ctx, l);
-    pure_link_end_call(ctx);
-    return n;
-}
-
-int pure_ctx_shutdown(pure_ctx *ctx, unsigned flags, uint64_t now)
-{
-    if (!ctx || (flags & ~(unsigned)(PURE_SHUTDOWN_ALL | PURE_SHUTDOWN_MOVED)))
-        return PURE_EINVAL;
-    if (ctx->freeing || ctx->depth) /* inside pure_ctx_free, or a callback */
-        return PURE_ESTATE;
-    /* As pure_ctx_links: the links ended here stay in the table until the walk is over. */
-    ctx->depth++;
-    ctx->walking++;
-    ctx->now = now;
-    for (uint32_t i = 0; i < ctx->table.cap; i++) {
-        pure_link *l = pure_table_at(&ctx->table, i);
-        if (!l || l->state == PURE_LS_CLOSING || l->state == PURE_LS_CLOSED)
-            continue;
-        if (l->close_requested) { /* the close it asked for, at once */
-            if (flags & PURE_SHUTDOWN_CLOSES)
-                pure_link_terminate(l, PURE_ECLOSED, l->close_code, l->b ? l->b->close_reason : "",
-                                    1, now);
-        } else if (flags & PURE_SHUTDOWN_OPEN) {
-            if (flags & PURE_SHUTDOWN_MOVED)
-                pure_link_terminate(l, PURE_ECLOSED, PURE_CLOSE_MOVED, "moved: go elsewhere", 1,
-                                    now);
-            else
-                pure_link_terminate(l, PURE_ECLOSED, PURE_CLOSE_OK, "shutdown", 1, now);
-        }
-    }
-    if (--ctx->walking == 0)
-        for (pure_link *l = ctx->dead; l; l = l->dead_next)
-            if (pure_ctx_table_find(ctx, l->local_index) == l)
-                pure_ctx_table_remove(ctx, l);
-    pure_link_end_call(ctx);
-    return 0;
-}
-
-int pure_ctx_drain(pure_ctx *ctx, uint64_t now)
-{
-    if (!ctx)
-        return PURE_EINVAL;
-    if (ctx->freeing || ctx->depth)
-        return PURE_ESTATE;
-    ctx->drain = 1; /* from now on INITs get RESP status "moved" (handshake_resp.c) */
-    /* As pure_ctx_shutdown: the links ended here stay in the table until the walk is over. */
-    ctx->depth++;
-    ctx->walking++;
-    ctx->now = now;
-    for (uint32_t i = 0; i < ctx->table.cap; i++) {
-        pure_link *l = pure_table_at(&ctx->table, i);
-        /* Only links this context accepted, open and not already closing. A handshake under way
-         * (UNVALIDATED) is left to finish: dropped, its client would wait out a timeout (its RESP
-         * may be on the way, and a resent INIT would be taken for a replay); confirmed, it closes
-         * at once with "moved" (pure_hs_confirmed). */
-        if (!l || l->initiator || l->close_requested || l->state != PURE_LS_OPEN)
-            continue;
-        pure_link_terminate(l, PURE_ECLOSED, PURE_CLOSE_MOVED, "moved: go elsewhere", 1, now);
-    }
-    if (--ctx->walking == 0)
-        for (pure_link *l = ctx->dead; l; l = l->dead_next)
-            if (pure_ctx_table_find(ctx, l->local_index) == l)
-                pure_ctx_table_remove(ctx, l);
-    pure_link_end_call(ctx);
-    return 0;
 }
 
 /* Memory came free while links were held back by max_receive_memory: wake them (rxmem.c). */
@@ -542,7 +453,7 @@ int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, ui
             break;
         case PURE_PKT_RESP:
             rc = pure_hs_on_resp(ctx, from, d, n, now);
-            junk = n != PURE_RESP_FIXED + PURE_NOISE_MSG2_OVERHEAD + PURE_RESP_PAYLOAD;
+            junk = n < PURE_RESP_MIN || n > PURE_RESP_MAX;
             break;
         case PURE_PKT_COOKIE:
             rc = pure_hs_on_cookie(ctx, from, d, n, now);
@@ -551,6 +462,14 @@ int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, ui
         case PURE_PKT_REJECT:
             rc = pure_hs_on_reject(ctx, from, d, n, now);
             junk = rc == PURE_EPROTO;
+            break;
+        case PURE_PKT_VERSION:
+            rc = pure_hs_on_version(ctx, from, d, n, now);
+            junk = rc == PURE_EPROTO;
+            break;
+        case PURE_PKT_INIT_V:
+            pure_hs_on_init_v(ctx, from, d, n, now);
+            rc = 0;
             break;
         default: rc = PURE_EPROTO; junk = 1;
         }

@@ -31,6 +31,8 @@ const char *pure_strerror(int err)
     case PURE_ENOTPURE:
         return "the peer is not a Pure server (it answered with non-Pure datagrams)";
     case PURE_EMOVED: return "the server is draining: connect again and resend what it lacks";
+    case PURE_EVERSION:
+        return "the peer speaks another version of the Pure protocol (upgrade one side)";
     default: return "unknown error";
     }
 }
@@ -50,7 +52,8 @@ int pure_err_is_fatal(int err)
     case PURE_ERESET:
     case PURE_EUNREACH:
     case PURE_ENOTPURE:
-    case PURE_EMOVED: return 1;
+    case PURE_EMOVED:
+    case PURE_EVERSION: return 1;
     default: return 0;
     }
 }

@@ -13,6 +13,7 @@
 #include "lifecycle.h"
 #include "registry.h"
 #include "timers.h"
+#include "tparams.h"
 #include "varint.h"
 
 #define HS_FIRST_RETRY 300000000ull /* 300 ms, doubling per retry */
@@ -49,22 +50,33 @@ static int build_init(pure_link *link)
     pure_noise_set_ephemeral(&hs->noise, e);
     pure_wipe(e, sizeof e);
 
-    uint8_t payload[PURE_INIT_TS_LEN + 1 + PURE_SERVICE_MAX];
+    /* timestamp · service length · service · our transport parameters (tparams.h) */
+    uint8_t payload[PURE_INIT_TS_LEN + 1 + PURE_SERVICE_MAX + PURE_TPARAMS_ROOM];
     pure_put_u64be(payload, next_timestamp(ctx));
     payload[PURE_INIT_TS_LEN] = (uint8_t)slen;
     memcpy(payload + PURE_INIT_TS_LEN + 1, hs->service, slen);
+    size_t plen = PURE_INIT_TS_LEN + 1 + slen;
+    plen += pure_tparams_write_local(ctx, payload + plen);
+    /* Another version (a test's): a versioned INIT, its fixed fields before the Noise message. */
+    uint32_t version = pure_ctx_wire_version(ctx);
+    size_t fixed = version == PURE_PROTOCOL_VERSION ? PURE_INIT_FIXED : PURE_INIT_V_FIXED;
     uint8_t *p = hs->init;
-    pure_wire_put_header(p, PURE_PKT_INIT, link->local_index);
+    if (version == PURE_PROTOCOL_VERSION) {
+        pure_wire_put_header(p, PURE_PKT_INIT, link->local_index);
+    } else {
+        p[0] = PURE_PKT_INIT_V;
+        pure_put_u32be(p + 1, version);
+        pure_put_u32le(p + 5, link->local_index);
+    }
     size_t mlen = 0;
     uint64_t hits = ctx->ssc ? ctx->ssc->hits : 0;
-    rc =
-        pure_noise_write_msg1(&hs->noise, payload, PURE_INIT_TS_LEN + 1 + slen, p + PURE_INIT_FIXED,
-                              sizeof hs->init - PURE_INIT_FIXED - 2 * PURE_MAC_LEN, &mlen);
+    rc = pure_noise_write_msg1(&hs->noise, payload, plen, p + fixed,
+                               sizeof hs->init - fixed - 2 * PURE_MAC_LEN, &mlen);
     pure_wipe(payload, sizeof payload);
     if (rc)
         return rc;
     ctx->guard.dh_ops += 3 - (ctx->ssc ? ctx->ssc->hits - hits : 0); /* e, es, ss unless cached */
-    hs->init_len = (uint16_t)(PURE_INIT_FIXED + mlen + 2 * PURE_MAC_LEN);
+    hs->init_len = (uint16_t)(fixed + mlen + 2 * PURE_MAC_LEN);
     uint8_t key[PURE_HASH_LEN];
     pure_admit_mac1_key(ctx->crypto, link->peer_key, key);
     pure_admit_mac(ctx->crypto, key, sizeof key, p, hs->init_len - 2 * PURE_MAC_LEN,
@@ -152,8 +164,7 @@ void pure_hs_free(pure_link *link)
 {
     pure_ctx_hs_remove(link->ctx, link);
     if (link->resp) {
-        pure_mem_free(&link->ctx->alloc, link->resp,
-                      PURE_RESP_FIXED + PURE_NOISE_MSG2_OVERHEAD + PURE_RESP_PAYLOAD);
+        pure_mem_free(&link->ctx->alloc, link->resp, PURE_RESP_CAP);
         link->resp = NULL;
         link->resp_len = 0;
     }
@@ -198,6 +209,9 @@ static void fail(pure_link *link, int err, int kind, uint64_t now)
     if (err == PURE_EUNREACH) {
         link->close_code = (uint64_t)kind;
         reason = texts[kind];
+    } else if (err == PURE_EVERSION) {
+        link->close_code = link->hs->hint_version; /* the newest version the responder speaks */
+        reason = "the peer speaks another protocol version";
     }
     pure_link_terminate(link, err, link->close_code, reason, 0, now);
 }
@@ -236,8 +250,7 @@ void pure_hs_timeout(pure_link *link, uint64_t now)
 
 int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n, uint64_t now)
 {
-    if (n < PURE_RESP_FIXED + PURE_NOISE_MSG2_OVERHEAD + PURE_RESP_PAYLOAD ||
-        n > PURE_RESP_FIXED + PURE_NOISE_MSG2_OVERHEAD + PURE_RESP_PAYLOAD)
+    if (n < PURE_RESP_MIN || n > PURE_RESP_MAX)
         return PURE_EPROTO;
     uint32_t sender = pure_wire_index(d), receiver = pure_wire_resp_receiver(d);
     pure_link *link = pure_ctx_table_find(ctx, receiver);
@@ -247,12 +260,12 @@ int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size
     }
     /* A forged RESP leaves the handshake as it was (Noise reads on a scratch copy). */
     pure_noise *noise = &link->hs->noise;
-    uint8_t payload[PURE_RESP_PAYLOAD];
+    uint8_t payload[PURE_RESP_PAYLOAD + PURE_TPARAMS_ROOM];
     size_t plen = 0;
     ctx->guard.dh_ops += 2; /* ee, se */
     int rc = pure_noise_read_msg2(noise, d + PURE_RESP_FIXED, n - PURE_RESP_FIXED, payload,
                                   sizeof payload, &plen);
-    if (rc != 0 || plen != PURE_RESP_PAYLOAD) {
+    if (rc != 0 || plen < PURE_RESP_PAYLOAD) {
         ctx->st.dropped_auth++;
         if (pure_addr_equal(from, &link->peer))
             hint_clear(link->hs); /* a RESP for our INIT, damaged: the responder took the INIT */
@@ -270,9 +283,24 @@ int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size
                             : status == PURE_RESP_NOT_ALLOWED ? PURE_EACCES
                             : status == PURE_RESP_MOVED       ? PURE_EMOVED
                                                               : PURE_EPROTO,
-                            0, NULL, 0, now);
+                            0,
+                            status == PURE_RESP_BAD_PARAMS
+                                ? "the responder could not parse our transport parameters"
+                                : NULL,
+                            0, now);
         return PURE_ECLOSED; /* on_closed has run, with the reason */
     }
+    /* The responder's transport parameters: none from a responder built before them (or one
+     * answering an INIT that had none); malformed ones end the handshake here. The responder's
+     * half-open link then expires unconfirmed, as for an initiator that went away. */
+    pure_tparams tp;
+    if (pure_tparams_decode(payload + PURE_RESP_PAYLOAD, plen - PURE_RESP_PAYLOAD, &tp) != 0) {
+        pure_wipe(payload, sizeof payload);
+        pure_link_terminate(link, PURE_EPROTO, 0, "malformed transport parameters from the peer", 0,
+                            now);
+        return PURE_ECLOSED;
+    }
+    pure_tparams_store(link, &tp, plen > PURE_RESP_PAYLOAD);
     uint8_t k_send[32], k_recv[32], h[32];
     rc = pure_noise_split(noise, k_send, k_recv, link->ck, h);
     if (rc == 0)
@@ -349,6 +377,43 @@ int pure_hs_on_reject(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, si
         return PURE_ECRYPTO;
     }
     hint(link, PURE_EKEY, 0, now);
+    return 0;
+}
+
+int pure_hs_on_version(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
+                       uint64_t now)
+{
+    if (n < PURE_VERSION_FIXED + 4 || (n - PURE_VERSION_FIXED) % 4 != 0 ||
+        (n - PURE_VERSION_FIXED) / 4 > PURE_VERSION_MAX_LIST)
+        return PURE_EPROTO;
+    pure_link *link = pure_ctx_table_find(ctx, pure_wire_index(d));
+    if (!link || link->state != PURE_LS_HANDSHAKE || !link->hs) {
+        ctx->st.dropped_unknown_link++;
+        return PURE_EINVAL;
+    }
+    /* Believed only from where the INIT went and echoing the 16 bytes after its sender index
+     * (the start of its ephemeral key): an off-path sender cannot end a handshake with one. A
+     * reply that lists our own version is stale or forged (QUIC ignores such a Version
+     * Negotiation too): a responder speaking it would have answered the INIT. */
+    pure_hs *hs = link->hs;
+    size_t echo_at = (hs->init[0] == PURE_PKT_INIT ? PURE_INIT_FIXED : PURE_INIT_V_FIXED);
+    uint32_t ours = pure_ctx_wire_version(ctx), best = 0;
+    int lists_ours = 0;
+    for (size_t at = PURE_VERSION_FIXED; at < n; at += 4) {
+        uint32_t v = pure_get_u32be(d + at);
+        lists_ours |= v == ours;
+        if (v > best)
+            best = v;
+    }
+    if (!pure_addr_equal(from, &link->peer) || !hs->inits_sent ||
+        memcmp(d + PURE_WIRE_SECOND_AT, hs->init + echo_at, PURE_VERSION_ECHO_LEN) != 0 ||
+        lists_ours) {
+        ctx->guard.versions_bad++;
+        ctx->st.dropped_auth++;
+        return PURE_ECRYPTO;
+    }
+    hs->hint_version = best;
+    hint(link, PURE_EVERSION, 0, now);
     return 0;
 }
 

@@ -27,6 +27,12 @@ int pure_hs_on_cookie(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, si
  * after the hint's grace unless a RESP comes. 0 or a negative code (dropped, counted). */
 int pure_hs_on_reject(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
                       uint64_t now);
+/* A VERSION reply arrived: the responder speaks other protocol versions. A hint as REJECT is:
+ * believed from the dialled address only, echoing our INIT, and not listing our own version; the
+ * handshake then ends with PURE_EVERSION after the hint's grace unless a RESP comes. 0 or a
+ * negative code (dropped, counted). */
+int pure_hs_on_version(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
+                       uint64_t now);
 /* The I/O layer says addr is unreachable (pure_ctx_unreachable, pure.h): ends, or warns, the
  * handshakes under way to it. Returns how many it concerned. */
 int pure_hs_unreachable(pure_ctx *ctx, const pure_addr *addr, int kind, const uint8_t *quoted,
@@ -42,6 +48,10 @@ void pure_hs_free(pure_link *link);
  * REJECT reply, or nothing (every drop counted). */
 void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
                      uint64_t now);
+/* An INIT of another protocol version (type PURE_PKT_INIT_V) arrived: a VERSION reply listing
+ * ours (rate-limited, not in silent mode), or nothing; counted in inits_other_version. */
+void pure_hs_on_init_v(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
+                       uint64_t now);
 /* A responder's link received its first authenticated packet: the initiator holds the keys, so
  * the handshake is complete and its address proven. Opens the link and offers it to the
  * application (on_accept). Returns 0 if it stays open, PURE_EREFUSED if the application refused

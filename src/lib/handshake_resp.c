@@ -14,6 +14,7 @@
 #include "lifecycle.h"
 #include "registry.h"
 #include "timers.h"
+#include "tparams.h"
 #include "varint.h"
 
 static void reply_resp_status(pure_ctx *ctx, const pure_addr *from, pure_noise *n,
@@ -82,6 +83,48 @@ static void send_reject(pure_ctx *ctx, const pure_addr *from, uint32_t sender,
     pure_wire_put_header(c->data, PURE_PKT_REJECT, sender);
     memcpy(c->data + 5, mac1, PURE_MAC_LEN);
     c->len = PURE_REJECT_PKT;
+}
+
+/* A VERSION reply to an INIT of a version we do not speak (its sender index at idx_at): the
+ * versions we speak, and an echo of the 16 unpredictable bytes after that index, so only someone
+ * who saw the INIT can forge one. A hint like REJECT, under the same rules: not in silent mode (a
+ * scan must not find us), not under load, at most handshake_load replies a second with REJECTs,
+ * and never larger than the INIT (25 bytes for at least 64). */
+static void send_version(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
+                         size_t idx_at)
+{
+    ctx->guard.inits_other_version++;
+    uint32_t ours = pure_ctx_wire_version(ctx);
+    if (!ctx->s.respond_to_unknown) {
+        ctx->guard.inits_silent++;
+        return;
+    }
+    if (n < PURE_VERSION_FIXED + 4 || under_load(ctx) ||
+        ctx->admit.rejects_in_window >= ctx->s.handshake_load)
+        return;
+    pure_ctl *c = pure_ctx_ctl_push(ctx, from);
+    if (!c)
+        return;
+    ctx->admit.rejects_in_window++;
+    pure_wire_put_header(c->data, PURE_PKT_VERSION, pure_get_u32le(d + idx_at));
+    memcpy(c->data + 5, d + idx_at + 4, PURE_VERSION_ECHO_LEN);
+    pure_put_u32be(c->data + PURE_VERSION_FIXED, ours);
+    c->len = PURE_VERSION_FIXED + 4;
+}
+
+void pure_hs_on_init_v(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n,
+                       uint64_t now)
+{
+    /* Too short to carry the fixed fields and the bytes a reply echoes, or claiming a version
+     * this responder speaks in this form (version 1's INIT is type 0x01; a test's other version
+     * has no INIT this library can read): not an INIT of another version. */
+    if (n < PURE_INIT_V_MIN || pure_get_u32be(d + 1) == pure_ctx_wire_version(ctx) ||
+        pure_get_u32be(d + 1) == PURE_PROTOCOL_VERSION || ctx->n_services == 0) {
+        ctx->st.dropped_malformed++;
+        return;
+    }
+    admit_window(ctx, now);
+    send_version(ctx, from, d, n, 5);
 }
 
 /* What a cookie is a MAC of: the INIT's source address and its ephemeral key, so a cookie
@@ -155,18 +198,41 @@ static int read_init(pure_ctx *ctx, pure_noise *noise, const uint8_t *d, size_t 
         ctx->st.dropped_auth++;
         return -1;
     }
-    if (plen < PURE_INIT_TS_LEN + 2 || payload[PURE_INIT_TS_LEN] != plen - PURE_INIT_TS_LEN - 1) {
+    /* timestamp · service length · service (1..63 bytes) · transport parameters (any, or none
+     * from an initiator built before them; they are read later, as the refusals are) */
+    size_t slen = plen > PURE_INIT_TS_LEN ? payload[PURE_INIT_TS_LEN] : 0;
+    if (slen < 1 || slen > PURE_SERVICE_MAX || plen < PURE_INIT_TS_LEN + 1 + slen) {
         ctx->st.dropped_malformed++;
         return -1;
     }
     return (int)plen;
 }
 
+/* What an INIT asks, from its decrypted payload: the service, and the initiator's transport
+ * parameters after its name, to the payload's end (tplen bytes; none from an initiator built
+ * before them). Returns the RESP status as far as these decide it. */
+static uint8_t init_request(pure_ctx *ctx, const uint8_t *payload, size_t plen, pure_tparams *tp,
+                            size_t *tplen)
+{
+    const uint8_t *service = payload + PURE_INIT_TS_LEN + 1;
+    size_t slen = payload[PURE_INIT_TS_LEN];
+    uint8_t status = PURE_RESP_OK;
+    *tplen = plen - (PURE_INIT_TS_LEN + 1 + slen);
+    if (pure_ctx_service_index(ctx, (const char *)service, slen) < 0)
+        status = PURE_RESP_NO_SERVICE;
+    if (pure_tparams_decode(service + slen, *tplen, tp) != 0) {
+        status = PURE_RESP_BAD_PARAMS;
+        ctx->st.dropped_malformed++;
+    }
+    return status;
+}
+
 /* Makes the responder's link for an admitted, fresh, allowed INIT and its RESP (2 more DH). The
  * link is charged to its source's bucket only if its INIT proved that address (bucket not NULL). */
 static void accept_init(pure_ctx *ctx, const pure_addr *from, pure_noise *noise, uint32_t sender,
                         uint64_t tag, const uint8_t *service, size_t slen, size_t n,
-                        pure_src_bucket *bucket, uint64_t now)
+                        pure_src_bucket *bucket, const pure_tparams *peer_tp, int tp_known,
+                        uint64_t now)
 {
     uint8_t e[PURE_DH_LEN];
     pure_link *link = NULL;
@@ -186,19 +252,31 @@ static void accept_init(pure_ctx *ctx, const pure_addr *from, pure_noise *noise,
     link->init_tag = tag;
     memcpy(link->peer_key, noise->rs, PURE_KEY_LEN);
     link->service = (uint16_t)pure_ctx_service_index(ctx, (const char *)service, slen);
+    pure_tparams_store(link, peer_tp, tp_known);
 
     /* The RESP goes out from the link itself (not the shared reply queue, which a burst of
      * INITs can overflow), so a link never exists without its answer on the way. */
-    const size_t resp_cap = PURE_RESP_FIXED + PURE_NOISE_MSG2_OVERHEAD + PURE_RESP_PAYLOAD;
+    const size_t resp_cap = PURE_RESP_CAP;
     link->resp = pure_mem_alloc(&ctx->alloc, resp_cap);
     uint8_t k_send[32], k_recv[32], h[32];
     size_t mlen = 0;
-    /* the payload repeats our index, so the initiator learns it authenticated */
-    uint8_t payload[PURE_RESP_PAYLOAD] = {PURE_RESP_OK};
+    /* the payload repeats our index, so the initiator learns it authenticated; our transport
+     * parameters follow only for an initiator that sent its own: one built before them takes a
+     * RESP of exactly the old length only */
+    uint8_t payload[PURE_RESP_PAYLOAD + PURE_TPARAMS_ROOM] = {PURE_RESP_OK};
     pure_put_u32le(payload + 1, link->local_index);
+    size_t plen = PURE_RESP_PAYLOAD;
+    if (tp_known) {
+        uint8_t tpb[PURE_TPARAMS_ROOM];
+        size_t tplen = pure_tparams_write_local(ctx, tpb);
+        if (tplen > PURE_TPARAMS_MAX)
+            tplen = 0; /* a test's raw set too long for the RESP buffer: none */
+        memcpy(payload + plen, tpb, tplen);
+        plen += tplen;
+    }
     ctx->guard.dh_ops += 3; /* e, ee, se */
     int rc = !link->resp ||
-             pure_noise_write_msg2(noise, payload, sizeof payload, link->resp + PURE_RESP_FIXED,
+             pure_noise_write_msg2(noise, payload, plen, link->resp + PURE_RESP_FIXED,
                                    resp_cap - PURE_RESP_FIXED, &mlen) != 0 ||
              pure_noise_split(noise, k_send, k_recv, link->ck, h) != 0 ||
              pure_keys_install(link, k_send, k_recv) != 0;
@@ -321,13 +399,17 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
 {
     const size_t min =
         PURE_INIT_FIXED + PURE_NOISE_MSG1_OVERHEAD + PURE_INIT_TS_LEN + 2 + 2 * PURE_MAC_LEN;
-    const size_t max = min + PURE_SERVICE_MAX - 1;
+    const size_t max = min + PURE_SERVICE_MAX - 1 + PURE_TPARAMS_ROOM;
     if (n < min || n > max || ctx->n_services == 0) {
         ctx->st.dropped_malformed++;
         return;
     }
     admit_window(ctx, now);
     uint64_t tag = 0;
+    if (pure_ctx_wire_version(ctx) != PURE_PROTOCOL_VERSION) { /* a test's, of another version */
+        send_version(ctx, from, d, n, PURE_WIRE_INDEX_AT);
+        return;
+    }
     pure_src_bucket *bucket = NULL; /* set if the INIT proved its address */
     if (!admit(ctx, from, d, n, now, &tag, &bucket))
         return;
@@ -339,7 +421,7 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
 
     /* 6. The Noise message (2 DH), then the timestamp against the greatest seen from that key. */
     pure_noise noise;
-    uint8_t payload[PURE_INIT_TS_LEN + 1 + PURE_SERVICE_MAX];
+    uint8_t payload[PURE_INIT_TS_LEN + 1 + PURE_SERVICE_MAX + PURE_TPARAMS_ROOM];
     int plen = read_init(ctx, &noise, d, n, payload, sizeof payload);
     if (plen < 0) {
         ctx->admit.wasted_in_window++;
@@ -352,10 +434,10 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
     const uint8_t *service = payload + PURE_INIT_TS_LEN + 1;
     size_t slen = payload[PURE_INIT_TS_LEN];
     int64_t allow_index = pure_ctx_allow_index(ctx, noise.rs);
-    uint8_t status = PURE_RESP_OK;
-    if (pure_ctx_service_index(ctx, (const char *)service, slen) < 0)
-        status = PURE_RESP_NO_SERVICE;
-    else if (ctx->drain) /* a fleet's server being drained: the initiator goes elsewhere */
+    pure_tparams peer_tp;
+    size_t tplen = 0;
+    uint8_t status = init_request(ctx, payload, (size_t)plen, &peer_tp, &tplen);
+    if (status == PURE_RESP_OK && ctx->drain) /* a fleet's server being drained: go elsewhere */
         status = PURE_RESP_MOVED;
     if (allow_index == -2) {
         status = PURE_RESP_NOT_ALLOWED;
@@ -385,7 +467,8 @@ void pure_hs_on_init(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, siz
             reply_resp_status(ctx, from, &noise, sender, status);
         }
     } else {
-        accept_init(ctx, from, &noise, sender, tag, service, slen, n, bucket, now);
+        accept_init(ctx, from, &noise, sender, tag, service, slen, n, bucket, &peer_tp, tplen > 0,
+                    now);
     }
     pure_noise_wipe(&noise);
     pure_wipe(payload, sizeof payload);

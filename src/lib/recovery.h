@@ -6,6 +6,7 @@
 #define PURE_RECOVERY_H
 
 #include "state.h"
+#include "tparams.h"
 
 /* Records the packet just sealed as the link's next packet number (congestion control counts a
  * live one). Returns 0, or PURE_ENOMEM: it is not recorded and must not be sent. */
@@ -38,12 +39,11 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
 void pure_recovery_on_ecn(pure_link *link, uint64_t ce, uint64_t now);
 /* An authenticated packet arrived marked CE: counted for the next ECN frame. */
 void pure_recovery_on_ce_received(pure_link *link);
-/* Whether the peer reads ECN frames. Every peer of this wire version does; the handshake's
- * transport parameters (issue #23) will say so per peer, and this is the one place to ask. */
+/* Whether the peer reads ECN frames: it said so in the handshake's transport parameters
+ * (PURE_TP_F_ECN; a peer built before them, or before ECN, did not). The one place to ask. */
 static inline int pure_link_peer_ecn(const pure_link *link)
 {
-    (void)link;
-    return 1;
+    return pure_tp_peer_ecn(link);
 }
 
 /* The closing peer says it delivered this link's stream up to `offset` (a DELIVERED frame): those

@@ -122,6 +122,7 @@ typedef struct pure_hs {
      * be Pure, an unproven ICMP error): its error ends the handshake at hint_deadline unless a
      * RESP comes; the INIT goes every hint_step until then (PURE_HS_HINT_GRACE_MIN, pure.h). */
     int hint_err;
+    uint32_t hint_version; /* a VERSION hint's newest version (on_closed's peer_code) */
     uint64_t hint_deadline, hint_step;
     uint64_t started;
     uint64_t retry_at;
@@ -131,6 +132,14 @@ typedef struct pure_hs {
     struct pure_link *queue_prev, *queue_next;
     struct pure_link *flight_prev, *flight_next; /* the handshakes in flight (hs_flight_head) */
 } pure_hs;
+
+/* What a test made a context speak (tparams.h, pure_test_set_wire); NULL in real use. */
+typedef struct pure_wire_test {
+    uint32_t version; /* 0: PURE_PROTOCOL_VERSION */
+    uint8_t no_params, set_announce, use_raw, raw_len;
+    pure_tparams announce;
+    uint8_t raw[PURE_TPARAMS_ROOM];
+} pure_wire_test;
 
 /* Handshakes a context runs at once as initiator; more wait in a queue, so a program that opens
  * thousands of links at once stays within a responder's half-open limit per address
@@ -185,8 +194,10 @@ struct pure_link {
     uint8_t half_open;       /* responder: counted in ctx->half_open and its source's bucket */
     uint8_t resp_elsewhere;  /* responder: RESP copies sent to an address the INIT moved to */
     uint8_t rx_retire;       /* enum pure_rx_retire: the previous receive key after a switch */
-    uint32_t ck_gen;         /* rekeys mixed into ck so far */
-    uint32_t msg_len;        /* length of the message at msg_boundary, once read */
+    uint8_t peer_tp_known;   /* the peer announced transport parameters (tparams.h) */
+    uint8_t peer_tp_features; /* its PURE_TP_F_* bits */
+    uint32_t ck_gen;          /* rekeys mixed into ck so far */
+    uint32_t msg_len;         /* length of the message at msg_boundary, once read */
     uint32_t pto_count;
     uint16_t mss;         /* largest datagram this link sends (the path MTU search's size) */
     uint16_t resp_len;    /* of resp, below */
@@ -199,6 +210,8 @@ struct pure_link {
                               it was installed: the integrity limit (max_failed_opens, clamped to
                               32 bits) */
     int close_error;       /* the error reported when CLOSING ends (here: fills a padding hole) */
+    uint16_t peer_tp_channels; /* the peer's announced max_channels, clamped (tparams.h) */
+    uint16_t peer_tp_datagram; /* the peer's announced max_datagram_size, clamped */
     pure_hs *hs;
     uint8_t *resp;     /* responder: the RESP datagram, kept until the link is validated */
     uint64_t init_tag; /* the INIT's sender index and ephemeral key, to spot its resends */
@@ -291,6 +304,7 @@ struct pure_ctx {
     uint64_t last_init_ts; /* the timestamp of the last INIT this context made */
     uint32_t hs_in_flight; /* initiator handshakes under way (PURE_HS_IN_FLIGHT at most) */
     pure_link *hs_queue_head, *hs_queue_tail; /* initiator handshakes waiting their turn */
+    struct pure_wire_test *test_wire;         /* NULL unless a test set one (pure_test_set_wire) */
     pure_link *hs_flight_head; /* initiator handshakes under way: where a hint by address (ICMP
                                   error, junk from the peer) looks, never through every link */
 

@@ -16,8 +16,12 @@ enum pure_pkt_type {
     PURE_PKT_COOKIE = 0x03, /* cookie reply under load: type | receiver u32 | nonce[12] |
                                sealed cookie[16] | tag[16] (sealed to the INIT's mac1) */
     PURE_PKT_REJECT = 0x04, /* hint: INIT did not authenticate: type | receiver u32 | mac1[16] */
-    PURE_PKT_DATA0 = 0x08,  /* transport packet, key phase 0: type | receiver u32 | pn u56 */
-    PURE_PKT_DATA1 = 0x09,  /* transport packet, key phase 1 */
+    PURE_PKT_VERSION = 0x05, /* hint: INIT of a version not spoken: type | receiver u32 |
+                                echo[16] | versions u32 BE * k */
+    PURE_PKT_INIT_V = 0x06,  /* INIT of a version other than 1: type | version u32 BE | sender
+                                u32 | ... (never sent by version 1 but to test) */
+    PURE_PKT_DATA0 = 0x08,   /* transport packet, key phase 0: type | receiver u32 | pn u56 */
+    PURE_PKT_DATA1 = 0x09,   /* transport packet, key phase 1 */
 };
 
 /* The header codec: every datagram starts with its type and a u32 link index (little-endian):
@@ -82,15 +86,59 @@ static inline uint8_t pure_wire_data_phase(const uint8_t *d)
 #define PURE_COOKIE_PKT (1 + 4 + 12 + PURE_COOKIE_LEN + 16)
 #define PURE_REJECT_PKT (1 + 4 + PURE_MAC_LEN)
 #define PURE_SERVICE_MAX 63
-/* INIT payload: timestamp u64 | service length u8 | service bytes. RESP payload: status u8 |
- * responder's index u32 (the header's sender index, authenticated; 0 with a refusal). */
+/* INIT payload: timestamp u64 | service length u8 | service bytes | transport parameters. RESP
+ * payload: status u8 | responder's index u32 (the header's sender index, authenticated; 0 with a
+ * refusal) | the responder's transport parameters, only if the INIT carried some and the status
+ * is 0. PURE_RESP_PAYLOAD is the fixed part. */
 #define PURE_RESP_PAYLOAD 5
+#define PURE_RESP_MIN (PURE_RESP_FIXED + 32 + 16 + PURE_RESP_PAYLOAD) /* Noise's e and tag */
+#define PURE_RESP_MAX (PURE_RESP_MIN + PURE_TPARAMS_ROOM)
+#define PURE_RESP_CAP (PURE_RESP_MIN + PURE_TPARAMS_MAX) /* the most we send */
 enum pure_resp_status {
     PURE_RESP_OK = 0,
     PURE_RESP_NO_SERVICE = 1,
     PURE_RESP_NOT_ALLOWED = 2,
-    PURE_RESP_MOVED = 3 /* the responder is draining (pure_ctx_drain): try the fleet's others */
+    PURE_RESP_MOVED = 3, /* the responder is draining (pure_ctx_drain): try the fleet's others */
+    PURE_RESP_BAD_PARAMS = 4, /* the INIT's transport parameters were malformed: PURE_EPROTO */
 };
+
+/* Transport parameters: the INIT's payload ends with the initiator's, a RESP's with the
+ * responder's (only when the INIT had some). Each is `id varint · length varint · value`;
+ * unknown ids are skipped (tparams.c is the codec; docs/protocol.md, "Transport parameters"). */
+/* Parameter ids (varints; ids not listed here are skipped by a receiver). */
+enum pure_tp_id {
+    PURE_TP_MAX_CHANNELS = 0x01,      /* varint: channels the peer may use (0 = none) */
+    PURE_TP_MAX_DATAGRAM_SIZE = 0x02, /* varint: largest unreliable datagram accepted (0 = none) */
+    PURE_TP_FEATURES = 0x03,          /* varint bitset of PURE_TP_F_*; unknown bits ignored */
+};
+/* Feature bits of PURE_TP_FEATURES: what the sender reads or does, with no value of its own. */
+#define PURE_TP_F_ECN 0x01 /* reads ECN counts frames */
+
+/* What one side announces. Absent parameters are 0 (nothing offered). */
+typedef struct pure_tparams {
+    uint64_t max_channels;
+    uint64_t max_datagram_size;
+    uint64_t features;
+} pure_tparams;
+
+/* The most bytes pure_tparams_encode writes: three entries of id, length and an 8-byte value. */
+#define PURE_TPARAMS_MAX (3 * (1 + 1 + 8))
+/* The most parameter bytes a peer may put in an INIT or RESP (ours and what later versions add):
+ * an INIT longer than this allows is dropped before any work is spent on it. */
+#define PURE_TPARAMS_ROOM 96
+
+/* The protocol version: type 0x01 INITs and everything after them are version 1. An INIT of any
+ * other version is a versioned INIT: PURE_PKT_INIT_V · version u32 BE · sender index u32 LE · at
+ * least 16 unpredictable bytes · what that version defines. A responder that does not speak it
+ * answers with VERSION: type · receiver index u32 LE (the INIT's sender index) · echo[16] (the 16
+ * bytes after the INIT's sender index) · the versions it speaks, u32 BE each (at least one). These
+ * layouts never change (docs/protocol.md, "How the wire may evolve"). */
+#define PURE_PROTOCOL_VERSION 1
+#define PURE_INIT_V_FIXED (1 + 4 + 4) /* type, version, sender index */
+#define PURE_INIT_V_MIN 64            /* a shorter versioned INIT gets no VERSION reply */
+#define PURE_VERSION_ECHO_LEN 16
+#define PURE_VERSION_FIXED (1 + 4 + PURE_VERSION_ECHO_LEN)
+#define PURE_VERSION_MAX_LIST 8 /* versions a VERSION reply may list */
 
 /* Frame types inside the sealed payload. */
 enum pure_frame_type {

@@ -121,7 +121,8 @@ assert last["accepted"] == 3 and last["messages_received"] >= 3, last
 for k in ("core_links", "handshakes_accepted", "cookies_sent", "dh_ops", "inits_replayed",
           "inits_throttled", "inits_half_open_cap", "inits_bad_mac", "inits_silent",
           "inits_duplicate", "cookie_replies_bad", "rejects_bad", "failed_opens",
-          "links_integrity_closed", "rx_memory", "rx_memory_peak", "rx_memory_stalls"):
+          "links_integrity_closed", "rx_memory", "rx_memory_peak", "rx_memory_stalls",
+          "inits_other_version"):
     assert isinstance(last.get(k), int) and last[k] >= 0, (k, last)
 assert last["handshakes_accepted"] >= 3, last
 ts = [r["t"] for r in totals]
