@@ -199,6 +199,13 @@ typedef struct pure_callbacks {
      * messages sent (pure_link_stats.messages_sent), i.e. when pure_link_backlog(link) == 0.
      * May call any pure_link_* function. Not called after on_closed. */
     void (*on_acked)(pure_link *link, void *user, uint64_t acked_through_id);
+    /* ---- settings.version 6: channels (pure_link_send_on) ---- */
+    /* A whole message arrived on channel 1..max_channels (channel 0's messages keep arriving
+     * through on_message). Each channel's messages arrive in the order its sender sent them,
+     * each once, whatever is lost or held up on another channel. `data` is valid only until
+     * the callback returns. May call any pure_link_* function, as on_message may. */
+    void (*on_channel_message)(pure_link *link, void *user, uint32_t channel, const uint8_t *data,
+                               size_t len);
 } pure_callbacks;
 
 /* Congestion controllers (pure_settings.congestion). */
@@ -212,9 +219,10 @@ enum pure_cc_algo {
 #define PURE_REKEY_MIN_PACKETS 16
 
 /* 2 since 0.2 (pure_callbacks.on_acked); 3 added the limits against hostile peers; 4 the link
- * index partition (index_top_bits). pure_ctx_new still takes 1, and then never reads the fields
+ * index partition (index_top_bits); 5 the fleet's server id; 6 channels (max_channels,
+ * pure_callbacks.on_channel_message). pure_ctx_new still takes 1, and then never reads the fields
  * and callbacks that version did not have. */
-#define PURE_SETTINGS_VERSION 5
+#define PURE_SETTINGS_VERSION 6
 
 /* Settings of a context. Initialise with pure_settings_default, then change fields. Unknown future
  * fields keep their defaults: `version` lets the library grow this struct without breaking callers.
@@ -339,7 +347,21 @@ typedef struct pure_settings {
                                 server too, which the index (constant across rebinding)
                                 already links. */
     uint32_t server_id;      /* below 2^server_id_bits */
+
+    /* ---- version 6: channels (pure_link_send_on; docs/protocol.md, "Channels") ---- */
+    uint32_t max_channels; /* channels 1..max_channels a link may use besides channel 0, each
+                              way (default 16, at most PURE_MAX_CHANNELS; 0: none). A peer
+                              that sends on a channel above it is closed with PURE_EPROTO.
+                              A channel costs nothing until first used; then ~400 bytes
+                              for the life of the link, plus its buffers while it has
+                              data. Its receive buffers count in max_receive_memory; its
+                              send buffer has its own send_backlog and send_queue. */
 } pure_settings;
+
+/* The most channels a link may carry besides channel 0 (pure_settings.max_channels). */
+#define PURE_MAX_CHANNELS 255
+/* Urgency levels of pure_link_set_priority: 0 (most urgent) .. 7; every channel starts at 3. */
+#define PURE_URGENCY_MAX 7
 
 /* The most bits of a link index pure_settings.index_top_bits may fix (256 partitions). */
 #define PURE_INDEX_TOP_BITS_MAX 8
@@ -610,6 +632,51 @@ PURE_API int pure_connect(pure_ctx *ctx, const pure_addr *to, const uint8_t peer
  *   PURE_ENOMEM   the send buffer could not be allocated;
  *   PURE_EINVAL   link is NULL, or msg is NULL with len > 0. */
 PURE_API int64_t pure_link_send(pure_link *link, const void *msg, size_t len);
+
+/* Channels: independent ordered message sequences inside one link, named by a number the sender
+ * chooses (docs/channels.md). No round trip opens or closes one. A loss, a retransmission or a
+ * huge message on one channel never delays delivery on another: the peer delivers each
+ * channel's messages, in its sender's order and each once, through on_channel_message as soon
+ * as they are whole. Channel 0 is the link's stream of pure_link_send (on_message, on_acked,
+ * on_closed's ids); channels 1..max_channels each number their messages 0, 1, 2, ... of their
+ * own (pure_link_channel_unacked gives a channel's ids as on_closed does channel 0's). A
+ * channel's send backlog is limited as channel 0's (send_backlog, send_queue), by itself.
+ * pure_link_finish ends channel 0's stream only; closing ends every channel.
+ *
+ * pure_link_send_on accepts one message for channel `channel` (0: exactly pure_link_send).
+ * Returns the message's id on that channel (0, 1, 2, ... per channel) or:
+ *   PURE_EINVAL   link is NULL, msg is NULL with len > 0, or channel is above
+ *                 pure_link_peer_channels (or this side's max_channels);
+ *   PURE_EAGAIN   the channel's backlog is full (send_backlog or send_queue): wait for
+ *                 on_writable and retry;
+ *   PURE_EMSGSIZE len > max_message_size;
+ *   PURE_ECLOSED  the link is finishing or closing (after pure_link_finish/close);
+ *   PURE_ENOMEM   the channel or its send buffer could not be allocated. */
+PURE_API int64_t pure_link_send_on(pure_link *link, uint32_t channel, const void *msg, size_t len);
+
+/* The highest channel this link may send on: the channels both sides take. Until the handshake
+ * carries the peer's limit, this is the local max_channels (both sides must be configured
+ * alike; a peer built before channels closes the link on the first channel frame). 0 for
+ * NULL. */
+PURE_API uint32_t pure_link_peer_channels(const pure_link *link);
+
+/* Sets the priority of this side's sending on `channel` (0 included), at any time: `urgency`
+ * 0..PURE_URGENCY_MAX, lower first, strictly (RFC 9218's levels; every channel starts at 3, incremental);
+ * among channels of one level, `incremental` ones share packets round-robin, and a
+ * non-incremental one goes alone until it has nothing left to send (the lowest channel number
+ * first). It orders both new data and retransmissions, so an urgent message queued behind
+ * megabytes of another channel's leaves in the next packet. Each packet carries one channel's
+ * data. Returns 0, PURE_EINVAL (NULL, channel above max_channels, urgency above 7),
+ * PURE_ESTATE (on_closed ran) or PURE_ENOMEM. */
+PURE_API int pure_link_set_priority(pure_link *link, uint32_t channel, uint8_t urgency,
+                                    int incremental);
+
+/* The ids of channel `channel`'s messages not acknowledged: *first_unacked .. *next_id - 1, as
+ * on_closed's info gives for channel 0 (which this returns for channel 0). Inside on_closed,
+ * when the peer closed, its CLOSE said how far its application read each channel, so the list
+ * is exact as for channel 0. Returns 0 or PURE_EINVAL (NULL, channel above max_channels). */
+PURE_API int pure_link_channel_unacked(const pure_link *link, uint32_t channel,
+                                       uint64_t *first_unacked, uint64_t *next_id);
 
 /* Ends this side's stream after the messages already accepted (the peer gets on_peer_finished once
  * it has them all). Further sends return PURE_ECLOSED. Returns 0 or PURE_ESTATE. */

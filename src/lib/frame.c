@@ -104,6 +104,29 @@ int pure_frame_parse(const uint8_t **pp, const uint8_t *end, pure_frame *f, pure
         p += len;
         break;
     }
+    case PURE_FRAME_CHAN_CREDIT:
+    case PURE_FRAME_CHAN_DELIVERED:
+        if (pure_varint_get(&p, end, &f->u.chan.channel) ||
+            pure_varint_get(&p, end, &f->u.chan.offset))
+            return PURE_EPROTO;
+        if (f->u.chan.channel == 0 || f->u.chan.channel > PURE_CHANNEL_MAX)
+            return PURE_EPROTO;
+        break;
+    case PURE_FRAME_CHAN_DATA: {
+        uint64_t ch, off, len;
+        if (pure_varint_get(&p, end, &ch) || pure_varint_get(&p, end, &off) ||
+            pure_varint_get(&p, end, &len))
+            return PURE_EPROTO;
+        if (ch == 0 || ch > PURE_CHANNEL_MAX || len > (uint64_t)(end - p) ||
+            off + len > PURE_VARINT_MAX)
+            return PURE_EPROTO;
+        f->u.chan.channel = ch;
+        f->u.chan.offset = off;
+        f->u.chan.len = len;
+        f->u.chan.bytes = p;
+        p += len;
+        break;
+    }
     default: return PURE_EPROTO;
     }
     *pp = p;
@@ -265,6 +288,41 @@ uint8_t *pure_pkt_data(pure_pkt *k, uint64_t offset, uint64_t len, int fin)
         return NULL;
     uint8_t *body = pure_frame_put_data_header(k->p, offset, len, fin);
     k->p = body + len;
+    return body;
+}
+
+int pure_pkt_chan_offset(pure_pkt *k, uint8_t type, uint64_t channel, uint64_t offset)
+{
+    if (pure_pkt_room(k) < 1 + pure_varint_len(channel) + pure_varint_len(offset))
+        return -1;
+    *k->p++ = type;
+    k->p = pure_varint_put(k->p, channel);
+    k->p = pure_varint_put(k->p, offset);
+    return 0;
+}
+
+uint64_t pure_pkt_chan_data_fit(const pure_pkt *k, uint64_t channel, uint64_t offset,
+                                uint64_t len)
+{
+    size_t room = pure_pkt_room(k);
+    size_t hdr = 1 + pure_varint_len(channel) + pure_varint_len(offset) + pure_varint_len(len);
+    if (room <= hdr)
+        return 0;
+    return len > room - hdr ? room - hdr : len; /* a shorter length never needs a longer varint */
+}
+
+uint8_t *pure_pkt_chan_data(pure_pkt *k, uint64_t channel, uint64_t offset, uint64_t len)
+{
+    size_t room = pure_pkt_room(k);
+    size_t hdr = 1 + pure_varint_len(channel) + pure_varint_len(offset) + pure_varint_len(len);
+    if (room < hdr || len > room - hdr)
+        return NULL;
+    *k->p++ = PURE_FRAME_CHAN_DATA;
+    k->p = pure_varint_put(k->p, channel);
+    k->p = pure_varint_put(k->p, offset);
+    k->p = pure_varint_put(k->p, len);
+    uint8_t *body = k->p;
+    k->p += len;
     return body;
 }
 

@@ -20,6 +20,7 @@ enum {
     PURE_SENT_CLOSE = 0x08,
     PURE_SENT_REKEY = 0x10,
     PURE_SENT_PMTU_PROBE = 0x20, /* a path MTU probe (pmtud.h): its loss is not congestion */
+    PURE_SENT_CHAN_CREDIT = 0x40, /* carried CHAN_CREDIT frames (link_chan.c) */
     PURE_SENT_LIVE = 0x80,       /* in flight: not yet acknowledged, lost or discarded */
 };
 
@@ -31,7 +32,7 @@ typedef struct pure_sent {
     uint32_t data_len;
     uint16_t size;
     uint8_t flags;
-    uint8_t unused;
+    uint8_t chan; /* the channel data_off/data_len belong to (0: the link's stream; chan.h) */
 } pure_sent;
 
 /* The ring never holds more entries than this (a flight of 16M packets). */

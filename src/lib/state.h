@@ -16,6 +16,7 @@
 #include "admit.h"
 #include "alloc.h"
 #include "cc.h"
+#include "chan.h"
 #include "cookie.h"
 #include "credit.h"
 #include "frame.h"
@@ -237,6 +238,7 @@ struct pure_link {
 
     pure_link_counters st;
     pure_busy *b;            /* state a link needs only while it carries traffic (NULL when idle) */
+    pure_chans *chans;       /* channels 1..max (link_chan.c), NULL until one is used */
     uint64_t replay_top;     /* the replay window's top while b is released: all below were seen */
     pure_link *pending_next; /* the context's send list */
     pure_link *dead_next;

@@ -107,6 +107,13 @@ enum pure_frame_type {
     PURE_FRAME_PATH_CHALLENGE = 0x07, /* data[8] */
     PURE_FRAME_PATH_RESPONSE = 0x0a,  /* data[8], the challenge's */
     PURE_FRAME_DATA = 0x08,           /* 0x08 | FIN(0x01): offset, length, bytes */
+    /* Channels 1..max (docs/protocol.md, "Channels"): each its own byte stream of length-framed
+     * messages (no preamble), with its own flow credit. Channel 0 is the DATA stream above. Sent
+     * only to a peer that takes channels (pure_link_peer_channels). */
+    PURE_FRAME_CHAN_CREDIT = 0x0b, /* channel, max stream offset of that channel */
+    PURE_FRAME_CHAN_DATA = 0x0c,   /* channel, offset, length, bytes */
+    /* After CLOSE and DELIVERED: how far the closing side's application read one channel. */
+    PURE_FRAME_CHAN_DELIVERED = 0x0d, /* channel, stream offset */
 };
 #define PURE_FRAME_DATA_FIN 0x01
 
@@ -116,6 +123,7 @@ enum pure_frame_type {
 #define PURE_ACK_MAX_RANGES 32 /* ranges an ACK frame carries (older ones are dropped) */
 #define PURE_AMPLIFICATION 3   /* bytes sent per byte received before a path is validated */
 #define PURE_PATH_DATA_LEN 8   /* a PATH_CHALLENGE's unpredictable bytes */
+#define PURE_CHANNEL_MAX 255   /* the largest channel number (a sent packet records it in a byte) */
 
 /* Close codes a peer sends in CLOSE (the application's own codes start at 0x100). */
 enum pure_close_code {

@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: MIT */
+/* link_chan.c: a link's channels 1..max over chan.h (link_chan.h): the public calls that send on
+ * them and set their priorities, their frames in a packet, their data arriving, and what an ACK
+ * or a loss means for them. Receive memory: every channel's reorder ring and assembly buffer is
+ * allocated through rxmem.c's allocator, so it counts in max_receive_memory; a channel never
+ * holds more than the budget leaves (it does not take the one owner's exemption): what does not
+ * fit is dropped unacknowledged, for the peer to send again. Its flow credit bounds it as
+ * channel 0's does. */
+#include <string.h>
+
+#include "chan.h"
+#include "frame.h"
+#include "lifecycle.h"
+#include "link_chan.h"
+#include "registry.h"
+#include "rxmem.h"
+
+static pure_chans *table(pure_link *link)
+{
+    if (!link->chans)
+        link->chans = pure_chans_new(&link->ctx->alloc, link->ctx->s.max_channels);
+    return link->chans;
+}
+
+static pure_chan *chan_get(pure_link *link, uint32_t ch)
+{
+    pure_chans *t = table(link);
+    if (!t)
+        return NULL;
+    const pure_settings *s = &link->ctx->s;
+    return pure_chans_get(t, &link->ctx->alloc, ch, s->recv_window, s->max_message_size);
+}
+
+uint32_t pure_link_peer_channels(const pure_link *link)
+{
+    /* until the handshake carries the peer's own limit, both sides are configured alike */
+    return link ? link->ctx->s.max_channels : 0;
+}
+
+int64_t pure_link_send_on(pure_link *link, uint32_t channel, const void *msg, size_t len)
+{
+    if (!link || (!msg && len))
+        return PURE_EINVAL;
+    if (channel == 0)
+        return pure_link_send(link, msg, len);
+    if (channel > pure_link_peer_channels(link) || channel > link->ctx->s.max_channels)
+        return PURE_EINVAL;
+    if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED || link->finish_requested ||
+        link->close_requested)
+        return PURE_ECLOSED;
+    if (len > link->ctx->s.max_message_size)
+        return PURE_EMSGSIZE;
+    pure_chan *c = chan_get(link, channel);
+    if (!c)
+        return PURE_ENOMEM;
+    int64_t id = pure_chan_write(c, &link->ctx->alloc, msg, len, link->ctx->s.send_backlog,
+                                 link->ctx->s.send_queue);
+    if (id == PURE_EAGAIN)
+        link->want_writable = 1;
+    if (id < 0)
+        return id;
+    if (!link->in_pending)
+        pure_ctx_mark_pending(link->ctx, link);
+    link->last_msg_sent = link->ctx->now;
+    return id;
+}
+
+int pure_link_set_priority(pure_link *link, uint32_t channel, uint8_t urgency, int incremental)
+{
+    if (!link || channel > link->ctx->s.max_channels || urgency >= PURE_URGENCY_LEVELS)
+        return PURE_EINVAL;
+    if (link->closed_notified)
+        return PURE_ESTATE;
+    pure_chans *t = table(link);
+    if (!t)
+        return PURE_ENOMEM;
+    t->urgency[channel] = urgency;
+    t->incremental[channel] = incremental != 0;
+    return 0;
+}
+
+int pure_link_channel_unacked(const pure_link *link, uint32_t channel, uint64_t *first_unacked,
+                              uint64_t *next_id)
+{
+    if (!link || !first_unacked || !next_id || channel > link->ctx->s.max_channels)
+        return PURE_EINVAL;
+    if (channel == 0) {
+        *first_unacked = link->msgs_acked;
+        *next_id = link->next_msg_id;
+        return 0;
+    }
+    const pure_chan *c = pure_chans_find(link->chans, channel);
+    *first_unacked = c ? c->msgs_acked : 0;
+    *next_id = c ? c->next_msg_id : 0;
+    return 0;
+}
+
+/* ---- sending ---- */
+
+int pure_link_chan_put_data(pure_link *link, int ch, pure_pkt *k, pure_sent *rec)
+{
+    pure_chan *c = link->chans->c[ch];
+    const pure_alloc *a = &link->ctx->alloc;
+    uint64_t off;
+    int retx;
+    uint64_t want = pure_chan_next_run(c, a, &off, &retx);
+    uint64_t len = pure_pkt_chan_data_fit(k, (uint64_t)ch, off, want);
+    if (len == 0)
+        return 0;
+    uint8_t *body = pure_pkt_chan_data(k, (uint64_t)ch, off, len);
+    if (!body)
+        return 0;
+    pure_sendbuf_copy(&c->sb, off, body, (size_t)len);
+    if (len < want)
+        pure_pkt_pad(k); /* a full packet is exactly full, so the burst goes on */
+    pure_chan_on_sent(c, a, off, len, retx);
+    if (retx)
+        link->st.bytes_retransmitted += len;
+    rec->data_off = off;
+    rec->data_len = (uint32_t)len;
+    rec->chan = (uint8_t)ch;
+    return 1;
+}
+
+int pure_link_chan_put_credits(pure_link *link, pure_pkt *k)
+{
+    pure_chans *t = link->chans;
+    int any = 0;
+    for (uint32_t i = 1; i <= t->max && t->credit_pending; i++) {
+        pure_chan *c = t->c[i];
+        if (!c || !c->credit_pending)
+            continue;
+        if (pure_pkt_chan_offset(k, PURE_FRAME_CHAN_CREDIT, i, pure_credit_granted(&c->credit)))
+            break;
+        c->credit_pending = 0;
+        t->credit_pending--;
+        any = 1;
+    }
+    return any;
+}
+
+void pure_link_chan_put_delivered(pure_link *link, pure_pkt *k)
+{
+    pure_chans *t = link->chans;
+    for (uint32_t i = 1; t && i <= t->max; i++)
+        if (t->c[i] && t->c[i]->recv_next &&
+            pure_pkt_chan_offset(k, PURE_FRAME_CHAN_DELIVERED, i, t->c[i]->recv_next))
+            break;
+}
+
+/* ---- acknowledgements and losses ---- */
+
+void pure_link_chan_on_acked(pure_link *link, const pure_sent *e)
+{
+    pure_chan *c = pure_chans_find(link->chans, e->chan);
+    if (c)
+        pure_chan_on_acked(c, &link->ctx->alloc, e->data_off, e->data_len);
+}
+
+static void credit_owed(pure_chans *t, pure_chan *c)
+{
+    if (!c->credit_pending) {
+        c->credit_pending = 1;
+        t->credit_pending++;
+    }
+}
+
+void pure_link_chan_on_lost(pure_link *link, const pure_sent *e)
+{
+    pure_chans *t = link->chans;
+    if (!t)
+        return;
+    if (e->data_len) {
+        pure_chan *c = pure_chans_find(t, e->chan);
+        if (c)
+            pure_chan_on_lost(c, &link->ctx->alloc, e->data_off, e->data_len);
+    }
+    if (e->flags & PURE_SENT_CHAN_CREDIT) /* which channels' grants it held is not kept: resend
+                                             every grant made (CHAN_CREDIT is idempotent) */
+        for (uint32_t i = 1; i <= t->max; i++)
+            if (t->c[i] && pure_credit_granted(&t->c[i]->credit) > link->ctx->s.recv_window)
+                credit_owed(t, t->c[i]);
+}
+
+int pure_link_chan_after_ack(pure_link *link)
+{
+    pure_chans *t = link->chans;
+    int moved = 0; /* 1: messages acknowledged; 2: bytes */
+    for (uint32_t i = 1; t && i <= t->max; i++)
+        if (t->c[i] && !pure_ranges_empty(&t->c[i]->acked))
+            moved |= pure_chan_release_acked(t->c[i]) | 2;
+    return moved;
+}
+
+int pure_link_chan_writable(const pure_link *link)
+{
+    const pure_chans *t = link->chans;
+    const pure_settings *s = &link->ctx->s;
+    for (uint32_t i = 1; t && i <= t->max; i++) {
+        const pure_chan *c = t->c[i];
+        if (c && (pure_chan_backlog(c) > s->send_backlog / 2 ||
+                  (s->send_queue && c->sb.end - c->send_next > s->send_queue / 2)))
+            return 0;
+    }
+    return 1;
+}
+
+void pure_link_chan_shrink(pure_link *link)
+{
+    pure_chans *t = link->chans;
+    pure_alloc rx = pure_rxmem_alloc(link->ctx);
+    for (uint32_t i = 1; t && i <= t->max; i++)
+        if (t->c[i])
+            pure_chan_shrink(t->c[i], &link->ctx->alloc, &rx);
+}
+
+void pure_link_chan_free(pure_link *link)
+{
+    if (!link->chans)
+        return;
+    pure_alloc rx = pure_rxmem_alloc(link->ctx);
+    pure_chans_free(link->chans, &link->ctx->alloc, &rx);
+    link->chans = NULL;
+}
+
+/* ---- receiving ---- */
+
+typedef struct deliver_arg {
+    pure_link *link;
+    uint32_t channel;
+} deliver_arg;
+
+static int deliver(void *arg, const uint8_t *data, size_t len)
+{
+    deliver_arg *d = arg;
+    pure_link *link = d->link;
+    link->st.messages_received++;
+    if (link->ctx->cb.on_channel_message)
+        link->ctx->cb.on_channel_message(link, link->user, d->channel, data, len);
+    return link->state != PURE_LS_OPEN; /* stop if the application closed the link */
+}
+
+/* Feeds in-order bytes to the channel's framer, its assembly buffer within what the budget
+ * leaves. Returns 0, 1 (the link closed), PURE_EAGAIN (c->parse.unfed bytes not taken) or a
+ * code that closes the link. */
+static int feed(pure_link *link, uint32_t ch, pure_chan *c, const uint8_t *p, size_t n)
+{
+    pure_alloc a = pure_rxmem_alloc(link->ctx);
+    uint64_t lim = (uint64_t)c->parse.body_cap + pure_rxmem_room(link->ctx);
+    c->parse.cap_limit = lim > UINT32_MAX ? UINT32_MAX : (uint32_t)lim;
+    deliver_arg d = {link, ch};
+    return pure_msgparse_feed(&c->parse, &a, p, n, deliver, &d);
+}
+
+static void update_credit(pure_link *link, pure_chan *c, uint64_t now)
+{
+    if (!pure_credit_due(&c->credit, c->recv_next) || link->recv_paused ||
+        pure_rxmem_room(link->ctx) == 0)
+        return;
+    uint64_t rtt = link->rtt.has_sample ? link->rtt.smoothed : 0;
+    pure_credit_grant(&c->credit, c->recv_next, rtt, link->ctx->s.recv_window_max, now);
+    credit_owed(link->chans, c);
+}
+
+void pure_link_chan_recv_resumed(pure_link *link, uint64_t now)
+{
+    pure_chans *t = link->chans;
+    for (uint32_t i = 1; t && i <= t->max; i++)
+        if (t->c[i])
+            update_credit(link, t->c[i], now);
+    if (t && t->credit_pending)
+        pure_ctx_mark_pending(link->ctx, link);
+}
+
+static int on_chan_data(pure_link *link, const pure_frame *f, uint64_t now)
+{
+    uint32_t ch = (uint32_t)f->u.chan.channel;
+    uint64_t off = f->u.chan.offset, len = f->u.chan.len, end = off + len;
+    pure_chan *c = chan_get(link, ch);
+    if (!c)
+        return PURE_ENOMEM;
+    if (end > pure_credit_granted(&c->credit))
+        return PURE_EFLOW;
+    if (end <= c->recv_next)
+        return 0; /* a duplicate */
+    if (off > c->recv_next) { /* out of order: hold it */
+        pure_alloc ra = pure_rxmem_alloc(link->ctx);
+        uint64_t limit = pure_rob_cap(&c->rob) + pure_rxmem_room(link->ctx);
+        uint64_t want = pure_credit_granted(&c->credit) - c->recv_next;
+        if (pure_rob_reserve(&c->rob, &ra, want, limit) != 0 &&
+            pure_rob_reserve(&c->rob, &ra, end - c->recv_next, limit) != 0)
+            return PURE_CHAN_DROPPED;
+        if (pure_rob_put(&c->rob, &link->ctx->alloc, c->recv_next, off, f->u.chan.bytes,
+                         (size_t)len) != 0)
+            return PURE_CHAN_DROPPED;
+        return 0;
+    }
+    uint64_t skip = c->recv_next - off;
+    int rc = feed(link, ch, c, f->u.chan.bytes + skip, (size_t)(len - skip));
+    c->recv_next = end - (rc ? c->parse.unfed : 0);
+    if (rc == PURE_EAGAIN)
+        return PURE_CHAN_DROPPED; /* the rest comes again when there is room */
+    if (rc < 0)
+        return rc;
+    if (rc == 1 || link->state != PURE_LS_OPEN)
+        return 0;
+    /* what the ring held that now continues the stream */
+    const uint8_t *p;
+    size_t chunk;
+    while ((chunk = pure_rob_next(&c->rob, c->recv_next, &p)) != 0) {
+        rc = feed(link, ch, c, p, chunk);
+        c->recv_next += chunk - (rc ? c->parse.unfed : 0);
+        if (rc) {
+            pure_rob_trim(&c->rob, c->recv_next);
+            return rc < 0 && rc != PURE_EAGAIN ? rc : 0;
+        }
+    }
+    update_credit(link, c, now);
+    return 0;
+}
+
+int pure_link_chan_on_frame(pure_link *link, const pure_frame *f, uint64_t now)
+{
+    if (f->u.chan.channel > link->ctx->s.max_channels)
+        return PURE_EPROTO; /* more channels than this side takes */
+    switch (f->type) {
+    case PURE_FRAME_CHAN_DATA: return on_chan_data(link, f, now);
+    case PURE_FRAME_CHAN_CREDIT: {
+        pure_chan *c = chan_get(link, (uint32_t)f->u.chan.channel);
+        if (!c)
+            return PURE_ENOMEM;
+        if (pure_credit_on_frame(&c->credit, f->u.chan.offset))
+            pure_ctx_mark_pending(link->ctx, link);
+        return 0;
+    }
+    case PURE_FRAME_CHAN_DELIVERED: {
+        pure_chan *c = pure_chans_find(link->chans, f->u.chan.channel);
+        if (c)
+            pure_chan_on_delivered(c, &link->ctx->alloc, f->u.chan.offset);
+        return 0;
+    }
+    default: return PURE_EPROTO;
+    }
+}
