@@ -30,7 +30,10 @@
  *             (reordering and replays); each frame is a type byte t and its arguments:
  *             t%8 = 0 DATA    o l1 l2: offset recv_next + o*97 (o < 128) or recv_next - (o-128)*53,
  *                             length (l1 l2) % 1400; t bit 3: FIN; t bit 4: junk bytes; t bit 5:
- *                             offset + 1 MiB * (o & 3) (past the credit)
+ *                             offset + 1 MiB * (o & 3) (past the credit); t bit 6: a CHAN_DATA
+ *                             frame instead, on channel 1 + (t >> 7), whose stream is A's
+ *                             without its preamble (channel offset x = A's offset x + 4),
+ *                             offsets from that channel's receive point (FIN ignored)
  *                 1 ACK     k g1 l1 ...: (k & 7) + 1 ranges of B's packet numbers from the newest
  *                             B sent, each gap/length byte pair; t bit 3: a largest beyond it
  *                 2 CREDIT  v1 v2: B's send_next + (v1 v2) * 64 (t bit 3: just (v1 v2))
@@ -51,7 +54,8 @@
  * At most 1500 records and 768 KiB of DATA bytes per input.
  *
  * Invariants (abort() on violation): every pure_ctx_read code is documented and counted
- * (fz_read); B delivers only whole messages of A's stream, in order, each of whose bytes was
+ * (fz_read); B delivers only whole messages of A's stream, in order (on each channel
+ * separately: channels 1 and 2 carry the same messages), each of whose bytes was
  * sent in some DATA frame, and on_peer_finished only at a FIN offset A sent after every message
  * before it; A delivers B's messages whole and in order; no callback of a link after its
  * on_closed; on_closed exactly once for each link, pure_ctx_free included; nothing left
@@ -114,6 +118,8 @@ static uint32_t s_start[STREAM_MAX / 4]; /* offset of message k's length prefix 
 static uint32_t s_count;                 /* messages that fit wholly */
 static int s_key = -1;
 static uint8_t s_sent[STREAM_MAX / 8];
+static uint8_t s_sent_ch[2][STREAM_MAX / 8]; /* channels 1 and 2, by A-stream offset */
+static uint64_t ch_delivered[2];
 
 static uint32_t msg_len(int cls, uint32_t seed, uint32_t k)
 {
@@ -153,6 +159,20 @@ static void mark_sent(uint64_t off, uint64_t len)
 {
     for (uint64_t i = off; i < off + len && i < STREAM_MAX; i++)
         s_sent[i >> 3] |= (uint8_t)(1u << (i & 7));
+}
+
+static void mark_sent_ch(int c, uint64_t off, uint64_t len)
+{
+    for (uint64_t i = off; i < off + len && i < STREAM_MAX; i++)
+        s_sent_ch[c][i >> 3] |= (uint8_t)(1u << (i & 7));
+}
+
+static int was_sent_ch(int c, uint64_t off, uint64_t len)
+{
+    for (uint64_t i = off; i < off + len; i++)
+        if (i >= STREAM_MAX || !(s_sent_ch[c][i >> 3] & (1u << (i & 7))))
+            return 0;
+    return 1;
 }
 
 static int was_sent(uint64_t off, uint64_t len)
@@ -227,6 +247,27 @@ static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
     }
 }
 
+/* B's channels 1 and 2 carry A's messages too, each channel in its own order. */
+static void on_channel_message(pure_link *link, void *user, uint32_t ch, const uint8_t *d,
+                               size_t n)
+{
+    app *u = app_of(link, user);
+    if (u != &W.ub || ch < 1 || ch > 2)
+        FZ_FAIL("a channel message nobody sent");
+    uint64_t k = ch_delivered[ch - 1]++;
+    if (W.junk)
+        return;
+    if (k >= s_count)
+        FZ_FAIL("B delivered a channel message past A's stream");
+    uint32_t off = s_start[k];
+    if (n != msg_len(s_key >> 8, (uint32_t)(s_key & 255), (uint32_t)k))
+        FZ_FAIL("B delivered a channel message of the wrong length");
+    if (memcmp(d, s_bytes + off + 4, n) != 0)
+        FZ_FAIL("B delivered wrong bytes on a channel");
+    if (!was_sent_ch((int)ch - 1, off, 4 + n))
+        FZ_FAIL("B delivered a channel message whose bytes were never all sent on it");
+}
+
 static void on_peer_finished(pure_link *link, void *user)
 {
     app *u = app_of(link, user);
@@ -268,7 +309,8 @@ static const pure_callbacks g_cb = {.on_accept = on_accept,
                                     .on_message = on_message,
                                     .on_writable = on_other,
                                     .on_peer_finished = on_peer_finished,
-                                    .on_closed = on_closed};
+                                    .on_closed = on_closed,
+                                    .on_channel_message = on_channel_message};
 
 static pure_ctx *make_ctx(uint8_t key, uint64_t *rng, fz_heap *heap, uint8_t opts)
 {
@@ -386,7 +428,36 @@ static uint8_t *put_frame(rd *r, uint8_t *out)
     uint8_t t = take(r);
     pure_link *lb = link_open(&W.ub) ? W.ub.link : NULL;
     switch (t & 7) {
-    case 0: { /* DATA */
+    case 0:
+        if (t & 0x40) { /* CHAN_DATA on channel 1 or 2 */
+            int c = (t >> 7) & 1;
+            uint8_t o = take(r), l1 = take(r), l2 = take(r);
+            const pure_chan *ch = lb ? pure_chans_find(lb->chans, (uint64_t)c + 1) : NULL;
+            uint64_t base = ch ? ch->recv_next : 0, off;
+            uint64_t len = (uint64_t)(l1 << 8 | l2) % 1400;
+            if (o < 128)
+                off = base + (uint64_t)o * 97;
+            else
+                off = base > (uint64_t)(o - 128) * 53 ? base - (uint64_t)(o - 128) * 53 : 0;
+            if (t & 0x20)
+                off += (uint64_t)(o & 3) * STREAM_MAX;
+            if (len > W.data_budget)
+                len = W.data_budget;
+            W.data_budget -= len;
+            pure_pkt k = {out, out + 1600};
+            uint8_t *body = pure_pkt_chan_data(&k, (uint64_t)c + 1, off, len);
+            if ((t & 0x10) || off + 4 + len > STREAM_MAX) {
+                for (uint64_t i = 0; i < len; i++)
+                    body[i] = take(r);
+                if (len)
+                    W.junk = 1;
+            } else {
+                memcpy(body, s_bytes + off + 4, len);
+                mark_sent_ch(c, off + 4, len);
+            }
+            return k.p;
+        }
+        { /* DATA */
         uint8_t o = take(r), l1 = take(r), l2 = take(r);
         uint64_t base = lb ? lb->recv_next : 0, off;
         uint64_t len = (uint64_t)(l1 << 8 | l2) % 1400;
@@ -555,6 +626,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&W, 0, sizeof W);
     stream_build(opts & 3, data[1]);
     memset(s_sent, 0, sizeof s_sent);
+    memset(s_sent_ch, 0, sizeof s_sent_ch);
+    ch_delivered[0] = ch_delivered[1] = 0;
     W.rng_a = 1;
     W.rng_b = 2;
     W.now = 1000 * FZ_MS;
