@@ -97,7 +97,7 @@ int pure_link_channel_unacked(const pure_link *link, uint32_t channel, uint64_t 
 
 /* ---- sending ---- */
 
-int pure_link_chan_put_data(pure_link *link, int ch, pure_pkt *k, pure_sent *rec)
+int pure_link_chan_put_data(pure_link *link, int ch, pure_pkt *k, pure_sent *rec, int whole)
 {
     pure_chan *c = link->chans->c[ch];
     const pure_alloc *a = &link->ctx->alloc;
@@ -105,7 +105,7 @@ int pure_link_chan_put_data(pure_link *link, int ch, pure_pkt *k, pure_sent *rec
     int retx;
     uint64_t want = pure_chan_next_run(c, a, &off, &retx);
     uint64_t len = pure_pkt_chan_data_fit(k, (uint64_t)ch, off, want);
-    if (len == 0)
+    if (len == 0 || (whole && len < want))
         return 0;
     uint8_t *body = pure_pkt_chan_data(k, (uint64_t)ch, off, len);
     if (!body)

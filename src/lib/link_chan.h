@@ -28,8 +28,9 @@ static inline int pure_link_chan_credit_due(const pure_link *link)
 }
 
 /* The packet's stream data comes from channel ch (>= 1, pure_chans_pick's choice): as much as
- * fits, lost bytes first; fills *rec. Returns 1 if a frame went in. */
-int pure_link_chan_put_data(pure_link *link, int ch, pure_pkt *k, pure_sent *rec);
+ * fits, lost bytes first (with `whole`, only a run that fits wholly); fills *rec. Returns 1 if a
+ * frame went in. */
+int pure_link_chan_put_data(pure_link *link, int ch, pure_pkt *k, pure_sent *rec, int whole);
 /* Puts the CHAN_CREDIT frames owed that fit. Returns 1 if one went in. */
 int pure_link_chan_put_credits(pure_link *link, pure_pkt *k);
 /* After CLOSE and DELIVERED: CHAN_DELIVERED for each channel the peer used, as many as fit. */

@@ -160,15 +160,26 @@ static int put_data(pure_link *link, pure_pkt *k, pure_sent *rec)
 }
 
 /* The packet's stream data: channel 0's alone unless other channels are in use; then the
- * scheduler (chan.c) picks the channel by priority. One channel's data per packet. */
-static int put_stream_data(pure_link *link, pure_pkt *k, pure_sent *rec)
+ * scheduler (chan.c) picks the channel by priority. One channel's data per packet. With `whole`
+ * (a padded packet joining a burst of small ones) only a run that fits wholly goes: a link whose
+ * channel sent a small message first would otherwise cut its own bulk on another channel into
+ * packets of that small size, for the rest of the burst. */
+static int put_stream_data(pure_link *link, pure_pkt *k, pure_sent *rec, int whole)
 {
     if (!link->chans)
         return put_data(link, k, rec);
     int ch = pure_chans_pick(link->chans, has_data0(link));
-    if (ch == 0)
+    if (ch == 0) {
+        uint64_t off;
+        int retx, fits;
+        if (whole) {
+            uint64_t want = next_run(link, &off, &retx);
+            if (pure_pkt_data_fit(k, off, want, &fits) < want)
+                return 0;
+        }
         return put_data(link, k, rec);
-    return ch > 0 && pure_link_chan_put_data(link, ch, k, rec);
+    }
+    return ch > 0 && pure_link_chan_put_data(link, ch, k, rec, whole);
 }
 
 /* What build_packet makes: a packet padded to the size asked (to join a burst of that segment
@@ -226,7 +237,7 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
         link->ping_pending = 0;
         eliciting = 1;
     }
-    if (allow_data && put_stream_data(link, &k, &rec))
+    if (allow_data && put_stream_data(link, &k, &rec, (mode & BUILD_PAD) != 0))
         eliciting = 1;
     if (k.p == out + PURE_DATA_HEADER)
         return 0;

@@ -219,6 +219,17 @@ static uint64_t hol_run(int bulk_ch, int req_ch, double loss, uint64_t *p50)
     CHECK_EQ(c->bad, 0);
     CHECK(c->n_rtt > 2000 || (bulk_ch == req_ch && c->n_rtt > 10));
     *p50 = pct(c, 0.5);
+    if (getenv("CHAN_DEBUG") && c->cl) {
+        pure_link_stats a, b;
+        pure_link_stats_get(c->cl, &a);
+        pure_link_stats_get(c->sl, &b);
+        printf("client: sent %llu lost %llu retx %llu ptos %llu random %llu cwnd %llu; server "
+               "received %llu sent %llu\n",
+               (unsigned long long)a.packets_sent, (unsigned long long)a.packets_lost,
+               (unsigned long long)a.bytes_retransmitted, (unsigned long long)a.ptos,
+               (unsigned long long)a.random_losses, (unsigned long long)a.cwnd,
+               (unsigned long long)b.packets_received, (unsigned long long)b.packets_sent);
+    }
     uint64_t p99 = pct(c, 0.99);
     printf("bulk on %d, requests on %d, loss %.2f: %zu round trips, p50 %.1f ms p99 %.1f ms, "
              "%llu bulk messages\n",
@@ -235,6 +246,10 @@ static uint64_t hol_run(int bulk_ch, int req_ch, double loss, uint64_t *p50)
 static void test_hol_independence(void)
 {
     uint64_t p50a, p50s, p50x;
+    if (getenv("CHAN_DEBUG")) {
+        hol_run(1, 2, 0, &p50a);
+        hol_run(0, 0, 0, &p50a);
+    }
     uint64_t alone = hol_run(-1, 2, 0.01, &p50a);
     uint64_t separate = hol_run(1, 2, 0.01, &p50s);
     uint64_t same = hol_run(0, 0, 0.01, &p50x);
