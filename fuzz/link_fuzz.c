@@ -356,8 +356,7 @@ static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
     G.in_cb--;
 }
 
-static void on_channel_message(pure_link *link, void *user, uint32_t ch, const uint8_t *d,
-                               size_t n)
+static void on_channel_message(pure_link *link, void *user, uint32_t ch, const uint8_t *d, size_t n)
 {
     end *e = end_of(link, user);
     end *from = peer_of(e);
@@ -737,8 +736,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     (unsigned long long)b->rx, (unsigned long long)a->rx,
                     a->closed ? " initiator closed" : "", b->closed ? " responder closed" : "");
             for (int c = 0; c < 2; c++)
-                fprintf(stderr, "link_fuzz: pair %d channel %d: sent %llu/%llu received %llu/%llu\n",
-                        p, c + 1, (unsigned long long)a->ctx_n[c], (unsigned long long)b->ctx_n[c],
+                fprintf(stderr,
+                        "link_fuzz: pair %d channel %d: sent %llu/%llu received %llu/%llu\n", p,
+                        c + 1, (unsigned long long)a->ctx_n[c], (unsigned long long)b->ctx_n[c],
                         (unsigned long long)b->crx[c], (unsigned long long)a->crx[c]);
         }
     ctx_stop(0);

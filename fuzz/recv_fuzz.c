@@ -248,8 +248,7 @@ static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
 }
 
 /* B's channels 1 and 2 carry A's messages too, each channel in its own order. */
-static void on_channel_message(pure_link *link, void *user, uint32_t ch, const uint8_t *d,
-                               size_t n)
+static void on_channel_message(pure_link *link, void *user, uint32_t ch, const uint8_t *d, size_t n)
 {
     app *u = app_of(link, user);
     if (u != &W.ub || ch < 1 || ch > 2)
@@ -458,34 +457,34 @@ static uint8_t *put_frame(rd *r, uint8_t *out)
             return k.p;
         }
         { /* DATA */
-        uint8_t o = take(r), l1 = take(r), l2 = take(r);
-        uint64_t base = lb ? lb->recv_next : 0, off;
-        uint64_t len = (uint64_t)(l1 << 8 | l2) % 1400;
-        if (o < 128)
-            off = base + (uint64_t)o * 97;
-        else
-            off = base > (uint64_t)(o - 128) * 53 ? base - (uint64_t)(o - 128) * 53 : 0;
-        if (t & 0x20)
-            off += (uint64_t)(o & 3) * STREAM_MAX;
-        if (len > W.data_budget)
-            len = W.data_budget;
-        W.data_budget -= len;
-        int fin =
-            (t & 8) != 0 && W.nfins < MAX_FINS; /* a FIN the oracle cannot record is not sent */
-        out = pure_frame_put_data_header(out, off, len, fin);
-        if ((t & 0x10) || off + len > STREAM_MAX) {
-            for (uint64_t i = 0; i < len; i++)
-                out[i] = take(r);
-            if (len)
-                W.junk = 1;
-        } else {
-            memcpy(out, s_bytes + off, len);
-            mark_sent(off, len);
+            uint8_t o = take(r), l1 = take(r), l2 = take(r);
+            uint64_t base = lb ? lb->recv_next : 0, off;
+            uint64_t len = (uint64_t)(l1 << 8 | l2) % 1400;
+            if (o < 128)
+                off = base + (uint64_t)o * 97;
+            else
+                off = base > (uint64_t)(o - 128) * 53 ? base - (uint64_t)(o - 128) * 53 : 0;
+            if (t & 0x20)
+                off += (uint64_t)(o & 3) * STREAM_MAX;
+            if (len > W.data_budget)
+                len = W.data_budget;
+            W.data_budget -= len;
+            int fin =
+                (t & 8) != 0 && W.nfins < MAX_FINS; /* a FIN the oracle cannot record is not sent */
+            out = pure_frame_put_data_header(out, off, len, fin);
+            if ((t & 0x10) || off + len > STREAM_MAX) {
+                for (uint64_t i = 0; i < len; i++)
+                    out[i] = take(r);
+                if (len)
+                    W.junk = 1;
+            } else {
+                memcpy(out, s_bytes + off, len);
+                mark_sent(off, len);
+            }
+            if (fin)
+                W.fins[W.nfins++] = off + len;
+            return out + len;
         }
-        if (fin)
-            W.fins[W.nfins++] = off + len;
-        return out + len;
-    }
     case 1: { /* ACK of B's packet numbers, newest first */
         uint64_t top = lb ? pure_rtb_next_pn(&lb->rtb) : 0;
         if (t & 8)

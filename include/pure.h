@@ -206,6 +206,12 @@ typedef struct pure_callbacks {
      * the callback returns. May call any pure_link_* function, as on_message may. */
     void (*on_channel_message)(pure_link *link, void *user, uint32_t channel, const uint8_t *data,
                                size_t len);
+    /* on_acked for channel 1..max_channels: every message with an id up to acked_through_id
+     * on that channel (the ids pure_link_send_on returned for it) has reached the peer's Pure.
+     * Runs once per ACK and channel that completes messages, so ids may jump. May call any
+     * pure_link_* function. Not called after on_closed. */
+    void (*on_channel_acked)(pure_link *link, void *user, uint32_t channel,
+                             uint64_t acked_through_id);
 } pure_callbacks;
 
 /* Congestion controllers (pure_settings.congestion). */
@@ -661,8 +667,8 @@ PURE_API int64_t pure_link_send_on(pure_link *link, uint32_t channel, const void
 PURE_API uint32_t pure_link_peer_channels(const pure_link *link);
 
 /* Sets the priority of this side's sending on `channel` (0 included), at any time: `urgency`
- * 0..PURE_URGENCY_MAX, lower first, strictly (RFC 9218's levels; every channel starts at 3, incremental);
- * among channels of one level, `incremental` ones share packets round-robin, and a
+ * 0..PURE_URGENCY_MAX, lower first, strictly (RFC 9218's levels; every channel starts at 3,
+ * incremental); among channels of one level, `incremental` ones share packets round-robin, and a
  * non-incremental one goes alone until it has nothing left to send (the lowest channel number
  * first). It orders both new data and retransmissions, so an urgent message queued behind
  * megabytes of another channel's leaves in the next packet. Each packet carries one channel's

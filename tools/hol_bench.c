@@ -409,12 +409,14 @@ static int client_main(int argc, char **argv)
     printf("{\"mode\": \"%s\", \"requests\": %" PRIu64 ", \"answered\": %zu, \"p50_us\": %.1f, "
            "\"p99_us\": %.1f, \"p999_us\": %.1f, \"max_us\": %.1f, \"bulk_mbps\": %.2f, "
            "\"seconds\": %.3f, \"packets_lost\": %" PRIu64 ", \"rtt_min_us\": %.1f, "
-           "\"closed\": %d, \"ptos\": %" PRIu64 ", \"retransmitted\": %" PRIu64 ", \"cwnd\": %" PRIu64 ", \"random_losses\": %" PRIu64 "}\n",
+           "\"closed\": %d, \"ptos\": %" PRIu64 ", \"retransmitted\": %" PRIu64
+           ", \"cwnd\": %" PRIu64 ", \"random_losses\": %" PRIu64 "}\n",
            mode, c.sent_in_window, c.n_rtt, pct_us(c.rtt, c.n_rtt, 0.5),
            pct_us(c.rtt, c.n_rtt, 0.99), pct_us(c.rtt, c.n_rtt, 0.999),
            c.n_rtt ? (double)c.rtt[c.n_rtt - 1] / 1e3 : -1,
            (double)(bulk1 - bulk0) * (double)bulk * 8 / 1e6 / secs, secs, ls.packets_lost,
-           (double)ls.rtt_min_ns / 1e3, c.closed, ls.ptos, ls.bytes_retransmitted, ls.cwnd, ls.random_losses);
+           (double)ls.rtt_min_ns / 1e3, c.closed, ls.ptos, ls.bytes_retransmitted, ls.cwnd,
+           ls.random_losses);
     fflush(stdout);
     int failed = c.closed || c.n_rtt == 0; /* before our own abort closes the link */
     g_loop = NULL;

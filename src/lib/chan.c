@@ -174,6 +174,8 @@ int pure_chan_release_acked(pure_chan *c)
     pure_sendbuf_release(&c->sb, base);
     pure_ranges_trim_below(&c->acked, base);
     pure_ranges_trim_below(&c->lost, base);
+    if (c->msgs_acked != before)
+        c->acked_moved = 1;
     return c->msgs_acked != before;
 }
 
@@ -215,8 +217,8 @@ int pure_chans_pick(pure_chans *t, int has0)
         if (!c || !pure_chan_has_data(c))
             continue;
         uint8_t u = t->urgency[i];
-        if (u < best_u || (u == best_u && best >= 0 && t->incremental[best] &&
-                           !t->incremental[i])) {
+        if (u < best_u ||
+            (u == best_u && best >= 0 && t->incremental[best] && !t->incremental[i])) {
             best = (int)i;
             best_u = u;
         }

@@ -22,8 +22,8 @@
 #include "sendbuf.h"
 #include "wire.h"
 
-#define PURE_URGENCY_LEVELS 8    /* urgency 0 (most urgent) .. 7 */
-#define PURE_URGENCY_DEFAULT 3   /* RFC 9218's default */
+#define PURE_URGENCY_LEVELS 8  /* urgency 0 (most urgent) .. 7 */
+#define PURE_URGENCY_DEFAULT 3 /* RFC 9218's default */
 
 typedef struct pure_chan {
     /* ---- send ---- */
@@ -37,6 +37,7 @@ typedef struct pure_chan {
     uint8_t msg_len_known;
     uint8_t credit_pending; /* a CHAN_CREDIT frame is owed to the peer */
     uint8_t want_writable;
+    uint8_t acked_moved; /* msgs_acked moved since on_channel_acked last reported it */
     /* ---- receive ---- */
     uint64_t recv_next; /* in-order bytes consumed */
     pure_credit credit; /* receive window and grant; .peer: the peer's limit on our sends */
@@ -46,8 +47,8 @@ typedef struct pure_chan {
 } pure_chan;
 
 typedef struct pure_chans {
-    uint32_t max;   /* channels 1..max may be used */
-    uint32_t rr;    /* the channel the last incremental turn went to */
+    uint32_t max;            /* channels 1..max may be used */
+    uint32_t rr;             /* the channel the last incremental turn went to */
     uint32_t credit_pending; /* channels owing a CHAN_CREDIT frame */
     uint8_t urgency[PURE_CHANNEL_MAX + 1];
     uint8_t incremental[PURE_CHANNEL_MAX + 1];

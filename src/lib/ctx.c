@@ -118,37 +118,43 @@ static void wipe_settings(pure_settings *s)
     pure_wipe(s, sizeof *s);
 }
 
+/* The caller's settings in full: a caller built against an older pure.h has a shorter struct, of
+ * which only what it has is read; the rest takes the defaults of its version. */
+static void settings_from_caller(pure_settings *full, const pure_settings *user_settings)
+{
+    if (user_settings->version >= 6) {
+        *full = *user_settings;
+    } else if (user_settings->version == 5) {
+        memcpy(full, user_settings, offsetof(pure_settings, max_channels));
+        settings_v6_defaults(full);
+    } else if (user_settings->version == 4) {
+        memcpy(full, user_settings, offsetof(pure_settings, server_id_bits));
+        settings_v5_defaults(full);
+        settings_v6_defaults(full);
+    } else if (user_settings->version == 3) {
+        memcpy(full, user_settings, offsetof(pure_settings, index_top_bits));
+        settings_v4_defaults(full);
+        settings_v5_defaults(full);
+        settings_v6_defaults(full);
+    } else {
+        memcpy(full, user_settings, offsetof(pure_settings, max_receive_memory));
+        settings_v3_defaults(full);
+        settings_v4_defaults(full);
+        settings_v5_defaults(full);
+        settings_v6_defaults(full);
+        /* before version 3 the default was 2^32, above the AEAD's limit: take the limit */
+        if (full->rekey_after_packets > PURE_REKEY_MAX_PACKETS)
+            full->rekey_after_packets = PURE_REKEY_MAX_PACKETS;
+    }
+}
+
 int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
 {
     if (!user_settings || !out || user_settings->version < 1 ||
         user_settings->version > PURE_SETTINGS_VERSION)
         return PURE_EINVAL;
-    /* a caller built against an older pure.h has a shorter struct: read only what it has */
     pure_settings full __attribute__((cleanup(wipe_settings)));
-    if (user_settings->version >= 6) {
-        full = *user_settings;
-    } else if (user_settings->version == 5) {
-        memcpy(&full, user_settings, offsetof(pure_settings, max_channels));
-        settings_v6_defaults(&full);
-    } else if (user_settings->version == 4) {
-        memcpy(&full, user_settings, offsetof(pure_settings, server_id_bits));
-        settings_v5_defaults(&full);
-        settings_v6_defaults(&full);
-    } else if (user_settings->version == 3) {
-        memcpy(&full, user_settings, offsetof(pure_settings, index_top_bits));
-        settings_v4_defaults(&full);
-        settings_v5_defaults(&full);
-        settings_v6_defaults(&full);
-    } else {
-        memcpy(&full, user_settings, offsetof(pure_settings, max_receive_memory));
-        settings_v3_defaults(&full);
-        settings_v4_defaults(&full);
-        settings_v5_defaults(&full);
-        settings_v6_defaults(&full);
-        /* before version 3 the default was 2^32, above the AEAD's limit: take the limit */
-        if (full.rekey_after_packets > PURE_REKEY_MAX_PACKETS)
-            full.rekey_after_packets = PURE_REKEY_MAX_PACKETS;
-    }
+    settings_from_caller(&full, user_settings);
     const pure_settings *s = &full;
     if (s->max_receive_memory < s->max_message_size || s->max_failed_opens == 0 ||
         s->max_half_open == 0 || s->half_open_per_addr == 0 || s->inits_per_addr == 0 ||

@@ -40,6 +40,26 @@ static int parse_ack(const uint8_t **pp, const uint8_t *end, pure_ack_frame *ack
     return 0;
 }
 
+/* A channel frame's body: channel (1..PURE_CHANNEL_MAX), offset, and for CHAN_DATA length and
+ * bytes. */
+static int parse_chan(const uint8_t **pp, const uint8_t *end, uint8_t type, pure_frame *f)
+{
+    const uint8_t *p = *pp;
+    uint64_t ch, off, len = 0;
+    if (pure_varint_get(&p, end, &ch) || pure_varint_get(&p, end, &off) ||
+        (type == PURE_FRAME_CHAN_DATA && pure_varint_get(&p, end, &len)))
+        return PURE_EPROTO;
+    if (ch == 0 || ch > PURE_CHANNEL_MAX || len > (uint64_t)(end - p) ||
+        off + len > PURE_VARINT_MAX)
+        return PURE_EPROTO;
+    f->u.chan.channel = ch;
+    f->u.chan.offset = off;
+    f->u.chan.len = len;
+    f->u.chan.bytes = p;
+    *pp = p + len;
+    return 0;
+}
+
 int pure_frame_parse(const uint8_t **pp, const uint8_t *end, pure_frame *f, pure_ack_frame *ack)
 {
     const uint8_t *p = *pp;
@@ -106,27 +126,10 @@ int pure_frame_parse(const uint8_t **pp, const uint8_t *end, pure_frame *f, pure
     }
     case PURE_FRAME_CHAN_CREDIT:
     case PURE_FRAME_CHAN_DELIVERED:
-        if (pure_varint_get(&p, end, &f->u.chan.channel) ||
-            pure_varint_get(&p, end, &f->u.chan.offset))
-            return PURE_EPROTO;
-        if (f->u.chan.channel == 0 || f->u.chan.channel > PURE_CHANNEL_MAX)
+    case PURE_FRAME_CHAN_DATA:
+        if (parse_chan(&p, end, type, f) != 0)
             return PURE_EPROTO;
         break;
-    case PURE_FRAME_CHAN_DATA: {
-        uint64_t ch, off, len;
-        if (pure_varint_get(&p, end, &ch) || pure_varint_get(&p, end, &off) ||
-            pure_varint_get(&p, end, &len))
-            return PURE_EPROTO;
-        if (ch == 0 || ch > PURE_CHANNEL_MAX || len > (uint64_t)(end - p) ||
-            off + len > PURE_VARINT_MAX)
-            return PURE_EPROTO;
-        f->u.chan.channel = ch;
-        f->u.chan.offset = off;
-        f->u.chan.len = len;
-        f->u.chan.bytes = p;
-        p += len;
-        break;
-    }
     default: return PURE_EPROTO;
     }
     *pp = p;
@@ -301,8 +304,7 @@ int pure_pkt_chan_offset(pure_pkt *k, uint8_t type, uint64_t channel, uint64_t o
     return 0;
 }
 
-uint64_t pure_pkt_chan_data_fit(const pure_pkt *k, uint64_t channel, uint64_t offset,
-                                uint64_t len)
+uint64_t pure_pkt_chan_data_fit(const pure_pkt *k, uint64_t channel, uint64_t offset, uint64_t len)
 {
     size_t room = pure_pkt_room(k);
     size_t hdr = 1 + pure_varint_len(channel) + pure_varint_len(offset) + pure_varint_len(len);

@@ -10,7 +10,6 @@
 
 #include "chan.h"
 #include "frame.h"
-#include "lifecycle.h"
 #include "link_chan.h"
 #include "registry.h"
 #include "rxmem.h"
@@ -192,6 +191,22 @@ int pure_link_chan_after_ack(pure_link *link)
     return moved;
 }
 
+void pure_link_chan_report_acked(pure_link *link)
+{
+    pure_chans *t = link->chans;
+    for (uint32_t i = 1; t && i <= t->max; i++) {
+        pure_chan *c = t->c[i];
+        if (!c || !c->acked_moved)
+            continue;
+        c->acked_moved = 0;
+        if (link->closed_notified)
+            return; /* no callback after on_closed */
+        if (link->ctx->cb.on_channel_acked)
+            link->ctx->cb.on_channel_acked(link, link->user, i, c->msgs_acked - 1);
+        t = link->chans; /* the callback may not free it, but re-read to be plain */
+    }
+}
+
 int pure_link_chan_writable(const pure_link *link)
 {
     const pure_chans *t = link->chans;
@@ -282,7 +297,7 @@ static int on_chan_data(pure_link *link, const pure_frame *f, uint64_t now)
     if (end > pure_credit_granted(&c->credit))
         return PURE_EFLOW;
     if (end <= c->recv_next)
-        return 0; /* a duplicate */
+        return 0;             /* a duplicate */
     if (off > c->recv_next) { /* out of order: hold it */
         pure_alloc ra = pure_rxmem_alloc(link->ctx);
         uint64_t limit = pure_rob_cap(&c->rob) + pure_rxmem_room(link->ctx);

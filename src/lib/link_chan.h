@@ -47,6 +47,9 @@ void pure_link_chan_on_lost(pure_link *link, const pure_sent *e);
 /* After an ACK: release what is acknowledged. Returns non-zero if any channel's bytes were
  * (bit 0: messages too). */
 int pure_link_chan_after_ack(pure_link *link);
+/* Tells the application (on_channel_acked) of each channel whose messages were newly
+ * acknowledged. Stops if a callback ends the link. */
+void pure_link_chan_report_acked(pure_link *link);
 /* The reader resumed (pure_link_resume_recv) or memory came back: grant the credit held back. */
 void pure_link_chan_recv_resumed(pure_link *link, uint64_t now);
 /* 1 if every channel's backlog is at most half its limits (on_writable may run). */

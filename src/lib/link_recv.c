@@ -258,6 +258,8 @@ static void after_ack(pure_link *link, int acked, uint64_t now)
     /* on_writable may have ended the link: no callback after on_closed */
     if ((acked & PURE_RECOVERY_MSGS_ACKED) && link->ctx->cb.on_acked && !link->closed_notified)
         link->ctx->cb.on_acked(link, link->user, link->msgs_acked - 1);
+    if (acked & PURE_RECOVERY_CHAN_MSGS_ACKED)
+        pure_link_chan_report_acked(link);
     if ((acked & PURE_RECOVERY_STREAM_ACKED) && link->state == PURE_LS_OPEN)
         pure_link_on_acked(link, now); /* last: it may end the link */
 }

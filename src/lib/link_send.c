@@ -43,8 +43,8 @@ static int ack_due(const pure_link *link)
 static int control_due(const pure_link *link)
 {
     return link->credit_pending || link->ping_pending || link->probe_pending ||
-           pure_link_chan_credit_due(link) ||
-           pure_path_due(link) || (link->rk && pure_rekey_send_pending(link));
+           pure_link_chan_credit_due(link) || pure_path_due(link) ||
+           (link->rk && pure_rekey_send_pending(link));
 }
 
 /* A path MTU probe waits (pmtud.c), and the window has room for it. */

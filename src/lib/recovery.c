@@ -278,8 +278,10 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
     link->pto_count = 0;
     int flags = PURE_RECOVERY_ACKED | release_acked(link) |
                 (fin_now ? PURE_RECOVERY_STREAM_ACKED : 0); /* a graceful close may wait on it */
-    if (chan_acked && pure_link_chan_after_ack(link))
-        flags |= PURE_RECOVERY_STREAM_ACKED;
+    int chan_moved = chan_acked ? pure_link_chan_after_ack(link) : 0;
+    if (chan_moved)
+        flags |=
+            PURE_RECOVERY_STREAM_ACKED | ((chan_moved & 1) ? PURE_RECOVERY_CHAN_MSGS_ACKED : 0);
     detect_lost(link, now);
     if (pure_pmtud_ack_end(&link->b->pmtud)) /* a black hole for full-size packets */
         pure_recovery_mss_sync(link);

@@ -19,9 +19,9 @@ enum {
     PURE_SENT_CREDIT = 0x04,    /* carried a CREDIT frame */
     PURE_SENT_CLOSE = 0x08,
     PURE_SENT_REKEY = 0x10,
-    PURE_SENT_PMTU_PROBE = 0x20, /* a path MTU probe (pmtud.h): its loss is not congestion */
+    PURE_SENT_PMTU_PROBE = 0x20,  /* a path MTU probe (pmtud.h): its loss is not congestion */
     PURE_SENT_CHAN_CREDIT = 0x40, /* carried CHAN_CREDIT frames (link_chan.c) */
-    PURE_SENT_LIVE = 0x80,       /* in flight: not yet acknowledged, lost or discarded */
+    PURE_SENT_LIVE = 0x80,        /* in flight: not yet acknowledged, lost or discarded */
 };
 
 /* One sent packet, kept in the ring until acknowledged or lost. Only packets with

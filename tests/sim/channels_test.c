@@ -17,9 +17,11 @@ typedef struct cx {
     sim *s;
     int cli, srv;
     pure_link *cl, *sl;
-    int echo_ch;      /* the server echoes this channel's messages back on it (-1: none) */
+    int echo_ch;              /* the server echoes this channel's messages back on it (-1: none) */
     uint64_t next_rx[2][NCH]; /* [side][channel]: the next sequence number expected */
     uint64_t tx_seq[NCH];     /* the client's next sequence number per channel */
+    uint64_t acked[NCH];      /* on_channel_acked: the client's last id + 1 per channel */
+    uint64_t bad_acks;        /* on_channel_acked going backwards or on channel 0 */
     uint64_t bad, received[2][NCH];
     uint64_t *rtt;
     size_t n_rtt, cap_rtt;
@@ -87,11 +89,19 @@ static void on_message(pure_link *l, void *user, const uint8_t *d, size_t len)
 {
     got(l, user, 0, d, len);
 }
-static void on_channel_message(pure_link *l, void *user, uint32_t ch, const uint8_t *d,
-                               size_t len)
+static void on_channel_message(pure_link *l, void *user, uint32_t ch, const uint8_t *d, size_t len)
 {
     got(l, user, ch, d, len);
 }
+static void on_channel_acked(pure_link *l, void *user, uint32_t ch, uint64_t through)
+{
+    cx *c = user;
+    if (l != c->cl || ch == 0 || ch >= NCH || through + 1 <= c->acked[ch])
+        c->bad_acks++;
+    else
+        c->acked[ch] = through + 1;
+}
+
 static int on_accept(pure_link *l, const char *svc, const uint8_t *key, void *user)
 {
     (void)svc, (void)key;
@@ -116,7 +126,8 @@ static void on_closed(pure_link *l, void *user, const pure_close_info *info)
 static const pure_callbacks CB = {.on_accept = on_accept,
                                   .on_message = on_message,
                                   .on_closed = on_closed,
-                                  .on_channel_message = on_channel_message};
+                                  .on_channel_message = on_channel_message,
+                                  .on_channel_acked = on_channel_acked};
 
 static uint32_t srv_max_channels = 16;
 static uint32_t cli_version = PURE_SETTINGS_VERSION;
@@ -192,8 +203,7 @@ static uint64_t avg_packet; /* the client's average datagram in the last hol_run
 
 static uint64_t hol_run(int bulk_ch, int req_ch, double loss, uint64_t *p50)
 {
-    sim_path p = {.delay = 10 * SIM_MS, .bandwidth = 200000000ull, .queue = 1 << 20,
-                  .loss = loss};
+    sim_path p = {.delay = 10 * SIM_MS, .bandwidth = 200000000ull, .queue = 1 << 20, .loss = loss};
     cx *c = cx_new(42, &p);
     CHECK(c->cl && c->sl);
     c->echo_ch = req_ch;
@@ -239,9 +249,9 @@ static uint64_t hol_run(int bulk_ch, int req_ch, double loss, uint64_t *p50)
     }
     uint64_t p99 = pct(c, 0.99);
     printf("bulk on %d, requests on %d, loss %.2f: %zu round trips, p50 %.1f ms p99 %.1f ms, "
-             "%llu bulk messages\n",
-             bulk_ch, req_ch, loss, c->n_rtt, (double)*p50 / 1e6, (double)p99 / 1e6,
-             (unsigned long long)c->received[1][bulk_ch < 0 ? 0 : bulk_ch]);
+           "%llu bulk messages\n",
+           bulk_ch, req_ch, loss, c->n_rtt, (double)*p50 / 1e6, (double)p99 / 1e6,
+           (unsigned long long)c->received[1][bulk_ch < 0 ? 0 : bulk_ch]);
     free(m);
     cx_free(c);
     return p99;
@@ -287,7 +297,7 @@ static void test_priority_overtakes(void)
     sim_run(c->s, NULL, NULL, at + 200 * SIM_MS);
     CHECK(c->urgent_at != 0);
     printf("urgent message after %.1f ms (one way 10 ms), %llu bulk messages before it\n",
-             (double)(c->urgent_at - at) / 1e6, (unsigned long long)c->bulk_msgs_before_urgent);
+           (double)(c->urgent_at - at) / 1e6, (unsigned long long)c->bulk_msgs_before_urgent);
     CHECK(c->urgent_at - at < 25 * SIM_MS); /* the next packet, not after the queued megabytes */
     CHECK_EQ(c->bad, 0);
     free(m);
@@ -298,8 +308,12 @@ static void test_priority_overtakes(void)
  * arrives whole, in order on its channel, once; then a graceful close reports nothing unacked. */
 static void test_soak_channels(void)
 {
-    sim_path p = {.delay = 5 * SIM_MS, .jitter = SIM_MS, .loss = 0.05, .reorder = 0.02,
-                  .reorder_delay = 3 * SIM_MS, .duplicate = 0.02};
+    sim_path p = {.delay = 5 * SIM_MS,
+                  .jitter = SIM_MS,
+                  .loss = 0.05,
+                  .reorder = 0.02,
+                  .reorder_delay = 3 * SIM_MS,
+                  .duplicate = 0.02};
     cx *c = cx_new(99, &p);
     CHECK(c->cl && c->sl);
     uint8_t *m = malloc(300000);
@@ -325,9 +339,12 @@ static void test_soak_channels(void)
             CHECK_EQ(pure_link_channel_unacked(c->cl, (uint32_t)ch, &first, &next), 0);
             CHECK_EQ(first, seq[ch]);
             CHECK_EQ(next, seq[ch]);
+            if (ch > 0)
+                CHECK_EQ(c->acked[ch], seq[ch]); /* on_channel_acked told of every message */
         }
     }
     CHECK(c->cl && pure_link_backlog(c->cl) == 0);
+    CHECK_EQ(c->bad_acks, 0);
     free(m);
     cx_free(c);
 }

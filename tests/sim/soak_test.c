@@ -75,11 +75,18 @@ static void test_channels(void)
     p.reorder = 0.05;
     p.reorder_delay = 3 * SIM_MS;
     p.duplicate = 0.02;
-    wl_cfg c = {.links = 50, .messages = 8, .max_size = 1u << 20, .echo = 1, .path = p,
-                .channels = 4};
+    wl_cfg c = {
+        .links = 50, .messages = 8, .max_size = 1u << 20, .echo = 1, .path = p, .channels = 4};
     scenario("50 links on channels 0..4, lossy", c, 600 * SIM_S);
-    wl_cfg d = {.links = 40, .messages = 20, .max_size = 65536, .echo = 1, .path = lan,
-                .channels = 4, .client_close = 0.2, .client_abort = 0.2, .server_close = 0.2,
+    wl_cfg d = {.links = 40,
+                .messages = 20,
+                .max_size = 65536,
+                .echo = 1,
+                .path = lan,
+                .channels = 4,
+                .client_close = 0.2,
+                .client_abort = 0.2,
+                .server_close = 0.2,
                 .server_abort = 0.2};
     scenario("40 links on channels 0..4, closes and aborts", d, 600 * SIM_S);
 }
