@@ -71,6 +71,10 @@ def chan_delivered(ch, off):
     return b"\x0d" + varint(ch) + varint(off)
 
 
+def datagram(payload):
+    return b"\x0e" + varint(len(payload)) + payload
+
+
 def stream(sizes):
     """The framed stream: preamble, then u32 length + body (byte i = i % 251) per message."""
     out = b"pure"
@@ -102,6 +106,8 @@ def frame_seeds():
     write("frame", "channels", chan_data(1, 0, stream([3, 0])[4:]) + chan_credit(2, 1 << 20) +
           chan_data(255, 1 << 33, b"x") + close(0, b"") + delivered(9) + chan_delivered(3, 70))
     write("frame", "channel_zero", chan_data(0, 0, b"abc"))
+    write("frame", "datagrams", datagram(b"hello") + ping() + datagram(b"") + datagram(bytes(300)))
+    write("frame", "datagram_cut", b"\x0e\x40\x50abc")
     write("frame", "channel_too_high", chan_credit(256, 5))
 
 
@@ -210,6 +216,9 @@ def link_seeds():
     write("link", "channels_lossy", bytes([0]) + connect + settle + b"".join(
           op(0x11 + 0x10 * (k % 3), k & 1, 0x40, 40 + k) for k in range(12)) + op(4, 0) +
           op(4, 2) + op(5, 1) + op(6, 3) + op(7, 100) + settle + settle + op(9, 1) + settle)
+    write("link", "datagrams", bytes([0]) + connect + settle + op(0xF1, 0, 0, 100) +
+          op(0xF1, 1, 4, 200) + op(0xF1, 0, 0, 3) + op(4, 0) + op(0xF1, 0, 0xFF, 0xFF) +
+          op(0x11, 0, 0, 30) + op(0xF1, 1, 0, 40) + op(5, 0) + settle + op(9, 0) + settle)
     write("link", "silent_peer", bytes([4]) + connect + settle + small +
           b"".join(op(4, 0) + op(7, 230) for _ in range(6)) + op(9, 0) + settle + settle)
 
@@ -274,6 +283,9 @@ def recv_seeds():
     # DATA t bit 6: CHAN_DATA on channel 1 + (t >> 7)
     write("recv", "channels", bytes([1, 3]) + pkt(dat(0, 300, t=0x40)) + pkt(dat(3, 200, t=0xC0)) +
           pkt(dat(0, 291, t=0xC0), dat(0, 100)) + pkt(dat(0, 500, t=0x40)) + bytes([3, 0]))
+    # PING t bit 3: a DATAGRAM of n bytes
+    write("recv", "datagrams", bytes([0, 1]) + pkt(b"\x0b\x05", dat(0, 100)) +
+          pkt(b"\x0b\x00", b"\x0b\xff") + pkt(b"\x0b\x10", c=0x20, back=1))
     write("recv", "flow_violation", bytes([0, 0]) + pkt(dat(1, 100, t=0x20)))
 
 

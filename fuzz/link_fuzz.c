@@ -14,7 +14,8 @@
  * 4 bits: the operation) followed by its argument bytes (missing ones read as 0):
  *   0 CONNECT a        side a&1 opens a link to the other (at most 8 alive, 32 per input)
  *   1 SEND e s1 s2     end e sends one message, size from s1 s2 (see msg_size), on channel
- *                      (op >> 4) % 3 (channels 1 and 2 through pure_link_send_on)
+ *                      (op >> 4) % 3 (channels 1 and 2 through pure_link_send_on); with
+ *                      op >> 4 == 15 a datagram instead (size % (pure_link_datagram_max + 2))
  *   2 REPLY e r        end e answers each of its next r&15 messages from inside on_message
  *                      with one of (r >> 4) * 613 bytes
  *   3 DELIVER i        deliver in-flight datagram i (any order: reordering)
@@ -44,6 +45,7 @@
  *     against the sender's record of what pure_link_send accepted, and by a running hash of the
  *     direction's prefix compared with the sender's), and on channels 1 and 2 the same
  *     separately per channel (whole, in order on that channel, once: on_channel_message);
+ *     datagrams arrive whole, from what the peer sent, at most once each;
  *   - no callback of a link after its on_closed; on_closed exactly once for every end the
  *     application knows (pure_connect returned 0, or on_accept returned 0), including when its
  *     context is freed (pure_ctx_free reports every live link closed);
@@ -71,6 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_ALIVE 8
 #define MAX_MSGS 512        /* messages per link direction the harness records */
 #define MAX_CH_MSGS 128     /* per channel 1, 2 and direction */
+#define MAX_DGRAMS 256      /* datagrams per direction */
 #define MAX_MSG (64u << 10) /* max_message_size */
 #define MAX_OPS 2000
 #define MAX_BYTES (2u << 20)
@@ -100,6 +103,10 @@ typedef struct end {
     uint64_t ctx_n[2], crx[2], crx_hash[2];
     uint32_t ctx_len[2][MAX_CH_MSGS];
     uint64_t ctx_hash[2][MAX_CH_MSGS];
+    /* datagrams sent (ids 0..dg_tx-1, lengths) and received (a bit per id) */
+    uint32_t dg_tx;
+    uint16_t dg_len[MAX_DGRAMS];
+    uint8_t dg_rx[MAX_DGRAMS / 8];
     int reply_left;
     size_t reply_size;
     int on_msg_action;
@@ -276,6 +283,29 @@ static void send_msg_on(end *e, uint32_t ch, size_t len)
     G.bytes += len;
 }
 
+/* Sends datagram number e->dg_tx of about `size` bytes (4-byte id, then msg_fill's bytes). */
+static void send_dgram(end *e, size_t size)
+{
+    if (e->dg_tx >= MAX_DGRAMS)
+        return;
+    size_t max = pure_link_datagram_max(e->link);
+    size_t len = size % (max + 2); /* max + 1 now and then: refused */
+    if (len < 4)
+        len = 4;
+    uint32_t id = e->dg_tx;
+    msg_fill(g_msg, e, (uint64_t)id | 3u << 16, len);
+    memcpy(g_msg, &id, 4);
+    int rc = pure_link_send_datagram(e->link, g_msg, len);
+    if (len > max && rc != PURE_EMSGSIZE && rc != PURE_ECLOSED)
+        FZ_FAIL("a datagram over pure_link_datagram_max was not refused with PURE_EMSGSIZE");
+    if (rc == 0) {
+        e->dg_len[id] = (uint16_t)len;
+        e->dg_tx++;
+    } else if (rc != PURE_EMSGSIZE && rc != PURE_EAGAIN && rc != PURE_ECLOSED) {
+        FZ_FAIL("pure_link_send_datagram failed with an unexpected code");
+    }
+}
+
 static void do_abort(end *e)
 {
     e->aborted = 1;
@@ -377,6 +407,25 @@ static void on_channel_message(pure_link *link, void *user, uint32_t ch, const u
     e->crx[c]++;
 }
 
+static void on_datagram(pure_link *link, void *user, const uint8_t *d, size_t n)
+{
+    end *e = end_of(link, user);
+    end *from = peer_of(e);
+    uint32_t id;
+    if (n < 4)
+        FZ_FAIL("a datagram shorter than its id");
+    memcpy(&id, d, 4);
+    if (id >= from->dg_tx || n != from->dg_len[id])
+        FZ_FAIL("a datagram the peer never sent, or of the wrong length");
+    static uint8_t want[2048];
+    msg_fill(want, from, (uint64_t)id | 3u << 16, n);
+    if (memcmp(d + 4, want + 4, n - 4) != 0)
+        FZ_FAIL("a datagram with the wrong bytes");
+    if (e->dg_rx[id >> 3] & (1u << (id & 7)))
+        FZ_FAIL("a datagram delivered twice");
+    e->dg_rx[id >> 3] |= (uint8_t)(1u << (id & 7));
+}
+
 static void on_writable(pure_link *link, void *user)
 {
     (void)end_of(link, user);
@@ -434,7 +483,8 @@ static const pure_callbacks g_cb = {.on_accept = on_accept,
                                     .on_writable = on_writable,
                                     .on_peer_finished = on_peer_finished,
                                     .on_closed = on_closed,
-                                    .on_channel_message = on_channel_message};
+                                    .on_channel_message = on_channel_message,
+                                    .on_datagram = on_datagram};
 
 /* ---- contexts and the network ---- */
 
@@ -649,7 +699,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case 1: {
             e = pick_end(ARG());
             uint8_t s1 = ARG(), s2 = ARG();
-            if (e && hi % 3)
+            if (e && hi == 15)
+                send_dgram(e, (size_t)s1 << 8 | s2);
+            else if (e && hi % 3)
                 send_msg_on(e, hi % 3, msg_size(s1, s2));
             else if (e)
                 send_msg(e, msg_size(s1, s2));
@@ -735,6 +787,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     a->side, b->side, (unsigned long long)a->tx, (unsigned long long)b->tx,
                     (unsigned long long)b->rx, (unsigned long long)a->rx,
                     a->closed ? " initiator closed" : "", b->closed ? " responder closed" : "");
+            int rxa = 0, rxb = 0;
+            for (int i = 0; i < MAX_DGRAMS; i++)
+                rxa += (a->dg_rx[i >> 3] >> (i & 7)) & 1, rxb += (b->dg_rx[i >> 3] >> (i & 7)) & 1;
+            fprintf(stderr, "link_fuzz: pair %d datagrams: sent %u/%u received %d/%d\n", p,
+                    a->dg_tx, b->dg_tx, rxb, rxa);
             for (int c = 0; c < 2; c++)
                 fprintf(stderr,
                         "link_fuzz: pair %d channel %d: sent %llu/%llu received %llu/%llu\n", p,

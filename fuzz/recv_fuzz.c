@@ -37,7 +37,7 @@
  *                 1 ACK     k g1 l1 ...: (k & 7) + 1 ranges of B's packet numbers from the newest
  *                             B sent, each gap/length byte pair; t bit 3: a largest beyond it
  *                 2 CREDIT  v1 v2: B's send_next + (v1 v2) * 64 (t bit 3: just (v1 v2))
- *                 3 PING
+ *                 3 PING    (t bit 3: a DATAGRAM instead, n: n bytes, id u16 then (id * 7 + i))
  *                 4 CLOSE   code, reason length (% 64), reason bytes
  *                 5 REKEY   flag (% 3), generation, 32 key bytes
  *                 6 PADDING n
@@ -99,7 +99,9 @@ static struct {
     uint64_t now;
     app ua, ub; /* A's link, B's link */
     int close_on_message, abort_not_close;
-    int junk; /* junk DATA bytes were sent: content checks off */
+    int junk;         /* junk DATA bytes were sent: content checks off */
+    uint16_t dg_next; /* the next DATAGRAM's id */
+    uint8_t dg_seen[65536 / 8];
     uint64_t next_pn, data_budget;
     uint64_t fins[MAX_FINS];
     int nfins;
@@ -247,6 +249,27 @@ static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
     }
 }
 
+/* B's datagrams: whole, each id once (a replayed packet must not bring one again). */
+static void on_datagram(pure_link *link, void *user, const uint8_t *d, size_t n)
+{
+    app *u = app_of(link, user);
+    if (u != &W.ub)
+        FZ_FAIL("A received a datagram nobody sent");
+    if (W.junk)
+        return; /* RAW frames may hold datagrams of their own */
+    if (n < 2)
+        FZ_FAIL("a datagram shorter than its id");
+    uint16_t id = (uint16_t)(d[0] << 8 | d[1]);
+    for (size_t i = 2; i < n; i++)
+        if (d[i] != (uint8_t)(id * 7 + (i - 2)))
+            FZ_FAIL("a datagram's bytes differ from what was sent");
+    if (id >= W.dg_next)
+        FZ_FAIL("a datagram that was never sent");
+    if (W.dg_seen[id >> 3] & (1u << (id & 7)))
+        FZ_FAIL("a datagram delivered twice");
+    W.dg_seen[id >> 3] |= (uint8_t)(1u << (id & 7));
+}
+
 /* B's channels 1 and 2 carry A's messages too, each channel in its own order. */
 static void on_channel_message(pure_link *link, void *user, uint32_t ch, const uint8_t *d, size_t n)
 {
@@ -309,7 +332,8 @@ static const pure_callbacks g_cb = {.on_accept = on_accept,
                                     .on_writable = on_other,
                                     .on_peer_finished = on_peer_finished,
                                     .on_closed = on_closed,
-                                    .on_channel_message = on_channel_message};
+                                    .on_channel_message = on_channel_message,
+                                    .on_datagram = on_datagram};
 
 static pure_ctx *make_ctx(uint8_t key, uint64_t *rng, fz_heap *heap, uint8_t opts)
 {
@@ -524,7 +548,20 @@ static uint8_t *put_frame(rd *r, uint8_t *out)
             v = (lb ? lb->send_next : 0) + v * 64;
         return pure_frame_put_credit(out, v);
     }
-    case 3: *out++ = PURE_FRAME_PING; return out;
+    case 3:
+        if (t & 8) { /* a DATAGRAM: id, then bytes derived from it */
+            uint8_t n = take(r), d[2 + 255];
+            uint16_t id = W.dg_next++;
+            d[0] = (uint8_t)(id >> 8);
+            d[1] = (uint8_t)id;
+            for (int i = 0; i < n; i++)
+                d[2 + i] = (uint8_t)(id * 7 + i);
+            pure_pkt k = {out, out + 1600};
+            pure_pkt_datagram(&k, d, 2u + n);
+            return k.p;
+        }
+        *out++ = PURE_FRAME_PING;
+        return out;
     case 4: { /* CLOSE */
         char reason[64];
         uint8_t code = take(r), rl = take(r) % 64;

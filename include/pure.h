@@ -212,6 +212,10 @@ typedef struct pure_callbacks {
      * pure_link_* function. Not called after on_closed. */
     void (*on_channel_acked)(pure_link *link, void *user, uint32_t channel,
                              uint64_t acked_through_id);
+    /* An unreliable datagram arrived (pure_link_send_datagram): whole, at most once, in no
+     * particular order with anything else. `data` is valid only until the callback returns.
+     * May call any pure_link_* function. */
+    void (*on_datagram)(pure_link *link, void *user, const uint8_t *data, size_t len);
 } pure_callbacks;
 
 /* Congestion controllers (pure_settings.congestion). */
@@ -355,13 +359,18 @@ typedef struct pure_settings {
     uint32_t server_id;      /* below 2^server_id_bits */
 
     /* ---- version 6: channels (pure_link_send_on; docs/protocol.md, "Channels") ---- */
-    uint32_t max_channels; /* channels 1..max_channels a link may use besides channel 0, each
-                              way (default 16, at most PURE_MAX_CHANNELS; 0: none). A peer
-                              that sends on a channel above it is closed with PURE_EPROTO.
-                              A channel costs nothing until first used; then ~400 bytes
-                              for the life of the link, plus its buffers while it has
-                              data. Its receive buffers count in max_receive_memory; its
-                              send buffer has its own send_backlog and send_queue. */
+    uint32_t max_channels;      /* channels 1..max_channels a link may use besides channel 0, each
+                                   way (default 16, at most PURE_MAX_CHANNELS; 0: none). A peer
+                                   that sends on a channel above it is closed with PURE_EPROTO.
+                                   A channel costs nothing until first used; then ~400 bytes
+                                   for the life of the link, plus its buffers while it has
+                                   data. Its receive buffers count in max_receive_memory; its
+                                   send buffer has its own send_backlog and send_queue. */
+    uint32_t max_datagram_size; /* largest unreliable datagram this side sends or takes
+                                   (pure_link_send_datagram), bytes (default 65535:
+                                   whatever one packet holds; 0: none). A peer that sends
+                                   a larger one, or any while it is 0, is closed with
+                                   PURE_EPROTO. */
 } pure_settings;
 
 /* The most channels a link may carry besides channel 0 (pure_settings.max_channels). */
@@ -683,6 +692,48 @@ PURE_API int pure_link_set_priority(pure_link *link, uint32_t channel, uint8_t u
  * is exact as for channel 0. Returns 0 or PURE_EINVAL (NULL, channel above max_channels). */
 PURE_API int pure_link_channel_unacked(const pure_link *link, uint32_t channel,
                                        uint64_t *first_unacked, uint64_t *next_id);
+
+/* Datagrams: unreliable messages that fit one packet (docs/channels.md, "Datagrams"). Each is
+ * sent once, never retransmitted, congestion-controlled and paced with everything else, and
+ * delivered to the peer's on_datagram whole or not at all, never twice, in no order with
+ * channels or other datagrams. One datagram per packet (beside channel data and ACKs).
+ *
+ * pure_link_send_datagram queues a copy of len bytes for the next packet the window and pacer
+ * allow. Returns 0 (queued: it may still be lost, which pure_link_datagram_stats counts) or:
+ *   PURE_EINVAL   link is NULL, data is NULL with len > 0, or the link takes no datagrams
+ *                 (pure_link_datagram_max is 0: max_datagram_size 0 on either side);
+ *   PURE_EMSGSIZE len > pure_link_datagram_max(link);
+ *   PURE_EAGAIN   64 KiB of datagrams wait already (PURE_DATAGRAM_QUEUE: the window or the
+ *                 pacer holds them): nothing was queued; send fewer or later;
+ *   PURE_ECLOSED  the link is closing or closed (after pure_link_close or abort);
+ *   PURE_ENOMEM   the queue could not be allocated.
+ * A datagram queued when the path's datagram size falls below it (a black hole found by the
+ * path MTU search) is dropped and counted in `dropped`, as are those still queued at close. */
+PURE_API int pure_link_send_datagram(pure_link *link, const void *data, size_t len);
+
+/* The largest datagram pure_link_send_datagram takes now: what one packet holds at the path's
+ * current datagram size (1200 bytes until the path MTU search finds more: 1169 bytes of
+ * payload), within both sides' max_datagram_size. It may grow with the path MTU search and
+ * fall after a black hole. 0 for NULL or when either side takes none. */
+PURE_API size_t pure_link_datagram_max(const pure_link *link);
+
+/* The largest datagram the peer takes: until the handshake carries the peer's own limit, the
+ * local max_datagram_size (both sides must be configured alike). 0 for NULL. */
+PURE_API size_t pure_link_peer_datagram_max(const pure_link *link);
+
+/* What became of the link's datagrams (counted from its first). */
+#define PURE_DATAGRAM_QUEUE 65536
+typedef struct pure_datagram_stats {
+    uint64_t sent;     /* went out in a packet */
+    uint64_t received; /* delivered to on_datagram */
+    uint64_t lost;     /* went out in a packet declared lost (the peer may still have had it, if
+                          only the acknowledgement was lost) */
+    uint64_t dropped;  /* never went out: too large for the path after it shrank, or still
+                          queued when the link closed */
+} pure_datagram_stats;
+
+/* Copies the link's datagram counters (all 0 for a link that never sent or received one). */
+PURE_API void pure_link_datagram_stats(const pure_link *link, pure_datagram_stats *st);
 
 /* Ends this side's stream after the messages already accepted (the peer gets on_peer_finished once
  * it has them all). Further sends return PURE_ECLOSED. Returns 0 or PURE_ESTATE. */

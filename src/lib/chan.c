@@ -39,6 +39,7 @@ void pure_chans_free(pure_chans *t, const pure_alloc *a, const pure_alloc *rx_a)
     for (uint32_t i = 1; i <= t->max; i++)
         if (t->c[i])
             chan_free(t->c[i], a, rx_a);
+    pure_dgq_clear(&t->dg, a);
     pure_mem_free(a, t, sizeof(pure_chans) + (size_t)(t->max + 1) * sizeof(pure_chan *));
 }
 
@@ -240,6 +241,8 @@ int pure_chans_pick(pure_chans *t, int has0)
 
 int pure_chans_has_data(const pure_chans *t)
 {
+    if (t->dg.count)
+        return 1; /* datagrams go as data does: within the window, paced */
     for (uint32_t i = 1; i <= t->max; i++)
         if (t->c[i] && pure_chan_has_data(t->c[i]))
             return 1;

@@ -16,6 +16,7 @@
 
 #include "alloc.h"
 #include "credit.h"
+#include "dgram.h"
 #include "msgparse.h"
 #include "ranges.h"
 #include "rob.h"
@@ -50,6 +51,7 @@ typedef struct pure_chans {
     uint32_t max;            /* channels 1..max may be used */
     uint32_t rr;             /* the channel the last incremental turn went to */
     uint32_t credit_pending; /* channels owing a CHAN_CREDIT frame */
+    pure_dgq dg;             /* the link's datagrams waiting, and their counters (link_chan.c) */
     uint8_t urgency[PURE_CHANNEL_MAX + 1];
     uint8_t incremental[PURE_CHANNEL_MAX + 1];
     pure_chan *c[]; /* [max + 1]; c[0] unused (channel 0 is the link's) */
@@ -111,7 +113,7 @@ void pure_chan_shrink(pure_chan *c, const pure_alloc *a, const pure_alloc *rx_a)
  * they take turns packet by packet from the one after the last served. Returns the channel, or
  * -1 if none has data. */
 int pure_chans_pick(pure_chans *t, int has0);
-/* 1 if any channel 1..max has data to send now (pure_chan_has_data). */
+/* 1 if any channel 1..max has data to send now (pure_chan_has_data), or a datagram waits. */
 int pure_chans_has_data(const pure_chans *t);
 /* 1 if no channel holds unacknowledged bytes. */
 int pure_chans_send_empty(const pure_chans *t);

@@ -75,6 +75,7 @@ void pure_settings_default(pure_settings *s)
     s->half_open_per_addr = 64;
     s->inits_per_addr = 32;
     s->max_channels = 16;
+    s->max_datagram_size = 65535;
 }
 
 /* The fields settings version 3 added, for a caller built against an older pure.h. */
@@ -106,10 +107,12 @@ static void settings_v5_defaults(pure_settings *s)
     s->server_id = 0;
 }
 
-/* The fields settings version 6 added: no channels (a caller that never heard of them). */
+/* The fields settings version 6 added: no channels nor datagrams (a caller that never heard of
+ * them). */
 static void settings_v6_defaults(pure_settings *s)
 {
     s->max_channels = 0;
+    s->max_datagram_size = 0;
 }
 
 /* A copy of settings holds the private key: wiped as it goes out of scope, on every path. */

@@ -50,7 +50,8 @@ typedef struct pure_frame {
 /* Parses the next frame at *p (before end) into f, skipping runs of PADDING (which then come back
  * as one PURE_FRAME_PADDING). The ACK frame is decoded into *ack (f only says its type).
  * Returns 0 and advances *p, or PURE_EPROTO for anything malformed: unknown type, truncation,
- * a DATA or CHAN_DATA offset + length past 2^62, a channel 0 or above PURE_CHANNEL_MAX, an ACK
+ * a DATA or CHAN_DATA offset + length past 2^62, a channel 0 or above PURE_CHANNEL_MAX, a
+ * DATAGRAM longer than the packet (it comes back in u.chan: len and bytes, channel 0), an ACK
  * range underflowing 0 or with more ranges than fit. */
 int pure_frame_parse(const uint8_t **p, const uint8_t *end, pure_frame *f, pure_ack_frame *ack);
 
@@ -90,6 +91,8 @@ uint8_t *pure_pkt_data(pure_pkt *k, uint64_t offset, uint64_t len, int fin);
 int pure_pkt_chan_offset(pure_pkt *k, uint8_t type, uint64_t channel, uint64_t offset);
 uint64_t pure_pkt_chan_data_fit(const pure_pkt *k, uint64_t channel, uint64_t offset, uint64_t len);
 uint8_t *pure_pkt_chan_data(pure_pkt *k, uint64_t channel, uint64_t offset, uint64_t len);
+/* A DATAGRAM frame of len bytes (len < 16384); -1 if it does not fit (nothing written). */
+int pure_pkt_datagram(pure_pkt *k, const uint8_t *data, size_t len);
 /* Fills the rest of the packet with PADDING. */
 void pure_pkt_pad(pure_pkt *k);
 

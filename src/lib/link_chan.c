@@ -94,6 +94,91 @@ int pure_link_channel_unacked(const pure_link *link, uint32_t channel, uint64_t 
     return 0;
 }
 
+/* ---- datagrams ---- */
+
+_Static_assert(PURE_DGQ_LIMIT == PURE_DATAGRAM_QUEUE, "the queue's limit is pure.h's");
+
+size_t pure_link_peer_datagram_max(const pure_link *link)
+{
+    /* until the handshake carries the peer's own limit, both sides are configured alike */
+    return link ? link->ctx->s.max_datagram_size : 0;
+}
+
+size_t pure_link_datagram_max(const pure_link *link)
+{
+    if (!link)
+        return 0;
+    size_t lim = link->ctx->s.max_datagram_size, peer = pure_link_peer_datagram_max(link);
+    size_t fit = (size_t)link->mss - PURE_DATA_HEADER - PURE_TAG_LEN - PURE_DATAGRAM_FRAME_OVERHEAD;
+    if (peer < lim)
+        lim = peer;
+    return fit < lim ? fit : lim;
+}
+
+int pure_link_send_datagram(pure_link *link, const void *data, size_t len)
+{
+    if (!link || (!data && len))
+        return PURE_EINVAL;
+    if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED || link->close_requested)
+        return PURE_ECLOSED;
+    size_t max = pure_link_datagram_max(link);
+    if (max == 0)
+        return PURE_EINVAL;
+    if (len > max)
+        return PURE_EMSGSIZE;
+    pure_chans *t = table(link);
+    if (!t)
+        return PURE_ENOMEM;
+    int rc = pure_dgq_push(&t->dg, &link->ctx->alloc, data, len);
+    if (rc)
+        return rc;
+    if (!link->in_pending)
+        pure_ctx_mark_pending(link->ctx, link);
+    return 0;
+}
+
+void pure_link_datagram_stats(const pure_link *link, pure_datagram_stats *st)
+{
+    if (!st)
+        return;
+    memset(st, 0, sizeof *st);
+    if (!link || !link->chans)
+        return;
+    st->sent = link->chans->dg.sent;
+    st->received = link->chans->dg.received;
+    st->lost = link->chans->dg.lost;
+    st->dropped = link->chans->dg.dropped;
+}
+
+int pure_link_chan_put_datagram(pure_link *link, pure_pkt *k)
+{
+    pure_dgq *q = &link->chans->dg;
+    const uint8_t *p;
+    int32_t len;
+    size_t max = pure_link_datagram_max(link);
+    while ((len = pure_dgq_peek(q, &p)) >= 0 && (size_t)len > max) {
+        pure_dgq_pop(q); /* the path's datagram size fell below it */
+        q->dropped++;
+    }
+    if (len < 0 || pure_pkt_datagram(k, p, (size_t)len) != 0)
+        return 0; /* nothing waits, or it goes in the next packet (an ACK took the room) */
+    pure_dgq_pop(q);
+    q->sent++;
+    return 1;
+}
+
+static int on_datagram(pure_link *link, const pure_frame *f)
+{
+    if (f->u.chan.len > link->ctx->s.max_datagram_size)
+        return PURE_EPROTO; /* larger than this side takes, or none taken */
+    pure_chans *t = table(link);
+    if (t)
+        t->dg.received++;
+    if (link->ctx->cb.on_datagram)
+        link->ctx->cb.on_datagram(link, link->user, f->u.chan.bytes, (size_t)f->u.chan.len);
+    return 0;
+}
+
 /* ---- sending ---- */
 
 int pure_link_chan_put_data(pure_link *link, int ch, pure_pkt *k, pure_sent *rec, int whole)
@@ -169,11 +254,13 @@ void pure_link_chan_on_lost(pure_link *link, const pure_sent *e)
     pure_chans *t = link->chans;
     if (!t)
         return;
-    if (e->data_len) {
+    if (e->chan && e->data_len) {
         pure_chan *c = pure_chans_find(t, e->chan);
         if (c)
             pure_chan_on_lost(c, &link->ctx->alloc, e->data_off, e->data_len);
     }
+    if (e->flags & PURE_SENT_DATAGRAM)
+        t->dg.lost++;                     /* never sent again */
     if (e->flags & PURE_SENT_CHAN_CREDIT) /* which channels' grants it held is not kept: resend
                                              every grant made (CHAN_CREDIT is idempotent) */
         for (uint32_t i = 1; i <= t->max; i++)
@@ -227,6 +314,8 @@ void pure_link_chan_shrink(pure_link *link)
     for (uint32_t i = 1; t && i <= t->max; i++)
         if (t->c[i])
             pure_chan_shrink(t->c[i], &link->ctx->alloc, &rx);
+    if (t && !t->dg.count)
+        pure_dgq_clear(&t->dg, &link->ctx->alloc); /* nothing queued: the buffer goes back */
 }
 
 void pure_link_chan_free(pure_link *link)
@@ -336,6 +425,8 @@ static int on_chan_data(pure_link *link, const pure_frame *f, uint64_t now)
 
 int pure_link_chan_on_frame(pure_link *link, const pure_frame *f, uint64_t now)
 {
+    if (f->type == PURE_FRAME_DATAGRAM)
+        return on_datagram(link, f);
     if (f->u.chan.channel > link->ctx->s.max_channels)
         return PURE_EPROTO; /* more channels than this side takes */
     switch (f->type) {

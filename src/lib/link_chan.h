@@ -31,14 +31,22 @@ static inline int pure_link_chan_credit_due(const pure_link *link)
  * fits, lost bytes first (with `whole`, only a run that fits wholly); fills *rec. Returns 1 if a
  * frame went in. */
 int pure_link_chan_put_data(pure_link *link, int ch, pure_pkt *k, pure_sent *rec, int whole);
+/* Puts the oldest queued datagram if it fits (dropping those too large for the path now).
+ * Returns 1 if one went in. */
+int pure_link_chan_put_datagram(pure_link *link, pure_pkt *k);
+/* 1 if a datagram waits. */
+static inline int pure_link_chan_datagram_due(const pure_link *link)
+{
+    return link->chans && link->chans->dg.count;
+}
 /* Puts the CHAN_CREDIT frames owed that fit. Returns 1 if one went in. */
 int pure_link_chan_put_credits(pure_link *link, pure_pkt *k);
 /* After CLOSE and DELIVERED: CHAN_DELIVERED for each channel the peer used, as many as fit. */
 void pure_link_chan_put_delivered(pure_link *link, pure_pkt *k);
 
-/* A CHAN_DATA, CHAN_CREDIT or CHAN_DELIVERED frame. Returns 0, PURE_CHAN_DROPPED, or a code that
- * closes the link (PURE_EPROTO for a channel above max_channels, PURE_EFLOW, PURE_EMSGSIZE,
- * PURE_ENOMEM). */
+/* A CHAN_DATA, CHAN_CREDIT, CHAN_DELIVERED or DATAGRAM frame. Returns 0, PURE_CHAN_DROPPED, or a
+ * code that closes the link (PURE_EPROTO for a channel above max_channels or a datagram larger
+ * than max_datagram_size, PURE_EFLOW, PURE_EMSGSIZE, PURE_ENOMEM). */
 int pure_link_chan_on_frame(pure_link *link, const pure_frame *f, uint64_t now);
 
 /* A sent packet's channel bytes were acknowledged / lost (recovery.c). */

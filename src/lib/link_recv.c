@@ -376,6 +376,7 @@ static int on_frame(pure_link *link, const pure_frame *f, const pure_ack_frame *
         pure_rekey_on_frame(link, f->u.rekey, now);
         break;
     case PURE_FRAME_CHAN_DELIVERED: break; /* taken with the CLOSE it follows */
+    case PURE_FRAME_DATAGRAM:
     case PURE_FRAME_CHAN_DATA:
     case PURE_FRAME_CHAN_CREDIT:
     case PURE_FRAME_DATA: {

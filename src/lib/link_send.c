@@ -237,6 +237,10 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
         link->ping_pending = 0;
         eliciting = 1;
     }
+    if (allow_data && pure_link_chan_datagram_due(link) && pure_link_chan_put_datagram(link, &k)) {
+        rec.flags |= PURE_SENT_DATAGRAM;
+        eliciting = 1;
+    }
     if (allow_data && put_stream_data(link, &k, &rec, (mode & BUILD_PAD) != 0))
         eliciting = 1;
     if (k.p == out + PURE_DATA_HEADER)

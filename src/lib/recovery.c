@@ -68,9 +68,9 @@ static void loss_rate_update(pure_link *link, int lost)
  * bytes, its FIN, its credit update, its REKEY frame. */
 static void requeue(pure_link *link, const pure_sent *e)
 {
-    if (e->chan || (e->flags & PURE_SENT_CHAN_CREDIT))
-        pure_link_chan_on_lost(link, e);
-    else if (e->data_len)
+    if (e->chan || (e->flags & (PURE_SENT_CHAN_CREDIT | PURE_SENT_DATAGRAM)))
+        pure_link_chan_on_lost(link, e); /* a channel's bytes, CHAN_CREDIT frames, a datagram */
+    if (!e->chan && e->data_len)         /* channel 0's bytes, whatever else the packet held */
         pure_ranges_add(&link->b->lost, &link->ctx->alloc, e->data_off, e->data_off + e->data_len);
     if (e->flags & PURE_SENT_FIN)
         link->fin_sent_pending = 1;

@@ -17,7 +17,7 @@ enum {
     PURE_SENT_ELICITING = 0x01, /* needs an ACK */
     PURE_SENT_FIN = 0x02,       /* carried the stream's FIN */
     PURE_SENT_CREDIT = 0x04,    /* carried a CREDIT frame */
-    PURE_SENT_CLOSE = 0x08,
+    PURE_SENT_DATAGRAM = 0x08,  /* carried a DATAGRAM frame (link_chan.c; never resent) */
     PURE_SENT_REKEY = 0x10,
     PURE_SENT_PMTU_PROBE = 0x20,  /* a path MTU probe (pmtud.h): its loss is not congestion */
     PURE_SENT_CHAN_CREDIT = 0x40, /* carried CHAN_CREDIT frames (link_chan.c) */

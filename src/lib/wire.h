@@ -114,6 +114,9 @@ enum pure_frame_type {
     PURE_FRAME_CHAN_DATA = 0x0c,   /* channel, offset, length, bytes */
     /* After CLOSE and DELIVERED: how far the closing side's application read one channel. */
     PURE_FRAME_CHAN_DELIVERED = 0x0d, /* channel, stream offset */
+    /* An unreliable datagram: delivered whole or not at all, never sent again. Sent only to a
+     * peer that takes them (pure_link_peer_datagram_max). */
+    PURE_FRAME_DATAGRAM = 0x0e, /* length, bytes */
 };
 #define PURE_FRAME_DATA_FIN 0x01
 
@@ -124,6 +127,7 @@ enum pure_frame_type {
 #define PURE_AMPLIFICATION 3   /* bytes sent per byte received before a path is validated */
 #define PURE_PATH_DATA_LEN 8   /* a PATH_CHALLENGE's unpredictable bytes */
 #define PURE_CHANNEL_MAX 255   /* the largest channel number (a sent packet records it in a byte) */
+#define PURE_DATAGRAM_FRAME_OVERHEAD 3 /* a DATAGRAM frame's type and length (up to 16383) */
 
 /* Close codes a peer sends in CLOSE (the application's own codes start at 0x100). */
 enum pure_close_code {

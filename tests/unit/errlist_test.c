@@ -335,7 +335,17 @@ static void test_link_calls(void)
     fail_alloc = 1;
     CHECK_EQ(GOT(pure_link_set_priority, (l, 1, 0, 1)), PURE_ENOMEM);
     CHECK_EQ(GOT(pure_link_send_on, (l, 2, "x", 1)), PURE_ENOMEM);
+    /* datagrams: the queue is made on first use; before the handshake they wait */
+    CHECK_EQ(GOT(pure_link_send_datagram, (l, "x", 1)), PURE_ENOMEM);
     fail_alloc = 0;
+    CHECK_EQ(GOT(pure_link_send_datagram, (NULL, "x", 1)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_link_send_datagram, (l, NULL, 1)), PURE_EINVAL);
+    CHECK_EQ(pure_link_datagram_max(l), 1200 - 12 - 16 - 3);
+    CHECK_EQ(GOT(pure_link_send_datagram, (l, big, pure_link_datagram_max(l) + 1)), PURE_EMSGSIZE);
+    int drc = 0;
+    for (int i = 0; i < 100 && drc == 0; i++)
+        drc = GOT(pure_link_send_datagram, (l, big, 1000));
+    CHECK_EQ(drc, PURE_EAGAIN);
     CHECK_EQ(GOT(pure_link_set_priority, (NULL, 1, 0, 1)), PURE_EINVAL);
     CHECK_EQ(GOT(pure_link_set_priority, (l, 1, PURE_URGENCY_MAX + 1, 1)), PURE_EINVAL);
     CHECK_EQ(GOT(pure_link_set_priority, (l, 17, 0, 1)), PURE_EINVAL); /* max_channels 16 */
@@ -379,11 +389,13 @@ static void test_link_calls(void)
     rc = GOT(pure_link_send, (l, "x", 1));
     CHECK_EQ(rc, PURE_ECLOSED); /* finished: nothing more can be sent */
     CHECK_EQ(GOT(pure_link_send_on, (l, 1, "x", 1)), PURE_ECLOSED);
+    CHECK_EQ(GOT(pure_link_send_datagram, (l, "x", 1)), 0); /* finished: datagrams still go */
     CHECK(pure_err_is_fatal((int)rc));
     CHECK_EQ(GOT(pure_link_close, (l, 5, NULL)), PURE_EINVAL); /* 1..0xff are Pure's */
     CHECK_EQ(GOT(pure_link_abort, (l, 5, NULL)), PURE_EINVAL);
     CHECK_EQ(GOT(pure_link_close, (l, 0, "bye")), 0);
     CHECK_EQ(GOT(pure_link_close, (l, 0, "again")), PURE_ESTATE);
+    CHECK_EQ(GOT(pure_link_send_datagram, (l, "x", 1)), PURE_ECLOSED);
     /* the responder's link: aborted, its CLOSE ends the initiator's link when read; calls from
      * on_closed find the link gone */
     c.probe_in_on_closed = 1;
