@@ -39,6 +39,8 @@ typedef struct pure_chan {
     uint8_t credit_pending; /* a CHAN_CREDIT frame is owed to the peer */
     uint8_t want_writable;
     uint8_t acked_moved; /* msgs_acked moved since on_channel_acked last reported it */
+    uint8_t stalled;     /* held bytes at recv_next wait for memory (link_chan.c) */
+    uint8_t credit_held; /* a grant due waits for memory (link_chan.c) */
     /* ---- receive ---- */
     uint64_t recv_next; /* in-order bytes consumed */
     pure_credit credit; /* receive window and grant; .peer: the peer's limit on our sends */
@@ -51,6 +53,8 @@ typedef struct pure_chans {
     uint32_t max;            /* channels 1..max may be used */
     uint32_t rr;             /* the channel the last incremental turn went to */
     uint32_t credit_pending; /* channels owing a CHAN_CREDIT frame */
+    uint32_t stalled;        /* channels with `stalled` set */
+    uint32_t held;           /* channels with `credit_held` set */
     pure_dgq dg;             /* the link's datagrams waiting, and their counters (link_chan.c) */
     uint8_t urgency[PURE_CHANNEL_MAX + 1];
     uint8_t incremental[PURE_CHANNEL_MAX + 1];

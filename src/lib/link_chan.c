@@ -2,10 +2,11 @@
 /* link_chan.c: a link's channels 1..max over chan.h (link_chan.h): the public calls that send on
  * them and set their priorities, their frames in a packet, their data arriving, and what an ACK
  * or a loss means for them. Receive memory: every channel's reorder ring and assembly buffer is
- * allocated through rxmem.c's allocator, so it counts in max_receive_memory; a channel never
- * holds more than the budget leaves (it does not take the one owner's exemption): what does not
- * fit is dropped unacknowledged, for the peer to send again. Its flow credit bounds it as
- * channel 0's does. */
+ * allocated through rxmem.c's allocator, so it counts in max_receive_memory; a channel holds no
+ * more than the budget leaves, but for one channel of the context at a time (ctx->rx_chan_owner)
+ * that may finish its message past it: at most max_message_size more. What does not fit is
+ * dropped unacknowledged, for the peer to send again. Its flow credit bounds it as channel 0's
+ * does. */
 #include <string.h>
 
 #include "chan.h"
@@ -268,6 +269,23 @@ void pure_link_chan_on_lost(pure_link *link, const pure_sent *e)
                 credit_owed(t, t->c[i]);
 }
 
+void pure_link_chan_on_pto(pure_link *link, uint32_t mss)
+{
+    pure_chans *t = link->chans;
+    for (uint32_t i = 1; t && i <= t->max; i++) {
+        pure_chan *c = t->c[i];
+        if (!c || c->send_next <= c->sb.base)
+            continue;
+        uint64_t from = c->sb.base, to = pure_ranges_next_start(&c->acked, from);
+        if (to > c->send_next)
+            to = c->send_next;
+        if (to - from > mss)
+            to = from + mss;
+        if (to > from)
+            pure_chan_on_lost(c, &link->ctx->alloc, from, to - from);
+    }
+}
+
 int pure_link_chan_after_ack(pure_link *link)
 {
     pure_chans *t = link->chans;
@@ -320,6 +338,8 @@ void pure_link_chan_shrink(pure_link *link)
 
 void pure_link_chan_free(pure_link *link)
 {
+    if (link->ctx->rx_chan_owner == link)
+        link->ctx->rx_chan_owner = NULL;
     if (!link->chans)
         return;
     pure_alloc rx = pure_rxmem_alloc(link->ctx);
@@ -349,17 +369,57 @@ static int deliver(void *arg, const uint8_t *data, size_t len)
  * code that closes the link. */
 static int feed(pure_link *link, uint32_t ch, pure_chan *c, const uint8_t *p, size_t n)
 {
-    pure_alloc a = pure_rxmem_alloc(link->ctx);
-    uint64_t lim = (uint64_t)c->parse.body_cap + pure_rxmem_room(link->ctx);
+    pure_ctx *ctx = link->ctx;
+    pure_alloc a = pure_rxmem_alloc(ctx);
+    int owner = ctx->rx_chan_owner == link && ctx->rx_chan_owner_ch == ch;
+    uint64_t lim = owner ? UINT32_MAX : (uint64_t)c->parse.body_cap + pure_rxmem_room(ctx);
     c->parse.cap_limit = lim > UINT32_MAX ? UINT32_MAX : (uint32_t)lim;
     deliver_arg d = {link, ch};
-    return pure_msgparse_feed(&c->parse, &a, p, n, deliver, &d);
+    int rc = pure_msgparse_feed(&c->parse, &a, p, n, deliver, &d);
+    if (rc == PURE_EAGAIN && !ctx->rx_chan_owner) {
+        /* The budget stops this channel's message: it becomes the one channel that may finish
+         * its message past the budget (as rxmem.c's owner link does for channel 0), so channels
+         * that each hold part of a message cannot all wait on each other for memory. */
+        ctx->rx_chan_owner = link;
+        ctx->rx_chan_owner_ch = ch;
+        owner = 1;
+        size_t done = n - c->parse.unfed;
+        c->parse.cap_limit = UINT32_MAX;
+        rc = pure_msgparse_feed(&c->parse, &a, p + done, n - done, deliver, &d);
+    }
+    if (owner && ctx->rx_chan_owner == link && pure_msgparse_at_boundary(&c->parse))
+        ctx->rx_chan_owner = NULL; /* its message is out: the exemption goes */
+    return rc;
 }
 
-static void update_credit(pure_link *link, pure_chan *c, uint64_t now)
+static void set_held(pure_chans *t, pure_chan *c, int held)
 {
-    if (!pure_credit_due(&c->credit, c->recv_next) || link->recv_paused ||
-        pure_rxmem_room(link->ctx) == 0)
+    if (held != c->credit_held) {
+        c->credit_held = (uint8_t)held;
+        t->held += held ? 1u : (uint32_t)-1;
+    }
+}
+
+/* Grants the channel more credit once half its window was consumed, unless the application
+ * paused the link or max_receive_memory has less room than the grant would let in (the channel
+ * that may finish its message past the budget excepted): the peer then sends no more than the
+ * receiver can hold, instead of bytes it would drop. A held grant is tried again as packets
+ * arrive (pure_link_chan_retry; the link probes its peer meanwhile). */
+static void update_credit(pure_link *link, pure_chan *c, uint32_t ch, uint64_t now)
+{
+    if (!pure_credit_due(&c->credit, c->recv_next) || link->recv_paused)
+        return;
+    pure_ctx *ctx = link->ctx;
+    int owner = ctx->rx_chan_owner == link && ctx->rx_chan_owner_ch == ch;
+    int short_of_memory = !owner && pure_rxmem_room(ctx) < pure_credit_window(&c->credit);
+    if (short_of_memory && !ctx->rx_chan_owner) {
+        /* no channel may go past the budget now: this one may (so one always moves on) */
+        ctx->rx_chan_owner = link;
+        ctx->rx_chan_owner_ch = ch;
+        short_of_memory = 0;
+    }
+    set_held(link->chans, c, short_of_memory);
+    if (short_of_memory)
         return;
     uint64_t rtt = link->rtt.has_sample ? link->rtt.smoothed : 0;
     pure_credit_grant(&c->credit, c->recv_next, rtt, link->ctx->s.recv_window_max, now);
@@ -371,9 +431,46 @@ void pure_link_chan_recv_resumed(pure_link *link, uint64_t now)
     pure_chans *t = link->chans;
     for (uint32_t i = 1; t && i <= t->max; i++)
         if (t->c[i])
-            update_credit(link, t->c[i], now);
+            update_credit(link, t->c[i], i, now);
     if (t && t->credit_pending)
         pure_ctx_mark_pending(link->ctx, link);
+}
+
+/* Consumes the held bytes that continue the channel's stream from recv_next, then grants credit.
+ * Returns 0 or a code that closes the link. If the budget stops it (the assembly buffer may
+ * not grow: max_receive_memory) the channel is marked stalled: those bytes were acknowledged
+ * and will not come again, so pure_link_chan_retry tries again as packets arrive (the link
+ * probes its peer meanwhile: timers.c's watch, as for a message in progress). */
+static int drain_ring(pure_link *link, uint32_t ch, pure_chan *c, uint64_t now)
+{
+    pure_chans *t = link->chans;
+    const uint8_t *p;
+    size_t chunk;
+    int stalled = 0, rc = 0;
+    while ((chunk = pure_rob_next(&c->rob, c->recv_next, &p)) != 0) {
+        rc = feed(link, ch, c, p, chunk);
+        c->recv_next += chunk - (rc ? c->parse.unfed : 0);
+        if (rc) {
+            pure_rob_trim(&c->rob, c->recv_next);
+            stalled = rc == PURE_EAGAIN;
+            break;
+        }
+    }
+    if (stalled != c->stalled) {
+        c->stalled = (uint8_t)stalled;
+        t->stalled += stalled ? 1u : (uint32_t)-1;
+    }
+    if (pure_rxmem_room(link->ctx) < pure_credit_window(&c->credit)) {
+        /* memory is short: what this channel holds without need goes back (an empty ring, the
+         * assembly buffer between messages) */
+        pure_alloc ra = pure_rxmem_alloc(link->ctx);
+        pure_rob_shrink(&c->rob, &ra);
+        if (pure_msgparse_at_boundary(&c->parse))
+            pure_msgparse_shrink(&c->parse, &ra);
+    }
+    if (rc == 0)
+        update_credit(link, c, ch, now);
+    return rc < 0 && rc != PURE_EAGAIN ? rc : 0;
 }
 
 static int on_chan_data(pure_link *link, const pure_frame *f, uint64_t now)
@@ -390,6 +487,8 @@ static int on_chan_data(pure_link *link, const pure_frame *f, uint64_t now)
     if (off > c->recv_next) { /* out of order: hold it */
         pure_alloc ra = pure_rxmem_alloc(link->ctx);
         uint64_t limit = pure_rob_cap(&c->rob) + pure_rxmem_room(link->ctx);
+        if (link->ctx->rx_chan_owner == link && link->ctx->rx_chan_owner_ch == ch)
+            limit += link->ctx->s.max_message_size; /* the owner's message goes on */
         uint64_t want = pure_credit_granted(&c->credit) - c->recv_next;
         if (pure_rob_reserve(&c->rob, &ra, want, limit) != 0 &&
             pure_rob_reserve(&c->rob, &ra, end - c->recv_next, limit) != 0)
@@ -408,19 +507,23 @@ static int on_chan_data(pure_link *link, const pure_frame *f, uint64_t now)
         return rc;
     if (rc == 1 || link->state != PURE_LS_OPEN)
         return 0;
-    /* what the ring held that now continues the stream */
-    const uint8_t *p;
-    size_t chunk;
-    while ((chunk = pure_rob_next(&c->rob, c->recv_next, &p)) != 0) {
-        rc = feed(link, ch, c, p, chunk);
-        c->recv_next += chunk - (rc ? c->parse.unfed : 0);
-        if (rc) {
-            pure_rob_trim(&c->rob, c->recv_next);
-            return rc < 0 && rc != PURE_EAGAIN ? rc : 0;
-        }
+    return drain_ring(link, ch, c, now);
+}
+
+int pure_link_chan_retry(pure_link *link, uint64_t now)
+{
+    pure_chans *t = link->chans;
+    int rc = 0;
+    for (uint32_t i = 1; t && i <= t->max && link->state == PURE_LS_OPEN && !rc; i++) {
+        pure_chan *c = t->c[i];
+        if (c && c->stalled)
+            rc = drain_ring(link, i, c, now);
+        else if (c && c->credit_held)
+            update_credit(link, c, i, now);
     }
-    update_credit(link, c, now);
-    return 0;
+    if (t && t->credit_pending)
+        pure_ctx_mark_pending(link->ctx, link);
+    return rc;
 }
 
 int pure_link_chan_on_frame(pure_link *link, const pure_frame *f, uint64_t now)

@@ -52,12 +52,26 @@ int pure_link_chan_on_frame(pure_link *link, const pure_frame *f, uint64_t now);
 /* A sent packet's channel bytes were acknowledged / lost (recovery.c). */
 void pure_link_chan_on_acked(pure_link *link, const pure_sent *e);
 void pure_link_chan_on_lost(pure_link *link, const pure_sent *e);
+/* A probe timeout: each channel's oldest unacknowledged bytes (up to mss) go again first, as
+ * channel 0's do (recovery.c): the peer may have dropped everything after them for want of
+ * memory, and only they can move it on. */
+void pure_link_chan_on_pto(pure_link *link, uint32_t mss);
 /* After an ACK: release what is acknowledged. Returns non-zero if any channel's bytes were
  * (bit 0: messages too). */
 int pure_link_chan_after_ack(pure_link *link);
 /* Tells the application (on_channel_acked) of each channel whose messages were newly
  * acknowledged. Stops if a callback ends the link. */
 void pure_link_chan_report_acked(pure_link *link);
+/* Channels whose held bytes could not be consumed for want of memory try again (after a packet
+ * of the peer arrived). Returns 0, or a code that closes the link (the held bytes broke the
+ * framing: PURE_EMSGSIZE, PURE_ENOMEM). */
+int pure_link_chan_retry(pure_link *link, uint64_t now);
+/* 1 if a channel waits for memory: to consume what it holds (the peer is mid-message), or to
+ * grant credit due. */
+static inline int pure_link_chan_stalled(const pure_link *link)
+{
+    return link->chans && (link->chans->stalled || link->chans->held);
+}
 /* The reader resumed (pure_link_resume_recv) or memory came back: grant the credit held back. */
 void pure_link_chan_recv_resumed(pure_link *link, uint64_t now);
 /* 1 if every channel's backlog is at most half its limits (on_writable may run). */

@@ -448,6 +448,16 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
         if (on_frame(link, &f, &ack, &seen, &rc, now))
             return rc;
     }
+    if (pure_link_chan_stalled(link)) { /* memory may have come back since */
+        int crc = pure_link_chan_retry(link, now);
+        if (crc) {
+            pure_link_terminate(link, crc, (uint64_t)close_code_for(crc), pure_strerror(crc), 1,
+                                now);
+            return crc;
+        }
+        if (link->state != PURE_LS_OPEN)
+            return 0; /* the application closed it from a callback */
+    }
     after_frames(link, &seen, pn, now);
     return 0;
 }

@@ -372,7 +372,10 @@ void pure_recovery_on_timeout(pure_link *link, uint64_t now)
     pure_pmtud_on_pto(&link->b->pmtud, link->pto_count);
     pure_recovery_mss_sync(link);
     if ((pure_ranges_empty(&link->b->lost) && link->send_next >= link->sb.end) ||
-        link->pto_count >= 2)
+        link->pto_count >= 2) {
         resend_oldest(link);
+        if (link->chans)
+            pure_link_chan_on_pto(link, link->mss);
+    }
     pure_ctx_mark_pending(link->ctx, link);
 }

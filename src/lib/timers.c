@@ -58,6 +58,8 @@ static int expecting(const pure_link *link, uint64_t now)
         return 1;
     if (link->b && (!pure_msgparse_at_boundary(&link->b->parse) || !pure_rob_empty(&link->b->rob)))
         return 1; /* the peer is in the middle of a message */
+    if (pure_link_chan_stalled(link))
+        return 1; /* a channel's message waits for memory: probe, so packets keep coming */
     return link->next_msg_id && now < link->last_msg_sent + link->ctx->s.idle_timeout;
 }
 
