@@ -175,6 +175,16 @@ def packet_seeds():
     write("packet", "open_bulk_pattern", bytes([0x05, 200]) + bulk(8, 40) +
           rec(0, data(65200, bytes(600))) + rec(0, data(40 * 1024 + 30000, bytes(600))) +
           bulk(8, 20) + rec(0, data(40 * 1024 + 20480 + 90000, bytes(300))) + bulk(8, 96))
+    # channels and datagrams, plaintext frames sealed by the harness
+    cs = stream([10, 20, 0])[4:]  # a channel's stream has no preamble
+    write("packet", "open_channels", bytes([0x01, 0]) +
+          rec(0, chan_data(1, 10, cs[10:]) + datagram(b"dg one")) +
+          rec(0, chan_data(1, 0, cs[:10]) + chan_data(2, 0, cs)) +
+          rec(0, chan_credit(1, 1 << 21) + datagram(b"") + ping()) +
+          rec(0, chan_data(17, 0, b"\x00\x00\x00\x01z")) +
+          rec(0, close(0, b"") + delivered(4) + chan_delivered(1, 30) + chan_delivered(2, 12)))
+    write("packet", "open_channel_flow", bytes([0x01, 0]) + rec(0, chan_data(3, 1 << 20, b"z")) +
+          rec(0, datagram(bytes(1100))))
     write("packet", "open_flow_violation", bytes([0x01, 0]) + rec(0, data(1 << 20, b"z")))
 
 
