@@ -21,6 +21,9 @@ typedef struct cx {
     int echo_all;         /* the server echoes every message on its channel; both check */
     uint64_t echo_failed; /* echo_all: echoes the server's link refused (queue full) */
     uint8_t *dg_seen;     /* datagrams the server got, by id (a byte each) */
+    int abort_after;      /* the server aborts once it has this many of channel 3 (0: no) */
+    int close_error;      /* the client's on_closed */
+    uint64_t close_first[NCH], close_next[NCH];
     uint64_t dg_bad, dg_dup, dg_count;
     uint64_t next_rx[2][NCH]; /* [side][channel]: the next sequence number expected */
     uint64_t tx_seq[NCH];     /* the client's next sequence number per channel */
@@ -89,6 +92,10 @@ static void got(pure_link *l, cx *c, uint32_t ch, const uint8_t *d, size_t len)
         c->bad++;
     c->next_rx[side][ch]++;
     c->received[side][ch]++;
+    if (side == 1 && ch == 3 && c->abort_after && c->received[1][3] == (uint64_t)c->abort_after) {
+        pure_link_abort(l, PURE_CLOSE_APP, "enough");
+        return;
+    }
     if (len != 61) {
         /* not a request: nothing to echo or time */
     } else if (side == 1 && (int)ch == c->echo_ch) {
@@ -158,6 +165,11 @@ static void on_closed(pure_link *l, void *user, const pure_close_info *info)
     cx *c = user;
     if (c) {
         c->closed = 1;
+        if (l == c->cl) {
+            c->close_error = info->error;
+            for (uint32_t ch = 0; ch < NCH; ch++)
+                pure_link_channel_unacked(l, ch, &c->close_first[ch], &c->close_next[ch]);
+        }
         if (l == c->cl)
             c->cl = NULL;
         if (l == c->sl)
@@ -540,6 +552,41 @@ static void test_small_memory(void)
     cx_free(c);
 }
 
+/* The peer's application aborts after reading 4 of 12 messages on channel 3 while the rest have
+ * reached its Pure (all 12 in one flight): the CLOSE's CHAN_DELIVERED makes the client's report
+ * exact per channel: ids 4..11 of channel 3 were not delivered, every message of channel 2 was
+ * (ACKs alone would say all of channel 3 arrived, or nothing: neither is what the application
+ * had). */
+static void test_close_report_per_channel(void)
+{
+    sim_path p = {.delay = 5 * SIM_MS};
+    cx *c = cx_new(41, &p);
+    CHECK(c->cl && c->sl);
+    c->abort_after = 4;
+    uint8_t m[200];
+    for (int i = 0; i < 5; i++) {
+        fill(m, sizeof m, 2, c->tx_seq[2], 0);
+        CHECK(pure_link_send_on(c->cl, 2, m, sizeof m) >= 0);
+        c->tx_seq[2]++;
+    }
+    sim_run(c->s, NULL, NULL, sim_now(c->s) + 50 * SIM_MS); /* channel 2 arrives first */
+    for (int i = 0; i < 12; i++) {
+        fill(m, sizeof m, 3, c->tx_seq[3], 0);
+        CHECK(pure_link_send_on(c->cl, 3, m, sizeof m) >= 0);
+        c->tx_seq[3]++;
+    }
+    sim_run(c->s, NULL, NULL, sim_now(c->s) + 200 * SIM_MS);
+    CHECK(c->closed && c->cl == NULL);
+    CHECK_EQ(c->close_error, PURE_ERESET);
+    CHECK_EQ(c->received[1][3], 4);
+    CHECK_EQ(c->close_first[3], 4); /* exactly what the peer's application had */
+    CHECK_EQ(c->close_next[3], 12);
+    CHECK_EQ(c->close_first[2], 5);
+    CHECK_EQ(c->close_next[2], 5);
+    CHECK_EQ(c->bad, 0);
+    cx_free(c);
+}
+
 /* A side with max_datagram_size 0 takes none: a peer that sends one anyway is closed. */
 static void test_datagram_refused(void)
 {
@@ -605,6 +652,7 @@ int main(void)
     RUN(test_small_memory);
     RUN(test_datagrams_lossy);
     RUN(test_datagram_refused);
+    RUN(test_close_report_per_channel);
     RUN(test_channel_limit);
     return pure_test_finish();
 }
