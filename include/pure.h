@@ -312,7 +312,9 @@ typedef struct pure_settings {
                                     again, until memory is freed; one link at a time may
                                     finish its message past it, so at most this +
                                     max_message_size + 4 KiB per link is held
-                                    (docs/protocol.md, "Receive memory"). */
+                                    (docs/protocol.md, "Receive memory"); with
+                                    channels, one channel at a time may too, up to
+                                    3 x max_message_size more ("Channels"). */
     uint64_t max_failed_opens;   /* packets per receive key that fail authentication before
                                     the link closes with PURE_ECRYPTO, telling the peer
                                     (default 2^36, under AES-GCM's integrity limit of 2^52
