@@ -59,6 +59,8 @@ pure_chan *pure_chans_get(pure_chans *t, const pure_alloc *a, uint32_t ch, uint6
     pure_credit_init(&c->credit, window);
     pure_rob_init(&c->rob);
     pure_msgparse_init(&c->parse, max_len);
+    if (ch > t->top)
+        t->top = ch;
     c->parse.preamble_done = 1; /* a channel's stream has no preamble: the link's had one */
     c->peer_delivered = UINT64_MAX;
     t->c[ch] = c;
@@ -213,7 +215,7 @@ int pure_chans_pick(pure_chans *t, int has0)
     int best = has0 ? 0 : -1;
     uint8_t best_u = has0 ? t->urgency[0] : PURE_URGENCY_LEVELS;
     /* the most urgent level with data, and its first non-incremental channel */
-    for (uint32_t i = 1; i <= t->max; i++) {
+    for (uint32_t i = 1; i <= t->top; i++) {
         const pure_chan *c = t->c[i];
         if (!c || !pure_chan_has_data(c))
             continue;
@@ -227,8 +229,8 @@ int pure_chans_pick(pure_chans *t, int has0)
     if (best < 0 || !t->incremental[best])
         return best;
     /* every channel with data at that level is incremental: the next after the last served */
-    for (uint32_t k = 1; k <= t->max + 1; k++) {
-        uint32_t i = (t->rr + k) % (t->max + 1);
+    for (uint32_t k = 1; k <= t->top + 1; k++) {
+        uint32_t i = (t->rr + k) % (t->top + 1);
         if (t->urgency[i] != best_u || !t->incremental[i])
             continue;
         if (i == 0 ? has0 : (t->c[i] && pure_chan_has_data(t->c[i]))) {
@@ -243,7 +245,7 @@ int pure_chans_has_data(const pure_chans *t)
 {
     if (t->dg.count)
         return 1; /* datagrams go as data does: within the window, paced */
-    for (uint32_t i = 1; i <= t->max; i++)
+    for (uint32_t i = 1; i <= t->top; i++)
         if (t->c[i] && pure_chan_has_data(t->c[i]))
             return 1;
     return 0;
@@ -251,7 +253,7 @@ int pure_chans_has_data(const pure_chans *t)
 
 int pure_chans_send_empty(const pure_chans *t)
 {
-    for (uint32_t i = 1; i <= t->max; i++)
+    for (uint32_t i = 1; i <= t->top; i++)
         if (t->c[i] && t->c[i]->sb.base != t->c[i]->sb.end)
             return 0;
     return 1;

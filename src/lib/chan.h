@@ -51,6 +51,7 @@ typedef struct pure_chan {
 
 typedef struct pure_chans {
     uint32_t max;            /* channels 1..max may be used */
+    uint32_t top;            /* the highest channel made so far (the loops go no further) */
     uint32_t rr;             /* the channel the last incremental turn went to */
     uint32_t credit_pending; /* channels owing a CHAN_CREDIT frame */
     uint32_t stalled;        /* channels with `stalled` set */

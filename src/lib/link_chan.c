@@ -211,7 +211,7 @@ int pure_link_chan_put_credits(pure_link *link, pure_pkt *k)
 {
     pure_chans *t = link->chans;
     int any = 0;
-    for (uint32_t i = 1; i <= t->max && t->credit_pending; i++) {
+    for (uint32_t i = 1; i <= t->top && t->credit_pending; i++) {
         pure_chan *c = t->c[i];
         if (!c || !c->credit_pending)
             continue;
@@ -227,7 +227,7 @@ int pure_link_chan_put_credits(pure_link *link, pure_pkt *k)
 void pure_link_chan_put_delivered(pure_link *link, pure_pkt *k)
 {
     pure_chans *t = link->chans;
-    for (uint32_t i = 1; t && i <= t->max; i++)
+    for (uint32_t i = 1; t && i <= t->top; i++)
         if (t->c[i] && t->c[i]->recv_next &&
             pure_pkt_chan_offset(k, PURE_FRAME_CHAN_DELIVERED, i, t->c[i]->recv_next))
             break;
@@ -264,7 +264,7 @@ void pure_link_chan_on_lost(pure_link *link, const pure_sent *e)
         t->dg.lost++;                     /* never sent again */
     if (e->flags & PURE_SENT_CHAN_CREDIT) /* which channels' grants it held is not kept: resend
                                              every grant made (CHAN_CREDIT is idempotent) */
-        for (uint32_t i = 1; i <= t->max; i++)
+        for (uint32_t i = 1; i <= t->top; i++)
             if (t->c[i] && pure_credit_granted(&t->c[i]->credit) > link->ctx->s.recv_window)
                 credit_owed(t, t->c[i]);
 }
@@ -272,7 +272,7 @@ void pure_link_chan_on_lost(pure_link *link, const pure_sent *e)
 void pure_link_chan_on_pto(pure_link *link, uint32_t mss)
 {
     pure_chans *t = link->chans;
-    for (uint32_t i = 1; t && i <= t->max; i++) {
+    for (uint32_t i = 1; t && i <= t->top; i++) {
         pure_chan *c = t->c[i];
         if (!c || c->send_next <= c->sb.base)
             continue;
@@ -290,7 +290,7 @@ int pure_link_chan_after_ack(pure_link *link)
 {
     pure_chans *t = link->chans;
     int moved = 0; /* 1: messages acknowledged; 2: bytes */
-    for (uint32_t i = 1; t && i <= t->max; i++)
+    for (uint32_t i = 1; t && i <= t->top; i++)
         if (t->c[i] && !pure_ranges_empty(&t->c[i]->acked))
             moved |= pure_chan_release_acked(t->c[i]) | 2;
     return moved;
@@ -299,7 +299,7 @@ int pure_link_chan_after_ack(pure_link *link)
 void pure_link_chan_report_acked(pure_link *link)
 {
     pure_chans *t = link->chans;
-    for (uint32_t i = 1; t && i <= t->max; i++) {
+    for (uint32_t i = 1; t && i <= t->top; i++) {
         pure_chan *c = t->c[i];
         if (!c || !c->acked_moved)
             continue;
@@ -316,7 +316,7 @@ int pure_link_chan_writable(const pure_link *link)
 {
     const pure_chans *t = link->chans;
     const pure_settings *s = &link->ctx->s;
-    for (uint32_t i = 1; t && i <= t->max; i++) {
+    for (uint32_t i = 1; t && i <= t->top; i++) {
         const pure_chan *c = t->c[i];
         if (c && (pure_chan_backlog(c) > s->send_backlog / 2 ||
                   (s->send_queue && c->sb.end - c->send_next > s->send_queue / 2)))
@@ -329,7 +329,7 @@ void pure_link_chan_shrink(pure_link *link)
 {
     pure_chans *t = link->chans;
     pure_alloc rx = pure_rxmem_alloc(link->ctx);
-    for (uint32_t i = 1; t && i <= t->max; i++)
+    for (uint32_t i = 1; t && i <= t->top; i++)
         if (t->c[i])
             pure_chan_shrink(t->c[i], &link->ctx->alloc, &rx);
     if (t && !t->dg.count)
@@ -429,7 +429,7 @@ static void update_credit(pure_link *link, pure_chan *c, uint32_t ch, uint64_t n
 void pure_link_chan_recv_resumed(pure_link *link, uint64_t now)
 {
     pure_chans *t = link->chans;
-    for (uint32_t i = 1; t && i <= t->max; i++)
+    for (uint32_t i = 1; t && i <= t->top; i++)
         if (t->c[i])
             update_credit(link, t->c[i], i, now);
     if (t && t->credit_pending)
@@ -514,7 +514,7 @@ int pure_link_chan_retry(pure_link *link, uint64_t now)
 {
     pure_chans *t = link->chans;
     int rc = 0;
-    for (uint32_t i = 1; t && i <= t->max && link->state == PURE_LS_OPEN && !rc; i++) {
+    for (uint32_t i = 1; t && i <= t->top && link->state == PURE_LS_OPEN && !rc; i++) {
         pure_chan *c = t->c[i];
         if (c && c->stalled)
             rc = drain_ring(link, i, c, now);
