@@ -1944,6 +1944,176 @@ def fleet_main(args):
         print(json.dumps(res))
     return 0
 
+
+# --------------------------------------------------------------------------
+# Head-of-line blocking (issue #23): one link (connection); channel A carries a bulk stream (1 MiB
+# messages back to back), channel B 61-byte requests at a fixed rate (1,000/s), each echoed. Through
+# udpfwd with random loss (both directions) on an emulated path; B's round trips and A's goodput in
+# three modes: alone (no bulk), same (bulk on B's own channel/stream), separate (bulk on another).
+# A row is a server + client pair: `serve` prints {"port": N, ...}; the client takes the address,
+# what `pass` names, and HOL_CLIENT, and prints one JSON line with p50_us, p99_us, p999_us and
+# bulk_mbps (tools/hol_bench.c says exactly). quinn, ngtcp2 and TCP+TLS rows slot in by adding a
+# row here whose binaries take the same arguments (separate = two streams; TCP has no separate).
+# --------------------------------------------------------------------------
+HOL_CLIENT = ["--mode", "{mode}", "--duration", "{duration}", "--warmup", "{warmup}", "--rate", "{rate}",
+              "--size", "{size}", "--bulk", "{bulk}"]
+HOL_ROWS = [
+    Impl("pure", "hol_bench", "cmake", ["serve"], ["client", "127.0.0.1:{port}"] + HOL_CLIENT,
+         {"public_key": "--peer-key"}, "Pure: tools/hol_bench (channels 1 and 2; same = both on channel 0)"),
+]
+HOL_BY_NAME = {i.name: i for i in HOL_ROWS}
+HOL_MODES = ["alone", "same", "separate"]
+HOL_LOSSES = [0.0, 0.01, 0.05]
+
+
+def hol_args(p):
+    p.add_argument("--rounds", type=int, default=None, help="rounds per cell (default 3, quick 1)")
+    p.add_argument("--duration", type=float, default=None, help="measured seconds per run (default 10, quick 2)")
+    p.add_argument("--warmup", type=float, default=1.0, help="seconds before measuring (default 1)")
+    p.add_argument("--losses", help="comma-separated loss rates (default 0,0.01,0.05)")
+    p.add_argument("--modes", help="comma-separated modes (default alone,same,separate)")
+    p.add_argument("--rate", type=int, default=1000, help="requests per second (default 1000)")
+    p.add_argument("--size", type=int, default=61, help="request bytes (default 61)")
+    p.add_argument("--bulk", type=int, default=1 << 20, help="bulk message bytes (default 1 MiB)")
+    p.add_argument("--path", default="--delay 5 --rate 200mbit --queue-bytes 250000",
+                   help="udpfwd's path besides the loss (default: 10 ms RTT, 200 Mbit/s, a 250 kB queue "
+                        "(one BDP)); '' for bare loopback")
+
+
+def hol_one(impl, fwd, mode, loss, seed, args, timeout):
+    res = {"impl": impl.name, "mode": mode, "loss": loss, "ok": False}
+    subst = dict(mode=mode, duration=f"{args.duration:g}", warmup=f"{args.warmup:g}", rate=args.rate,
+                 size=args.size, bulk=args.bulk)
+    try:
+        with Server(impl) as srv:
+            fargv = [fwd, "--listen", "127.0.0.1:0", "--to", f"127.0.0.1:{srv.port}", "--seed", str(seed),
+                     "--loss", f"{loss:g}"] + args.path.split()
+            fout = tempfile.TemporaryFile(mode="w+")
+            ferr = tempfile.TemporaryFile(mode="w+")
+            fp = subprocess.Popen(fargv, stdout=fout, stderr=ferr, stdin=subprocess.DEVNULL, cwd=ROOT)
+            try:
+                deadline = time.monotonic() + 10
+                line = ""
+                while not line.endswith("\n"):
+                    if fp.poll() is not None or time.monotonic() > deadline:
+                        ferr.seek(0)
+                        raise RunError(f"udpfwd did not start: {ferr.read()[-300:]}")
+                    time.sleep(0.005)
+                    fout.seek(0)
+                    line = fout.readline()
+                fport = json.loads(line)["port"]
+                argv = ([impl.path] + [a.format(port=fport, **subst) for a in impl.drain] + srv.client_extra())
+                r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   timeout=timeout, cwd=ROOT)
+            except subprocess.TimeoutExpired:
+                raise RunError(f"client timed out after {timeout:.0f} s")
+            finally:
+                fp.send_signal(signal.SIGTERM)
+                try:
+                    fp.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    fp.kill()
+                    fp.wait()
+            rep = last_json(r.stdout, "p99_us")
+            if rep is None or r.returncode != 0:
+                raise RunError(f"client exit {r.returncode}; stderr: {r.stderr.strip()[-400:] or '(empty)'}")
+            res["report"] = rep
+            res["ok"] = True
+    except RunError as e:
+        res["error"] = str(e)
+    return res
+
+
+def hol_main(args):
+    rounds = args.rounds if args.rounds is not None else (1 if args.quick else 3)
+    if args.duration is None:
+        args.duration = 2.0 if args.quick else 10.0
+    if rounds < 1 or args.duration <= 0 or args.warmup < 0:
+        sys.exit("run.py hol: --rounds, --duration must be positive")
+    losses = [float(x) for x in args.losses.split(",")] if args.losses else HOL_LOSSES
+    modes = args.modes.split(",") if args.modes else HOL_MODES
+    if any(m not in HOL_MODES for m in modes) or any(not 0 <= x < 1 for x in losses):
+        sys.exit(f"run.py hol: modes are {','.join(HOL_MODES)}; losses in [0, 1)")
+    names = args.only.split(",") if args.only else list(HOL_BY_NAME)
+    names = [n for n in names if n not in (args.skip or "").split(",")]
+    unknown = [n for n in names if n not in HOL_BY_NAME]
+    if unknown:
+        sys.exit(f"run.py hol: no hol row for {', '.join(unknown)} yet; rows: {', '.join(HOL_BY_NAME)}")
+    runnable, skipped, broken = prepare([HOL_BY_NAME[n] for n in names], args.no_build)
+    fwd = os.path.join(BUILD, "udpfwd")
+    if not os.access(fwd, os.X_OK):
+        sys.exit(f"run.py hol: {fwd} missing (ninja -C {BUILD} udpfwd)")
+    timeout = args.warmup + args.duration + 40
+    t_start = time.monotonic()
+    runs = []
+    for rnd in range(1, rounds + 1):
+        for loss in losses:
+            for mode in modes:
+                for impl in runnable:
+                    r = hol_one(impl, fwd, mode, loss, 1000 * rnd + int(loss * 1000), args, timeout)
+                    r["round"] = rnd
+                    runs.append(r)
+                    tag = f"[hol round {rnd}/{rounds}] {impl.name:<6} {mode:<8} loss {loss:<5g}"
+                    if not r["ok"]:
+                        log(f"{tag} FAILED: {r['error']}")
+                        continue
+                    rep = r["report"]
+                    log(f"{tag} p50 {rep['p50_us']:9.1f} µs  p99 {rep['p99_us']:9.1f} µs  "
+                        f"p99.9 {rep['p999_us']:9.1f} µs  bulk {rep['bulk_mbps']:8.1f} Mbit/s")
+    rows = []
+    for impl in runnable:
+        for loss in losses:
+            for mode in modes:
+                good = [r["report"] for r in runs if r["ok"] and r["impl"] == impl.name and r["mode"] == mode
+                        and r["loss"] == loss]
+                row = {"impl": impl.name, "mode": mode, "loss": loss, "runs": len(good)}
+                for k in ("p50_us", "p99_us", "p999_us", "bulk_mbps"):
+                    row[k] = round(med([g[k] for g in good]), 1) if good else None
+                rows.append(row)
+    hdr = ["impl", "mode", "loss", "p50 µs", "p99 µs", "p99.9 µs", "bulk Mbit/s"]
+    body = [[r["impl"], r["mode"], f"{r['loss']:g}"] + [("-" if r[k] is None else f"{r[k]:.1f}")
+                                                        for k in ("p50_us", "p99_us", "p999_us", "bulk_mbps")]
+            for r in rows]
+    log("")
+    for ln in text_table(hdr, body):
+        log(ln)
+    verdict = []
+    for impl in runnable:
+        cell = {(r["mode"], r["loss"]): r for r in rows if r["impl"] == impl.name}
+        a, s = cell.get(("alone", 0.01)), cell.get(("separate", 0.01))
+        if a and s and a["p99_us"] and s["p99_us"]:
+            ratio = s["p99_us"] / a["p99_us"]
+            verdict.append(f"{impl.name}: at 1% loss, p99 with bulk on another channel / alone = {ratio:.2f} "
+                           f"(target <= 2): {'met' if ratio <= 2 else 'NOT met'}")
+    for v in verdict:
+        log(v)
+    meta = {"quick": args.quick, "rounds": rounds, "duration": args.duration, "warmup": args.warmup,
+            "rate": args.rate, "size": args.size, "bulk": args.bulk, "path": args.path, "losses": losses,
+            "modes": modes, "environment": environment(), "skipped": skipped, "broken": broken,
+            "elapsed_s": round(time.monotonic() - t_start, 1), "verdict": verdict,
+            "impls": {i.name: {"bin": i.bin, "serve": i.serve, "client": i.drain, "desc": i.desc}
+                      for i in runnable}}
+    outdir = args.out or (os.path.join(RESULTS, "tmp") if args.quick else RESULTS)
+    os.makedirs(outdir, exist_ok=True)
+    base = os.path.join(outdir, f"hol-{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    with open(base + ".json", "w") as f:
+        json.dump({"experiment": "hol", "rows": [{k: r[k] for k in ("impl", "mode", "loss", "p50_us", "p99_us",
+                                                                     "p999_us", "bulk_mbps")} for r in rows],
+                   **meta, "runs": runs}, f, indent=1)
+    md = [f"# hol: {meta['environment'].get('date', '')} (git {meta['environment'].get('git', '?')})", "",
+          f"One link through udpfwd ({args.path or 'bare loopback'}, random loss both ways): {args.size}-byte "
+          f"requests at {args.rate}/s echoed, bulk of {args.bulk}-byte messages back to back; "
+          f"{args.duration:g} s measured after {args.warmup:g} s; median of {rounds} round(s).", "",
+          "| " + " | ".join(hdr) + " |", "|" + "|".join("---:" for _ in hdr) + "|"]
+    md += ["| " + " | ".join(ln) + " |" for ln in body]
+    md += [""] + [f"- {v}" for v in verdict]
+    with open(base + ".md", "w") as f:
+        f.write("\n".join(md) + "\n")
+    files = [base + ".json", base + ".md"]
+    log("wrote " + ", ".join(os.path.relpath(f, ROOT) for f in files))
+    return finish_cells("hol", args, runs, files, rows, broken, skipped)
+
+
 EXPERIMENTS = {
     "drain": ("one stream of N messages; CPU per message on both sides", drain_args, drain_main),
     "transport": ("Pure alone: both link ends in one process, no sockets", transport_args, transport_main),
@@ -1962,6 +2132,8 @@ EXPERIMENTS = {
                growth_args, growth_main),
     "fleet": ("the director of a fleet (nftables, stateless): added round trip and CPU per packet (root)",
               fleet_args, fleet_main),
+    "hol": ("head-of-line blocking: 61-byte requests beside a bulk stream on one link, under loss",
+            hol_args, hol_main),
 }
 
 

@@ -59,6 +59,22 @@ def data(off, payload, fin=False):
     return bytes([0x08 | (1 if fin else 0)]) + varint(off) + varint(len(payload)) + payload
 
 
+def chan_credit(ch, v):
+    return b"\x0b" + varint(ch) + varint(v)
+
+
+def chan_data(ch, off, payload):
+    return b"\x0c" + varint(ch) + varint(off) + varint(len(payload)) + payload
+
+
+def chan_delivered(ch, off):
+    return b"\x0d" + varint(ch) + varint(off)
+
+
+def datagram(payload):
+    return b"\x0e" + varint(len(payload)) + payload
+
+
 def stream(sizes):
     """The framed stream: preamble, then u32 length + body (byte i = i % 251) per message."""
     out = b"pure"
@@ -87,6 +103,12 @@ def frame_seeds():
     write("frame", "data_fin", data(4, b"hello") + data(1 << 40, b"", fin=True))
     write("frame", "mixed_packet",
           ack(7, 0, 7) + credit(65536) + ping() + data(0, stream([3, 0])) + padding(8))
+    write("frame", "channels", chan_data(1, 0, stream([3, 0])[4:]) + chan_credit(2, 1 << 20) +
+          chan_data(255, 1 << 33, b"x") + close(0, b"") + delivered(9) + chan_delivered(3, 70))
+    write("frame", "channel_zero", chan_data(0, 0, b"abc"))
+    write("frame", "datagrams", datagram(b"hello") + ping() + datagram(b"") + datagram(bytes(300)))
+    write("frame", "datagram_cut", b"\x0e\x40\x50abc")
+    write("frame", "channel_too_high", chan_credit(256, 5))
 
 
 def msgparse_seeds():
@@ -169,6 +191,16 @@ def packet_seeds():
     write("packet", "open_bulk_pattern", bytes([0x05, 200]) + bulk(8, 40) +
           rec(0, data(65200, bytes(600))) + rec(0, data(40 * 1024 + 30000, bytes(600))) +
           bulk(8, 20) + rec(0, data(40 * 1024 + 20480 + 90000, bytes(300))) + bulk(8, 96))
+    # channels and datagrams, plaintext frames sealed by the harness
+    cs = stream([10, 20, 0])[4:]  # a channel's stream has no preamble
+    write("packet", "open_channels", bytes([0x01, 0]) +
+          rec(0, chan_data(1, 10, cs[10:]) + datagram(b"dg one")) +
+          rec(0, chan_data(1, 0, cs[:10]) + chan_data(2, 0, cs)) +
+          rec(0, chan_credit(1, 1 << 21) + datagram(b"") + ping()) +
+          rec(0, chan_data(17, 0, b"\x00\x00\x00\x01z")) +
+          rec(0, close(0, b"") + delivered(4) + chan_delivered(1, 30) + chan_delivered(2, 12)))
+    write("packet", "open_channel_flow", bytes([0x01, 0]) + rec(0, chan_data(3, 1 << 20, b"z")) +
+          rec(0, datagram(bytes(1100))))
     write("packet", "open_flow_violation", bytes([0x01, 0]) + rec(0, data(1 << 20, b"z")))
 
 
@@ -203,6 +235,16 @@ def link_seeds():
     write("link", "free_ctx_alive", bytes([0]) + connect + op(0, 1) + settle + small +
           op(6, 2) + op(12, 1) + settle + op(0, 0) + settle + small + settle + op(12, 0))
     write("link", "refuse", bytes([0]) + op(15, 1) + connect + settle + connect + settle)
+    # SEND's op byte's high nibble % 3 picks the channel
+    write("link", "channels", bytes([0]) + connect + settle + op(0x11, 0, 0, 100) +
+          op(0x21, 0, 0x40, 90) + op(0x01, 0, 0, 50) + op(0x11, 1, 0, 30) + op(4, 1) +
+          op(0x21, 0, 0, 10) + settle + op(0x11, 0, 0x40, 200) + settle + op(9, 0) + settle)
+    write("link", "channels_lossy", bytes([0]) + connect + settle + b"".join(
+          op(0x11 + 0x10 * (k % 3), k & 1, 0x40, 40 + k) for k in range(12)) + op(4, 0) +
+          op(4, 2) + op(5, 1) + op(6, 3) + op(7, 100) + settle + settle + op(9, 1) + settle)
+    write("link", "datagrams", bytes([0]) + connect + settle + op(0xF1, 0, 0, 100) +
+          op(0xF1, 1, 4, 200) + op(0xF1, 0, 0, 3) + op(4, 0) + op(0xF1, 0, 0xFF, 0xFF) +
+          op(0x11, 0, 0, 30) + op(0xF1, 1, 0, 40) + op(5, 0) + settle + op(9, 0) + settle)
     write("link", "silent_peer", bytes([4]) + connect + settle + small +
           b"".join(op(4, 0) + op(7, 230) for _ in range(6)) + op(9, 0) + settle + settle)
 
@@ -264,6 +306,12 @@ def recv_seeds():
     write("recv", "junk_data", bytes([0, 0]) + pkt(dat(0, 30, t=0x10) + bytes(range(30))))
     write("recv", "app_finish_close", bytes([0x10, 8]) + pkt(dat(0, 100)) + bytes([7, 0, 3, 0]) +
           pkt(dat(0, 100)) + bytes([7, 1, 3, 0, 5, 200]) + pkt(b"\x03"))
+    # DATA t bit 6: CHAN_DATA on channel 1 + (t >> 7)
+    write("recv", "channels", bytes([1, 3]) + pkt(dat(0, 300, t=0x40)) + pkt(dat(3, 200, t=0xC0)) +
+          pkt(dat(0, 291, t=0xC0), dat(0, 100)) + pkt(dat(0, 500, t=0x40)) + bytes([3, 0]))
+    # PING t bit 3: a DATAGRAM of n bytes
+    write("recv", "datagrams", bytes([0, 1]) + pkt(b"\x0b\x05", dat(0, 100)) +
+          pkt(b"\x0b\x00", b"\x0b\xff") + pkt(b"\x0b\x10", c=0x20, back=1))
     write("recv", "flow_violation", bytes([0, 0]) + pkt(dat(1, 100, t=0x20)))
 
 

@@ -13,7 +13,9 @@
  * keepalives on side 0, bit 3 small datagrams of 1200 bytes); then opcodes, each one byte (low
  * 4 bits: the operation) followed by its argument bytes (missing ones read as 0):
  *   0 CONNECT a        side a&1 opens a link to the other (at most 8 alive, 32 per input)
- *   1 SEND e s1 s2     end e sends one message, size from s1 s2 (see msg_size)
+ *   1 SEND e s1 s2     end e sends one message, size from s1 s2 (see msg_size), on channel
+ *                      (op >> 4) % 3 (channels 1 and 2 through pure_link_send_on); with
+ *                      op >> 4 == 15 a datagram instead (size % (pure_link_datagram_max + 2))
  *   2 REPLY e r        end e answers each of its next r&15 messages from inside on_message
  *                      with one of (r >> 4) * 613 bytes
  *   3 DELIVER i        deliver in-flight datagram i (any order: reordering)
@@ -41,13 +43,16 @@
  *   - message i of a link direction has a length and bytes derived from (pair, direction, i);
  *     the receiver delivers them whole, in order, exactly once (checked byte by byte, by index,
  *     against the sender's record of what pure_link_send accepted, and by a running hash of the
- *     direction's prefix compared with the sender's);
+ *     direction's prefix compared with the sender's), and on channels 1 and 2 the same
+ *     separately per channel (whole, in order on that channel, once: on_channel_message);
+ *     datagrams arrive whole, from what the peer sent, at most once each;
  *   - no callback of a link after its on_closed; on_closed exactly once for every end the
  *     application knows (pure_connect returned 0, or on_accept returned 0), including when its
  *     context is freed (pure_ctx_free reports every live link closed);
  *   - on_closed's next_id counts the messages pure_link_send accepted; a link this side closed
  *     gracefully whose on_closed says error 0 and first_unacked == next_id: the peer end received
- *     every message this side sent;
+ *     every message this side sent, and for each channel whose pure_link_channel_unacked says
+ *     all were acknowledged, every message sent on it;
  *   - pure_link_send returns PURE_EMSGSIZE exactly for messages over max_message_size (64 KiB),
  *     and ids 0, 1, 2, ...; pure_link_abort runs on_closed before it returns;
  *   - every pure_ctx_read code is documented (fz_read); each context's counting allocator holds
@@ -67,6 +72,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_PAIRS 32
 #define MAX_ALIVE 8
 #define MAX_MSGS 512        /* messages per link direction the harness records */
+#define MAX_CH_MSGS 128     /* per channel 1, 2 and direction */
+#define MAX_DGRAMS 256      /* datagrams per direction */
 #define MAX_MSG (64u << 10) /* max_message_size */
 #define MAX_OPS 2000
 #define MAX_BYTES (2u << 20)
@@ -92,6 +99,14 @@ typedef struct end {
     uint64_t tx_hash[MAX_MSGS];
     /* what it received */
     uint64_t rx, rx_hash;
+    /* channels 1 and 2: sent (lengths, running hashes) and received */
+    uint64_t ctx_n[2], crx[2], crx_hash[2];
+    uint32_t ctx_len[2][MAX_CH_MSGS];
+    uint64_t ctx_hash[2][MAX_CH_MSGS];
+    /* datagrams sent (ids 0..dg_tx-1, lengths) and received (a bit per id) */
+    uint32_t dg_tx;
+    uint16_t dg_len[MAX_DGRAMS];
+    uint8_t dg_rx[MAX_DGRAMS / 8];
     int reply_left;
     size_t reply_size;
     int on_msg_action;
@@ -239,6 +254,58 @@ static void send_msg(end *e, size_t len)
     G.bytes += len;
 }
 
+/* The same on channel ch (1 or 2) through pure_link_send_on. */
+static void send_msg_on(end *e, uint32_t ch, size_t len)
+{
+    int c = (int)ch - 1;
+    if (e->ctx_n[c] >= MAX_CH_MSGS || G.bytes + len > MAX_BYTES)
+        return;
+    int over = len > MAX_MSG;
+    uint64_t idx = e->ctx_n[c] | (uint64_t)ch << 16; /* channel messages have their own bytes */
+    if (!over)
+        msg_fill(g_msg, e, idx, len);
+    int64_t rc = pure_link_send_on(e->link, ch, g_msg, len);
+    if (over) {
+        if (rc != PURE_EMSGSIZE && rc != PURE_ECLOSED)
+            FZ_FAIL("a channel message over max_message_size was not refused with PURE_EMSGSIZE");
+        return;
+    }
+    if (rc == PURE_EAGAIN || rc == PURE_ECLOSED)
+        return;
+    if (rc < 0)
+        FZ_FAIL("pure_link_send_on failed with an unexpected code");
+    if ((uint64_t)rc != e->ctx_n[c])
+        FZ_FAIL("pure_link_send_on returned an id out of sequence on its channel");
+    uint64_t h = e->ctx_n[c] ? e->ctx_hash[c][e->ctx_n[c] - 1] : 0;
+    e->ctx_len[c][e->ctx_n[c]] = (uint32_t)len;
+    e->ctx_hash[c][e->ctx_n[c]] = fnv(h, g_msg, len);
+    e->ctx_n[c]++;
+    G.bytes += len;
+}
+
+/* Sends datagram number e->dg_tx of about `size` bytes (4-byte id, then msg_fill's bytes). */
+static void send_dgram(end *e, size_t size)
+{
+    if (e->dg_tx >= MAX_DGRAMS)
+        return;
+    size_t max = pure_link_datagram_max(e->link);
+    size_t len = size % (max + 2); /* max + 1 now and then: refused */
+    if (len < 4)
+        len = 4;
+    uint32_t id = e->dg_tx;
+    msg_fill(g_msg, e, (uint64_t)id | 3u << 16, len);
+    memcpy(g_msg, &id, 4);
+    int rc = pure_link_send_datagram(e->link, g_msg, len);
+    if (len > max && rc != PURE_EMSGSIZE && rc != PURE_ECLOSED)
+        FZ_FAIL("a datagram over pure_link_datagram_max was not refused with PURE_EMSGSIZE");
+    if (rc == 0) {
+        e->dg_len[id] = (uint16_t)len;
+        e->dg_tx++;
+    } else if (rc != PURE_EMSGSIZE && rc != PURE_EAGAIN && rc != PURE_ECLOSED) {
+        FZ_FAIL("pure_link_send_datagram failed with an unexpected code");
+    }
+}
+
 static void do_abort(end *e)
 {
     e->aborted = 1;
@@ -319,6 +386,46 @@ static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
     G.in_cb--;
 }
 
+static void on_channel_message(pure_link *link, void *user, uint32_t ch, const uint8_t *d, size_t n)
+{
+    end *e = end_of(link, user);
+    end *from = peer_of(e);
+    if (ch < 1 || ch > 2)
+        FZ_FAIL("delivered a message on a channel nobody sent on");
+    int c = (int)ch - 1;
+    if (e->crx[c] >= from->ctx_n[c])
+        FZ_FAIL("delivered a channel message the peer never sent");
+    if (n != from->ctx_len[c][e->crx[c]])
+        FZ_FAIL("delivered a channel message of the wrong length");
+    static uint8_t want[MAX_MSG];
+    msg_fill(want, from, e->crx[c] | (uint64_t)ch << 16, n);
+    if (memcmp(d, want, n) != 0)
+        FZ_FAIL("delivered a channel message with the wrong bytes (wrong index, cut or mixed)");
+    e->crx_hash[c] = fnv(e->crx_hash[c], d, n);
+    if (e->crx_hash[c] != from->ctx_hash[c][e->crx[c]])
+        FZ_FAIL("running hash of a channel's delivered prefix differs from the sender's");
+    e->crx[c]++;
+}
+
+static void on_datagram(pure_link *link, void *user, const uint8_t *d, size_t n)
+{
+    end *e = end_of(link, user);
+    end *from = peer_of(e);
+    uint32_t id;
+    if (n < 4)
+        FZ_FAIL("a datagram shorter than its id");
+    memcpy(&id, d, 4);
+    if (id >= from->dg_tx || n != from->dg_len[id])
+        FZ_FAIL("a datagram the peer never sent, or of the wrong length");
+    static uint8_t want[2048];
+    msg_fill(want, from, (uint64_t)id | 3u << 16, n);
+    if (memcmp(d + 4, want + 4, n - 4) != 0)
+        FZ_FAIL("a datagram with the wrong bytes");
+    if (e->dg_rx[id >> 3] & (1u << (id & 7)))
+        FZ_FAIL("a datagram delivered twice");
+    e->dg_rx[id >> 3] |= (uint8_t)(1u << (id & 7));
+}
+
 static void on_writable(pure_link *link, void *user)
 {
     (void)end_of(link, user);
@@ -359,6 +466,15 @@ static void on_closed(pure_link *link, void *user, const pure_close_info *info)
     if (e->closing && !e->aborted && !peer->aborted && info->error == 0 &&
         info->first_unacked == info->next_id && peer->rx != e->tx)
         FZ_FAIL("clean close with everything acknowledged, but the peer did not get every message");
+    for (uint32_t ch = 1; ch <= 2; ch++) {
+        uint64_t first = 0, next = 0;
+        if (pure_link_channel_unacked(link, ch, &first, &next) != 0 || first > next ||
+            next != e->ctx_n[ch - 1])
+            FZ_FAIL("on_closed: a channel's unacked ids disagree with what was sent on it");
+        if (e->closing && !e->aborted && !peer->aborted && info->error == 0 && first == next &&
+            peer->crx[ch - 1] != e->ctx_n[ch - 1])
+            FZ_FAIL("clean close with a channel all acknowledged, but the peer lacks some of it");
+    }
 }
 
 static const pure_callbacks g_cb = {.on_accept = on_accept,
@@ -366,7 +482,9 @@ static const pure_callbacks g_cb = {.on_accept = on_accept,
                                     .on_message = on_message,
                                     .on_writable = on_writable,
                                     .on_peer_finished = on_peer_finished,
-                                    .on_closed = on_closed};
+                                    .on_closed = on_closed,
+                                    .on_channel_message = on_channel_message,
+                                    .on_datagram = on_datagram};
 
 /* ---- contexts and the network ---- */
 
@@ -573,14 +691,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t pos = 1;
 #define ARG() (pos < size ? data[pos++] : 0)
     for (int ops = 0; pos < size && ops < MAX_OPS && G.deliveries < MAX_DELIVERIES; ops++) {
-        uint8_t op = data[pos++] & 15;
+        uint8_t op = data[pos] & 15, hi = data[pos] >> 4;
+        pos++;
         end *e;
         switch (op) {
         case 0: connect_from(ARG() & 1); break;
         case 1: {
             e = pick_end(ARG());
             uint8_t s1 = ARG(), s2 = ARG();
-            if (e)
+            if (e && hi == 15)
+                send_dgram(e, (size_t)s1 << 8 | s2);
+            else if (e && hi % 3)
+                send_msg_on(e, hi % 3, msg_size(s1, s2));
+            else if (e)
                 send_msg(e, msg_size(s1, s2));
             break;
         }
@@ -664,6 +787,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     a->side, b->side, (unsigned long long)a->tx, (unsigned long long)b->tx,
                     (unsigned long long)b->rx, (unsigned long long)a->rx,
                     a->closed ? " initiator closed" : "", b->closed ? " responder closed" : "");
+            int rxa = 0, rxb = 0;
+            for (int i = 0; i < MAX_DGRAMS; i++)
+                rxa += (a->dg_rx[i >> 3] >> (i & 7)) & 1, rxb += (b->dg_rx[i >> 3] >> (i & 7)) & 1;
+            fprintf(stderr, "link_fuzz: pair %d datagrams: sent %u/%u received %d/%d\n", p,
+                    a->dg_tx, b->dg_tx, rxb, rxa);
+            for (int c = 0; c < 2; c++)
+                fprintf(stderr,
+                        "link_fuzz: pair %d channel %d: sent %llu/%llu received %llu/%llu\n", p,
+                        c + 1, (unsigned long long)a->ctx_n[c], (unsigned long long)b->ctx_n[c],
+                        (unsigned long long)b->crx[c], (unsigned long long)a->crx[c]);
         }
     ctx_stop(0);
     ctx_stop(1);

@@ -30,11 +30,14 @@
  *             (reordering and replays); each frame is a type byte t and its arguments:
  *             t%8 = 0 DATA    o l1 l2: offset recv_next + o*97 (o < 128) or recv_next - (o-128)*53,
  *                             length (l1 l2) % 1400; t bit 3: FIN; t bit 4: junk bytes; t bit 5:
- *                             offset + 1 MiB * (o & 3) (past the credit)
+ *                             offset + 1 MiB * (o & 3) (past the credit); t bit 6: a CHAN_DATA
+ *                             frame instead, on channel 1 + (t >> 7), whose stream is A's
+ *                             without its preamble (channel offset x = A's offset x + 4),
+ *                             offsets from that channel's receive point (FIN ignored)
  *                 1 ACK     k g1 l1 ...: (k & 7) + 1 ranges of B's packet numbers from the newest
  *                             B sent, each gap/length byte pair; t bit 3: a largest beyond it
  *                 2 CREDIT  v1 v2: B's send_next + (v1 v2) * 64 (t bit 3: just (v1 v2))
- *                 3 PING
+ *                 3 PING    (t bit 3: a DATAGRAM instead, n: n bytes, id u16 then (id * 7 + i))
  *                 4 CLOSE   code, reason length (% 64), reason bytes
  *                 5 REKEY   flag (% 3), generation, 32 key bytes
  *                 6 PADDING n
@@ -51,7 +54,8 @@
  * At most 1500 records and 768 KiB of DATA bytes per input.
  *
  * Invariants (abort() on violation): every pure_ctx_read code is documented and counted
- * (fz_read); B delivers only whole messages of A's stream, in order, each of whose bytes was
+ * (fz_read); B delivers only whole messages of A's stream, in order (on each channel
+ * separately: channels 1 and 2 carry the same messages), each of whose bytes was
  * sent in some DATA frame, and on_peer_finished only at a FIN offset A sent after every message
  * before it; A delivers B's messages whole and in order; no callback of a link after its
  * on_closed; on_closed exactly once for each link, pure_ctx_free included; nothing left
@@ -95,7 +99,9 @@ static struct {
     uint64_t now;
     app ua, ub; /* A's link, B's link */
     int close_on_message, abort_not_close;
-    int junk; /* junk DATA bytes were sent: content checks off */
+    int junk;         /* junk DATA bytes were sent: content checks off */
+    uint16_t dg_next; /* the next DATAGRAM's id */
+    uint8_t dg_seen[65536 / 8];
     uint64_t next_pn, data_budget;
     uint64_t fins[MAX_FINS];
     int nfins;
@@ -114,6 +120,8 @@ static uint32_t s_start[STREAM_MAX / 4]; /* offset of message k's length prefix 
 static uint32_t s_count;                 /* messages that fit wholly */
 static int s_key = -1;
 static uint8_t s_sent[STREAM_MAX / 8];
+static uint8_t s_sent_ch[2][STREAM_MAX / 8]; /* channels 1 and 2, by A-stream offset */
+static uint64_t ch_delivered[2];
 
 static uint32_t msg_len(int cls, uint32_t seed, uint32_t k)
 {
@@ -153,6 +161,20 @@ static void mark_sent(uint64_t off, uint64_t len)
 {
     for (uint64_t i = off; i < off + len && i < STREAM_MAX; i++)
         s_sent[i >> 3] |= (uint8_t)(1u << (i & 7));
+}
+
+static void mark_sent_ch(int c, uint64_t off, uint64_t len)
+{
+    for (uint64_t i = off; i < off + len && i < STREAM_MAX; i++)
+        s_sent_ch[c][i >> 3] |= (uint8_t)(1u << (i & 7));
+}
+
+static int was_sent_ch(int c, uint64_t off, uint64_t len)
+{
+    for (uint64_t i = off; i < off + len; i++)
+        if (i >= STREAM_MAX || !(s_sent_ch[c][i >> 3] & (1u << (i & 7))))
+            return 0;
+    return 1;
 }
 
 static int was_sent(uint64_t off, uint64_t len)
@@ -227,6 +249,47 @@ static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
     }
 }
 
+/* B's datagrams: whole, each id once (a replayed packet must not bring one again). */
+static void on_datagram(pure_link *link, void *user, const uint8_t *d, size_t n)
+{
+    app *u = app_of(link, user);
+    if (u != &W.ub)
+        FZ_FAIL("A received a datagram nobody sent");
+    if (W.junk)
+        return; /* RAW frames may hold datagrams of their own */
+    if (n < 2)
+        FZ_FAIL("a datagram shorter than its id");
+    uint16_t id = (uint16_t)(d[0] << 8 | d[1]);
+    for (size_t i = 2; i < n; i++)
+        if (d[i] != (uint8_t)(id * 7 + (i - 2)))
+            FZ_FAIL("a datagram's bytes differ from what was sent");
+    if (id >= W.dg_next)
+        FZ_FAIL("a datagram that was never sent");
+    if (W.dg_seen[id >> 3] & (1u << (id & 7)))
+        FZ_FAIL("a datagram delivered twice");
+    W.dg_seen[id >> 3] |= (uint8_t)(1u << (id & 7));
+}
+
+/* B's channels 1 and 2 carry A's messages too, each channel in its own order. */
+static void on_channel_message(pure_link *link, void *user, uint32_t ch, const uint8_t *d, size_t n)
+{
+    app *u = app_of(link, user);
+    if (u != &W.ub || ch < 1 || ch > 2)
+        FZ_FAIL("a channel message nobody sent");
+    uint64_t k = ch_delivered[ch - 1]++;
+    if (W.junk)
+        return;
+    if (k >= s_count)
+        FZ_FAIL("B delivered a channel message past A's stream");
+    uint32_t off = s_start[k];
+    if (n != msg_len(s_key >> 8, (uint32_t)(s_key & 255), (uint32_t)k))
+        FZ_FAIL("B delivered a channel message of the wrong length");
+    if (memcmp(d, s_bytes + off + 4, n) != 0)
+        FZ_FAIL("B delivered wrong bytes on a channel");
+    if (!was_sent_ch((int)ch - 1, off, 4 + n))
+        FZ_FAIL("B delivered a channel message whose bytes were never all sent on it");
+}
+
 static void on_peer_finished(pure_link *link, void *user)
 {
     app *u = app_of(link, user);
@@ -268,7 +331,9 @@ static const pure_callbacks g_cb = {.on_accept = on_accept,
                                     .on_message = on_message,
                                     .on_writable = on_other,
                                     .on_peer_finished = on_peer_finished,
-                                    .on_closed = on_closed};
+                                    .on_closed = on_closed,
+                                    .on_channel_message = on_channel_message,
+                                    .on_datagram = on_datagram};
 
 static pure_ctx *make_ctx(uint8_t key, uint64_t *rng, fz_heap *heap, uint8_t opts)
 {
@@ -386,35 +451,64 @@ static uint8_t *put_frame(rd *r, uint8_t *out)
     uint8_t t = take(r);
     pure_link *lb = link_open(&W.ub) ? W.ub.link : NULL;
     switch (t & 7) {
-    case 0: { /* DATA */
-        uint8_t o = take(r), l1 = take(r), l2 = take(r);
-        uint64_t base = lb ? lb->recv_next : 0, off;
-        uint64_t len = (uint64_t)(l1 << 8 | l2) % 1400;
-        if (o < 128)
-            off = base + (uint64_t)o * 97;
-        else
-            off = base > (uint64_t)(o - 128) * 53 ? base - (uint64_t)(o - 128) * 53 : 0;
-        if (t & 0x20)
-            off += (uint64_t)(o & 3) * STREAM_MAX;
-        if (len > W.data_budget)
-            len = W.data_budget;
-        W.data_budget -= len;
-        int fin =
-            (t & 8) != 0 && W.nfins < MAX_FINS; /* a FIN the oracle cannot record is not sent */
-        out = pure_frame_put_data_header(out, off, len, fin);
-        if ((t & 0x10) || off + len > STREAM_MAX) {
-            for (uint64_t i = 0; i < len; i++)
-                out[i] = take(r);
-            if (len)
-                W.junk = 1;
-        } else {
-            memcpy(out, s_bytes + off, len);
-            mark_sent(off, len);
+    case 0:
+        if (t & 0x40) { /* CHAN_DATA on channel 1 or 2 */
+            int c = (t >> 7) & 1;
+            uint8_t o = take(r), l1 = take(r), l2 = take(r);
+            const pure_chan *ch = lb ? pure_chans_find(lb->chans, (uint64_t)c + 1) : NULL;
+            uint64_t base = ch ? ch->recv_next : 0, off;
+            uint64_t len = (uint64_t)(l1 << 8 | l2) % 1400;
+            if (o < 128)
+                off = base + (uint64_t)o * 97;
+            else
+                off = base > (uint64_t)(o - 128) * 53 ? base - (uint64_t)(o - 128) * 53 : 0;
+            if (t & 0x20)
+                off += (uint64_t)(o & 3) * STREAM_MAX;
+            if (len > W.data_budget)
+                len = W.data_budget;
+            W.data_budget -= len;
+            pure_pkt k = {out, out + 1600};
+            uint8_t *body = pure_pkt_chan_data(&k, (uint64_t)c + 1, off, len);
+            if ((t & 0x10) || off + 4 + len > STREAM_MAX) {
+                for (uint64_t i = 0; i < len; i++)
+                    body[i] = take(r);
+                if (len)
+                    W.junk = 1;
+            } else {
+                memcpy(body, s_bytes + off + 4, len);
+                mark_sent_ch(c, off + 4, len);
+            }
+            return k.p;
         }
-        if (fin)
-            W.fins[W.nfins++] = off + len;
-        return out + len;
-    }
+        { /* DATA */
+            uint8_t o = take(r), l1 = take(r), l2 = take(r);
+            uint64_t base = lb ? lb->recv_next : 0, off;
+            uint64_t len = (uint64_t)(l1 << 8 | l2) % 1400;
+            if (o < 128)
+                off = base + (uint64_t)o * 97;
+            else
+                off = base > (uint64_t)(o - 128) * 53 ? base - (uint64_t)(o - 128) * 53 : 0;
+            if (t & 0x20)
+                off += (uint64_t)(o & 3) * STREAM_MAX;
+            if (len > W.data_budget)
+                len = W.data_budget;
+            W.data_budget -= len;
+            int fin =
+                (t & 8) != 0 && W.nfins < MAX_FINS; /* a FIN the oracle cannot record is not sent */
+            out = pure_frame_put_data_header(out, off, len, fin);
+            if ((t & 0x10) || off + len > STREAM_MAX) {
+                for (uint64_t i = 0; i < len; i++)
+                    out[i] = take(r);
+                if (len)
+                    W.junk = 1;
+            } else {
+                memcpy(out, s_bytes + off, len);
+                mark_sent(off, len);
+            }
+            if (fin)
+                W.fins[W.nfins++] = off + len;
+            return out + len;
+        }
     case 1: { /* ACK of B's packet numbers, newest first */
         uint64_t top = lb ? pure_rtb_next_pn(&lb->rtb) : 0;
         if (t & 8)
@@ -454,7 +548,20 @@ static uint8_t *put_frame(rd *r, uint8_t *out)
             v = (lb ? lb->send_next : 0) + v * 64;
         return pure_frame_put_credit(out, v);
     }
-    case 3: *out++ = PURE_FRAME_PING; return out;
+    case 3:
+        if (t & 8) { /* a DATAGRAM: id, then bytes derived from it */
+            uint8_t n = take(r), d[2 + 255];
+            uint16_t id = W.dg_next++;
+            d[0] = (uint8_t)(id >> 8);
+            d[1] = (uint8_t)id;
+            for (int i = 0; i < n; i++)
+                d[2 + i] = (uint8_t)(id * 7 + i);
+            pure_pkt k = {out, out + 1600};
+            pure_pkt_datagram(&k, d, 2u + n);
+            return k.p;
+        }
+        *out++ = PURE_FRAME_PING;
+        return out;
     case 4: { /* CLOSE */
         char reason[64];
         uint8_t code = take(r), rl = take(r) % 64;
@@ -555,6 +662,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&W, 0, sizeof W);
     stream_build(opts & 3, data[1]);
     memset(s_sent, 0, sizeof s_sent);
+    memset(s_sent_ch, 0, sizeof s_sent_ch);
+    ch_delivered[0] = ch_delivered[1] = 0;
     W.rng_a = 1;
     W.rng_b = 2;
     W.now = 1000 * FZ_MS;

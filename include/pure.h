@@ -206,6 +206,23 @@ typedef struct pure_callbacks {
      * messages sent (pure_link_stats.messages_sent), i.e. when pure_link_backlog(link) == 0.
      * May call any pure_link_* function. Not called after on_closed. */
     void (*on_acked)(pure_link *link, void *user, uint64_t acked_through_id);
+    /* ---- settings.version 6: channels (pure_link_send_on) ---- */
+    /* A whole message arrived on channel 1..max_channels (channel 0's messages keep arriving
+     * through on_message). Each channel's messages arrive in the order its sender sent them,
+     * each once, whatever is lost or held up on another channel. `data` is valid only until
+     * the callback returns. May call any pure_link_* function, as on_message may. */
+    void (*on_channel_message)(pure_link *link, void *user, uint32_t channel, const uint8_t *data,
+                               size_t len);
+    /* on_acked for channel 1..max_channels: every message with an id up to acked_through_id
+     * on that channel (the ids pure_link_send_on returned for it) has reached the peer's Pure.
+     * Runs once per ACK and channel that completes messages, so ids may jump. May call any
+     * pure_link_* function. Not called after on_closed. */
+    void (*on_channel_acked)(pure_link *link, void *user, uint32_t channel,
+                             uint64_t acked_through_id);
+    /* An unreliable datagram arrived (pure_link_send_datagram): whole, at most once, in no
+     * particular order with anything else. `data` is valid only until the callback returns.
+     * May call any pure_link_* function. */
+    void (*on_datagram)(pure_link *link, void *user, const uint8_t *data, size_t len);
 } pure_callbacks;
 
 /* Congestion controllers (pure_settings.congestion). */
@@ -219,9 +236,10 @@ enum pure_cc_algo {
 #define PURE_REKEY_MIN_PACKETS 16
 
 /* 2 since 0.2 (pure_callbacks.on_acked); 3 added the limits against hostile peers; 4 the link
- * index partition (index_top_bits). pure_ctx_new still takes 1, and then never reads the fields
+ * index partition (index_top_bits); 5 the fleet's server id; 6 channels (max_channels,
+ * pure_callbacks.on_channel_message). pure_ctx_new still takes 1, and then never reads the fields
  * and callbacks that version did not have. */
-#define PURE_SETTINGS_VERSION 5
+#define PURE_SETTINGS_VERSION 6
 
 /* Settings of a context. Initialise with pure_settings_default, then change fields. Unknown future
  * fields keep their defaults: `version` lets the library grow this struct without breaking callers.
@@ -301,7 +319,9 @@ typedef struct pure_settings {
                                     again, until memory is freed; one link at a time may
                                     finish its message past it, so at most this +
                                     max_message_size + 4 KiB per link is held
-                                    (docs/protocol.md, "Receive memory"). */
+                                    (docs/protocol.md, "Receive memory"); with
+                                    channels, one channel at a time may too, up to
+                                    3 x max_message_size more ("Channels"). */
     uint64_t max_failed_opens;   /* packets per receive key that fail authentication before
                                     the link closes with PURE_ECRYPTO, telling the peer
                                     (default 2^36, under AES-GCM's integrity limit of 2^52
@@ -346,7 +366,26 @@ typedef struct pure_settings {
                                 server too, which the index (constant across rebinding)
                                 already links. */
     uint32_t server_id;      /* below 2^server_id_bits */
+
+    /* ---- version 6: channels (pure_link_send_on; docs/protocol.md, "Channels") ---- */
+    uint32_t max_channels;      /* channels 1..max_channels a link may use besides channel 0, each
+                                   way (default 16, at most PURE_MAX_CHANNELS; 0: none). A peer
+                                   that sends on a channel above it is closed with PURE_EPROTO.
+                                   A channel costs nothing until first used; then ~400 bytes
+                                   for the life of the link, plus its buffers while it has
+                                   data. Its receive buffers count in max_receive_memory; its
+                                   send buffer has its own send_backlog and send_queue. */
+    uint32_t max_datagram_size; /* largest unreliable datagram this side sends or takes
+                                   (pure_link_send_datagram), bytes (default 65535:
+                                   whatever one packet holds; 0: none). A peer that sends
+                                   a larger one, or any while it is 0, is closed with
+                                   PURE_EPROTO. */
 } pure_settings;
+
+/* The most channels a link may carry besides channel 0 (pure_settings.max_channels). */
+#define PURE_MAX_CHANNELS 255
+/* Urgency levels of pure_link_set_priority: 0 (most urgent) .. 7; every channel starts at 3. */
+#define PURE_URGENCY_MAX 7
 
 /* The most bits of a link index pure_settings.index_top_bits may fix (256 partitions). */
 #define PURE_INDEX_TOP_BITS_MAX 8
@@ -650,6 +689,98 @@ PURE_API int pure_connect(pure_ctx *ctx, const pure_addr *to, const uint8_t peer
  *   PURE_ENOMEM   the send buffer could not be allocated;
  *   PURE_EINVAL   link is NULL, or msg is NULL with len > 0. */
 PURE_API int64_t pure_link_send(pure_link *link, const void *msg, size_t len);
+
+/* Channels: independent ordered message sequences inside one link, named by a number the sender
+ * chooses (docs/channels.md). No round trip opens or closes one. A loss, a retransmission or a
+ * huge message on one channel never delays delivery on another: the peer delivers each
+ * channel's messages, in its sender's order and each once, through on_channel_message as soon
+ * as they are whole. Channel 0 is the link's stream of pure_link_send (on_message, on_acked,
+ * on_closed's ids); channels 1..max_channels each number their messages 0, 1, 2, ... of their
+ * own (pure_link_channel_unacked gives a channel's ids as on_closed does channel 0's). A
+ * channel's send backlog is limited as channel 0's (send_backlog, send_queue), by itself.
+ * pure_link_finish ends channel 0's stream only; closing ends every channel.
+ *
+ * pure_link_send_on accepts one message for channel `channel` (0: exactly pure_link_send).
+ * Returns the message's id on that channel (0, 1, 2, ... per channel) or:
+ *   PURE_EINVAL   link is NULL, msg is NULL with len > 0, or channel is above
+ *                 pure_link_peer_channels (or this side's max_channels);
+ *   PURE_EAGAIN   the channel's backlog is full (send_backlog or send_queue): wait for
+ *                 on_writable and retry;
+ *   PURE_EMSGSIZE len > max_message_size;
+ *   PURE_ECLOSED  the link is finishing or closing (after pure_link_finish/close);
+ *   PURE_ENOMEM   the channel or its send buffer could not be allocated. */
+PURE_API int64_t pure_link_send_on(pure_link *link, uint32_t channel, const void *msg, size_t len);
+
+/* The highest channel this link may send on: the channels both sides take, the smaller of this
+ * side's max_channels and the peer's, which its transport parameters announced in the handshake
+ * (0 from a peer that announced none: one built before channels, which would close the link
+ * on a channel frame). Before an initiator's handshake completes it is this side's
+ * max_channels: messages on those channels are taken and wait; if the peer then takes fewer
+ * and one of them waits on a channel above its limit, the link closes at once, on_closed
+ * reporting PURE_EINVAL. 0 for NULL. */
+PURE_API uint32_t pure_link_peer_channels(const pure_link *link);
+
+/* Sets the priority of this side's sending on `channel` (0 included), at any time: `urgency`
+ * 0..PURE_URGENCY_MAX, lower first, strictly (RFC 9218's levels; every channel starts at 3,
+ * incremental); among channels of one level, `incremental` ones share packets round-robin, and a
+ * non-incremental one goes alone until it has nothing left to send (the lowest channel number
+ * first). It orders both new data and retransmissions, so an urgent message queued behind
+ * megabytes of another channel's leaves in the next packet. Each packet carries one channel's
+ * data. Returns 0, PURE_EINVAL (NULL, channel above max_channels, urgency above 7),
+ * PURE_ESTATE (on_closed ran) or PURE_ENOMEM. */
+PURE_API int pure_link_set_priority(pure_link *link, uint32_t channel, uint8_t urgency,
+                                    int incremental);
+
+/* The ids of channel `channel`'s messages not acknowledged: *first_unacked .. *next_id - 1, as
+ * on_closed's info gives for channel 0 (which this returns for channel 0). Inside on_closed,
+ * when the peer closed, its CLOSE said how far its application read each channel, so the list
+ * is exact as for channel 0. Returns 0 or PURE_EINVAL (NULL, channel above max_channels). */
+PURE_API int pure_link_channel_unacked(const pure_link *link, uint32_t channel,
+                                       uint64_t *first_unacked, uint64_t *next_id);
+
+/* Datagrams: unreliable messages that fit one packet (docs/channels.md, "Datagrams"). Each is
+ * sent once, never retransmitted, congestion-controlled and paced with everything else, and
+ * delivered to the peer's on_datagram whole or not at all, never twice, in no order with
+ * channels or other datagrams. One datagram per packet (beside channel data and ACKs).
+ *
+ * pure_link_send_datagram queues a copy of len bytes for the next packet the window and pacer
+ * allow. Returns 0 (queued: it may still be lost, which pure_link_datagram_stats counts) or:
+ *   PURE_EINVAL   link is NULL, data is NULL with len > 0, or the link takes no datagrams
+ *                 (pure_link_datagram_max is 0: max_datagram_size 0 on either side);
+ *   PURE_EMSGSIZE len > pure_link_datagram_max(link);
+ *   PURE_EAGAIN   64 KiB of datagrams wait already (PURE_DATAGRAM_QUEUE: the window or the
+ *                 pacer holds them): nothing was queued; send fewer or later;
+ *   PURE_ECLOSED  the link is closing or closed (after pure_link_close or abort);
+ *   PURE_ENOMEM   the queue could not be allocated.
+ * A datagram queued when the path's datagram size falls below it (a black hole found by the
+ * path MTU search) is dropped and counted in `dropped`, as are those still queued at close. */
+PURE_API int pure_link_send_datagram(pure_link *link, const void *data, size_t len);
+
+/* The largest datagram pure_link_send_datagram takes now: what one packet holds at the path's
+ * current datagram size (1200 bytes until the path MTU search finds more: 1169 bytes of
+ * payload), within both sides' max_datagram_size. It may grow with the path MTU search and
+ * fall after a black hole. 0 for NULL or when either side takes none. */
+PURE_API size_t pure_link_datagram_max(const pure_link *link);
+
+/* The largest datagram the peer takes, as its transport parameters announced (0 from a peer
+ * that announced none); before an initiator's handshake completes, this side's
+ * max_datagram_size (datagrams queued then that the peer turns out not to take are dropped and
+ * counted). 0 for NULL. */
+PURE_API size_t pure_link_peer_datagram_max(const pure_link *link);
+
+/* What became of the link's datagrams (counted from its first). */
+#define PURE_DATAGRAM_QUEUE 65536
+typedef struct pure_datagram_stats {
+    uint64_t sent;     /* went out in a packet */
+    uint64_t received; /* delivered to on_datagram */
+    uint64_t lost;     /* went out in a packet declared lost (the peer may still have had it, if
+                          only the acknowledgement was lost) */
+    uint64_t dropped;  /* never went out: too large for the path after it shrank, or still
+                          queued when the link closed */
+} pure_datagram_stats;
+
+/* Copies the link's datagram counters (all 0 for a link that never sent or received one). */
+PURE_API void pure_link_datagram_stats(const pure_link *link, pure_datagram_stats *st);
 
 /* Ends this side's stream after the messages already accepted (the peer gets on_peer_finished once
  * it has them all). Further sends return PURE_ECLOSED. Returns 0 or PURE_ESTATE. */

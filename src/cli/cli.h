@@ -140,12 +140,14 @@ typedef struct cli_client_opts {
     uint64_t handshake_timeout; /* --handshake-timeout SECONDS, in ns (0: not given) */
     uint64_t size;              /* --size BYTES (0 to 1 MiB) */
     int stats;                  /* --stats */
+    uint64_t channel;           /* --channel N (0 to PURE_MAX_CHANNELS) */
 } cli_client_opts;
 
-#define CLI_OPT_KEY 1u     /* --key */
-#define CLI_OPT_SERVICE 2u /* --service (checked: 1 to 63 bytes) */
-#define CLI_OPT_STATS 4u   /* --stats */
-#define CLI_OPT_SIZE 8u    /* --size */
+#define CLI_OPT_KEY 1u      /* --key */
+#define CLI_OPT_SERVICE 2u  /* --service (checked: 1 to 63 bytes) */
+#define CLI_OPT_STATS 4u    /* --stats */
+#define CLI_OPT_SIZE 8u     /* --size */
+#define CLI_OPT_CHANNEL 16u /* --channel */
 
 /* Parses cmd's options: --peer-key, --timeout, --handshake-timeout and --help always, the others
  * where `allow` has them (any other is an unknown option). Returns -1 with optind at the first

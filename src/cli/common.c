@@ -45,14 +45,18 @@ int cli_client_options(const char *cmd, const char *help, unsigned allow, int ar
                                          {"size", required_argument, NULL, 'z'},
                                          {"stats", no_argument, NULL, 's'},
                                          {"handshake-timeout", required_argument, NULL, 'H'},
+                                         {"channel", required_argument, NULL, 'c'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     /* the options only some commands take, by the flag in `allow` that admits them */
     static const struct {
         int c;
         unsigned flag;
-    } optional[] = {
-        {'k', CLI_OPT_KEY}, {'S', CLI_OPT_SERVICE}, {'s', CLI_OPT_STATS}, {'z', CLI_OPT_SIZE}};
+    } optional[] = {{'k', CLI_OPT_KEY},
+                    {'S', CLI_OPT_SERVICE},
+                    {'s', CLI_OPT_STATS},
+                    {'z', CLI_OPT_SIZE},
+                    {'c', CLI_OPT_CHANNEL}};
     int c, idx;
     opterr = 0;
     optind = 1;
@@ -73,6 +77,10 @@ int cli_client_options(const char *cmd, const char *help, unsigned allow, int ar
         case 't':
             if (cli_parse_seconds(optarg, &o->timeout) || o->timeout == 0)
                 return cli_usage(cmd, "--timeout '%s' is not a positive number of seconds", optarg);
+            break;
+        case 'c':
+            if (cli_parse_count(optarg, PURE_MAX_CHANNELS, &o->channel))
+                return cli_usage(cmd, "--channel '%s' is not a channel (0 to 255)", optarg);
             break;
         case 'H':
             if (cli_parse_seconds(optarg, &o->handshake_timeout) || o->handshake_timeout == 0)
@@ -566,7 +574,8 @@ int cli_client_open(cli_client *c, const char *keyfile, uint64_t timeout, const 
 {
     pure_settings st;
     pure_settings_default(&st);
-    pure_settings_use_huge_pages(&st); /* a streaming link's ring: few page faults */
+    pure_settings_use_huge_pages(&st);   /* a streaming link's ring: few page faults */
+    st.max_channels = PURE_MAX_CHANNELS; /* --channel: any; a channel costs nothing unused */
     if (keyfile) {
         if (cli_read_key_file(c->cmd, keyfile, st.private_key))
             return CLI_USAGE;

@@ -12,7 +12,8 @@
 
 static const char send_help[] =
     "usage: pure send HOST:PORT --peer-key PUBKEY [--service NAME] [--key FILE]\n"
-    "                 [--timeout SECONDS] [--handshake-timeout SECONDS] [--stats]\n"
+    "                 [--timeout SECONDS] [--handshake-timeout SECONDS] [--channel N]\n"
+    "                 [--stats]\n"
     "\n"
     "Sends each line of stdin (without its newline; an empty line is an empty message; a\n"
     "last line without a newline is sent too) as one message to the service at HOST:PORT.\n"
@@ -31,6 +32,10 @@ static const char send_help[] =
     "                      A closed port, no route or a UDP service that is not Pure\n"
     "                      (exit 1), or a wrong --peer-key (exit 3), is reported at once\n"
     "                      (on loopback within 200 ms; docs/cli.md)\n"
+    "  --channel N         send on channel N (0 to 255; default 0, the link's stream): each\n"
+    "                      channel is its own ordered sequence, delivered whatever is held up\n"
+    "                      on another (docs/channels.md); the echo service answers on it.\n"
+    "                      The end of input is told once the server has every message\n"
     "  --stats             print link and loop counters on stderr\n"
     "\n"
     "Lines may be up to 16 MiB long.\n"
@@ -50,6 +55,8 @@ typedef struct sender {
     size_t start, scan, end, cap; /* unsent input is buf[start, end); no newline before scan */
     int eof, watching, can_watch, readable, blocked, finished, peer_finished, closed, code;
     int echo, tty_out;
+    uint32_t channel;   /* --channel */
+    int finish_pending; /* input ended on a channel: finish once the server has every line */
     uint64_t lines, replies;
     pure_link_stats stats;
 } sender;
@@ -92,7 +99,7 @@ static void set_watch(sender *s, int on)
  * 1 when the backlog is full (wait for on_writable), -1 when the link failed. */
 static int send_one(sender *s, size_t len, size_t skip)
 {
-    int64_t rc = pure_link_send(s->link, s->buf + s->start, len);
+    int64_t rc = pure_link_send_on(s->link, s->channel, s->buf + s->start, len);
     if (rc == PURE_EAGAIN) {
         s->blocked = 1;
         set_watch(s, 0); /* stop reading stdin until the backlog drains */
@@ -109,10 +116,29 @@ static int send_one(sender *s, size_t len, size_t skip)
     return 0;
 }
 
+/* Closes once both streams ended, and on a channel, once the echo service answered every line:
+ * a channel's echoes are not ordered with the server's end of stream on channel 0. */
 static void maybe_close(sender *s)
 {
-    if (s->finished && s->peer_finished && s->link)
+    if (s->finished && s->peer_finished && s->link && !s->finish_pending &&
+        (!s->channel || !s->echo || s->replies >= s->lines))
         pure_link_close(s->link, 0, "done");
+}
+
+/* The end of input. Channel 0's FIN follows its messages in order; on another channel it goes
+ * once the server acknowledged every line, so the server (which ends its side after the
+ * client's) has them all when it hears of the end. */
+static void maybe_finish(sender *s)
+{
+    uint64_t first = 0, next = 0;
+    if (!s->link || !s->finish_pending)
+        return;
+    if (s->channel &&
+        (pure_link_channel_unacked(s->link, s->channel, &first, &next) != 0 || first != next))
+        return; /* on_channel_acked calls again */
+    s->finish_pending = 0;
+    pure_link_finish(s->link);
+    maybe_close(s);
 }
 
 /* Moves input into messages until stdin would block or the backlog is full. */
@@ -136,9 +162,9 @@ static void pump(sender *s)
             if (s->end > s->start && send_one(s, s->end - s->start, 0))
                 return;
             s->finished = 1;
+            s->finish_pending = 1;
             set_watch(s, 0);
-            pure_link_finish(s->link);
-            maybe_close(s);
+            maybe_finish(s);
             return;
         }
         if (s->can_watch && !s->readable) {
@@ -197,6 +223,19 @@ static void on_message(pure_link *link, void *user, const uint8_t *data, size_t 
         fail(s, "cannot write the reply to stdout: %s", strerror(errno));
 }
 
+static void on_channel_message(pure_link *link, void *user, uint32_t channel, const uint8_t *data,
+                               size_t len)
+{
+    sender *s = user;
+    on_message(link, user, data, len);
+    maybe_close(s);
+}
+
+static void on_channel_acked(pure_link *link, void *user, uint32_t channel, uint64_t id)
+{
+    maybe_finish(user);
+}
+
 static void on_peer_finished(pure_link *link, void *user)
 {
     sender *s = user;
@@ -230,12 +269,15 @@ static const pure_callbacks callbacks = {
     .on_writable = on_writable,
     .on_peer_finished = on_peer_finished,
     .on_closed = on_closed,
+    .on_channel_message = on_channel_message,
+    .on_channel_acked = on_channel_acked,
 };
 
 int cli_send(int argc, char **argv)
 {
     cli_client_opts o = {.timeout = PURE_LOOP_FOREVER, .service = "echo"};
-    int orc = cli_client_options("send", send_help, CLI_OPT_KEY | CLI_OPT_SERVICE | CLI_OPT_STATS,
+    int orc = cli_client_options("send", send_help,
+                                 CLI_OPT_KEY | CLI_OPT_SERVICE | CLI_OPT_STATS | CLI_OPT_CHANNEL,
                                  argc, argv, &o);
     if (orc >= 0)
         return orc;
@@ -250,6 +292,7 @@ int cli_send(int argc, char **argv)
     s.cl.service = service;
     s.cl.server = argv[optind];
     s.echo = strcmp(service, "echo") == 0;
+    s.channel = (uint32_t)o.channel;
     s.tty_out = isatty(STDOUT_FILENO);
     pure_addr to;
     if (cli_peer_addr("send", argv[optind], &to))

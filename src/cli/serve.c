@@ -117,6 +117,7 @@ static const struct {
 typedef struct qmsg {
     struct qmsg *next;
     size_t len;
+    uint32_t channel; /* the echo goes back on the request's channel */
     uint8_t data[];
 } qmsg;
 
@@ -174,7 +175,7 @@ static void sl_flush(srv_link *sl)
 {
     while (sl->qhead && !sl->closed) {
         qmsg *q = sl->qhead;
-        int64_t rc = pure_link_send(sl->link, q->data, q->len);
+        int64_t rc = pure_link_send_on(sl->link, q->channel, q->data, q->len);
         if (rc == PURE_EAGAIN)
             return;
         if (rc < 0 && pure_err_is_fatal((int)rc))
@@ -193,11 +194,11 @@ static void sl_flush(srv_link *sl)
     }
 }
 
-/* Sends a reply now, or queues it behind earlier ones: nothing is ever dropped. */
-static void sl_send(srv_link *sl, const uint8_t *d, size_t n)
+/* Sends a reply on `channel` now, or queues it behind earlier ones: nothing is ever dropped. */
+static void sl_send(srv_link *sl, uint32_t channel, const uint8_t *d, size_t n)
 {
     if (!sl->qhead) {
-        int64_t rc = pure_link_send(sl->link, d, n);
+        int64_t rc = pure_link_send_on(sl->link, channel, d, n);
         if (rc >= 0 || rc != PURE_EAGAIN)
             return; /* sent, or the link is closing: on_closed tells */
     }
@@ -214,6 +215,7 @@ static void sl_send(srv_link *sl, const uint8_t *d, size_t n)
     }
     q->next = NULL;
     q->len = n;
+    q->channel = channel;
     memcpy(q->data, d, n);
     if (sl->qtail)
         sl->qtail->next = q;
@@ -292,7 +294,9 @@ static void leave(server *srv)
         free_dead(srv);
 }
 
-static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
+/* A message on any channel: counted; the echo service sends it back on the same channel. */
+static void on_channel_message(pure_link *link, void *user, uint32_t channel, const uint8_t *d,
+                               size_t n)
 {
     srv_link *sl = enter(user);
     if (!sl)
@@ -303,8 +307,13 @@ static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
     srv->messages++;
     srv->bytes += n;
     if (sl->kind == SVC_ECHO)
-        sl_send(sl, d, n);
+        sl_send(sl, channel, d, n);
     leave(srv);
+}
+
+static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
+{
+    on_channel_message(link, user, 0, d, n);
 }
 
 static void on_writable(pure_link *link, void *user)
@@ -329,7 +338,7 @@ static void on_peer_finished(pure_link *link, void *user)
             reply[i] = (uint8_t)(sl->messages >> (56 - 8 * i));
             reply[8 + i] = (uint8_t)(sl->bytes >> (56 - 8 * i));
         }
-        sl_send(sl, reply, sizeof reply);
+        sl_send(sl, 0, reply, sizeof reply);
     }
     if (!sl->closed) { /* else sl_send closed the link */
         if (sl->qhead)
@@ -379,6 +388,7 @@ static const pure_callbacks callbacks = {
     .on_accept = on_accept,
     .on_message = on_message,
     .on_writable = on_writable,
+    .on_channel_message = on_channel_message,
     .on_peer_finished = on_peer_finished,
     .on_closed = on_closed,
 };
@@ -686,6 +696,7 @@ static int server_init(server *srv, const serve_opts *o, unsigned thread, unsign
     pure_settings_default(&st);
     pure_settings_use_huge_pages(&st); /* a streaming link's ring: few page faults */
     memcpy(st.private_key, o->key, PURE_KEY_LEN);
+    st.max_channels = PURE_MAX_CHANNELS; /* pure send --channel: any */
     st.allow_any = o->allow_any;
     st.keepalive = o->keepalive;
     st.respond_to_unknown = o->respond_to_unknown;

@@ -75,6 +75,8 @@ void pure_settings_default(pure_settings *s)
     s->max_half_open = 16384;
     s->half_open_per_addr = 64;
     s->inits_per_addr = 32;
+    s->max_channels = 16;
+    s->max_datagram_size = 65535;
 }
 
 /* The fields settings version 3 added, for a caller built against an older pure.h. */
@@ -106,10 +108,48 @@ static void settings_v5_defaults(pure_settings *s)
     s->server_id = 0;
 }
 
+/* The fields settings version 6 added: no channels nor datagrams (a caller that never heard of
+ * them). */
+static void settings_v6_defaults(pure_settings *s)
+{
+    s->max_channels = 0;
+    s->max_datagram_size = 0;
+}
+
 /* A copy of settings holds the private key: wiped as it goes out of scope, on every path. */
 static void wipe_settings(pure_settings *s)
 {
     pure_wipe(s, sizeof *s);
+}
+
+/* The caller's settings in full: a caller built against an older pure.h has a shorter struct, of
+ * which only what it has is read; the rest takes the defaults of its version. */
+static void settings_from_caller(pure_settings *full, const pure_settings *user_settings)
+{
+    if (user_settings->version >= 6) {
+        *full = *user_settings;
+    } else if (user_settings->version == 5) {
+        memcpy(full, user_settings, offsetof(pure_settings, max_channels));
+        settings_v6_defaults(full);
+    } else if (user_settings->version == 4) {
+        memcpy(full, user_settings, offsetof(pure_settings, server_id_bits));
+        settings_v5_defaults(full);
+        settings_v6_defaults(full);
+    } else if (user_settings->version == 3) {
+        memcpy(full, user_settings, offsetof(pure_settings, index_top_bits));
+        settings_v4_defaults(full);
+        settings_v5_defaults(full);
+        settings_v6_defaults(full);
+    } else {
+        memcpy(full, user_settings, offsetof(pure_settings, max_receive_memory));
+        settings_v3_defaults(full);
+        settings_v4_defaults(full);
+        settings_v5_defaults(full);
+        settings_v6_defaults(full);
+        /* before version 3 the default was 2^32, above the AEAD's limit: take the limit */
+        if (full->rekey_after_packets > PURE_REKEY_MAX_PACKETS)
+            full->rekey_after_packets = PURE_REKEY_MAX_PACKETS;
+    }
 }
 
 int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
@@ -117,26 +157,8 @@ int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
     if (!user_settings || !out || user_settings->version < 1 ||
         user_settings->version > PURE_SETTINGS_VERSION)
         return PURE_EINVAL;
-    /* a caller built against an older pure.h has a shorter struct: read only what it has */
     pure_settings full __attribute__((cleanup(wipe_settings)));
-    if (user_settings->version >= 5) {
-        full = *user_settings;
-    } else if (user_settings->version == 4) {
-        memcpy(&full, user_settings, offsetof(pure_settings, server_id_bits));
-        settings_v5_defaults(&full);
-    } else if (user_settings->version == 3) {
-        memcpy(&full, user_settings, offsetof(pure_settings, index_top_bits));
-        settings_v4_defaults(&full);
-        settings_v5_defaults(&full);
-    } else {
-        memcpy(&full, user_settings, offsetof(pure_settings, max_receive_memory));
-        settings_v3_defaults(&full);
-        settings_v4_defaults(&full);
-        settings_v5_defaults(&full);
-        /* before version 3 the default was 2^32, above the AEAD's limit: take the limit */
-        if (full.rekey_after_packets > PURE_REKEY_MAX_PACKETS)
-            full.rekey_after_packets = PURE_REKEY_MAX_PACKETS;
-    }
+    settings_from_caller(&full, user_settings);
     const pure_settings *s = &full;
     if (s->max_receive_memory < s->max_message_size || s->max_failed_opens == 0 ||
         s->max_half_open == 0 || s->half_open_per_addr == 0 || s->inits_per_addr == 0 ||
@@ -144,7 +166,7 @@ int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
         s->rekey_after_packets > PURE_REKEY_MAX_PACKETS ||
         s->index_top_bits > PURE_INDEX_TOP_BITS_MAX || s->index_top >> s->index_top_bits ||
         s->server_id_bits > PURE_SERVER_ID_BITS_MAX || s->server_id >> s->server_id_bits ||
-        s->index_top_bits + s->server_id_bits > 16)
+        s->index_top_bits + s->server_id_bits > 16 || s->max_channels > PURE_MAX_CHANNELS)
         return PURE_EINVAL;
     if (s->max_udp_payload < PURE_MIN_UDP_PAYLOAD || s->max_udp_payload > PURE_MAX_UDP_PAYLOAD ||
         s->max_message_size == 0 || s->max_message_size > (1u << 30) || s->send_backlog < 4096 ||
@@ -171,7 +193,9 @@ int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
      * settings version knows (version 1: up to on_closed) */
     if (s->callbacks)
         memcpy(&ctx->cb, s->callbacks,
-               s->version >= 2 ? sizeof ctx->cb : offsetof(pure_callbacks, on_acked));
+               s->version >= 6   ? sizeof ctx->cb
+               : s->version >= 2 ? offsetof(pure_callbacks, on_channel_message)
+                                 : offsetof(pure_callbacks, on_acked));
     if (ctx->crypto->dh_public(ctx->public_key, s->private_key) != 0) {
         pure_mem_free(&a, ctx, sizeof *ctx);
         return PURE_EINVAL;

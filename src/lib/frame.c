@@ -40,6 +40,28 @@ static int parse_ack(const uint8_t **pp, const uint8_t *end, pure_ack_frame *ack
     return 0;
 }
 
+/* A channel frame's body: channel (1..PURE_CHANNEL_MAX), offset, and for CHAN_DATA length and
+ * bytes; a DATAGRAM's length and bytes (channel and offset 0). */
+static int parse_chan(const uint8_t **pp, const uint8_t *end, uint8_t type, pure_frame *f)
+{
+    const uint8_t *p = *pp;
+    uint64_t ch = 0, off = 0, len = 0;
+    if (type == PURE_FRAME_DATAGRAM) {
+        if (pure_varint_get(&p, end, &len) || len > (uint64_t)(end - p))
+            return PURE_EPROTO;
+    } else if (pure_varint_get(&p, end, &ch) || pure_varint_get(&p, end, &off) ||
+               (type == PURE_FRAME_CHAN_DATA && pure_varint_get(&p, end, &len)) || ch == 0 ||
+               ch > PURE_CHANNEL_MAX || len > (uint64_t)(end - p) || off + len > PURE_VARINT_MAX) {
+        return PURE_EPROTO;
+    }
+    f->u.chan.channel = ch;
+    f->u.chan.offset = off;
+    f->u.chan.len = len;
+    f->u.chan.bytes = p;
+    *pp = p + len;
+    return 0;
+}
+
 int pure_frame_parse(const uint8_t **pp, const uint8_t *end, pure_frame *f, pure_ack_frame *ack)
 {
     const uint8_t *p = *pp;
@@ -108,6 +130,13 @@ int pure_frame_parse(const uint8_t **pp, const uint8_t *end, pure_frame *f, pure
         p += len;
         break;
     }
+    case PURE_FRAME_CHAN_CREDIT:
+    case PURE_FRAME_CHAN_DELIVERED:
+    case PURE_FRAME_CHAN_DATA:
+    case PURE_FRAME_DATAGRAM:
+        if (parse_chan(&p, end, type, f) != 0)
+            return PURE_EPROTO;
+        break;
     default: return PURE_EPROTO;
     }
     *pp = p;
@@ -279,6 +308,52 @@ uint8_t *pure_pkt_data(pure_pkt *k, uint64_t offset, uint64_t len, int fin)
     uint8_t *body = pure_frame_put_data_header(k->p, offset, len, fin);
     k->p = body + len;
     return body;
+}
+
+int pure_pkt_chan_offset(pure_pkt *k, uint8_t type, uint64_t channel, uint64_t offset)
+{
+    if (pure_pkt_room(k) < 1 + pure_varint_len(channel) + pure_varint_len(offset))
+        return -1;
+    *k->p++ = type;
+    k->p = pure_varint_put(k->p, channel);
+    k->p = pure_varint_put(k->p, offset);
+    return 0;
+}
+
+uint64_t pure_pkt_chan_data_fit(const pure_pkt *k, uint64_t channel, uint64_t offset, uint64_t len)
+{
+    size_t room = pure_pkt_room(k);
+    size_t hdr = 1 + pure_varint_len(channel) + pure_varint_len(offset) + pure_varint_len(len);
+    if (room <= hdr)
+        return 0;
+    return len > room - hdr ? room - hdr : len; /* a shorter length never needs a longer varint */
+}
+
+uint8_t *pure_pkt_chan_data(pure_pkt *k, uint64_t channel, uint64_t offset, uint64_t len)
+{
+    size_t room = pure_pkt_room(k);
+    size_t hdr = 1 + pure_varint_len(channel) + pure_varint_len(offset) + pure_varint_len(len);
+    if (room < hdr || len > room - hdr)
+        return NULL;
+    *k->p++ = PURE_FRAME_CHAN_DATA;
+    k->p = pure_varint_put(k->p, channel);
+    k->p = pure_varint_put(k->p, offset);
+    k->p = pure_varint_put(k->p, len);
+    uint8_t *body = k->p;
+    k->p += len;
+    return body;
+}
+
+int pure_pkt_datagram(pure_pkt *k, const uint8_t *data, size_t len)
+{
+    if (len >= 16384 || pure_pkt_room(k) < 1 + pure_varint_len(len) + len)
+        return -1;
+    *k->p++ = PURE_FRAME_DATAGRAM;
+    k->p = pure_varint_put(k->p, len);
+    if (len)
+        memcpy(k->p, data, len);
+    k->p += len;
+    return 0;
 }
 
 void pure_pkt_pad(pure_pkt *k)

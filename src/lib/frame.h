@@ -31,8 +31,12 @@ typedef struct pure_frame {
             uint8_t fin;
         } data;
         uint64_t credit;
-        uint64_t delivered;  /* stream offset */
-        uint64_t ce;         /* ECN: CE-marked packets received, modulo 2^16 */
+        uint64_t delivered; /* stream offset */
+        uint64_t ce;        /* ECN: CE-marked packets received, modulo 2^16 */
+        struct {
+            uint64_t channel, offset, len; /* CHAN_DATA; CHAN_CREDIT and CHAN_DELIVERED: offset */
+            const uint8_t *bytes;
+        } chan;
         const uint8_t *path; /* PATH_CHALLENGE / PATH_RESPONSE: PURE_PATH_DATA_LEN bytes */
         struct {
             uint64_t code;
@@ -47,7 +51,9 @@ typedef struct pure_frame {
 /* Parses the next frame at *p (before end) into f, skipping runs of PADDING (which then come back
  * as one PURE_FRAME_PADDING). The ACK frame is decoded into *ack (f only says its type).
  * Returns 0 and advances *p, or PURE_EPROTO for anything malformed: unknown type, truncation,
- * a DATA offset + length past 2^62, an ACK range underflowing 0 or with more ranges than fit. */
+ * a DATA or CHAN_DATA offset + length past 2^62, a channel 0 or above PURE_CHANNEL_MAX, a
+ * DATAGRAM longer than the packet (it comes back in u.chan: len and bytes, channel 0), an ACK
+ * range underflowing 0 or with more ranges than fit. */
 int pure_frame_parse(const uint8_t **p, const uint8_t *end, pure_frame *f, pure_ack_frame *ack);
 
 /* A packet being built: the plaintext from p up to end (the tag's bytes lie beyond end). The core
@@ -83,6 +89,13 @@ uint64_t pure_pkt_data_fit(const pure_pkt *k, uint64_t offset, uint64_t len, int
 /* Writes a DATA frame's header for len bytes and reserves them; returns where the caller copies
  * the bytes, or NULL (nothing written) if header and bytes do not fit. */
 uint8_t *pure_pkt_data(pure_pkt *k, uint64_t offset, uint64_t len, int fin);
+/* Channel frames: CHAN_CREDIT and CHAN_DELIVERED (type), and CHAN_DATA's header as
+ * pure_pkt_data's (the caller copies len bytes to the pointer returned). */
+int pure_pkt_chan_offset(pure_pkt *k, uint8_t type, uint64_t channel, uint64_t offset);
+uint64_t pure_pkt_chan_data_fit(const pure_pkt *k, uint64_t channel, uint64_t offset, uint64_t len);
+uint8_t *pure_pkt_chan_data(pure_pkt *k, uint64_t channel, uint64_t offset, uint64_t len);
+/* A DATAGRAM frame of len bytes (len < 16384); -1 if it does not fit (nothing written). */
+int pure_pkt_datagram(pure_pkt *k, const uint8_t *data, size_t len);
 /* Fills the rest of the packet with PADDING. */
 void pure_pkt_pad(pure_pkt *k);
 

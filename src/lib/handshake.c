@@ -11,6 +11,7 @@
 #include "handshake.h"
 #include "keys.h"
 #include "lifecycle.h"
+#include "link_chan.h"
 #include "registry.h"
 #include "timers.h"
 #include "tparams.h"
@@ -318,6 +319,12 @@ int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size
      * with nothing queued. */
     link->ping_pending = 1;
     pure_link_open(link, now);
+    if (link->state == PURE_LS_OPEN && pure_link_chan_peer_known(link) != 0) {
+        /* messages wait on a channel the peer does not take: they can never go */
+        pure_link_terminate(link, PURE_EINVAL, PURE_CLOSE_OK,
+                            "sent on a channel above the peer's max_channels", 1, now);
+        return PURE_ECLOSED;
+    }
     if (link->state == PURE_LS_OPEN && ctx->cb.on_established)
         ctx->cb.on_established(link, link->user);
     return 0;

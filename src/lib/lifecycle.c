@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lifecycle.h"
+#include "link_chan.h"
 #include "flight.h"
 #include "keys.h"
 #include "registry.h"
@@ -157,7 +158,7 @@ void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *
  * CLOSE overtook the FIN and the peer never heard on_peer_finished. */
 void pure_link_close_if_done(pure_link *link, uint64_t now)
 {
-    if (link->close_requested && link->state == PURE_LS_OPEN && link->sb.base == link->sb.end &&
+    if (link->close_requested && link->state == PURE_LS_OPEN && pure_link_sends_empty(link) &&
         (link->fin_offset == 0 || link->fin_acked))
         pure_link_terminate(link, 0, link->close_code, link->b ? link->b->close_reason : "", 1,
                             now);
@@ -176,7 +177,8 @@ void pure_link_check_writable(pure_link *link)
     if (link->want_writable && link->state == PURE_LS_OPEN &&
         link->sb.end - link->sb.base <= link->ctx->s.send_backlog / 2 &&
         (!link->ctx->s.send_queue ||
-         link->sb.end - link->send_next <= link->ctx->s.send_queue / 2)) {
+         link->sb.end - link->send_next <= link->ctx->s.send_queue / 2) &&
+        pure_link_chan_writable(link)) {
         link->want_writable = 0;
         if (link->ctx->cb.on_writable)
             link->ctx->cb.on_writable(link, link->user);
@@ -190,9 +192,10 @@ int pure_link_release_buffers(pure_link *link)
     const pure_alloc *a = &link->ctx->alloc;
     if (link->state != PURE_LS_OPEN || link->close_requested)
         return 0;
-    if (link->sb.base != link->sb.end || pure_rtb_in_flight(&link->rtb))
+    if (!pure_link_sends_empty(link) || pure_rtb_in_flight(&link->rtb))
         return 1;
     pure_sendbuf_shrink(&link->sb, a);
+    pure_link_chan_shrink(link);
     pure_rtb_free(&link->rtb,
                   &link->ctx->alloc); /* the buffer tracks again from the next packet number */
     pure_acktr_free(&link->acktr, a);
@@ -287,6 +290,7 @@ void pure_link_free_parts(pure_link *link)
     pure_acktr_free(&link->acktr, a);
     unbusy(link);
     pure_rtb_free(&link->rtb, &link->ctx->alloc);
+    pure_link_chan_free(link);
     pure_ctx *owner = link->ctx;
     pure_wipe(link, sizeof *link);
     pure_ctx_link_free(owner, link);

@@ -11,6 +11,7 @@
 #include "handshake.h"
 #include "keys.h"
 #include "lifecycle.h"
+#include "link_chan.h"
 #include "link_send.h"
 #include "path.h"
 #include "recovery.h"
@@ -107,6 +108,7 @@ static void update_credit(pure_link *link, uint64_t now)
 void pure_link_recv_resumed(pure_link *link, uint64_t now)
 {
     update_credit(link, now);
+    pure_link_chan_recv_resumed(link, now);
     if (link->credit_pending)
         pure_ctx_mark_pending(link->ctx, link);
 }
@@ -251,11 +253,13 @@ static void after_ack(pure_link *link, int acked, uint64_t now)
     if (pure_link_wants_send(link, now))
         pure_ctx_mark_pending(link->ctx, link);
     pure_link_check_writable(link);
-    if (link->sb.base == link->sb.end && pure_rtb_in_flight(&link->rtb) == 0)
+    if (pure_link_sends_empty(link) && pure_rtb_in_flight(&link->rtb) == 0)
         pure_timers_went_idle(link, now);
     /* on_writable may have ended the link: no callback after on_closed */
     if ((acked & PURE_RECOVERY_MSGS_ACKED) && link->ctx->cb.on_acked && !link->closed_notified)
         link->ctx->cb.on_acked(link, link->user, link->msgs_acked - 1);
+    if (acked & PURE_RECOVERY_CHAN_MSGS_ACKED)
+        pure_link_chan_report_acked(link);
     if ((acked & PURE_RECOVERY_STREAM_ACKED) && link->state == PURE_LS_OPEN)
         pure_link_on_acked(link, now); /* last: it may end the link */
 }
@@ -300,14 +304,20 @@ static int open_packet(pure_link *link, uint8_t *d, size_t n, uint64_t pn, uint6
     return 0;
 }
 
-/* The DELIVERED frame that follows a peer's CLOSE in its packet, if there is one: what of our
- * stream its application had, taken before the CLOSE is reported. */
-static void take_delivered(pure_link *link, const uint8_t *p, const uint8_t *end)
+/* The DELIVERED frame that follows a peer's CLOSE in its packet, if there is one, and the
+ * CHAN_DELIVERED frames after it: what of our streams its application had, taken before the
+ * CLOSE is reported. */
+static void take_delivered(pure_link *link, const uint8_t *p, const uint8_t *end, uint64_t now)
 {
     pure_frame f;
     pure_ack_frame ack;
     if (p < end && pure_frame_parse(&p, end, &f, &ack) == 0 && f.type == PURE_FRAME_DELIVERED)
         pure_recovery_on_delivered(link, f.u.delivered);
+    else
+        return;
+    while (p < end && pure_frame_parse(&p, end, &f, &ack) == 0 &&
+           f.type == PURE_FRAME_CHAN_DELIVERED)
+        pure_link_chan_on_frame(link, &f, now);
 }
 
 /* What the frames of one packet did. */
@@ -368,9 +378,14 @@ static int on_frame(pure_link *link, const pure_frame *f, const pure_ack_frame *
         seen->eliciting = 1;
         pure_rekey_on_frame(link, f->u.rekey, now);
         break;
+    case PURE_FRAME_CHAN_DELIVERED: break; /* taken with the CLOSE it follows */
+    case PURE_FRAME_DATAGRAM:
+    case PURE_FRAME_CHAN_DATA:
+    case PURE_FRAME_CHAN_CREDIT:
     case PURE_FRAME_DATA: {
         seen->eliciting = 1;
-        int drc = on_data(link, f, now);
+        int drc = f->type == PURE_FRAME_DATA ? on_data(link, f, now)
+                                             : pure_link_chan_on_frame(link, f, now);
         if (drc == DATA_DROPPED) {
             seen->dropped = 1;
         } else if (drc < 0) {
@@ -407,7 +422,7 @@ static void after_frames(pure_link *link, const frames_seen *seen, uint64_t pn, 
         pure_ctx_mark_pending(ctx, link);
     /* A side that only receives (or only answers keepalives) never processes an ACK of its own:
      * arm the release here too once it has nothing queued or in flight. */
-    if (link->sb.base == link->sb.end && pure_rtb_in_flight(&link->rtb) == 0)
+    if (pure_link_sends_empty(link) && pure_rtb_in_flight(&link->rtb) == 0)
         pure_timers_went_idle(link, now);
 }
 
@@ -432,9 +447,19 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
             return PURE_EPROTO;
         }
         if (f.type == PURE_FRAME_CLOSE)
-            take_delivered(link, p, end);
+            take_delivered(link, p, end, now);
         if (on_frame(link, &f, &ack, &seen, &rc, now))
             return rc;
+    }
+    if (pure_link_chan_stalled(link)) { /* memory may have come back since */
+        int crc = pure_link_chan_retry(link, now);
+        if (crc) {
+            pure_link_terminate(link, crc, (uint64_t)close_code_for(crc), pure_strerror(crc), 1,
+                                now);
+            return crc;
+        }
+        if (link->state != PURE_LS_OPEN)
+            return 0; /* the application closed it from a callback */
     }
     after_frames(link, &seen, pn, now);
     return 0;

@@ -6,6 +6,7 @@
 
 #include "flight.h"
 #include "frame.h"
+#include "link_chan.h"
 #include "link_send.h"
 #include "keys.h"
 #include "lifecycle.h"
@@ -21,11 +22,17 @@ static uint64_t new_data_limit(const pure_link *link)
     return link->sb.end < peer ? link->sb.end : peer;
 }
 
-static int has_data(const pure_link *link)
+/* Channel 0 (the link's stream) has bytes, or its FIN, to send. */
+static int has_data0(const pure_link *link)
 {
     return (link->b && !pure_ranges_empty(&link->b->lost)) ||
            link->send_next < new_data_limit(link) ||
            (link->fin_sent_pending && link->send_next == link->fin_offset);
+}
+
+static int has_data(const pure_link *link)
+{
+    return has_data0(link) || pure_link_chan_has_data(link);
 }
 
 static int ack_due(const pure_link *link)
@@ -36,7 +43,8 @@ static int ack_due(const pure_link *link)
 static int control_due(const pure_link *link)
 {
     return link->credit_pending || link->ping_pending || link->probe_pending ||
-           pure_path_due(link) || (link->rk && pure_rekey_send_pending(link));
+           pure_link_chan_credit_due(link) || pure_path_due(link) ||
+           (link->rk && pure_rekey_send_pending(link));
 }
 
 /* A path MTU probe waits (pmtud.c), and the window has room for it. */
@@ -151,6 +159,29 @@ static int put_data(pure_link *link, pure_pkt *k, pure_sent *rec)
     return 1;
 }
 
+/* The packet's stream data: channel 0's alone unless other channels are in use; then the
+ * scheduler (chan.c) picks the channel by priority. One channel's data per packet. With `whole`
+ * (a padded packet joining a burst of small ones) only a run that fits wholly goes: a link whose
+ * channel sent a small message first would otherwise cut its own bulk on another channel into
+ * packets of that small size, for the rest of the burst. */
+static int put_stream_data(pure_link *link, pure_pkt *k, pure_sent *rec, int whole)
+{
+    if (!link->chans)
+        return put_data(link, k, rec);
+    int ch = pure_chans_pick(link->chans, has_data0(link));
+    if (ch == 0) {
+        uint64_t off;
+        int retx, fits;
+        if (whole) {
+            uint64_t want = next_run(link, &off, &retx);
+            if (pure_pkt_data_fit(k, off, want, &fits) < want)
+                return 0;
+        }
+        return put_data(link, k, rec);
+    }
+    return ch > 0 && pure_link_chan_put_data(link, ch, k, rec, whole);
+}
+
 /* What build_packet makes: a packet padded to the size asked (to join a burst of that segment
  * size), a path MTU probe (a PING padded to the size: nothing else, so its likely loss costs
  * nothing to send again). */
@@ -195,6 +226,11 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
         rec.flags |= PURE_SENT_CREDIT;
         eliciting = 1;
     }
+    if (!(mode & BUILD_PMTU_PROBE) && pure_link_chan_credit_due(link) &&
+        pure_link_chan_put_credits(link, &k)) {
+        rec.flags |= PURE_SENT_CHAN_CREDIT;
+        eliciting = 1;
+    }
     if (!(mode & BUILD_PMTU_PROBE) && link->rk && pure_rekey_put_frame(link, &k)) {
         rec.flags |= PURE_SENT_REKEY;
         eliciting = 1;
@@ -206,7 +242,11 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
         link->ping_pending = 0;
         eliciting = 1;
     }
-    if (allow_data && put_data(link, &k, &rec))
+    if (allow_data && pure_link_chan_datagram_due(link) && pure_link_chan_put_datagram(link, &k)) {
+        rec.flags |= PURE_SENT_DATAGRAM;
+        eliciting = 1;
+    }
+    if (allow_data && put_stream_data(link, &k, &rec, (mode & BUILD_PAD) != 0))
         eliciting = 1;
     if (k.p == out + PURE_DATA_HEADER)
         return 0;
@@ -267,6 +307,7 @@ static int64_t write_control(pure_link *link, uint8_t *buf, size_t cap, size_t *
     if (pure_pkt_close(&k, link->close_code, reason, strlen(reason)) != 0 ||
         pure_pkt_delivered(&k, link->recv_next) != 0)
         return 0;
+    pure_link_chan_put_delivered(link, &k); /* and of each channel, as many as fit */
     size_t total = seal_packet(link, buf, k.p);
     if (total == 0)
         return 0;

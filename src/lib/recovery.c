@@ -9,6 +9,7 @@
 
 #include "flight.h"
 #include "frame.h"
+#include "link_chan.h"
 #include "recovery.h"
 #include "registry.h"
 #include "rekey.h"
@@ -67,7 +68,9 @@ static void loss_rate_update(pure_link *link, int lost)
  * bytes, its FIN, its credit update, its REKEY frame. */
 static void requeue(pure_link *link, const pure_sent *e)
 {
-    if (e->data_len)
+    if (e->chan || (e->flags & (PURE_SENT_CHAN_CREDIT | PURE_SENT_DATAGRAM)))
+        pure_link_chan_on_lost(link, e); /* a channel's bytes, CHAN_CREDIT frames, a datagram */
+    if (!e->chan && e->data_len)         /* channel 0's bytes, whatever else the packet held */
         pure_ranges_add(&link->b->lost, &link->ctx->alloc, e->data_off, e->data_off + e->data_len);
     if (e->flags & PURE_SENT_FIN)
         link->fin_sent_pending = 1;
@@ -242,7 +245,7 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
     if (pure_rtb_acked_begin(&link->rtb, &it, ack) != 0)
         return 0; /* acknowledges a packet never sent: ignore the frame */
     uint64_t acked_bytes = 0, largest_time = 0, largest_sent = 0, pn;
-    int largest_new = 0, any = 0, fin_now = 0;
+    int largest_new = 0, any = 0, fin_now = 0, chan_acked = 0;
     const pure_sent *e;
     pure_pmtud_ack_begin(&link->b->pmtud);
     while ((e = pure_rtb_acked_next(&link->rtb, &it, &pn)) != NULL) {
@@ -257,9 +260,13 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
         pmtud_on_fate(link, e, 0, now);
         pure_flight_gone(link, e->size);
         loss_rate_update(link, 0);
-        if (e->data_len)
+        if (e->chan) {
+            pure_link_chan_on_acked(link, e);
+            chan_acked = 1;
+        } else if (e->data_len) {
             pure_ranges_add(&link->b->acked, &link->ctx->alloc, e->data_off,
                             e->data_off + e->data_len);
+        }
         if ((e->flags & PURE_SENT_FIN) && !link->fin_acked)
             link->fin_acked = fin_now = 1;
     }
@@ -272,6 +279,10 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
     link->pto_count = 0;
     int flags = PURE_RECOVERY_ACKED | release_acked(link) |
                 (fin_now ? PURE_RECOVERY_STREAM_ACKED : 0); /* a graceful close may wait on it */
+    int chan_moved = chan_acked ? pure_link_chan_after_ack(link) : 0;
+    if (chan_moved)
+        flags |=
+            PURE_RECOVERY_STREAM_ACKED | ((chan_moved & 1) ? PURE_RECOVERY_CHAN_MSGS_ACKED : 0);
     detect_lost(link, now);
     if (pure_pmtud_ack_end(&link->b->pmtud)) /* a black hole for full-size packets */
         pure_recovery_mss_sync(link);
@@ -388,7 +399,10 @@ void pure_recovery_on_timeout(pure_link *link, uint64_t now)
     pure_pmtud_on_pto(&link->b->pmtud, link->pto_count);
     pure_recovery_mss_sync(link);
     if ((pure_ranges_empty(&link->b->lost) && link->send_next >= link->sb.end) ||
-        link->pto_count >= 2)
+        link->pto_count >= 2) {
         resend_oldest(link);
+        if (link->chans)
+            pure_link_chan_on_pto(link, link->mss);
+    }
     pure_ctx_mark_pending(link->ctx, link);
 }

@@ -20,6 +20,8 @@ enum {
     PURE_RECOVERY_FORGED = 0x08,       /* the ACK covers a packet number this side skipped: the
                                           peer acknowledges what it never received (optimistic
                                           ACKs, RFC 9000 21.4); nothing else was done: close */
+    PURE_RECOVERY_CHAN_MSGS_ACKED =
+        0x10, /* whole messages of a channel 1..max were (link_chan.h) */
 };
 /* Packet numbers skipped now and then: one every PURE_PN_SKIP_MIN to PURE_PN_SKIP_MIN +
  * PURE_PN_SKIP_SPREAD - 1 packets. */

@@ -25,6 +25,7 @@
  * successor (keys.c). */
 #include <string.h>
 
+#include "link_chan.h"
 #include "rekey.h"
 #include "keys.h"
 #include "lifecycle.h"
@@ -57,7 +58,8 @@ int pure_rekey_due(const pure_link *link, uint64_t now)
         return 1;
     /* By age, only while there is data to send: a link that only sends keepalives or ACKs keeps
      * its keys, so an idle link costs exactly one packet per keepalive interval. */
-    return link->send_next < link->sb.end && now - link->keys_time >= s->rekey_after_time;
+    return (link->send_next < link->sb.end || pure_link_chan_has_data(link)) &&
+           now - link->keys_time >= s->rekey_after_time;
 }
 
 int pure_rekey_send_pending(const pure_link *link)

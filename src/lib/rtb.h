@@ -17,10 +17,11 @@ enum {
     PURE_SENT_ELICITING = 0x01, /* needs an ACK */
     PURE_SENT_FIN = 0x02,       /* carried the stream's FIN */
     PURE_SENT_CREDIT = 0x04,    /* carried a CREDIT frame */
-    PURE_SENT_CLOSE = 0x08,
+    PURE_SENT_DATAGRAM = 0x08,  /* carried a DATAGRAM frame (link_chan.c; never resent) */
     PURE_SENT_REKEY = 0x10,
-    PURE_SENT_PMTU_PROBE = 0x20, /* a path MTU probe (pmtud.h): its loss is not congestion */
-    PURE_SENT_LIVE = 0x80,       /* in flight: not yet acknowledged, lost or discarded */
+    PURE_SENT_PMTU_PROBE = 0x20,  /* a path MTU probe (pmtud.h): its loss is not congestion */
+    PURE_SENT_CHAN_CREDIT = 0x40, /* carried CHAN_CREDIT frames (link_chan.c) */
+    PURE_SENT_LIVE = 0x80,        /* in flight: not yet acknowledged, lost or discarded */
 };
 
 /* One sent packet, kept in the ring until acknowledged or lost. Only packets with
@@ -31,7 +32,7 @@ typedef struct pure_sent {
     uint32_t data_len;
     uint16_t size;
     uint8_t flags;
-    uint8_t unused;
+    uint8_t chan; /* the channel data_off/data_len belong to (0: the link's stream; chan.h) */
 } pure_sent;
 
 /* The ring never holds more entries than this (a flight of 16M packets). */

@@ -16,6 +16,7 @@
 #include "admit.h"
 #include "alloc.h"
 #include "cc.h"
+#include "chan.h"
 #include "cookie.h"
 #include "credit.h"
 #include "frame.h"
@@ -263,6 +264,7 @@ struct pure_link {
 
     pure_link_counters st;
     pure_busy *b;            /* state a link needs only while it carries traffic (NULL when idle) */
+    pure_chans *chans;       /* channels 1..max (link_chan.c), NULL until one is used */
     uint64_t replay_top;     /* the replay window's top while b is released: all below were seen */
     pure_link *pending_next; /* the context's send list */
     pure_link *dead_next;
@@ -342,9 +344,12 @@ struct pure_ctx {
     pure_guard_stats guard; /* rx_memory* kept by rxmem.c */
 
     /* receive memory (rxmem.c) */
-    pure_link *rx_owner;     /* the one link max_receive_memory does not hold back (or NULL) */
-    uint64_t rx_owner_moved; /* when it last consumed stream bytes */
-    uint64_t rx_orphaned;    /* bytes displaced owners hold for messages not yet delivered */
+    pure_link *rx_owner;       /* the one link max_receive_memory does not hold back (or NULL) */
+    pure_link *rx_chan_owner;  /* link_chan.c: the link of the one channel 1..max that may finish
+                                  its message past max_receive_memory (or NULL) */
+    uint32_t rx_chan_owner_ch; /* ... and that channel */
+    uint64_t rx_owner_moved;   /* when it last consumed stream bytes */
+    uint64_t rx_orphaned;      /* bytes displaced owners hold for messages not yet delivered */
     pure_link *rx_held_head, *rx_held_tail; /* links held back, oldest first */
     uint32_t rx_held_n;
     uint8_t rx_wake; /* memory was freed (or ownership passed) with links held back */

@@ -31,6 +31,7 @@
  * After that an idle link (nothing in flight, no message sent for idle_timeout, nothing
  * incomplete, no keepalive) has no timer at all: it costs nothing, and finds out that its peer
  * is gone the next time it sends. */
+#include "link_chan.h"
 #include "timers.h"
 #include "registry.h"
 
@@ -57,6 +58,8 @@ static int expecting(const pure_link *link, uint64_t now)
         return 1;
     if (link->b && (!pure_msgparse_at_boundary(&link->b->parse) || !pure_rob_empty(&link->b->rob)))
         return 1; /* the peer is in the middle of a message */
+    if (pure_link_chan_stalled(link))
+        return 1; /* a channel's message waits for memory: probe, so packets keep coming */
     return link->next_msg_id && now < link->last_msg_sent + link->ctx->s.idle_timeout;
 }
 
@@ -136,7 +139,7 @@ void pure_timers_update(pure_link *link, uint64_t now)
      * left it so (a dropped packet, an ACK-only exchange): no busy link is left without that
      * timer (the soak's long run once found one holding 1.3 MB for 12 s). */
     if (link->state == PURE_LS_OPEN && link->b && link->release_at == UINT64_MAX &&
-        link->sb.base == link->sb.end && pure_rtb_in_flight(&link->rtb) == 0)
+        pure_link_sends_empty(link) && pure_rtb_in_flight(&link->rtb) == 0)
         link->release_at = now + PURE_IDLE_RELEASE;
     uint64_t d = UINT64_MAX;
     switch (link->state) {

@@ -74,6 +74,8 @@ void pure_tparams_local(const pure_ctx *ctx, pure_tparams *tp)
 {
     memset(tp, 0, sizeof *tp);
     tp->features = PURE_TP_F_ECN;
+    tp->max_channels = ctx->s.max_channels;           /* channels 1..this we take */
+    tp->max_datagram_size = ctx->s.max_datagram_size; /* the largest datagram we take */
     if (ctx->test_wire && ctx->test_wire->set_announce)
         *tp = ctx->test_wire->announce;
 }

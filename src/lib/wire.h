@@ -156,6 +156,16 @@ enum pure_frame_type {
     PURE_FRAME_PATH_CHALLENGE = 0x07, /* data[8] */
     PURE_FRAME_PATH_RESPONSE = 0x0a,  /* data[8], the challenge's */
     PURE_FRAME_DATA = 0x08,           /* 0x08 | FIN(0x01): offset, length, bytes */
+    /* Channels 1..max (docs/protocol.md, "Channels"): each its own byte stream of length-framed
+     * messages (no preamble), with its own flow credit. Channel 0 is the DATA stream above. Sent
+     * only to a peer that takes channels (pure_link_peer_channels). */
+    PURE_FRAME_CHAN_CREDIT = 0x0b, /* channel, max stream offset of that channel */
+    PURE_FRAME_CHAN_DATA = 0x0c,   /* channel, offset, length, bytes */
+    /* After CLOSE and DELIVERED: how far the closing side's application read one channel. */
+    PURE_FRAME_CHAN_DELIVERED = 0x0d, /* channel, stream offset */
+    /* An unreliable datagram: delivered whole or not at all, never sent again. Sent only to a
+     * peer that takes them (pure_link_peer_datagram_max). */
+    PURE_FRAME_DATAGRAM = 0x0e, /* length, bytes */
     /* ECN (RFC 3168, RFC 9000 13.4): how many of the peer's packets arrived marked CE in this
      * busy period, a running count modulo 2^16 that rides beside ACKs; the peer answers an
      * increase as it answers congestion. Not ack-eliciting. */
@@ -172,6 +182,8 @@ enum pure_frame_type {
 #define PURE_ACK_MAX_RANGES 32 /* ranges an ACK frame carries (older ones are dropped) */
 #define PURE_AMPLIFICATION 3   /* bytes sent per byte received before a path is validated */
 #define PURE_PATH_DATA_LEN 8   /* a PATH_CHALLENGE's unpredictable bytes */
+#define PURE_CHANNEL_MAX 255   /* the largest channel number (a sent packet records it in a byte) */
+#define PURE_DATAGRAM_FRAME_OVERHEAD 3 /* a DATAGRAM frame's type and length (up to 16383) */
 
 /* Close codes a peer sends in CLOSE (the application's own codes start at 0x100). */
 enum pure_close_code {

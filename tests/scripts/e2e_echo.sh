@@ -3,7 +3,8 @@
 # End-to-end echo: `pure send` to `pure serve`'s echo service over loopback; what comes back must
 # be byte-identical to what went in (an empty line, a 300 KB line, non-ASCII bytes, a last line
 # without a newline, many lines that overflow the send backlog), from a file and from a pipe;
-# the sink service returns nothing and exits 0.
+# the sink service returns nothing and exits 0; the same on channels (--channel 7 and 255: the
+# echo comes back on the channel, the end of input waits for the server to have every line).
 # Usage: tests/scripts/e2e_echo.sh BUILD_DIR
 set -euo pipefail
 if [ $# -ne 1 ]; then echo "usage: $0 BUILD_DIR" >&2; exit 2; fi
@@ -50,6 +51,17 @@ check "a last line without newline" "$tmp/nonl.want" "$tmp/nonl.out" $rc
 awk 'BEGIN { for (i = 0; i < 300000; i++) { printf "line %d ", i; for (j = 0; j < i % 100; j++) printf "y"; printf "\n" } }' >"$tmp/many"
 rc=0; cat "$tmp/many" | timeout 50 "$pure" send "127.0.0.1:$port" --peer-key "$key" --timeout 45 >"$tmp/many.out" || rc=$?
 check "300000 lines from a pipe" "$tmp/many" "$tmp/many.out" $rc
+
+# channels: the echo comes back on the channel, all of it, also past the backlog
+rc=0; timeout 30 "$pure" send "127.0.0.1:$port" --peer-key "$key" --channel 7 --timeout 25 <"$tmp/few" >"$tmp/ch.out" || rc=$?
+check "few lines on channel 7" "$tmp/few" "$tmp/ch.out" $rc
+rc=0; cat "$tmp/many" | timeout 50 "$pure" send "127.0.0.1:$port" --peer-key "$key" --channel 255 --timeout 45 >"$tmp/ch.many" || rc=$?
+check "300000 lines on channel 255" "$tmp/many" "$tmp/ch.many" $rc
+rc=0; timeout 30 "$pure" send "127.0.0.1:$port" --peer-key "$key" --channel 3 --service sink --timeout 25 <"$tmp/few" >"$tmp/ch.sink" || rc=$?
+check "sink on channel 3" /dev/null "$tmp/ch.sink" $rc
+rc=0; echo x | "$pure" send "127.0.0.1:$port" --peer-key "$key" --channel 256 >/dev/null 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && echo "e2e_echo: ok --channel 256 is a usage error" ||
+    { echo "e2e_echo: FAIL --channel 256 exited $rc, not 2" >&2; fail=1; }
 
 # sink: nothing comes back, exit 0
 rc=0; timeout 30 "$pure" send "127.0.0.1:$port" --peer-key "$key" --service sink --timeout 25 <"$tmp/few" >"$tmp/sink.out" || rc=$?

@@ -197,14 +197,17 @@ static void test_both_on(void)
     world_free(w);
 }
 
-/* The defaults: each side announces that it reads ECN frames, and nothing else yet. */
+/* The defaults: each side announces its max_channels (16), its max_datagram_size (65535) and
+ * that it reads ECN frames; channels and datagrams then work both ways. */
 static void test_defaults(void)
 {
     world *w = world_new(7, 0);
     connect_srv(w);
     run_for(w, 1 * SIM_S);
-    check_peer(w->c.link, 1, 0, 0, 1);
-    check_peer(w->sv.link, 1, 0, 0, 1);
+    check_peer(w->c.link, 1, 16, 65535, 1);
+    check_peer(w->sv.link, 1, 16, 65535, 1);
+    CHECK_EQ(pure_link_peer_channels(w->c.link), 16);
+    CHECK_EQ(pure_link_peer_datagram_max(w->sv.link), 65535);
     check_link_works(w);
     world_free(w);
 }
@@ -348,7 +351,7 @@ static void test_unknown_params(void)
     run_for(w, 1 * SIM_S);
     CHECK_EQ(w->init_len, 142 + 3 + PURE_TPARAMS_ROOM);
     check_peer(w->sv.link, 1, 3, 0, 0);
-    check_peer(w->c.link, 1, 0, 0, 1); /* the server's defaults */
+    check_peer(w->c.link, 1, 16, 65535, 1); /* the server's defaults */
     check_link_works(w);
     world_free(w);
 }

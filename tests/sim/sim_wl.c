@@ -33,7 +33,14 @@ typedef struct side {
     size_t qhead, qlen, qcap;
     uint64_t dropped_replies; /* echoes refused (PURE_ECLOSED after the server closed) */
     struct wl_link *link;     /* server: the link its hello named */
+    uint32_t ch;              /* the channel its messages go on (wl_cfg.channels) */
 } side;
+
+/* What the side's application sends goes on its channel (channel 0: pure_link_send). */
+static int64_t side_send(side *sd, const void *d, size_t n)
+{
+    return pure_link_send_on(sd->l, sd->ch, d, n);
+}
 
 typedef struct wl_link {
     wl *w;
@@ -225,12 +232,12 @@ static void client_pump(wl_link *k)
         if (!k->edge_tried && c->sent == k->planned / 2 && c->sent > 0) {
             /* one byte over the limit: refused at once, nothing else changes */
             k->edge_tried = 1;
-            if (pure_link_send(c->l, w->scratch, (size_t)max_msg(w) + 1) != PURE_EMSGSIZE)
+            if (side_send(c, w->scratch, (size_t)max_msg(w) + 1) != PURE_EMSGSIZE)
                 c->bad++;
         }
         size_t n = plan_size(w, k->id, c->sent);
         plan_bytes(w, k->id, c->sent, w->scratch, n);
-        int64_t rc = pure_link_send(c->l, w->scratch, n);
+        int64_t rc = side_send(c, w->scratch, n);
         if (rc == PURE_EAGAIN)
             return; /* on_writable calls again */
         if (rc < 0)
@@ -253,7 +260,7 @@ static void server_flush(wl *w, side *sd)
         uint8_t *m = sd->q + sd->qhead;
         uint32_t n;
         memcpy(&n, m, 4);
-        int64_t rc = pure_link_send(sd->l, m + 4, n);
+        int64_t rc = side_send(sd, m + 4, n);
         if (rc == PURE_EAGAIN)
             return;
         if (rc < 0)
@@ -333,7 +340,7 @@ static void server_message(wl *w, side *sd, const uint8_t *d, size_t n)
         if (sd->qlen) {
             server_queue(sd, d, n); /* keep the order: behind what already waits */
         } else {
-            int64_t rc = pure_link_send(sd->l, d, n); /* the reply, from inside on_message */
+            int64_t rc = side_send(sd, d, n); /* the reply, from inside on_message */
             if (rc == PURE_EAGAIN)
                 server_queue(sd, d, n);
             else if (rc < 0)
@@ -376,6 +383,21 @@ static void on_message(pure_link *l, void *user, const uint8_t *d, size_t n)
     }
 }
 
+/* A channel's messages: the side must be on that channel (the server's takes it from the first
+ * message, its hello). */
+static void on_channel_message(pure_link *l, void *user, uint32_t ch, const uint8_t *d, size_t n)
+{
+    wl *w = current;
+    side *sd = is_server_side(w, user) ? user : &((wl_link *)user)->c;
+    if (is_server_side(w, user) && sd->recv == 0)
+        sd->ch = ch;
+    if (ch != sd->ch) {
+        sd->bad++;
+        return;
+    }
+    on_message(l, user, d, n);
+}
+
 static void on_writable(pure_link *l, void *user)
 {
     wl *w = current;
@@ -403,6 +425,8 @@ static void on_closed(pure_link *l, void *user, const pure_close_info *info)
     sd->closes++;
     sd->info = *info;
     sd->info.reason = NULL;
+    if (sd->ch) /* what the check compares is the side's channel's */
+        pure_link_channel_unacked(l, sd->ch, &sd->info.first_unacked, &sd->info.next_id);
     sd->closed_at = sim_now(w->s);
     sd->l = NULL;
 }
@@ -414,6 +438,7 @@ static const pure_callbacks callbacks = {
     .on_writable = on_writable,
     .on_peer_finished = on_peer_finished,
     .on_closed = on_closed,
+    .on_channel_message = on_channel_message,
 };
 
 /* ---- set-up and runs ---- */
@@ -497,6 +522,7 @@ void wl_start(wl *w)
         k->w = w;
         k->id = i;
         k->planned = 1 + w->cfg.messages;
+        k->c.ch = i % (w->cfg.channels + 1);
         k->c.send_hash = k->c.recv_hash = 0xcbf29ce484222325ull;
         draw_chaos(w, &k->c, w->cfg.client_close, w->cfg.client_abort, k->planned);
         if (pure_connect(sim_ctx(w->s, w->cli), &to, key, "echo", k, &k->c.l, sim_now(w->s)) == 0) {

@@ -29,6 +29,8 @@ typedef struct wl_cfg {
     uint64_t idle_timeout;     /* 0: 5 s */
     int null_crypto;           /* the null backend (fast, for huge runs) */
     int keep_open;             /* do not close links that finished (the long run's rounds) */
+    uint32_t channels;         /* link i carries everything (hello, messages, echoes) on channel
+                                  i % (channels + 1) (pure_link_send_on; 0: channel 0 only) */
 } wl_cfg;
 
 typedef struct wl wl;

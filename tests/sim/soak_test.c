@@ -65,6 +65,32 @@ static void test_lossy_paths(void)
     scenario("50 links, 10% loss", c, 1200 * SIM_S);
 }
 
+/* The same on channels: link i's messages and echoes go on channel i % 5 (0 included), so
+ * links on channels meet loss, reordering, duplication, closes and aborts, and what each close
+ * reports is checked against the channel's own ids (pure_link_channel_unacked). */
+static void test_channels(void)
+{
+    sim_path p = lan;
+    p.loss = 0.05;
+    p.reorder = 0.05;
+    p.reorder_delay = 3 * SIM_MS;
+    p.duplicate = 0.02;
+    wl_cfg c = {
+        .links = 50, .messages = 8, .max_size = 1u << 20, .echo = 1, .path = p, .channels = 4};
+    scenario("50 links on channels 0..4, lossy", c, 600 * SIM_S);
+    wl_cfg d = {.links = 40,
+                .messages = 20,
+                .max_size = 65536,
+                .echo = 1,
+                .path = lan,
+                .channels = 4,
+                .client_close = 0.2,
+                .client_abort = 0.2,
+                .server_close = 0.2,
+                .server_abort = 0.2};
+    scenario("40 links on channels 0..4, closes and aborts", d, 600 * SIM_S);
+}
+
 static void test_closes_and_aborts(void)
 {
     wl_cfg c = {.links = 100,
@@ -202,8 +228,13 @@ int main(int argc, char **argv)
         RUN(test_long_run_memory_flat);
         return pure_test_finish();
     }
+    if (argc > 1 && strcmp(argv[1], "channels") == 0) { /* the channels' scenarios alone */
+        RUN(test_channels);
+        return pure_test_finish();
+    }
     RUN(test_many_links_echo);
     RUN(test_lossy_paths);
+    RUN(test_channels);
     RUN(test_closes_and_aborts);
     RUN(test_nat_rebinding);
     RUN(test_server_killed_and_restarted);

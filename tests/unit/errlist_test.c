@@ -101,7 +101,7 @@ typedef struct ep {
     pure_addr addr;
     uint64_t rng;
     pure_link *link; /* the newest link: connected, or accepted */
-    int closes, in_on_closed_rc[3];
+    int closes, in_on_closed_rc[4];
     int probe_in_on_closed;
 } ep;
 
@@ -125,6 +125,7 @@ static void on_closed(pure_link *l, void *user, const pure_close_info *info)
         e->in_on_closed_rc[0] = (int)GOT(pure_link_abort, (l, 0, NULL));
         e->in_on_closed_rc[1] = (int)GOT(pure_link_pause_recv, (l));
         e->in_on_closed_rc[2] = (int)GOT(pure_link_resume_recv, (l));
+        e->in_on_closed_rc[3] = (int)GOT(pure_link_set_priority, (l, 1, 0, 0));
     }
     if (e->link == l)
         e->link = NULL;
@@ -334,6 +335,38 @@ static void test_link_calls(void)
     pure_link *l = NULL;
     CHECK_EQ(GOT(pure_connect, (c.ctx, &s.addr, pure_ctx_public_key(s.ctx), "svc", &c, &l, 0)), 0);
     static uint8_t big[64 << 10];
+    /* channels: the table is made on first use */
+    fail_alloc = 1;
+    CHECK_EQ(GOT(pure_link_set_priority, (l, 1, 0, 1)), PURE_ENOMEM);
+    CHECK_EQ(GOT(pure_link_send_on, (l, 2, "x", 1)), PURE_ENOMEM);
+    /* datagrams: the queue is made on first use; before the handshake they wait */
+    CHECK_EQ(GOT(pure_link_send_datagram, (l, "x", 1)), PURE_ENOMEM);
+    fail_alloc = 0;
+    CHECK_EQ(GOT(pure_link_send_datagram, (NULL, "x", 1)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_link_send_datagram, (l, NULL, 1)), PURE_EINVAL);
+    CHECK_EQ(pure_link_datagram_max(l), 1200 - 12 - 16 - 3);
+    CHECK_EQ(GOT(pure_link_send_datagram, (l, big, pure_link_datagram_max(l) + 1)), PURE_EMSGSIZE);
+    int drc = 0;
+    for (int i = 0; i < 100 && drc == 0; i++)
+        drc = GOT(pure_link_send_datagram, (l, big, 1000));
+    CHECK_EQ(drc, PURE_EAGAIN);
+    CHECK_EQ(GOT(pure_link_set_priority, (NULL, 1, 0, 1)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_link_set_priority, (l, 1, PURE_URGENCY_MAX + 1, 1)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_link_set_priority, (l, 17, 0, 1)), PURE_EINVAL); /* max_channels 16 */
+    CHECK_EQ(GOT(pure_link_set_priority, (l, 1, 0, 1)), 0);
+    CHECK_EQ(GOT(pure_link_send_on, (NULL, 1, "x", 1)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_link_send_on, (l, 1, NULL, 1)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_link_send_on, (l, 17, "x", 1)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_link_send_on, (l, 1, big, (size_t)(1u << 30) + 1)), PURE_EMSGSIZE);
+    int64_t crc = 0;
+    for (int i = 0; i < 1000 && crc >= 0; i++)
+        crc = GOT(pure_link_send_on, (l, 1, big, sizeof big));
+    CHECK_EQ(crc, PURE_EAGAIN);
+    uint64_t first = 9, next = 9;
+    CHECK_EQ(GOT(pure_link_channel_unacked, (NULL, 1, &first, &next)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_link_channel_unacked, (l, 1, &first, &next)), 0);
+    CHECK_EQ(first, 0);
+    CHECK(next > 0);
     CHECK_EQ(GOT(pure_link_send, (NULL, "x", 1)), PURE_EINVAL);
     CHECK_EQ(GOT(pure_link_send, (l, NULL, 1)), PURE_EINVAL);
     CHECK_EQ(GOT(pure_link_send, (l, big, (size_t)(1u << 30) + 1)), PURE_EMSGSIZE);
@@ -359,17 +392,20 @@ static void test_link_calls(void)
     CHECK_EQ(GOT(pure_link_finish, (l)), PURE_ESTATE);
     rc = GOT(pure_link_send, (l, "x", 1));
     CHECK_EQ(rc, PURE_ECLOSED); /* finished: nothing more can be sent */
+    CHECK_EQ(GOT(pure_link_send_on, (l, 1, "x", 1)), PURE_ECLOSED);
+    CHECK_EQ(GOT(pure_link_send_datagram, (l, "x", 1)), 0); /* finished: datagrams still go */
     CHECK(pure_err_is_fatal((int)rc));
     CHECK_EQ(GOT(pure_link_close, (l, 5, NULL)), PURE_EINVAL); /* 1..0xff are Pure's */
     CHECK_EQ(GOT(pure_link_abort, (l, 5, NULL)), PURE_EINVAL);
     CHECK_EQ(GOT(pure_link_close, (l, 0, "bye")), 0);
     CHECK_EQ(GOT(pure_link_close, (l, 0, "again")), PURE_ESTATE);
+    CHECK_EQ(GOT(pure_link_send_datagram, (l, "x", 1)), PURE_ECLOSED);
     /* the responder's link: aborted, its CLOSE ends the initiator's link when read; calls from
      * on_closed find the link gone */
     c.probe_in_on_closed = 1;
     s.probe_in_on_closed = 1;
     CHECK_EQ(GOT(pure_link_abort, (s.link, PURE_CLOSE_APP, "done")), 0);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         CHECK_EQ(s.in_on_closed_rc[i], PURE_ESTATE);
     int closes = c.closes, eclosed = 0;
     size_t seg;

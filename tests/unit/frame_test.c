@@ -363,7 +363,9 @@ static void test_unknown_types(void)
                     t == PURE_FRAME_CREDIT || t == PURE_FRAME_CLOSE || t == PURE_FRAME_REKEY ||
                     t == PURE_FRAME_DELIVERED || t == PURE_FRAME_PATH_CHALLENGE ||
                     t == PURE_FRAME_PATH_RESPONSE || t == PURE_FRAME_DATA || t == PURE_FRAME_ECN ||
-                    t == (PURE_FRAME_DATA | PURE_FRAME_DATA_FIN);
+                    t == (PURE_FRAME_DATA | PURE_FRAME_DATA_FIN) || t == PURE_FRAME_DATAGRAM;
+        /* CHAN_DATA, CHAN_CREDIT, CHAN_DELIVERED are known but a zero body names channel 0,
+         * which is refused (test_channel_frames) */
         if (known) {
             CHECK_EQ(rc, 0); /* zero bodies are valid for every known type */
             accepted++;
@@ -373,8 +375,56 @@ static void test_unknown_types(void)
             refused++;
         }
     }
-    CHECK_EQ(accepted, 12);
-    CHECK_EQ(refused, 244);
+    CHECK_EQ(accepted, 13);
+    CHECK_EQ(refused, 243);
+}
+
+/* Channel frames and DATAGRAM round-trip; a channel 0 or above 255, a CHAN_DATA or DATAGRAM
+ * longer than the packet, and a truncated one are refused. */
+static void test_channel_frames(void)
+{
+    uint8_t buf[256];
+    pure_pkt k = {buf, buf + sizeof buf};
+    CHECK_EQ(pure_pkt_chan_offset(&k, PURE_FRAME_CHAN_CREDIT, 7, 1u << 20), 0);
+    /* after the 6-byte CHAN_CREDIT: type, channel (2), offset (8), length (2) */
+    CHECK_EQ(pure_pkt_chan_data_fit(&k, 255, 1ull << 40, 1000), sizeof buf - 6 - 1 - 2 - 8 - 2);
+    uint8_t *body = pure_pkt_chan_data(&k, 255, 1ull << 40, 5);
+    CHECK(body != NULL);
+    memcpy(body, "hello", 5);
+    CHECK_EQ(pure_pkt_datagram(&k, (const uint8_t *)"dg", 2), 0);
+    CHECK_EQ(pure_pkt_chan_offset(&k, PURE_FRAME_CHAN_DELIVERED, 1, 99), 0);
+    const uint8_t *p = buf, *end = k.p;
+    pure_frame f;
+    pure_ack_frame a;
+    CHECK_EQ(pure_frame_parse(&p, end, &f, &a), 0);
+    CHECK(f.type == PURE_FRAME_CHAN_CREDIT && f.u.chan.channel == 7 && f.u.chan.offset == 1u << 20);
+    CHECK_EQ(pure_frame_parse(&p, end, &f, &a), 0);
+    CHECK(f.type == PURE_FRAME_CHAN_DATA && f.u.chan.channel == 255 &&
+          f.u.chan.offset == 1ull << 40 && f.u.chan.len == 5 &&
+          !memcmp(f.u.chan.bytes, "hello", 5));
+    CHECK_EQ(pure_frame_parse(&p, end, &f, &a), 0);
+    CHECK(f.type == PURE_FRAME_DATAGRAM && f.u.chan.len == 2 && !memcmp(f.u.chan.bytes, "dg", 2));
+    CHECK_EQ(pure_frame_parse(&p, end, &f, &a), 0);
+    CHECK(f.type == PURE_FRAME_CHAN_DELIVERED && f.u.chan.channel == 1 && f.u.chan.offset == 99);
+    CHECK(p == end);
+    static const uint8_t bad[][6] = {
+        {PURE_FRAME_CHAN_DATA, 0, 0, 1, 'x'},    /* channel 0 */
+        {PURE_FRAME_CHAN_CREDIT, 0x41, 0x00, 5}, /* channel 256 */
+        {PURE_FRAME_CHAN_DATA, 1, 0, 9, 'x'},    /* 9 bytes announced, 1 there */
+        {PURE_FRAME_DATAGRAM, 5, 'a', 'b'},      /* 5 bytes announced, 2 there */
+        {PURE_FRAME_CHAN_DELIVERED, 3},          /* truncated */
+    };
+    static const size_t bad_len[] = {5, 4, 5, 4, 2};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        p = bad[i];
+        CHECK_EQ(pure_frame_parse(&p, bad[i] + bad_len[i], &f, &a), PURE_EPROTO);
+        CHECK(p == bad[i]);
+    }
+    /* a writer never writes past the room */
+    pure_pkt small = {buf, buf + 4};
+    CHECK_EQ(pure_pkt_datagram(&small, (const uint8_t *)"abcd", 4), -1);
+    CHECK(pure_pkt_chan_data(&small, 1, 0, 2) == NULL);
+    CHECK(small.p == buf);
 }
 
 /* DELIVERED round-trips behind a CLOSE, and a truncated one is refused. */
@@ -463,6 +513,7 @@ int main(void)
     RUN(test_ack_malformed);
     RUN(test_data_close_malformed);
     RUN(test_unknown_types);
+    RUN(test_channel_frames);
     RUN(test_delivered);
     RUN(test_ecn);
     RUN(test_path_frames);
