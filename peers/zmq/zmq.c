@@ -132,6 +132,22 @@ static int connect_port(void *s, uint64_t port)
     return zmq_connect(s, ep);
 }
 
+/* L links need L descriptors (and ZeroMQ a mailbox descriptor per socket): raise the soft limit
+ * to the hard one. */
+static void raise_nofile(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl))
+        return;
+    /* Two descriptors per link on the client: 10,000 links need more than a hard limit of
+     * 20,000, so ask for more where allowed (CAP_SYS_RESOURCE), else take the hard limit. */
+    struct rlimit want = {.rlim_cur = 1u << 16, .rlim_max = 1u << 16};
+    if (rl.rlim_max >= want.rlim_max || setrlimit(RLIMIT_NOFILE, &want)) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
+}
+
 static void catch_signals(void)
 {
     struct sigaction sa = {.sa_handler = on_signal}; /* no SA_RESTART: zmq calls return EINTR */
@@ -367,6 +383,7 @@ static int cmd_rpc_serve(int argc, char **argv)
             return 2;
         }
     }
+    raise_nofile();
     keys k;
     void *ctx = zmq_ctx_new();
     if (ctx)
@@ -635,38 +652,46 @@ static int all_echoed(client *k)
     return k->r.replies >= k->l;
 }
 
-/* Opens the L links and waits until every CURVE handshake succeeded (a monitor on each socket,
- * closed once its link is up; the handshakes run side by side in the I/O thread). Returns the
- * links that came up. */
+/* Opens the L links and waits until every CURVE handshake succeeded: at most CONNECT_BATCH at
+ * once (as the other RPC clients open at most 256 handshakes at once), each watched by a monitor
+ * that is closed once its link is up. Returns the links that came up. */
+#define CONNECT_BATCH 256
 static uint64_t cli_connect(client *k, const keys *mine, const uint8_t server_pub[32],
                             uint64_t port)
 {
-    void **mons = calloc(k->l, sizeof *mons);
-    if (!mons)
-        return 0;
-    uint64_t up = 0, opened = 0;
-    for (uint64_t i = 0; i < k->l; i++, opened++) {
-        link_t *c = &k->links[i];
-        c->s = zmq_socket(k->ctx, ZMQ_DEALER);
-        int fd = -1;
-        size_t fl = sizeof fd;
-        if (!c->s || curve_client(c->s, mine, server_pub) || setint(c->s, ZMQ_SNDHWM, RPC_HWM) ||
-            setint(c->s, ZMQ_RCVHWM, RPC_HWM) || setint(c->s, ZMQ_LINGER, 0) ||
-            set_maxmsg(c->s, RPC_MAX_SIZE) || !(mons[i] = mon_start(k->ctx, c->s, i)) ||
-            connect_port(c->s, port) || zmq_getsockopt(c->s, ZMQ_FD, &fd, &fl)) {
-            zfail(k->prog, "opening a link (out of file descriptors?)");
-            cli_fail(k, "cannot open a link");
-            if (mons[i])
-                opened++;
-            break;
+    void *mons[CONNECT_BATCH];
+    uint64_t up = 0;
+    for (uint64_t b = 0; b < k->l; b += CONNECT_BATCH) {
+        uint64_t opened = 0, n = k->l - b < CONNECT_BATCH ? k->l - b : CONNECT_BATCH;
+        int broke = 0;
+        for (; opened < n; opened++) {
+            uint64_t i = b + opened;
+            link_t *c = &k->links[i];
+            c->s = zmq_socket(k->ctx, ZMQ_DEALER);
+            mons[opened] = NULL;
+            int fd = -1;
+            size_t fl = sizeof fd;
+            if (!c->s || curve_client(c->s, mine, server_pub) ||
+                setint(c->s, ZMQ_SNDHWM, RPC_HWM) || setint(c->s, ZMQ_RCVHWM, RPC_HWM) ||
+                setint(c->s, ZMQ_LINGER, 0) || set_maxmsg(c->s, RPC_MAX_SIZE) ||
+                !(mons[opened] = mon_start(k->ctx, c->s, i)) || connect_port(c->s, port) ||
+                zmq_getsockopt(c->s, ZMQ_FD, &fd, &fl)) {
+                zfail(k->prog, "opening a link (out of file descriptors?)");
+                cli_fail(k, "cannot open a link");
+                if (mons[opened])
+                    opened++;
+                broke = 1;
+                break;
+            }
+            struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
+            epoll_ctl(k->ep, EPOLL_CTL_ADD, fd, &ev);
         }
-        struct epoll_event ev = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
-        epoll_ctl(k->ep, EPOLL_CTL_ADD, fd, &ev);
+        for (uint64_t j = 0; j < opened; j++) /* the first failure said, not all L */
+            if (!mon_wait(k->links[b + j].s, mons[j], up == b + j ? k->prog : NULL))
+                up++;
+        if (broke || up < b + opened)
+            break;
     }
-    for (uint64_t i = 0; i < opened; i++) /* the first failure said, not all L */
-        if (!mon_wait(k->links[i].s, mons[i], up == i ? k->prog : NULL))
-            up++;
-    free(mons);
     return up;
 }
 
@@ -706,13 +731,7 @@ static int cmd_rpc_client(int argc, char **argv)
         p = 1;
     if (!port_s || !have_key || !l || !p || !size || (!have_d && !fanin) || (fanin && rate))
         goto usage;
-    /* Each link is a socket: a TCP descriptor and a mailbox descriptor, plus the monitors'
-     * while connecting. */
-    struct rlimit rl;
-    if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
+    raise_nofile(); /* a TCP and a mailbox descriptor per link, and the monitors' meanwhile */
     static client k;
     k.prog = "zmq rpc-client";
     k.l = l, k.p = (uint32_t)p, k.size = (uint32_t)size, k.rate = rate, k.fanin = fanin;
@@ -720,7 +739,7 @@ static int cmd_rpc_client(int argc, char **argv)
     keys mine;
     k.ctx = zmq_ctx_new();
     if (k.ctx)
-        zmq_ctx_set(k.ctx, ZMQ_MAX_SOCKETS, (int)(3 * l + 64));
+        zmq_ctx_set(k.ctx, ZMQ_MAX_SOCKETS, (int)(l + 2 * CONNECT_BATCH + 64));
     k.ep = epoll_create1(EPOLL_CLOEXEC);
     k.links = calloc(l, sizeof *k.links);
     k.sent_at = calloc(l * p, sizeof *k.sent_at);
