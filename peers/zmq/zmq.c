@@ -158,8 +158,8 @@ static void catch_signals(void)
 
 /* Handshake monitors: the CURVE handshake runs in ZeroMQ's I/O thread and a failed one (a wrong
  * server key) is retried quietly forever; a monitor on the socket says how it went. */
-#define HS_EVENTS                                                                                \
-    (ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |                       \
+#define HS_EVENTS                                                                                  \
+    (ZMQ_EVENT_HANDSHAKE_SUCCEEDED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |                        \
      ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
 
 /* Starts a monitor on s (before connecting it); returns the PAIR socket to read, or NULL. */
@@ -353,7 +353,9 @@ static int cmd_drain(int argc, char **argv)
     zmq_ctx_term(ctx);
     free(pat);
     if (m != n || mb != n * size) {
-        fprintf(stderr, "%s: the server counted %" PRIu64 " messages (%" PRIu64 " bytes), sent %" PRIu64 "\n",
+        fprintf(stderr,
+                "%s: the server counted %" PRIu64 " messages (%" PRIu64 " bytes), sent %" PRIu64
+                "\n",
                 prog, m, mb, n);
         return 1;
     }
