@@ -733,7 +733,19 @@ static int cmd_rpc_client(int argc, char **argv)
         p = 1;
     if (!port_s || !have_key || !l || !p || !size || (!have_d && !fanin) || (fanin && rate))
         goto usage;
-    raise_nofile(); /* a TCP and a mailbox descriptor per link, and the monitors' meanwhile */
+    raise_nofile();
+    /* Every link is a socket: its TCP connection and its mailbox (an eventfd) are two
+     * descriptors, plus two per monitor while connecting: say so now rather than at link 9,800. */
+    struct rlimit rl;
+    uint64_t need = 2 * l + 4 * CONNECT_BATCH + 64;
+    if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur != RLIM_INFINITY && need > rl.rlim_cur) {
+        fprintf(stderr,
+                "zmq rpc-client: %" PRIu64 " links need about %" PRIu64
+                " file descriptors (two per link: its TCP connection and ZeroMQ's mailbox), the "
+                "limit here is %" PRIu64 "\n",
+                l, need, (uint64_t)rl.rlim_cur);
+        return 1;
+    }
     static client k;
     k.prog = "zmq rpc-client";
     k.l = l, k.p = (uint32_t)p, k.size = (uint32_t)size, k.rate = rate, k.fanin = fanin;
