@@ -79,7 +79,7 @@ static inline double rpc_cpu_s(void)
 /* pat[j] = j % 251 for j < 251 + size: request bytes from RPC_HDR on are a slice of it. */
 static inline uint8_t *rpc_pattern_new(uint32_t size)
 {
-    uint8_t *pat = malloc(251 + (size_t)size);
+    uint8_t *pat = (uint8_t *)malloc(251 + (size_t)size); /* cast: C++ peers include this too */
     if (pat)
         for (size_t j = 0; j < 251 + (size_t)size; j++)
             pat[j] = (uint8_t)(j % 251);

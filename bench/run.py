@@ -91,6 +91,12 @@ IMPLS = [
     Impl("udp-seal", "peers/udp-floor", "udp-floor", ["serve", "--seal"],
          ["drain", "{port}", "{n}", "{size}", "--seal"], {"key": "--key"},
          "raw UDP + AES-128-GCM per datagram (OpenSSL EVP)"),
+    # The incumbents (issue #21; bench/README.md says how each is configured and why):
+    Impl("zmq", "peers/zmq", "zmq", ["serve"], ["drain", "{port}", "{n}", "{size}"],
+         {"server_key": "--server-key", "ack_port": "--ack-port"},
+         "ZeroMQ 4.3 + CURVE: PUSH/PULL, HWM 10,000 (libzmq, libsodium)"),
+    Impl("grpc", "peers/grpc", "grpc", ["serve"], ["drain", "{port}", "{n}", "{size}"],
+         {"cert_b64": "--cert-b64"}, "gRPC 1.51 C++ over TLS (OpenSSL 3.0): one client-streaming call"),
 ]
 IMPL_BY_NAME = {i.name: i for i in IMPLS}
 AEAD_RATE_CMD = ["peers/udp-floor", "aead-rate"]  # relative to the build directory
@@ -129,6 +135,10 @@ def build_pure():
     return None
 
 
+PEER_ABSENT_RC = 3  # a build.sh exits so when its Debian packages are not installed
+PEERS_ABSENT = set()  # peers whose build.sh said so: their rows are skipped, not failed
+
+
 def build_peer(peer):
     script = os.path.join(ROOT, "peers", peer, "build.sh")
     if not os.path.exists(script):
@@ -140,6 +150,9 @@ def build_peer(peer):
     except subprocess.TimeoutExpired:
         return f"peers/{peer}/build.sh timed out"
     dt = time.monotonic() - t0
+    if r.returncode == PEER_ABSENT_RC:
+        PEERS_ABSENT.add(peer)
+        return r.stdout.strip()[-600:]
     if r.returncode:
         return f"peers/{peer}/build.sh failed (exit {r.returncode}):\n" + r.stdout[-3000:]
     if dt > 5:
@@ -164,7 +177,9 @@ def prepare(impls, no_build):
         if not no_build and impl.build not in done:
             done[impl.build] = build_peer(impl.build)
         err = done.get(impl.build)
-        if err:
+        if err and impl.build in PEERS_ABSENT:
+            skipped[impl.name] = err
+        elif err:
             broken[impl.name] = err
         elif not os.access(impl.path, os.X_OK):
             broken[impl.name] = f"{impl.path} missing" + (" (--no-build given)" if no_build else "")
@@ -1125,9 +1140,15 @@ RPC_ROWS = [
          "plain TCP: peers/tls/rpc.c --plain (no encryption; not in the default rows)"),
     Impl("quinn", "peers/quinn", "quinn", ["rpc-serve"], ["rpc-client", "{port}"] + RPC_CLIENT,
          {"cert_sha256": "--cert-sha256"}, "quinn 0.9 (tokio current-thread, rustls): peers/quinn/src/rpc.rs"),
+    Impl("zmq", "peers/zmq", "zmq", ["rpc-serve"], ["rpc-client", "{port}"] + RPC_CLIENT,
+         {"server_key": "--server-key"},
+         "ZeroMQ 4.3 + CURVE: peers/zmq/zmq.c (a DEALER per link, one ROUTER, per-peer HWM 2048)"),
+    Impl("grpc", "peers/grpc", "grpc", ["rpc-serve"], ["rpc-client", "{port}"] + RPC_CLIENT,
+         {"cert_b64": "--cert-b64"},
+         "gRPC 1.51 C++ over TLS: peers/grpc/grpc_peer.cc (async unary Echo, one completion queue each side)"),
 ]
 RPC_BY_NAME = {i.name: i for i in RPC_ROWS}
-RPC_DEFAULT_ROWS = ["pure", "tls", "ngtcp2", "quinn"]  # every row but plain tcp (issue #14: Pure and every peer)
+RPC_DEFAULT_ROWS = ["pure", "tls", "ngtcp2", "quinn", "zmq", "grpc"]  # every row but plain tcp (issues #14, #21)
 RPC_BASE = "tls"  # the ratio columns divide by this row's figure in the same cell
 RPC_QUIC = ["ngtcp2", "quinn"]  # "×QUIC server": server CPU ÷ the best of these in the same cell
 RPC_LINKS, RPC_LINKS_QUICK = [1, 100, 1000, 10000], [1, 100]

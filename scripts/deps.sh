@@ -12,6 +12,7 @@ pkgs=(
   libngtcp2-dev libngtcp2-crypto-gnutls-dev libgnutls28-dev nettle-dev
   librust-quinn-dev librust-quinn-udp-dev librust-quinn-proto-dev librust-tokio-dev librust-rustls-dev
   librust-rustls-pemfile-dev librust-socket2-dev openssl
+  libzmq3-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   iproute2 nftables strace valgrind
 )
 missing=()
