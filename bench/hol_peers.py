@@ -15,6 +15,7 @@ says how each peer's side works.
   through udpfwd, one datagram each (TUN MTU 1472: a full TCP packet is as long as a full QUIC
   datagram); it needs root, else the cell fails saying so.
 - hol_verdicts(rows): the issue's three targets at 1% loss, from run.py's rows.
+- hol_plot(rows, path): the chart (p99 per impl, mode and loss; goodput below).
 
 Run alone: /usr/bin/python3 bench/hol_peers.py [--only quinn,ngtcp2,tls] [--modes ...]
 [--losses 0,0.01] [--duration 5] prints one line per cell (it does not write results; run.py
@@ -266,6 +267,58 @@ def hol_verdicts(rows, loss=0.01):
         out.append(f"pure separate p99 {pure:.0f} us vs the better QUIC peer's separate ({who}, {best:.0f} us): "
                    f"{'met' if pure <= best else 'NOT met'}")
     return out
+
+
+def hol_plot(rows, path, title="hol: requests beside a bulk stream"):
+    """A chart of run.py hol's rows: per loss rate, the requests' p99 (log scale; p50 as a tick,
+    p99.9 as a whisker) and the bulk's goodput, one bar per impl and mode. Returns path, or None
+    without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    losses = sorted({r["loss"] for r in rows})
+    cells = []  # (impl, mode) in the rows' order
+    for r in rows:
+        if (r["impl"], r["mode"]) not in cells:
+            cells.append((r["impl"], r["mode"]))
+    by = {(r["impl"], r["mode"], r["loss"]): r for r in rows}
+    fig, axes = plt.subplots(2, 1, figsize=(max(8, 0.9 * len(cells) * len(losses)), 8), sharex=True)
+    width = 0.8 / max(1, len(cells))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    impls = list(dict.fromkeys(c[0] for c in cells))
+    hatch = {"alone": "", "same": "//", "separate": ".."}
+    for k, (impl, mode) in enumerate(cells):
+        xs = [i + (k - (len(cells) - 1) / 2) * width for i in range(len(losses))]
+        got = [by.get((impl, mode, x)) or {} for x in losses]
+        p99 = [g.get("p99_us") or 0 for g in got]
+        p50 = [g.get("p50_us") or 0 for g in got]
+        p999 = [g.get("p999_us") or 0 for g in got]
+        col = colors[impls.index(impl) % len(colors)]
+        axes[0].bar(xs, [v / 1e3 for v in p99], width, color=col, hatch=hatch.get(mode, ""), edgecolor="black",
+                    linewidth=0.4, label=f"{impl} {mode}")
+        axes[0].errorbar(xs, [v / 1e3 for v in p99], yerr=[[0] * len(xs), [max(0, (c - b) / 1e3) for b, c in
+                                                                            zip(p99, p999)]],
+                         fmt="none", ecolor="black", linewidth=0.8)
+        axes[0].scatter(xs, [v / 1e3 if v else float("nan") for v in p50], marker="_", color="black", s=60,
+                        zorder=3)
+        axes[1].bar(xs, [g.get("bulk_mbps") or 0 for g in got], width, color=col, hatch=hatch.get(mode, ""),
+                    edgecolor="black", linewidth=0.4)
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("request round trip p99, ms\n(tick: p50, whisker: p99.9)")
+    axes[1].set_ylabel("bulk goodput, Mbit/s")
+    axes[1].set_xticks(range(len(losses)))
+    axes[1].set_xticklabels([f"loss {x * 100:g}%" for x in losses])
+    axes[0].legend(fontsize=7, ncol=3)
+    axes[0].set_title(title)
+    for ax in axes:
+        ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def main(argv):

@@ -177,7 +177,8 @@ static inline void hol_query_frame(uint8_t *out, uint64_t a, uint64_t b)
 static size_t hol_server_reply(const hol_bulklog *l, const uint8_t *body, size_t len, uint8_t *out)
 {
     if (len == HOL_QUERY_LEN && hol_get64(body) == HOL_QUERY_MAGIC) {
-        uint64_t a = hol_bulklog_at(l, hol_get64(body + 8)), b = hol_bulklog_at(l, hol_get64(body + 16));
+        uint64_t a = hol_bulklog_at(l, hol_get64(body + 8)),
+                 b = hol_bulklog_at(l, hol_get64(body + 16));
         hol_query_frame(out, b > a ? b - a : 0, l->total);
         return 4 + HOL_QUERY_LEN;
     }
@@ -188,7 +189,11 @@ static size_t hol_server_reply(const hol_bulklog *l, const uint8_t *body, size_t
 
 /* ---- the client ---- */
 
-enum { HOL_ALONE, HOL_SAME, HOL_SEPARATE };
+enum {
+    HOL_ALONE,
+    HOL_SAME,
+    HOL_SEPARATE
+};
 static const char *const hol_mode_names[] = {"alone", "same", "separate"};
 
 typedef struct hol_opts {
@@ -238,7 +243,7 @@ static int hol_opt(hol_opts *o, const char *a, const char *v)
 }
 
 #define HOL_CLIENT_OPTS                                                                            \
-    "--mode alone|same|separate [--duration S] [--warmup S] [--rate N] [--size 8..64] "           \
+    "--mode alone|same|separate [--duration S] [--warmup S] [--rate N] [--size 8..64] "            \
     "[--bulk 65..16777216]"
 
 typedef struct hol_client {

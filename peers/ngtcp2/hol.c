@@ -47,8 +47,8 @@
 #define H_STREAM_WINDOW (16ull << 20)
 #define H_ALPN "pure-hol"
 #define H_IDLE (30 * NGTCP2_SECONDS)
-#define H_CHUNK 65536     /* stored stream bytes: fixed chunks, never moved */
-#define H_OFFER 16384     /* contiguous bytes offered per writev call */
+#define H_CHUNK 65536 /* stored stream bytes: fixed chunks, never moved */
+#define H_OFFER 16384 /* contiguous bytes offered per writev call */
 #define H_MAX_STREAMS 4
 #define H_SCID_LEN 16
 
@@ -102,8 +102,8 @@ typedef struct hstream {
     int64_t id;
     int requests, bulk; /* client: what this stream carries */
     hol_framer fr;
-    uint64_t credit; /* bytes consumed, not yet returned as flow control */
-    slog out;        /* requests (client) or echoes (server) */
+    uint64_t credit;    /* bytes consumed, not yet returned as flow control */
+    slog out;           /* requests (client) or echoes (server) */
     const uint8_t *cur; /* client: the bulk frame being offered */
     size_t cur_len, cur_off;
     int blocked; /* flow-control blocked during this burst */
@@ -309,7 +309,8 @@ static int h_flush(hpeer *p)
         memset(&cm, 0, sizeof cm);
         msg.msg_control = cm.buf, msg.msg_controllen = sizeof cm.buf;
         struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_UDP, c->cmsg_type = UDP_SEGMENT, c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+        c->cmsg_level = SOL_UDP, c->cmsg_type = UDP_SEGMENT,
+        c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
         uint16_t seg = H_PAYLOAD;
         memcpy(CMSG_DATA(c), &seg, sizeof seg);
     }
@@ -418,9 +419,9 @@ static int h_write(hpeer *p, int *pending)
             hstream *s = h_pick(p, &v);
             ngtcp2_ssize dl = -1;
             ngtcp2_pkt_info pi;
-            ngtcp2_ssize nw = ngtcp2_conn_writev_stream(p->conn, &p->ps.path, &pi, p->tx + p->txlen,
-                                                        H_PAYLOAD, &dl, NGTCP2_WRITE_STREAM_FLAG_NONE,
-                                                        s ? s->id : -1, s ? &v : NULL, s ? 1 : 0, ts);
+            ngtcp2_ssize nw = ngtcp2_conn_writev_stream(
+                p->conn, &p->ps.path, &pi, p->tx + p->txlen, H_PAYLOAD, &dl,
+                NGTCP2_WRITE_STREAM_FLAG_NONE, s ? s->id : -1, s ? &v : NULL, s ? 1 : 0, ts);
             if (nw < 0) {
                 if (s && (nw == NGTCP2_ERR_STREAM_DATA_BLOCKED || nw == NGTCP2_ERR_STREAM_SHUT_WR ||
                           nw == NGTCP2_ERR_STREAM_NOT_FOUND)) {
@@ -472,8 +473,10 @@ static int h_accept(hpeer *p, const uint8_t *pkt, size_t len, const struct socka
     if (ngtcp2_accept(&hd, pkt, len) != 0)
         return -1;
     if (p->conn) {
-        fprintf(stderr, "%s hol-serve: a new client; dropping the previous connection (%" PRIu64
-                        " bulk bytes)\n", hprog, p->log.total);
+        fprintf(stderr,
+                "%s hol-serve: a new client; dropping the previous connection (%" PRIu64
+                " bulk bytes)\n",
+                hprog, p->log.total);
         h_conn_free(p);
     }
     p->done = p->failed = p->handshake_done = 0;
@@ -496,9 +499,10 @@ static int h_accept(hpeer *p, const uint8_t *pkt, size_t len, const struct socka
     h_settings(&s, &tp, 1);
     tp.original_dcid = hd.dcid;
     ngtcp2_path path = {{(struct sockaddr *)&p->local, p->locallen},
-                        {(struct sockaddr *)&p->remote, p->remotelen}, NULL};
-    int rv = ngtcp2_conn_server_new(&p->conn, &hd.scid, &scid, &path, hd.version, &cb, &s, &tp,
-                                    NULL, p);
+                        {(struct sockaddr *)&p->remote, p->remotelen},
+                        NULL};
+    int rv =
+        ngtcp2_conn_server_new(&p->conn, &hd.scid, &scid, &path, hd.version, &cb, &s, &tp, NULL, p);
     if (rv) {
         fprintf(stderr, "%s hol-serve: ngtcp2_conn_server_new: %s\n", hprog, ngtcp2_strerror(rv));
         h_conn_free(p);
@@ -525,8 +529,8 @@ static void h_feed(hpeer *p, const uint8_t *pkt, size_t len, struct sockaddr_sto
     }
     if (!p->conn || p->done)
         return;
-    ngtcp2_path path = {{(struct sockaddr *)&p->local, p->locallen},
-                        {(struct sockaddr *)from, fromlen}, NULL};
+    ngtcp2_path path = {
+        {(struct sockaddr *)&p->local, p->locallen}, {(struct sockaddr *)from, fromlen}, NULL};
     ngtcp2_pkt_info pi = {0};
     int rv = ngtcp2_conn_read_pkt(p->conn, &path, &pi, pkt, len, hol_now_ns());
     if (rv)
@@ -541,8 +545,8 @@ static int h_read(hpeer *p)
     for (; got < 64; got++) {
         struct sockaddr_storage from;
         struct iovec iov = {buf, sizeof buf};
-        struct msghdr msg = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &iov,
-                             .msg_iovlen = 1};
+        struct msghdr msg = {
+            .msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &iov, .msg_iovlen = 1};
         ssize_t n = recvmsg(p->fd, &msg, 0);
         if (n < 0) {
             if (errno == EINTR)
@@ -642,7 +646,8 @@ int hol_serve_main(int argc, char **argv)
         fprintf(stderr, "%s hol-serve: bind 127.0.0.1:0: %s\n", hprog, strerror(errno));
         return 1;
     }
-    printf("{\"port\": %u, \"service\": \"hol\"}\n", ntohs(((struct sockaddr_in *)&p->local)->sin_port));
+    printf("{\"port\": %u, \"service\": \"hol\"}\n",
+           ntohs(((struct sockaddr_in *)&p->local)->sin_port));
     fflush(stdout);
     struct sigaction sa = {.sa_handler = h_on_signal};
     sigaction(SIGTERM, &sa, NULL);
@@ -737,7 +742,8 @@ int hol_client_main(int argc, char **argv)
     h_callbacks(&cb, 0);
     h_settings(&s, &tp, 0);
     ngtcp2_path path = {{(struct sockaddr *)&p->local, p->locallen},
-                        {(struct sockaddr *)&p->remote, p->remotelen}, NULL};
+                        {(struct sockaddr *)&p->remote, p->remotelen},
+                        NULL};
     int rv = ngtcp2_conn_client_new(&p->conn, &dcid, &scid, &path, NGTCP2_PROTO_VER_V1, &cb, &s,
                                     &tp, NULL, p);
     if (rv) {
@@ -827,8 +833,8 @@ int hol_client_main(int argc, char **argv)
     ngtcp2_conn_get_conn_stat(p->conn, &cs);
     char extra[256];
     snprintf(extra, sizeof extra,
-             ", \"rtt_us\": %.1f, \"min_rtt_us\": %.1f, \"cwnd\": %" PRIu64 ", \"ptos\": %zu", cs.smoothed_rtt / 1e3,
-             cs.min_rtt / 1e3, cs.cwnd, cs.pto_count);
+             ", \"rtt_us\": %.1f, \"min_rtt_us\": %.1f, \"cwnd\": %" PRIu64 ", \"ptos\": %zu",
+             cs.smoothed_rtt / 1e3, cs.min_rtt / 1e3, cs.cwnd, cs.pto_count);
     if (p->failed)
         fprintf(stderr, "%s hol-client: %s\n", hprog, p->err);
     else if (!c.answered_query)

@@ -8,12 +8,14 @@
  *       after another until SIGTERM/SIGINT: every frame of at most 64 bytes is echoed (a query
  *       answered), longer ones (bulk) are counted.
  *   tls-hol client IP:PORT [--cert-sha256 HEX] --mode alone|same [--duration S] [--warmup S]
- *             [--rate N] [--size N] [--bulk N] [--cc NAME]
+ *             [--rate N] [--size N] [--bulk N] [--cc NAME] [--notsent-lowat BYTES]
  *       One TCP connection, one TLS stream: `alone` sends only the requests, `same` the bulk
  *       frames back to back with the requests between them. A TCP connection is one ordered
  *       stream, so there is no `separate`. A request waits in the application while the frame
  *       being written (a bulk frame in `same`) is not yet wholly in the socket, or the socket's
- *       send buffer is full, and is timed from when it was due.
+ *       send buffer is full, and is timed from when it was due. --notsent-lowat: TCP_NOTSENT_LOWAT
+ *       (the socket takes more only while fewer bytes than that wait unsent; default: the
+ *       kernel's, no limit short of the autotuned send buffer).
  *
  * TLS: tls_setup.c's (TLS 1.3, TLS_AES_128_GCM_SHA256, X25519), partial writes (a record at a
  * time). TCP_NODELAY on both sides. Congestion control: --cc (default cubic, the QUIC peers'
@@ -68,8 +70,9 @@ static void tcp_opts(int fd, const char *cc)
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (cc && setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, cc, (socklen_t)strlen(cc)) != 0)
-        fprintf(stderr, "tls-hol: note: congestion control %s unavailable (%s); the kernel's default\n",
-                cc, strerror(errno));
+        fprintf(stderr,
+                "tls-hol: note: congestion control %s unavailable (%s); the kernel's default\n", cc,
+                strerror(errno));
 }
 
 static void set_nonblock(int fd)
@@ -184,7 +187,8 @@ static void serve_conn(SSL_CTX *ctx, int fd, const char *cc)
         }
     }
     if (rc < 0 && !g_stop)
-        fprintf(stderr, "tls-hol serve: connection ended with an error after %" PRIu64 " bulk bytes\n",
+        fprintf(stderr,
+                "tls-hol serve: connection ended with an error after %" PRIu64 " bulk bytes\n",
                 s.log.total);
     else
         fprintf(stderr, "tls-hol serve: connection done, %" PRIu64 " bulk bytes\n", s.log.total);
@@ -225,7 +229,8 @@ static int cmd_serve(int argc, char **argv)
         fprintf(stderr, "tls-hol serve: cannot listen on %s: %s\n", listen_at, strerror(errno));
         return 1;
     }
-    printf("{\"port\": %u, \"service\": \"hol\", \"cert_sha256\": \"%s\"}\n", ntohs(a.sin_port), hex);
+    printf("{\"port\": %u, \"service\": \"hol\", \"cert_sha256\": \"%s\"}\n", ntohs(a.sin_port),
+           hex);
     fflush(stdout);
     struct sigaction sa = {.sa_handler = on_signal};
     sigaction(SIGTERM, &sa, NULL);
@@ -248,6 +253,7 @@ static int cmd_serve(int argc, char **argv)
 static int cmd_client(int argc, char **argv)
 {
     const char *addr = argc > 0 ? argv[0] : NULL, *pin = NULL, *cc = "cubic";
+    long lowat = 0;
     hol_opts o;
     hol_opts_default(&o);
     for (int i = 1; i < argc; i += 2) {
@@ -259,6 +265,8 @@ static int cmd_client(int argc, char **argv)
             pin = v;
         else if (r == 0 && v && !strcmp(argv[i], "--cc"))
             cc = v;
+        else if (r == 0 && v && !strcmp(argv[i], "--notsent-lowat") && (lowat = atol(v)) > 0)
+            continue;
         else {
             fprintf(stderr, "tls-hol client: bad or unknown argument '%s'\n", argv[i]);
             goto usage;
@@ -276,6 +284,11 @@ static int cmd_client(int argc, char **argv)
         return 1;
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     tcp_opts(fd, cc);
+    if (lowat > 0) {
+        int lw = (int)(lowat > (1l << 30) ? 1l << 30 : lowat);
+        if (setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lw, sizeof lw))
+            fprintf(stderr, "tls-hol client: TCP_NOTSENT_LOWAT: %s\n", strerror(errno));
+    }
     struct timeval tv = {10, 0};
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv); /* bounds connect() */
     if (connect(fd, (struct sockaddr *)&a, sizeof a)) {
@@ -358,9 +371,11 @@ static int cmd_client(int argc, char **argv)
         now = hol_now_ns();
         struct timespec ts = {0, 0};
         if (wake > now)
-            ts.tv_sec = (time_t)((wake - now) / 1000000000ull), ts.tv_nsec = (long)((wake - now) % 1000000000ull);
+            ts.tv_sec = (time_t)((wake - now) / 1000000000ull),
+            ts.tv_nsec = (long)((wake - now) % 1000000000ull);
         struct pollfd pfd = {fd, POLLIN | (cur ? POLLOUT : 0), 0};
-        if (wake > now && ppoll(&pfd, 1, wake == UINT64_MAX ? NULL : &ts, NULL) < 0 && errno != EINTR) {
+        if (wake > now && ppoll(&pfd, 1, wake == UINT64_MAX ? NULL : &ts, NULL) < 0 &&
+            errno != EINTR) {
             fail = "ppoll";
             break;
         }
@@ -396,7 +411,8 @@ static int cmd_client(int argc, char **argv)
     hol_client_free(&c);
     return ok ? 0 : 1;
 usage:
-    fprintf(stderr, "usage: tls-hol client IP:PORT [--cert-sha256 HEX] " HOL_CLIENT_OPTS " [--cc NAME]\n"
+    fprintf(stderr, "usage: tls-hol client IP:PORT [--cert-sha256 HEX] " HOL_CLIENT_OPTS
+                    " [--cc NAME] [--notsent-lowat BYTES]\n"
                     "       (--mode alone|same: TCP has one stream)\n");
     return 2;
 }
@@ -410,6 +426,6 @@ int main(int argc, char **argv)
         return cmd_client(argc - 2, argv + 2);
     fprintf(stderr, "usage: tls-hol serve [--listen IP:PORT] [--cc NAME]\n"
                     "       tls-hol client IP:PORT [--cert-sha256 HEX] " HOL_CLIENT_OPTS
-                    " [--cc NAME]\n");
+                    " [--cc NAME] [--notsent-lowat BYTES]\n");
     return 2;
 }

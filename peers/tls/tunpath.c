@@ -132,8 +132,11 @@ int main(int argc, char **argv)
     uint64_t pkts[2] = {0, 0}, dropped = 0;
     static uint8_t buf[65536];
     while (!g_stop) {
-        struct pollfd p[5] = {{tun[0], POLLIN, 0}, {tun[1], POLLIN, 0}, {sock[0], POLLIN, 0},
-                              {sock[1], POLLIN, 0}, {0, POLLIN, 0}};
+        struct pollfd p[5] = {{tun[0], POLLIN, 0},
+                              {tun[1], POLLIN, 0},
+                              {sock[0], POLLIN, 0},
+                              {sock[1], POLLIN, 0},
+                              {0, POLLIN, 0}};
         if (poll(p, 5, 500) < 0) {
             if (errno == EINTR)
                 continue;
@@ -150,8 +153,8 @@ int main(int argc, char **argv)
                 ssize_t n = read(tun[side], buf, sizeof buf);
                 if (n <= 0)
                     break;
-                if (!have_to[side] ||
-                    sendto(sock[side], buf, (size_t)n, 0, (struct sockaddr *)&to[side], sizeof to[side]) < 0)
+                if (!have_to[side] || sendto(sock[side], buf, (size_t)n, 0,
+                                             (struct sockaddr *)&to[side], sizeof to[side]) < 0)
                     dropped++;
                 else
                     pkts[side]++;
@@ -172,7 +175,8 @@ int main(int argc, char **argv)
             }
         }
     }
-    fprintf(stderr, "tunpath: %llu client packets, %llu server packets into the path, %llu dropped\n",
+    fprintf(stderr,
+            "tunpath: %llu client packets, %llu server packets into the path, %llu dropped\n",
             (unsigned long long)pkts[0], (unsigned long long)pkts[1], (unsigned long long)dropped);
     return 0;
 }

@@ -7,7 +7,7 @@
 //!       bytes is echoed on the stream it came on (a query, below, is answered instead), a
 //!       longer one is bulk and only counted. Until SIGTERM/SIGINT.
 //!   quinn hol-client PORT [--cert-sha256 HEX] --mode alone|same|separate [--duration S]
-//!                    [--warmup S] [--rate N] [--size N] [--bulk N]
+//!                    [--warmup S] [--rate N] [--size N] [--bulk N] [--send-window BYTES]
 //!       requests of --size bytes (default 61; the first 8 are the time it was due, CLOCK_MONOTONIC
 //!       ns, BE) at --rate per second (default 1000) for --warmup (1) then --duration (10) s;
 //!       bulk frames of --bulk bytes (default 1 MiB) back to back. Modes:
@@ -17,7 +17,10 @@
 //!         separate  bulk on one stream, requests on another (each stream its own writer task).
 //!       A request that cannot be written yet (stream or connection flow control, quinn's send
 //!       window, or in `same` the bulk frame being written) waits in the application and is
-//!       timed from when it was due. Prints
+//!       timed from when it was due. In `separate` the request stream has the higher priority
+//!       (quinn puts its data into packets first). --send-window: quinn's send window, bytes not
+//!       yet acknowledged (sent or not) on all streams together, beyond which a write waits
+//!       (default 8 MiB, Pure's send_backlog). Prints
 //!       {"mode", "requests", "answered", "p50_us", "p99_us", "p999_us", "max_us", "bulk_mbps",
 //!        "seconds", "bulk_bytes", "packets_lost", "packets_sent", "rtt_us", "cwnd"}.
 //!
@@ -245,16 +248,16 @@ async fn serve_conn(connecting: quinn::Connecting) -> Result<(), String> {
     Ok(())
 }
 
-fn hol_transport() -> quinn::TransportConfig {
+fn hol_transport(send_window: u64) -> quinn::TransportConfig {
     let mut t = transport(IDLE_TIMEOUT_MS);
-    t.send_window(SEND_WINDOW).max_concurrent_bidi_streams(quinn::VarInt::from_u32(16));
+    t.send_window(send_window).max_concurrent_bidi_streams(quinn::VarInt::from_u32(16));
     t
 }
 
 pub fn cmd_hol_serve() -> Result<(), String> {
     let (crypto, fingerprint) = server_crypto(ALPN, false)?;
     let mut server = quinn::ServerConfig::with_crypto(crypto);
-    server.transport_config(Arc::new(hol_transport()));
+    server.transport_config(Arc::new(hol_transport(SEND_WINDOW)));
     let socket = udp_socket(0)?;
     let rt = runtime()?;
     let local = tokio::task::LocalSet::new();
@@ -327,6 +330,8 @@ pub struct ClientOpts {
     pub rate: u64,
     pub size: usize,
     pub bulk: usize,
+    /// quinn's send window (unacknowledged plus not yet sent bytes, all streams).
+    pub send_window: u64,
 }
 
 /// What the client's tasks share (one thread: a LocalSet).
@@ -463,7 +468,7 @@ pub fn pct_us(v: &[u64], q: f64) -> f64 {
 
 pub fn cmd_hol_client(o: ClientOpts) -> Result<bool, String> {
     let mut client = quinn::ClientConfig::new(client_crypto(o.pin, ALPN)?);
-    client.transport_config(Arc::new(hol_transport()));
+    client.transport_config(Arc::new(hol_transport(o.send_window)));
     let socket = udp_socket(0)?;
     let rt = runtime()?;
     let local = tokio::task::LocalSet::new();
@@ -503,6 +508,11 @@ pub fn cmd_hol_client(o: ClientOpts) -> Result<bool, String> {
 
         // The request stream (and in `same` the bulk's too); in `separate` the bulk's own.
         let (rsend, rrecv) = conn.open_bi().await.map_err(|e| format!("opening a stream: {e}"))?;
+        // The request stream's data goes into packets before the bulk's (quinn sends the highest
+        // priority first; the ngtcp2 peer offers the request stream first too).
+        if o.mode == Mode::Separate {
+            let _ = rsend.set_priority(1);
+        }
         // (The bulk stream's receive side is kept, not dropped: dropping it would stop the
         // server's side of that stream, which it never writes to anyway.)
         let mut _bulk_recv = None;
@@ -625,7 +635,7 @@ pub fn cmd_hol_client(o: ClientOpts) -> Result<bool, String> {
 // ---------------------------------------------------------------------------
 // Arguments
 
-pub const USAGE: &str = "  quinn hol-serve\n  quinn hol-client PORT [--cert-sha256 HEX] --mode alone|same|separate [--duration S] [--warmup S]\n                   [--rate N] [--size 8..64] [--bulk 65..16777216]\n";
+pub const USAGE: &str = "  quinn hol-serve\n  quinn hol-client PORT [--cert-sha256 HEX] --mode alone|same|separate [--duration S] [--warmup S]\n                   [--rate N] [--size 8..64] [--bulk 65..16777216] [--send-window BYTES]\n";
 
 fn bad(what: String) -> (u8, String) {
     (2, format!("quinn hol-client: {what}\nusage:\n{}", USAGE.trim_end()))
@@ -641,6 +651,7 @@ pub fn parse_client(args: &[String]) -> Result<ClientOpts, (u8, String)> {
         rate: 1000,
         size: 61,
         bulk: 1 << 20,
+        send_window: SEND_WINDOW,
     };
     let mut have_mode = false;
     let secs = |v: &str, a: &str, min: f64| -> Result<u64, (u8, String)> {
@@ -681,6 +692,7 @@ pub fn parse_client(args: &[String]) -> Result<ClientOpts, (u8, String)> {
             "--rate" => o.rate = int(v, a, 1, 100_000)?,
             "--size" => o.size = int(v, a, 8, SMALL_MAX as u64)? as usize,
             "--bulk" => o.bulk = int(v, a, SMALL_MAX as u64 + 1, MAX_FRAME as u64)? as usize,
+            "--send-window" => o.send_window = int(v, a, 65536, 1 << 30)?,
             _ => return Err(bad(format!("unknown argument '{a}'"))),
         }
     }

@@ -1117,7 +1117,7 @@ fn usage() -> &'static str {
      \x20      quinn idle --links K --idle SECONDS [--keepalive SECONDS] [--json]\n\
      \x20      quinn hol-serve\n\
      \x20      quinn hol-client PORT [--cert-sha256 HEX] --mode alone|same|separate [--duration S] [--warmup S]\n\
-     \x20                       [--rate N] [--size 8..64] [--bulk N]\n\
+     \x20                       [--rate N] [--size 8..64] [--bulk N] [--send-window BYTES]\n\
      \x20      quinn rpc-serve [--threads N] [--corrupt-every N] [--drop-every N]\n\
      \x20      quinn rpc-client PORT [--cert-sha256 HEX] --links L --outstanding P --size S --duration SEC\n\
      \x20                       [--warmup SEC] [--drain-timeout SEC] [--rate R] [--fanin N]\n\
