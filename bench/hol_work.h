@@ -13,7 +13,7 @@
  *     read between A and B, and all it read on the connection. The client sends it once, after
  *     its measured window [A, B), to learn the bulk's goodput as the server saw it (both
  *     processes read the same clock; the server logs its count at most once a millisecond).
- * Header only: every function is static. */
+ * Header only: every function is static inline. */
 #ifndef HOL_WORK_H
 #define HOL_WORK_H
 
@@ -74,8 +74,8 @@ typedef struct hol_framer {
 
 /* Feeds stream bytes: each small body goes whole to fn, bulk body bytes are added to *bulk.
  * -1 for a frame longer than HOL_MAX_FRAME (the stream is then unusable). */
-static int hol_feed(hol_framer *f, const uint8_t *p, size_t n, hol_small_fn fn, void *arg,
-                    uint64_t *bulk)
+static inline int hol_feed(hol_framer *f, const uint8_t *p, size_t n, hol_small_fn fn, void *arg,
+                           uint64_t *bulk)
 {
     while (n) {
         if (f->body_left) {
@@ -117,7 +117,7 @@ typedef struct hol_bulklog {
     size_t n, cap;
 } hol_bulklog;
 
-static void hol_bulklog_add(hol_bulklog *l, uint64_t bytes, uint64_t now)
+static inline void hol_bulklog_add(hol_bulklog *l, uint64_t bytes, uint64_t now)
 {
     l->total += bytes;
     if (l->n && now < l->t[l->n - 1] + 1000000) {
@@ -143,7 +143,7 @@ static void hol_bulklog_add(hol_bulklog *l, uint64_t bytes, uint64_t now)
 }
 
 /* The count at time t: that of the last entry at or before t (0 before the first). */
-static uint64_t hol_bulklog_at(const hol_bulklog *l, uint64_t t)
+static inline uint64_t hol_bulklog_at(const hol_bulklog *l, uint64_t t)
 {
     size_t lo = 0, hi = l->n;
     while (lo < hi) {
@@ -156,7 +156,7 @@ static uint64_t hol_bulklog_at(const hol_bulklog *l, uint64_t t)
     return lo ? l->v[lo - 1] : 0;
 }
 
-static void hol_bulklog_free(hol_bulklog *l)
+static inline void hol_bulklog_free(hol_bulklog *l)
 {
     free(l->t);
     free(l->v);
@@ -174,7 +174,8 @@ static inline void hol_query_frame(uint8_t *out, uint64_t a, uint64_t b)
 
 /* The server's reply to a small body, framed, into out (at most 4 + HOL_SMALL_MAX bytes): the
  * echo, or a query's answer. Returns its length. */
-static size_t hol_server_reply(const hol_bulklog *l, const uint8_t *body, size_t len, uint8_t *out)
+static inline size_t hol_server_reply(const hol_bulklog *l, const uint8_t *body, size_t len,
+                                      uint8_t *out)
 {
     if (len == HOL_QUERY_LEN && hol_get64(body) == HOL_QUERY_MAGIC) {
         uint64_t a = hol_bulklog_at(l, hol_get64(body + 8)),
@@ -209,7 +210,7 @@ static inline void hol_opts_default(hol_opts *o)
     o->rate = 1000, o->size = 61, o->bulk = 1 << 20;
 }
 
-static int hol_num(const char *v, double lo, double hi, double *out)
+static inline int hol_num(const char *v, double lo, double hi, double *out)
 {
     char *end;
     double x = v ? strtod(v, &end) : 0;
@@ -220,7 +221,7 @@ static int hol_num(const char *v, double lo, double hi, double *out)
 }
 
 /* One option with its value: 1 if taken, 0 if not one of these, -1 for a bad value. */
-static int hol_opt(hol_opts *o, const char *a, const char *v)
+static inline int hol_opt(hol_opts *o, const char *a, const char *v)
 {
     double x;
     if (!strcmp(a, "--mode")) {
@@ -260,7 +261,7 @@ typedef struct hol_client {
 } hol_client;
 
 /* Sets the clock running (call once the connection is up). 0, or -1 out of memory. */
-static int hol_client_start(hol_client *c, const hol_opts *o)
+static inline int hol_client_start(hol_client *c, const hol_opts *o)
 {
     memset(c, 0, sizeof *c);
     c->t0 = hol_now_ns();
@@ -290,7 +291,7 @@ static inline int hol_requests_done(const hol_client *c)
 }
 
 /* Writes the requests due by `now` (framed) into buf, at most cap bytes. Returns the bytes. */
-static size_t hol_take_due(hol_client *c, uint64_t now, uint8_t *buf, size_t cap)
+static inline size_t hol_take_due(hol_client *c, uint64_t now, uint8_t *buf, size_t cap)
 {
     size_t n = 0;
     for (uint64_t due; (due = hol_next_due(c)) <= now && due < c->to && n + 4 + c->size <= cap;) {
@@ -306,7 +307,7 @@ static size_t hol_take_due(hol_client *c, uint64_t now, uint8_t *buf, size_t cap
 }
 
 /* A small body that came back (hol_small_fn; arg is the hol_client). */
-static void hol_client_small(void *arg, const uint8_t *d, size_t len)
+static inline void hol_client_small(void *arg, const uint8_t *d, size_t len)
 {
     hol_client *c = arg;
     if (len < 8)
@@ -330,14 +331,14 @@ static inline int hol_all_answered(const hol_client *c)
     return hol_requests_done(c) && c->n_rtt >= c->sent_in_window;
 }
 
-static int hol_cmp64(const void *a, const void *b)
+static inline int hol_cmp64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return x < y ? -1 : x > y;
 }
 
 /* Element floor(q * n) of the sorted round trips, in µs, as tools/hol_bench.c takes it. */
-static double hol_pct_us(const uint64_t *v, size_t n, double q)
+static inline double hol_pct_us(const uint64_t *v, size_t n, double q)
 {
     if (!n)
         return -1;
@@ -348,7 +349,8 @@ static double hol_pct_us(const uint64_t *v, size_t n, double q)
 }
 
 /* Prints the result line (extra: more ", \"key\": value" pairs, or ""). */
-static void hol_print(hol_client *c, int mode, uint64_t t_from, uint64_t t_to, const char *extra)
+static inline void hol_print(hol_client *c, int mode, uint64_t t_from, uint64_t t_to,
+                             const char *extra)
 {
     qsort(c->rtt, c->n_rtt, sizeof *c->rtt, hol_cmp64);
     double secs = (double)(t_to - t_from) / 1e9;
@@ -363,7 +365,7 @@ static void hol_print(hol_client *c, int mode, uint64_t t_from, uint64_t t_to, c
     fflush(stdout);
 }
 
-static void hol_client_free(hol_client *c)
+static inline void hol_client_free(hol_client *c)
 {
     free(c->rtt);
     free(c->bulk_frame);
