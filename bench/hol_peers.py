@@ -237,6 +237,12 @@ def run_peer_cell(impl, mode, loss, args, seed=0, build_dir=None):
                     res["report"] = _client(argv + _passes(peer, info), timeout)
                 finally:
                     _stop(srv)
+        rep = res["report"]
+        if rep.get("answered", 0) < rep.get("requests", 0):
+            # as hol_bench.c: the answers still missing 10 s after the window are not counted, so
+            # the percentiles are of the answered requests only (a lower bound on the real ones)
+            res["incomplete"] = (f"{rep['answered']} of {rep['requests']} requests answered within the drain: "
+                                 "percentiles of the answered only")
         res["ok"] = True
     except CellError as e:
         res["error"] = str(e)
@@ -248,23 +254,24 @@ def hol_verdicts(rows, loss=0.01):
     Pure's separate p99 <= 2 x its alone p99, <= 0.5 x TCP+TLS's same p99, <= the better QUIC
     peer's separate p99. One line per target that the rows allow judging."""
     cell = {(r["impl"], r["mode"], r["loss"]): r.get("p99_us") for r in rows}
+    loss = next((x for x in {r["loss"] for r in rows} if abs(x - loss) < 1e-9), loss)
     pure = cell.get(("pure", "separate", loss))
     out = []
     if pure is None:
         return out
     alone = cell.get(("pure", "alone", loss))
     if alone:
-        out.append(f"pure separate p99 {pure:.0f} us vs 2 x pure alone ({alone:.0f} us): "
+        out.append(f"target: pure separate p99 {pure:.0f} us <= 2 x pure alone p99 {alone:.0f} us: "
                    f"{'met' if pure <= 2 * alone else 'NOT met'}")
     tls = cell.get(("tls", "same", loss))
     if tls:
-        out.append(f"pure separate p99 {pure:.0f} us vs 0.5 x TCP+TLS same ({tls:.0f} us): "
+        out.append(f"target: pure separate p99 {pure:.0f} us <= 0.5 x TCP+TLS same p99 {tls:.0f} us: "
                    f"{'met' if pure <= 0.5 * tls else 'NOT met'}")
     quic = [(cell.get((q, "separate", loss)), q) for q in ("quinn", "ngtcp2")]
     quic = [x for x in quic if x[0]]
     if quic:
         best, who = min(quic)
-        out.append(f"pure separate p99 {pure:.0f} us vs the better QUIC peer's separate ({who}, {best:.0f} us): "
+        out.append(f"target: pure separate p99 {pure:.0f} us <= the better QUIC peer's separate p99 ({who}) {best:.0f} us: "
                    f"{'met' if pure <= best else 'NOT met'}")
     return out
 
@@ -346,7 +353,7 @@ def main(argv):
                     rep = r["report"]
                     print(f"{name:<6} {mode:<8} loss {loss:<5g} p50 {rep['p50_us']:9.1f} us  p99 {rep['p99_us']:9.1f} us"
                           f"  p99.9 {rep['p999_us']:9.1f} us  bulk {rep['bulk_mbps']:8.1f} Mbit/s  "
-                          f"{json.dumps(rep)}", flush=True)
+                          f"{json.dumps(rep)}" + (f"  ({r['incomplete']})" if "incomplete" in r else ""), flush=True)
                 else:
                     failed += 1
                     print(f"{name:<6} {mode:<8} loss {loss:<5g} FAILED: {r['error']}", flush=True)
