@@ -123,7 +123,8 @@ def _client(argv, timeout):
             rep = d
             break
     if rep is None or r.returncode != 0:
-        raise CellError(f"client exit {r.returncode}; stderr: {r.stderr.strip()[-400:] or '(empty)'}")
+        got = f" ({rep.get('answered')} of {rep.get('requests')} answered)" if rep else ""
+        raise CellError(f"client exit {r.returncode}{got}; stderr: {r.stderr.strip()[-400:] or '(empty)'}")
     return rep
 
 

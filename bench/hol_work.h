@@ -363,6 +363,11 @@ static inline void hol_print(hol_client *c, int mode, uint64_t t_from, uint64_t 
            (double)c->query_bytes * 8 / 1e6 / secs, secs, c->query_bytes,
            c->answered_query ? "true" : "false", extra);
     fflush(stdout);
+    if (!c->n_rtt)
+        fprintf(stderr,
+                "hol: none of the window's %" PRIu64
+                " requests was answered within %llu s of its end\n",
+                c->sent_in_window, (unsigned long long)(HOL_DRAIN_NS / 1000000000ull));
 }
 
 static inline void hol_client_free(hol_client *c)

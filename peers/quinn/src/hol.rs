@@ -25,7 +25,8 @@
 //!        "seconds", "bulk_bytes", "packets_lost", "packets_sent", "rtt_us", "cwnd"}.
 //!
 //! Goodput is what the server received: after the window the client sends a query (a 24-byte
-//! frame: 8 bytes of 0xff, the window's start and end in CLOCK_MONOTONIC ns, BE) and the server
+//! frame: 8 bytes of 0xff, the window's start and end in CLOCK_MONOTONIC ns, BE; on a stream of
+//! its own, as quinn may hold seconds of bulk ahead of it on the request stream) and the server
 //! answers with the bulk body bytes it read between those instants (it logs its running count at
 //! most once a millisecond; both processes read the same clock). Bulk goes on until the window's
 //! requests are answered, then stops; the query follows.
@@ -573,26 +574,32 @@ pub fn cmd_hol_client(o: ClientOpts) -> Result<bool, String> {
         }
         stop.store(true, Relaxed);
         let _ = pacer.join();
-        st.bulk_on.set(false);
+        st.bulk_on.set(false); // the bulk writer stops after the frame it is writing
         st.wake.notify_one();
-        let left = Duration::from_nanos(deadline.saturating_sub(now_ns()).max(1_000_000_000));
-        // The bulk writer ends after the frame it is writing; the query goes on the request stream.
-        if let Some(t) = bulk_task {
-            let _ = tokio::time::timeout(left, t).await;
-        }
+        // The query goes on a stream of its own at the highest priority: in `same` the request
+        // stream may still hold seconds of bulk in quinn's send buffer. (Its write still waits
+        // for room in the connection's send window.)
         let mut qerr = None;
-        match tokio::time::timeout(left, req_task).await {
-            Ok(Ok(mut send)) => {
-                if let Err(e) = send.write_all(&query_frame(t_from, t_to)).await {
-                    qerr = Some(format!("sending the query: {e}"));
-                }
+        match conn.open_bi().await {
+            Ok((mut qsend, qrecv)) => {
+                let _ = qsend.set_priority(2);
+                tokio::task::spawn_local(reader(st.clone(), qrecv));
                 let end = now_ns() + DRAIN_NS;
-                while st.query_answer.get().is_none() && st.error.borrow().is_none() && now_ns() < end {
+                match tokio::time::timeout(Duration::from_nanos(DRAIN_NS), qsend.write_all(&query_frame(t_from, t_to)))
+                    .await
+                {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => qerr = Some(format!("sending the query: {e}")),
+                    Err(_) => qerr = Some("the query could not be written within 10 s".into()),
+                }
+                while qerr.is_none() && st.query_answer.get().is_none() && st.error.borrow().is_none() && now_ns() < end
+                {
                     let _ = tokio::time::timeout(Duration::from_millis(5), st.answered.notified()).await;
                 }
             }
-            _ => qerr = Some("the request stream's writer did not finish".into()),
+            Err(e) => qerr = Some(format!("opening the query's stream: {e}")),
         }
+        drop((bulk_task, req_task)); // writers still blocked (in `same`) end with the connection
         let (bulk_bytes, _) = st.query_answer.get().unwrap_or((0, 0));
         if st.query_answer.get().is_none() && o.mode != Mode::Alone {
             eprintln!("quinn hol-client: no answer to the goodput query: {}", qerr.as_deref().unwrap_or("timed out"));
@@ -624,6 +631,12 @@ pub fn cmd_hol_client(o: ClientOpts) -> Result<bool, String> {
         );
         let _ = io::stdout().flush();
         let _ = tokio::time::timeout(Duration::from_millis(250), endpoint.wait_idle()).await;
+        if rtt.is_empty() {
+            eprintln!(
+                "quinn hol-client: none of the window's {} requests was answered within 10 s of its end",
+                st.sent_in_window.get()
+            );
+        }
         if let Some(e) = failure {
             eprintln!("quinn hol-client: {e}");
             return Ok(false);
