@@ -17,6 +17,11 @@ says how each peer's side works.
 - hol_verdicts(rows): the issue's three targets at 1% loss, from run.py's rows.
 - hol_plot(rows, path): the chart (p99 per impl, mode and loss; goodput below).
 
+run.py hol takes these rows by importing this module: HOL_ROWS gets an Impl per peer (bin, build,
+serve, client, passes, desc), hol_main runs run_peer_cell for them (hol_one for Pure's) and skips
+the modes a peer lacks, and adds hol_verdicts(rows) to its verdict and hol_plot's chart to its
+files.
+
 Run alone: /usr/bin/python3 bench/hol_peers.py [--only quinn,ngtcp2,tls] [--modes ...]
 [--losses 0,0.01] [--duration 5] prints one line per cell (it does not write results; run.py
 hol does)."""
