@@ -293,11 +293,17 @@ static int cmd_client(int argc, char **argv)
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv); /* bounds connect() */
     if (connect(fd, (struct sockaddr *)&a, sizeof a)) {
         fprintf(stderr, "tls-hol client: connect %s: %s\n", addr, strerror(errno));
+        close(fd);
+        SSL_CTX_free(ctx);
         return 1;
     }
     SSL *ssl = handshake(ctx, fd, 0);
-    if (!ssl || (pin && tls_check_fingerprint(ssl, pin)))
+    if (!ssl || (pin && tls_check_fingerprint(ssl, pin))) {
+        SSL_free(ssl);
+        SSL_CTX_free(ctx);
+        close(fd);
         return 1;
+    }
 
     hol_client c;
     if (hol_client_start(&c, &o)) {
