@@ -298,7 +298,7 @@ def hol_plot(rows, path, title="hol: requests beside a bulk stream"):
         if (r["impl"], r["mode"]) not in cells:
             cells.append((r["impl"], r["mode"]))
     by = {(r["impl"], r["mode"], r["loss"]): r for r in rows}
-    fig, axes = plt.subplots(2, 1, figsize=(max(8, 0.9 * len(cells) * len(losses)), 8), sharex=True)
+    fig, axes = plt.subplots(2, 1, figsize=(min(16, max(8, 0.3 * len(cells) * len(losses) + 3)), 8), sharex=True)
     width = 0.8 / max(1, len(cells))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     impls = list(dict.fromkeys(c[0] for c in cells))
@@ -324,7 +324,7 @@ def hol_plot(rows, path, title="hol: requests beside a bulk stream"):
     axes[1].set_ylabel("bulk goodput, Mbit/s")
     axes[1].set_xticks(range(len(losses)))
     axes[1].set_xticklabels([f"loss {x * 100:g}%" for x in losses])
-    axes[0].legend(fontsize=7, ncol=3)
+    axes[0].legend(fontsize=7, ncol=4, loc="upper left")
     axes[0].set_title(title)
     for ax in axes:
         ax.grid(axis="y", alpha=0.3)
