@@ -2,7 +2,7 @@
 # Builds the ngtcp2 peer: peers/ngtcp2/build.sh OUTDIR -> OUTDIR/ngtcp2
 # Needs Debian packages: libngtcp2-dev libngtcp2-crypto-gnutls-dev
 # libgnutls28-dev pkg-config.  Rebuilds only when a source here (or
-# bench/rpc_work.h, or this script) is newer than the binary.
+# bench/rpc_work.h or bench/hol_work.h, or this script) is newer than the binary.
 set -eu
 if [ $# -ne 1 ]; then
   echo "usage: $0 OUTDIR" >&2
@@ -12,8 +12,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=$1
 mkdir -p "$out"
 bin="$out/ngtcp2"
-srcs="$here/drain.c $here/idle.c $here/rpc.c $here/multi.c $here/shared.c"
-deps="$srcs $here/shared.h $here/multi.h $here/../../bench/rpc_work.h $here/build.sh"
+srcs="$here/drain.c $here/idle.c $here/rpc.c $here/multi.c $here/shared.c $here/hol.c"
+deps="$srcs $here/shared.h $here/multi.h $here/../../bench/rpc_work.h $here/../../bench/hol_work.h $here/build.sh"
 fresh=1
 [ -x "$bin" ] || fresh=0
 for f in $deps; do
@@ -26,6 +26,6 @@ if ! pkg-config --exists $pkgs 2>/dev/null; then
   echo "  apt-get install -y pkg-config libngtcp2-dev libngtcp2-crypto-gnutls-dev libgnutls28-dev" >&2
   exit 1
 fi
-${CC:-cc} -O2 -g -Wall -Wextra -std=gnu11 -o "$bin.tmp" $srcs \
+${CC:-cc} -O2 -g -Wall -Wextra -std=gnu11 -I"$here/../../bench" -o "$bin.tmp" $srcs \
   $(pkg-config --cflags --libs $pkgs)
 mv -f "$bin.tmp" "$bin"

@@ -13,6 +13,7 @@
  *                                (one in flight), every echo checked
  *   ngtcp2 handshakes PORT N     N connections one after another: handshake,
  *                                one 61-byte message, its echo, close
+ *   ngtcp2 hol-serve / hol-client  the head-of-line benchmark (hol.c)
  *
  * Built against Debian's libngtcp2 0.12 with the GnuTLS crypto backend.
  * QUIC v1 + TLS 1.3 with TLS_AES_128_GCM_SHA256 (first in the priority
@@ -1500,14 +1501,19 @@ static void usage(FILE *f)
             "       %s rpc-serve [--corrupt-every N] [--drop-every N]\n"
             "       %s rpc-client PORT --links L --outstanding P --size S --duration SEC\n"
             "                  [--warmup SEC] [--drain-timeout SEC] [--rate R] [--fanin N]\n"
+            "       %s hol-serve\n"
+            "       %s hol-client PORT --mode alone|same|separate [--duration S] [--warmup S]\n"
+            "                  [--rate N] [--size 8..64] [--bulk N]\n"
             "QUIC (ngtcp2 %s + GnuTLS %s) drain peer for the Pure benchmark.\n",
-            prog, prog, prog, prog, prog, prog, prog, ngtcp2_version(0)->version_str,
+            prog, prog, prog, prog, prog, prog, prog, prog, prog, ngtcp2_version(0)->version_str,
             gnutls_check_version(NULL));
 }
 
 int idle_main(int argc, char **argv);       /* idle.c: the idle-links experiment */
 int rpc_serve_main(int argc, char **argv);  /* rpc.c: the RPC workload's server */
 int rpc_client_main(int argc, char **argv); /* rpc.c: and its client */
+int hol_serve_main(int argc, char **argv);  /* hol.c: the head-of-line benchmark's server */
+int hol_client_main(int argc, char **argv); /* hol.c: and its client */
 
 int main(int argc, char **argv)
 {
@@ -1518,6 +1524,10 @@ int main(int argc, char **argv)
         return rpc_serve_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "rpc-client") == 0)
         return rpc_client_main(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "hol-serve") == 0)
+        return hol_serve_main(argc - 2, argv + 2);
+    if (argc >= 2 && strcmp(argv[1], "hol-client") == 0)
+        return hol_client_main(argc - 2, argv + 2);
     if (argc >= 2 && strcmp(argv[1], "serve") == 0 && argc == 2)
         return serve(0);
     if (argc == 3 && strcmp(argv[1], "serve") == 0 && strcmp(argv[2], "--echo") == 0)

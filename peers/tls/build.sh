@@ -2,6 +2,8 @@
 # Builds the TCP + TLS 1.3 peers (OpenSSL 3.0 from Debian's libssl-dev):
 #   OUTDIR/tls      the drain, latency and handshakes peer (tls.c)
 #   OUTDIR/tls-rpc  the RPC workload's epoll server and client (rpc.c, on ../../bench/rpc_work.h)
+#   OUTDIR/tls-hol  the head-of-line benchmark's server and client (hol.c, on ../../bench/hol_work.h)
+#   OUTDIR/tunpath  carries two network namespaces' IP packets through udpfwd (tunpath.c; no TLS)
 # both on tls_setup.c, the TLS configuration they share.
 # Idempotent: builds a binary only when it is older than one of its sources.
 set -eu
@@ -29,3 +31,9 @@ build() {
 }
 build tls "$here/tls.c" "$here/drain_stream.h"
 build tls-rpc "$here/rpc.c" "$here/../../bench/rpc_work.h"
+build tls-hol "$here/hol.c" "$here/../../bench/hol_work.h"
+if [ ! -x "$outdir/tunpath" ] || [ "$here/tunpath.c" -nt "$outdir/tunpath" ] || [ "$here/build.sh" -nt "$outdir/tunpath" ]; then
+  ${CC:-cc} -std=gnu11 -O2 -g -Wall -Wextra -o "$outdir/tunpath.tmp" "$here/tunpath.c"
+  mv -f "$outdir/tunpath.tmp" "$outdir/tunpath"
+  echo "built $outdir/tunpath" >&2
+fi

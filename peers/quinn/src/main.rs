@@ -20,6 +20,9 @@
 //!       N connections one after another from one endpoint: full handshake, one
 //!       61-byte message, its echo, close; prints connections per second.
 //!
+//!   quinn hol-serve / quinn hol-client
+//!       the head-of-line benchmark (bench/README.md, "hol"): src/hol.rs.
+//!
 //!   quinn rpc-serve / quinn rpc-client
 //!       the RPC workload (bench/README.md, "RPC"): src/rpc.rs.
 //!
@@ -31,6 +34,7 @@
 //! per sendmsg because quinn-proto caps a transmit at 10 segments) and receives with
 //! UDP_GRO and recvmmsg.
 
+mod hol;
 mod idle;
 mod rpc;
 
@@ -1111,6 +1115,9 @@ fn usage() -> &'static str {
      \x20      quinn ping PORT N SIZE [--cert-sha256 HEX]\n\
      \x20      quinn handshakes PORT N [--cert-sha256 HEX]\n\
      \x20      quinn idle --links K --idle SECONDS [--keepalive SECONDS] [--json]\n\
+     \x20      quinn hol-serve\n\
+     \x20      quinn hol-client PORT [--cert-sha256 HEX] --mode alone|same|separate [--duration S] [--warmup S]\n\
+     \x20                       [--rate N] [--size 8..64] [--bulk N] [--send-window BYTES]\n\
      \x20      quinn rpc-serve [--threads N] [--corrupt-every N] [--drop-every N]\n\
      \x20      quinn rpc-client PORT [--cert-sha256 HEX] --links L --outstanding P --size S --duration SEC\n\
      \x20                       [--warmup SEC] [--drain-timeout SEC] [--rate R] [--fanin N]\n\
@@ -1121,6 +1128,7 @@ fn usage() -> &'static str {
      serve --echo       send every message back (latency, handshakes; no TLS resumption)\n\
      ping               one connection, N round trips of one SIZE-byte message, each echo checked\n\
      handshakes         N connections one after another: full handshake, one 61-byte message, its echo, close\n\
+     hol-serve/-client  the head-of-line benchmark (bench/README.md, \"hol\"; src/hol.rs)\n\
      rpc-serve/-client  the RPC workload (bench/README.md, \"RPC\"; src/rpc.rs)\n"
 }
 
@@ -1195,6 +1203,16 @@ fn run(args: &[String]) -> Result<bool, (u8, String)> {
         Some("rpc-client") => {
             let o = rpc::parse_client(&args[1..])?;
             rpc::cmd_rpc_client(o).map_err(|e| (1, format!("quinn rpc-client: {e}")))
+        }
+        Some("hol-serve") => {
+            if args.len() > 1 {
+                return Err(usage_err(format!("hol-serve: unknown argument '{}'", args[1])));
+            }
+            hol::cmd_hol_serve().map(|_| true).map_err(|e| (1, format!("quinn hol-serve: {e}")))
+        }
+        Some("hol-client") => {
+            let o = hol::parse_client(&args[1..])?;
+            hol::cmd_hol_client(o).map_err(|e| (1, format!("quinn hol-client: {e}")))
         }
         Some("idle-serve") => idle::cmd_idle_serve().map(|_| true).map_err(|e| (1, format!("quinn idle-serve: {e}"))),
         Some("idle") => {
