@@ -1982,9 +1982,18 @@ HOL_ROWS = [
     Impl("pure", "hol_bench", "cmake", ["serve"], ["client", "127.0.0.1:{port}"] + HOL_CLIENT,
          {"public_key": "--peer-key"}, "Pure: tools/hol_bench (channels 1 and 2; same = both on channel 0)"),
 ]
+import hol_peers  # noqa: E402  bench/hol_peers.py: the quinn, ngtcp2 and TCP+TLS rows (their own cell runner)
+if hol_peers:
+    HOL_ROWS += [Impl(n, p.bin, p.build, p.serve, p.client, p.passes, p.desc) for n, p in hol_peers.HOL_PEERS.items()]
 HOL_BY_NAME = {i.name: i for i in HOL_ROWS}
 HOL_MODES = ["alone", "same", "separate"]
 HOL_LOSSES = [0.0, 0.01, 0.05]
+
+
+def hol_has(impl, mode):
+    """Whether a row has this mode (TCP+TLS has no `separate`)."""
+    peer = hol_peers.HOL_PEERS.get(impl) if hol_peers else None
+    return peer is None or mode in peer.modes
 
 
 def hol_args(p):
@@ -2071,7 +2080,13 @@ def hol_main(args):
         for loss in losses:
             for mode in modes:
                 for impl in runnable:
-                    r = hol_one(impl, fwd, mode, loss, 1000 * rnd + int(loss * 1000), args, timeout)
+                    if not hol_has(impl.name, mode):
+                        continue  # TCP+TLS: one stream, no `separate`
+                    seed = 1000 * rnd + int(loss * 1000)
+                    if hol_peers and impl.name in hol_peers.HOL_PEERS:
+                        r = hol_peers.run_peer_cell(impl.name, mode, loss, args, seed=seed, build_dir=BUILD)
+                    else:
+                        r = hol_one(impl, fwd, mode, loss, seed, args, timeout)
                     r["round"] = rnd
                     runs.append(r)
                     tag = f"[hol round {rnd}/{rounds}] {impl.name:<6} {mode:<8} loss {loss:<5g}"
@@ -2085,6 +2100,8 @@ def hol_main(args):
     for impl in runnable:
         for loss in losses:
             for mode in modes:
+                if not hol_has(impl.name, mode):
+                    continue
                 good = [r["report"] for r in runs if r["ok"] and r["impl"] == impl.name and r["mode"] == mode
                         and r["loss"] == loss]
                 row = {"impl": impl.name, "mode": mode, "loss": loss, "runs": len(good)}
@@ -2106,6 +2123,8 @@ def hol_main(args):
             ratio = s["p99_us"] / a["p99_us"]
             verdict.append(f"{impl.name}: at 1% loss, p99 with bulk on another channel / alone = {ratio:.2f} "
                            f"(target <= 2): {'met' if ratio <= 2 else 'NOT met'}")
+    if hol_peers:
+        verdict += hol_peers.hol_verdicts(rows)
     for v in verdict:
         log(v)
     meta = {"quick": args.quick, "rounds": rounds, "duration": args.duration, "warmup": args.warmup,
@@ -2131,6 +2150,8 @@ def hol_main(args):
     with open(base + ".md", "w") as f:
         f.write("\n".join(md) + "\n")
     files = [base + ".json", base + ".md"]
+    if hol_peers and hol_peers.hol_plot(rows, base + ".png"):
+        files.append(base + ".png")
     log("wrote " + ", ".join(os.path.relpath(f, ROOT) for f in files))
     return finish_cells("hol", args, runs, files, rows, broken, skipped)
 
