@@ -9,6 +9,8 @@ Run with Debian's interpreter (it sees python3-matplotlib):
     /usr/bin/python3 bench/run.py latency|handshakes [--quick] [--rounds 5] [--n N] [--only a,b]
     /usr/bin/python3 bench/run.py rpc [--quick] [--links 1,100] [--outstanding 1,16] [--sizes 61,1024]
                                       [--duration 5] [--warmup 1] [--rounds 5] [--only pure,tls]
+    /usr/bin/python3 bench/run.py paths [--quick] [--rtt 40,100] [--paths q10,codel] [--fair-paths q20]
+                                        [--n 1500] [--fair-n 6000] [--only pure,2pure,pure+quinn]
 
 Experiments are subcommands; `drain` is the default (see bench/README.md).
 Each experiment registers itself in EXPERIMENTS at the bottom of this file;
@@ -1773,6 +1775,638 @@ def growth_main(args):
     return finish_cells("growth", args, runs, files, rows, broken, skipped)
 
 
+# --------------------------------------------------------------------------
+# paths: the real-paths matrix (issue #25). Each flow runs the drain (16 KiB messages) through
+# udpfwd (docs/udpfwd.md) emulating a bottleneck: --rate each way, --delay RTT/2 after it, and
+# the path's queue (drop-tail of a number of datagrams, CoDel, or random loss on the data
+# direction). Alone: one flow of each implementation; goodput (the drain's bytes / its seconds,
+# connect to the server's count), the flow's own loss (udpfwd's up-direction drops / the
+# datagrams it received) and the queueing delay of the data direction (median, p95). Sharing: K
+# flows started one after another into ONE udpfwd (--clients K, one --to per server: the n-th
+# client to appear reaches the n-th server), each flow's share over the window where all run.
+# --------------------------------------------------------------------------
+PATHS_RATE_MBIT = 50
+PATHS_DATAGRAM = 1472  # the bytes a BDP is counted in (docs/udpfwd.md: rates count UDP payload)
+PATHS_ALONE = ["q10", "q0.25bdp", "q1bdp", "q4bdp", "codel", "loss0.5", "loss2"]
+PATHS_FAIR = ["q20", "q1bdp", "codel"]  # the sharing cells the targets name
+PATHS_ALL = PATHS_ALONE + ["q20"]
+PATHS_IMPLS = ["pure", "pure-newreno", "quinn", "ngtcp2"]
+# Pure with its other controller (pure drain --cc newreno: the drain client is the sender)
+PATHS_EXTRA = {"pure-newreno": Impl("pure-newreno", "pure", "cmake", IMPL_BY_NAME["pure"].serve,
+                                    IMPL_BY_NAME["pure"].drain + ["--cc", "newreno"], IMPL_BY_NAME["pure"].passes,
+                                    "Pure with NewReno (pure drain --cc newreno)")}
+
+
+def paths_impl(name):
+    return PATHS_EXTRA.get(name) or IMPL_BY_NAME[name]
+PATHS_GROUPS = {"2pure": ["pure", "pure"], "4pure": ["pure"] * 4, "pure+quinn": ["pure", "quinn"],
+                "pure+ngtcp2": ["pure", "ngtcp2"]}
+PATHS_N, PATHS_N_QUICK = 1500, 150       # messages of 16 KiB per alone run
+PATHS_FAIR_N, PATHS_FAIR_N_QUICK = 6000, 600  # messages per sharing run, over all its flows
+PATHS_SIZE = 16384
+
+
+def paths_bdp(rtt_ms, frac=1.0):
+    """Datagrams in frac x the bandwidth-delay product, rounded as paths_sim does."""
+    return max(1, round(frac * PATHS_RATE_MBIT * 1e6 / 8 * rtt_ms / 1e3 / PATHS_DATAGRAM))
+
+
+def paths_fwd_args(path, rtt_ms, ecn):
+    """udpfwd's bottleneck arguments for one path at one RTT."""
+    bdp = paths_bdp(rtt_ms)
+    base = ["--rate", f"{PATHS_RATE_MBIT}mbit", "--delay", f"{rtt_ms / 2:g}"]
+    if path.startswith("q") and path.endswith("bdp"):
+        return base + ["--queue-packets", str(paths_bdp(rtt_ms, float(path[1:-3])))]
+    if path.startswith("q"):
+        return base + ["--queue-packets", str(int(path[1:]))]
+    if path == "codel":
+        return base + ["--queue-packets", "1000", "--codel"] + (["--ecn"] if ecn else [])
+    if path.startswith("loss"):
+        return base + ["--queue-packets", str(bdp), "--loss-up", f"{float(path[4:]) / 100:g}"]
+    raise ValueError(path)
+
+
+class Forwarder:
+    """udpfwd in front of servers: a context manager; stop() returns its final stats."""
+
+    def __init__(self, tos, args, stats_path, clients=1, interval=None):
+        cmd = [os.path.join(BUILD, "udpfwd"), "--listen", "127.0.0.1:0", "--seed", "1", "--stats", stats_path]
+        for port in tos:
+            cmd += ["--to", f"127.0.0.1:{port}"]
+        if clients > 1:
+            cmd += ["--clients", str(clients)]
+        if interval:
+            cmd += ["--stats-interval", str(interval)]
+        self.stats_path = stats_path
+        self.err = tempfile.TemporaryFile(mode="w+")
+        try:
+            self.proc = subprocess.Popen(cmd + args, stdout=subprocess.PIPE, stderr=self.err, stdin=subprocess.DEVNULL,
+                                         text=True)
+        except OSError as e:
+            raise RunError(f"cannot start udpfwd: {e}")
+        self.t0 = time.monotonic()  # its "elapsed" counts from about here
+        line = self.proc.stdout.readline()
+        try:
+            self.port = int(json.loads(line)["port"])
+        except (ValueError, KeyError, TypeError):
+            self.stop()
+            self.err.seek(0)
+            raise RunError(f"udpfwd printed {line.strip()[:200]!r}; stderr: {self.err.read()[-400:]}")
+
+    def stats(self):
+        try:
+            with open(self.stats_path) as f:
+                return json.loads(f.read())
+        except (OSError, ValueError):
+            return None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.stats()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        self.err.close()
+
+
+def paths_client(impl, srv, port, n, time_limit):
+    """Starts impl's drain client towards udpfwd's port; a Popen writing to temporary files."""
+    argv = [impl.path] + [a.format(port=port, n=n, size=PATHS_SIZE) for a in impl.drain] + srv.client_extra()
+    out, err = tempfile.TemporaryFile(mode="w+"), tempfile.TemporaryFile(mode="w+")
+    try:
+        p = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=ROOT)
+    except OSError as e:
+        raise RunError(f"cannot start {impl.path}: {e}")
+    p.files, p.deadline, p.impl, p.n, p.t_start, p.t_end = (out, err), time.monotonic() + time_limit, impl, n, \
+        time.monotonic(), None
+    return p
+
+
+def paths_reap(p, now=None):
+    """Once the client has exited (or its time ran out: killed), its report: (rep or None, error or None)."""
+    if p.t_end is None:
+        p.t_end = now or time.monotonic()
+    if p.poll() is None:
+        p.kill()
+        p.wait()
+        timed_out = True
+    else:
+        timed_out = False
+    p.timed_out = timed_out
+    out, err = p.files
+    out.seek(0)
+    err.seek(0)
+    text, etext = out.read(), err.read()
+    out.close()
+    err.close()
+    if timed_out:
+        return None, f"did not finish {p.n} messages in {p.deadline - p.t_start:.0f} s (killed)"
+    rep = last_json(text, "messages")
+    if p.returncode != 0 or rep is None or rep.get("server_messages") != p.n:
+        return None, (f"{p.impl.name} drain exit {p.returncode}, report {json.dumps(rep)[:200] if rep else 'none'}; "
+                      f"stderr: {etext.strip()[-400:] or '(empty)'}")
+    return rep, None
+
+
+def paths_alone(impl, path, rtt, n, time_limit, ecn):
+    res = {"kind": "alone", "impl": impl.name, "path": path, "rtt_ms": rtt, "messages": n, "ok": False}
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            with Server(impl) as srv, Forwarder([srv.port], paths_fwd_args(path, rtt, ecn),
+                                                os.path.join(tmp, "fwd.json")) as fwd:
+                c = paths_client(impl, srv, fwd.port, n, time_limit)
+                while c.poll() is None and time.monotonic() < c.deadline:
+                    time.sleep(0.02)
+                rep, err = paths_reap(c)
+                st = fwd.stop()
+                alive = srv.proc.poll() is None
+            if st is None:
+                raise RunError("udpfwd wrote no stats")
+            up = st["up"]
+            res["fwd_up"] = {k: up[k] for k in ("in", "out", "bytes_out", "dropped", "lost", "queue_drop", "codel_drop",
+                                                "ecn_marked", "queue_max", "qdelay_p50_us", "qdelay_p95_us",
+                                                "qdelay_max_us")}
+            res["loss_pct"] = 100.0 * up["dropped"] / up["in"] if up["in"] else 0.0
+            res["q50_ms"], res["q95_ms"] = up["qdelay_p50_us"] / 1000, up["qdelay_p95_us"] / 1000
+            if err:
+                # What crossed the bottleneck while it ran, for the record (not a goodput: it
+                # includes headers and retransmissions).
+                res["wire_mbit"] = up["bytes_out"] * 8 / (c.t_end - c.t_start) / 1e6
+                res["unfinished"] = c.timed_out  # a figure of its own (too slow), not a failure
+                raise RunError(err)
+            if not alive:
+                raise RunError(f"{impl.name} server died during the run; stderr: {srv.stderr_tail()}")
+            res["report"] = rep
+            res["seconds"] = float(rep["seconds"])
+            res["mbit"] = rep["bytes"] * 8 / res["seconds"] / 1e6
+            res["link_pct"] = 100.0 * res["mbit"] / PATHS_RATE_MBIT
+            res["ok"] = True
+        except RunError as e:
+            res["error"] = str(e)
+    return res
+
+
+def paths_shared(group, path, rtt, total, time_limit, warmup, ecn):
+    """K flows into one bottleneck, started one after another (each once the previous one has
+    reached udpfwd, so that the n-th client maps to the n-th flow and, with two kinds of server,
+    to its own server). Each flow's share is its bytes forwarded to the server over the window
+    from warmup seconds after the last one started to the first one's end, times its own ratio of
+    drain bytes to bytes forwarded (its headers and retransmissions are not goodput)."""
+    kinds = PATHS_GROUPS[group]
+    res = {"kind": "shared", "impl": group, "path": path, "rtt_ms": rtt, "flows": kinds, "ok": False}
+    n = max(1, total // len(kinds))
+    res["messages"] = n
+    servers, clients = [], []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            order = list(dict.fromkeys(kinds))  # one server per kind, in order of first flow
+            for k in order:
+                servers.append(Server(paths_impl(k)))
+            by_kind = dict(zip(order, servers))
+            # --to per flow, so the n-th client reaches its own kind's server
+            tos = [by_kind[k].port for k in kinds] if len(order) > 1 else [servers[0].port]
+            samples = []
+            with Forwarder(tos, paths_fwd_args(path, rtt, ecn), os.path.join(tmp, "fwd.json"), clients=len(kinds),
+                           interval=0.1) as fwd:
+                def sample():
+                    st = fwd.stats()
+                    if st and "per_client" in st:
+                        t = fwd.t0 + st["elapsed"]
+                        if not samples or t > samples[-1][0]:
+                            samples.append((t, [c["up"]["bytes_out"] for c in st["per_client"]]))
+                    return st
+                for i, k in enumerate(kinds):
+                    clients.append(paths_client(paths_impl(k), by_kind[k], fwd.port, n, time_limit))
+                    deadline = time.monotonic() + 10
+                    while True:
+                        st = sample()
+                        if st and st.get("clients", 0) > i:
+                            break
+                        if time.monotonic() > deadline or clients[-1].poll() is not None:
+                            raise RunError(f"flow {i + 1} ({k}) did not reach udpfwd within 10 s")
+                        time.sleep(0.02)
+                t_all = time.monotonic()
+                first_end = None
+                while any(c.poll() is None for c in clients):
+                    now = time.monotonic()
+                    for c in clients:
+                        if c.t_end is None and c.poll() is not None:
+                            c.t_end = now
+                            first_end = first_end or now
+                    if now > max(c.deadline for c in clients):
+                        break
+                    sample()
+                    time.sleep(0.05)
+                now = time.monotonic()
+                for c in clients:
+                    if c.t_end is None and c.poll() is not None:
+                        c.t_end = now
+                first_end = first_end or now
+                reps = [paths_reap(c, now) for c in clients]
+                st = fwd.stop()
+            alive = all(s.proc.poll() is None for s in servers)
+        if st is None or len(st.get("per_client", [])) != len(kinds):
+            raise RunError(f"udpfwd saw {st and st.get('clients')} clients, not {len(kinds)}")
+        pc = st["per_client"]
+        res["fwd_up"] = {k: st["up"][k] for k in ("in", "out", "bytes_out", "dropped", "queue_drop", "codel_drop",
+                                                  "ecn_marked", "qdelay_p50_us", "qdelay_p95_us")}
+        res["q50_ms"], res["q95_ms"] = st["up"]["qdelay_p50_us"] / 1000, st["up"]["qdelay_p95_us"] / 1000
+        res["per_client"] = pc
+        res["loss_pct_flows"] = [100.0 * c["up"]["dropped"] / c["up"]["in"] if c["up"]["in"] else 0.0 for c in pc]
+        # the window: from warmup after the last flow started to the first flow's end (the last
+        # sample before it: a flow that has finished sends nothing more)
+        w0 = [s for s in samples if s[0] >= t_all + warmup]
+        w = [s for s in w0 if s[0] <= first_end]
+        bad = [f"flow {i + 1} ({kinds[i]}): {e}" for i, (_, e) in enumerate(reps) if e]
+        if len(w) < 2 or w[-1][0] - w[0][0] < 0.5:
+            if bad:
+                raise RunError("; ".join(bad))
+            raise RunError(f"the window where all {len(kinds)} flows ran is too short "
+                           f"({(w[-1][0] - w[0][0]) if len(w) >= 2 else 0:.2f} s after {warmup:g} s of warm-up): "
+                           f"give more --fair-n")
+        span = w[-1][0] - w[0][0]
+        res["window_s"] = span
+        shares, app = [], []
+        for i, (rep, err) in enumerate(reps):
+            wire = (w[-1][1][i] - w[0][1][i]) * 8 / span / 1e6
+            frac = rep["bytes"] / pc[i]["up"]["bytes_out"] if rep and pc[i]["up"]["bytes_out"] else None
+            app.append(frac)
+            shares.append(wire * frac if frac else wire)
+        res["flow_mbit"] = shares
+        res["app_fraction"] = app
+        res["flow_errors"] = [e for _, e in reps]
+        res["flow_seconds"] = [float(r["seconds"]) if r else None for r, _ in reps]
+        res["aggregate_mbit"] = sum(shares)
+        res["link_pct"] = 100.0 * res["aggregate_mbit"] / PATHS_RATE_MBIT
+        res["ratio"] = max(shares) / min(shares) if min(shares) > 0 else float("inf")
+        res["jain"] = sum(shares) ** 2 / (len(shares) * sum(x * x for x in shares)) if any(shares) else 0.0
+        if not alive:
+            raise RunError("a server died during the run")
+        if bad:
+            raise RunError("; ".join(bad))
+        res["ok"] = True
+    except RunError as e:
+        res["error"] = str(e)
+    finally:
+        for c in clients:
+            if c.poll() is None:
+                c.kill()
+                c.wait()
+        for s in servers:
+            s.__exit__()
+    return res
+
+
+def paths_args(p):
+    p.add_argument("--rtt", default=None, help="comma-separated round-trip times in ms (default 40,100; quick 40)")
+    p.add_argument("--paths", default=None,
+                   help="comma-separated paths for the alone rows (default " + ",".join(PATHS_ALONE) +
+                        "; quick q1bdp,codel; also q20, qN, qFbdp)")
+    p.add_argument("--fair-paths", default=None,
+                   help="paths for the sharing rows (default " + ",".join(PATHS_FAIR) + "; quick q1bdp; "
+                        "'all': every alone path and q20)")
+    p.add_argument("--fair-rtt", default=None, help="RTTs for the sharing rows (default: the first --rtt)")
+    p.add_argument("--n", type=int, default=None,
+                   help=f"16 KiB messages per alone run (default {PATHS_N}, quick {PATHS_N_QUICK})")
+    p.add_argument("--fair-n", type=int, default=None,
+                   help=f"16 KiB messages per sharing run, split over its flows (default {PATHS_FAIR_N}, "
+                        f"quick {PATHS_FAIR_N_QUICK})")
+    p.add_argument("--warmup", type=float, default=None,
+                   help="seconds after the last flow starts before a sharing window opens (default 2, quick 0)")
+    p.add_argument("--rounds", type=int, default=None, help="rounds per cell (default 1)")
+    p.add_argument("--time-limit", type=float, default=None,
+                   help="seconds a flow may take before it is killed and the cell marked unfinished "
+                        "(default 30 alone, 90 sharing; quick 20)")
+    p.add_argument("--ecn", action="store_true", help="CoDel marks ECN-capable datagrams (udpfwd --ecn) "
+                                                      "instead of dropping them")
+
+
+def paths_targets(rows):
+    """Issue #25's targets, checked on the 40 ms cells: (text, met, figure); met is None when the
+    cell was not run, False when it ran without a figure (failed, or unfinished in its time)."""
+    def cell(kind, impl, path):
+        return next((r for r in rows if r["kind"] == kind and r["impl"] == impl and r["path"] == path
+                     and r["rtt_ms"] == 40), None)
+
+    def check(text, r, key, ok, show):
+        if r is None:
+            return text, None, ""
+        if r.get(key) is None:
+            return text, False, "no figure: " + r.get("error", "failed")[:80]
+        return text, bool(ok(r)), show(r)
+    out = []
+    for path in ["q0.25bdp", "q1bdp", "q4bdp", "codel"]:
+        out.append(check(f"alone, {path}: Pure ≥ 90% of the link", cell("alone", "pure", path), "mbit",
+                         lambda r: r["link_pct"] >= 90, lambda r: f"{r['link_pct']:.1f}%"))
+    peers = [cell("alone", p, "q10") for p in ("quinn", "ngtcp2")]
+    peers = [p for p in peers if p is not None]
+    best = max((p.get("mbit") or 0.0 for p in peers), default=None)  # an unfinished peer: beaten
+    t = "alone, 10-packet queue: Pure ≥ the better QUIC peer's goodput, its own loss < 2%"
+    if best is None:
+        out.append((t, None, "no peer ran"))
+    else:
+        out.append(check(t, cell("alone", "pure", "q10"), "mbit",
+                         lambda r: r["mbit"] >= best and r["loss_pct"] < 2,
+                         lambda r: f"{r['mbit']:.1f} vs {best:.1f} Mbit/s, loss {r['loss_pct']:.2f}%"))
+    out.append(check("CoDel: Pure's median queueing ≤ 5 ms", cell("alone", "pure", "codel"), "mbit",
+                     lambda r: r["q50_ms"] <= 5, lambda r: f"{r['q50_ms']:.1f} ms"))
+    for path, pct in (("loss0.5", 70), ("loss2", 50)):
+        out.append(check(f"random loss {path[4:]}%: Pure ≥ {pct}% of the link", cell("alone", "pure", path), "mbit",
+                         lambda r, pct=pct: r["link_pct"] >= pct, lambda r: f"{r['link_pct']:.1f}%"))
+    for path in ["q20", "q1bdp", "codel"]:
+        out.append(check(f"sharing, {path}: two Pure flows Jain ≥ 0.95", cell("shared", "2pure", path), "jain",
+                         lambda r: r["jain"] >= 0.95, lambda r: f"{r['jain']:.3f}"))
+        for g in ("pure+quinn", "pure+ngtcp2"):
+            out.append(check(f"sharing, {path}: {g} within 1.5× and aggregate ≥ 85%", cell("shared", g, path),
+                             "ratio", lambda r: r["ratio"] <= 1.5 and r["link_pct"] >= 85,
+                             lambda r: " / ".join(f"{x:.1f}" for x in r["flow_mbit"]) +
+                             f" Mbit/s ({r['ratio']:.2f}×), aggregate {r['link_pct']:.1f}%"))
+    return out
+
+
+def paths_main(args):
+    quick = args.quick
+
+    def names(s, known, what):
+        out = [x.strip() for x in s.split(",") if x.strip()]
+        bad = [x for x in out if x not in known]
+        if bad:
+            sys.exit(f"run.py paths: unknown {what} {', '.join(bad)}; known: {', '.join(known)}")
+        return out
+
+    def path_list(s, default):
+        if s is None:
+            return default
+        if s == "all":
+            return PATHS_ALL
+        out = [x.strip() for x in s.split(",") if x.strip()]
+        for x in out:
+            try:
+                paths_fwd_args(x, 40, False)
+            except ValueError:
+                sys.exit(f"run.py paths: unknown path {x!r}: q10, q20, qN, q0.25bdp, qFbdp, codel, loss0.5, lossP")
+        return out
+    rows_known = PATHS_IMPLS + list(PATHS_GROUPS)
+    chosen = names(args.only, rows_known, "row(s)") if args.only else list(rows_known)
+    skip = set(names(args.skip, rows_known, "row(s)")) if args.skip else set()
+    chosen = [r for r in chosen if r not in skip]
+    if quick and not args.only:
+        chosen = [r for r in chosen if r != "4pure"]
+    try:
+        rtts = [float(x) for x in args.rtt.split(",")] if args.rtt else ([40.0] if quick else [40.0, 100.0])
+        fair_rtts = [float(x) for x in args.fair_rtt.split(",")] if args.fair_rtt else rtts[:1]
+    except ValueError:
+        sys.exit("run.py paths: --rtt and --fair-rtt take comma-separated milliseconds, e.g. 40,100")
+    if any(r <= 0 or r > 2000 for r in rtts + fair_rtts):
+        sys.exit("run.py paths: RTTs must be 0 .. 2000 ms")
+    rtts = [int(r) if r == int(r) else r for r in rtts]
+    fair_rtts = [int(r) if r == int(r) else r for r in fair_rtts]
+    alone_paths = path_list(args.paths, ["q1bdp", "codel"] if quick else PATHS_ALONE)
+    fair_paths = path_list(args.fair_paths, ["q1bdp"] if quick else PATHS_FAIR)
+    n = args.n or (PATHS_N_QUICK if quick else PATHS_N)
+    fair_n = args.fair_n or (PATHS_FAIR_N_QUICK if quick else PATHS_FAIR_N)
+    warmup = args.warmup if args.warmup is not None else (0.0 if quick else 2.0)
+    rounds = args.rounds or 1
+    if n < 1 or fair_n < 1 or rounds < 1 or warmup < 0:
+        sys.exit("run.py paths: --n, --fair-n, --rounds >= 1, --warmup >= 0")
+    limit_alone = args.time_limit or (20.0 if quick else 30.0)
+    limit_fair = args.time_limit or (20.0 if quick else 90.0)
+
+    need = [paths_impl(i) for i in PATHS_IMPLS
+            if i in chosen or any(i in PATHS_GROUPS[g] for g in chosen if g in PATHS_GROUPS)]
+    runnable, skipped, broken = prepare(need, args.no_build)
+    have = {i.name for i in runnable}
+    if not os.access(os.path.join(BUILD, "udpfwd"), os.X_OK):
+        sys.exit(f"run.py paths: {os.path.join(BUILD, 'udpfwd')} is not built (ninja -C {BUILD} udpfwd)")
+    alone_rows = [r for r in chosen if r in PATHS_IMPLS and r in have]
+    groups = [g for g in chosen if g in PATHS_GROUPS and all(k in have for k in PATHS_GROUPS[g])]
+    for g in chosen:
+        if g in PATHS_GROUPS and g not in groups:
+            note(f"skipping {g}: {', '.join(k for k in PATHS_GROUPS[g] if k not in have)} cannot run")
+            skipped[g] = "a flow's implementation cannot run"
+    if not alone_rows and not groups:
+        sys.exit("run.py paths: nothing to run")
+    log(f"paths: {PATHS_RATE_MBIT} Mbit/s each way through udpfwd; RTT {', '.join(f'{r:g}' for r in rtts)} ms; "
+        f"alone {n} x 16 KiB; sharing {fair_n} x 16 KiB over the flows; BDP at 40 ms = {paths_bdp(40)} datagrams")
+    t0 = time.monotonic()
+    runs = []
+    for rnd in range(1, rounds + 1):
+        for rtt in rtts:
+            for path in alone_paths:
+                for name in alone_rows:
+                    r = paths_alone(paths_impl(name), path, rtt, n, limit_alone, args.ecn)
+                    r["round"] = rnd
+                    runs.append(r)
+                    tag = f"[paths {rtt:g} ms {path:<8} round {rnd}/{rounds}] {name:<12}"
+                    if r["ok"]:
+                        log(f"{tag} {r['mbit']:6.1f} Mbit/s ({r['link_pct']:5.1f}%)  loss {r['loss_pct']:5.2f}%  "
+                            f"queue p50 {r['q50_ms']:6.1f} p95 {r['q95_ms']:6.1f} ms  {r['seconds']:.1f} s")
+                    else:
+                        log(f"{tag} FAILED: {r['error']}")
+        for rtt in fair_rtts:
+            for path in fair_paths:
+                for g in groups:
+                    r = paths_shared(g, path, rtt, fair_n, limit_fair, warmup, args.ecn)
+                    r["round"] = rnd
+                    runs.append(r)
+                    tag = f"[paths {rtt:g} ms {path:<8} round {rnd}/{rounds}] {g:<11}"
+                    if r.get("flow_mbit"):
+                        log(f"{tag} {' + '.join(f'{x:.1f}' for x in r['flow_mbit'])} = {r['aggregate_mbit']:.1f} Mbit/s "
+                            f"({r['link_pct']:.1f}%)  max/min {r['ratio']:.2f}  Jain {r['jain']:.3f}  "
+                            f"over {r['window_s']:.1f} s" + ("" if r["ok"] else f"  FAILED: {r['error']}"))
+                    else:
+                        log(f"{tag} FAILED: {r['error']}")
+    rows = paths_summarize(runs)
+    hdr_a, body_a, hdr_s, body_s = paths_tables(rows)
+    targets = paths_targets(rows)
+    title = (f"{PATHS_RATE_MBIT} Mbit/s each way through udpfwd (--rate, --delay RTT/2; BDP = "
+             f"{paths_bdp(40)} datagrams of {PATHS_DATAGRAM} B at 40 ms); alone: {n} x 16 KiB, goodput = the drain's "
+             f"bytes / its seconds, loss = udpfwd's drops in the data direction / datagrams in, queueing = the data "
+             f"direction's; sharing: {fair_n} x 16 KiB over the flows, started one after another, each flow's "
+             f"goodput over the window from {warmup:g} s after the last start to the first end; median of "
+             f"{rounds} round(s).")
+    log("")
+    log(title)
+    log("\n".join(text_table(hdr_a, body_a)))
+    if body_s:
+        log("")
+        log("\n".join(text_table(hdr_s, body_s)))
+    tlines = [f"{'met' if v else 'NOT met' if v is False else 'not measured'}: {t}" + (f" ({s})" if s else "")
+              for t, v, s in targets]
+    log("")
+    log("targets (40 ms RTT):")
+    for t in tlines:
+        log("  " + t)
+    meta = {"quick": quick, "rounds": rounds, "rate_mbit": PATHS_RATE_MBIT, "rtt_ms": rtts, "fair_rtt_ms": fair_rtts,
+            "alone_paths": alone_paths, "fair_paths": fair_paths, "n": n, "fair_n": fair_n, "warmup_s": warmup,
+            "ecn": args.ecn, "environment": environment(), "skipped": skipped, "broken": broken,
+            "elapsed_s": round(time.monotonic() - t0, 1),
+            "udpfwd": {p: " ".join(paths_fwd_args(p, 40, args.ecn)) for p in dict.fromkeys(alone_paths + fair_paths)},
+            "targets": [{"target": t, "met": v, "value": s} for t, v, s in targets],
+            "impls": {i.name: {"bin": i.bin, "serve": i.serve, "drain": i.drain, "desc": i.desc} for i in runnable}}
+    outdir = args.out or (os.path.join(RESULTS, "tmp") if quick else RESULTS)
+    files = paths_write(outdir, meta, runs, rows, title, (hdr_a, body_a), (hdr_s, body_s), tlines)
+    slow = [r for r in runs if r.get("unfinished")]
+    if slow:
+        log(f"{len(slow)} alone run(s) did not finish in --time-limit (shown as unfinished; not failures)")
+    return finish_cells("paths", args, [r for r in runs if not r.get("unfinished")], files, rows, broken, skipped)
+
+
+def paths_summarize(runs):
+    """Per (kind, row, path, RTT): the median of each figure over the good rounds."""
+    keys = list(dict.fromkeys((r["kind"], r["impl"], r["path"], r["rtt_ms"]) for r in runs))
+    rows = []
+    for kind, impl, path, rtt in keys:
+        rs = [r for r in runs if (r["kind"], r["impl"], r["path"], r["rtt_ms"]) == (kind, impl, path, rtt)]
+        ok = [r for r in rs if r["ok"]]
+        row = {"kind": kind, "impl": impl, "path": path, "rtt_ms": rtt, "runs": len(rs), "ok_runs": len(ok)}
+        for k in ("mbit", "link_pct", "loss_pct", "q50_ms", "q95_ms", "seconds", "aggregate_mbit", "ratio", "jain",
+                  "window_s"):
+            v = [r[k] for r in ok if r.get(k) is not None]
+            if v:
+                row[k] = med(v)
+        if ok and kind == "shared":
+            row["flows"] = ok[0]["flows"]
+            row["flow_mbit"] = [med([r["flow_mbit"][i] for r in ok]) for i in range(len(ok[0]["flows"]))]
+            row["loss_pct_flows"] = [med([r["loss_pct_flows"][i] for r in ok]) for i in range(len(ok[0]["flows"]))]
+        errs = [r for r in rs if not r["ok"]]
+        if errs:
+            row["error"] = errs[0]["error"][:300]
+            if kind == "alone" and errs[0].get("wire_mbit") is not None:
+                row["wire_mbit"] = errs[0]["wire_mbit"]
+                row["loss_pct"] = row.get("loss_pct", errs[0].get("loss_pct"))
+                row["q50_ms"] = row.get("q50_ms", errs[0].get("q50_ms"))
+                row["q95_ms"] = row.get("q95_ms", errs[0].get("q95_ms"))
+        rows.append(row)
+    return rows
+
+
+def paths_tables(rows):
+    def f1(v):
+        return "" if v is None else f"{v:.1f}"
+    hdr_a = ["RTT ms", "path", "impl", "Mbit/s", "% link", "loss %", "queue p50 ms", "queue p95 ms", "seconds", "runs"]
+    body_a = []
+    for r in rows:
+        if r["kind"] != "alone":
+            continue
+        head = [f"{r['rtt_ms']:g}", r["path"], r["impl"]]
+        tail = [f"{r['ok_runs']}/{r['runs']}"]
+        if "mbit" in r:
+            body_a.append(head + [f1(r["mbit"]), f1(r["link_pct"]), f"{r['loss_pct']:.2f}", f1(r["q50_ms"]),
+                                  f1(r["q95_ms"]), f1(r["seconds"])] + tail)
+        elif "wire_mbit" in r:  # ran out of time: what crossed the bottleneck, headers and resends included
+            body_a.append(head + [f"(unfinished; {r['wire_mbit']:.1f} on the wire)", "", f"{r['loss_pct']:.2f}",
+                                  f1(r["q50_ms"]), f1(r["q95_ms"]), "killed"] + tail)
+        else:
+            body_a.append(head + ["FAILED", "", "", "", "", ""] + tail)
+    hdr_s = ["RTT ms", "path", "flows", "each flow Mbit/s", "aggregate", "% link", "max/min", "Jain",
+             "each flow's loss %", "queue p50 ms", "queue p95 ms", "window s", "runs"]
+    body_s = []
+    for r in rows:
+        if r["kind"] != "shared":
+            continue
+        head = [f"{r['rtt_ms']:g}", r["path"], r["impl"]]
+        tail = [f"{r['ok_runs']}/{r['runs']}"]
+        if "flow_mbit" in r:
+            body_s.append(head + [" / ".join(f"{k} {x:.1f}" for k, x in zip(r["flows"], r["flow_mbit"])),
+                                  f1(r["aggregate_mbit"]), f1(r["link_pct"]), f"{r['ratio']:.2f}", f"{r['jain']:.3f}",
+                                  " / ".join(f"{x:.2f}" for x in r["loss_pct_flows"]), f1(r["q50_ms"]),
+                                  f1(r["q95_ms"]), f1(r["window_s"])] + tail)
+        else:
+            body_s.append(head + ["FAILED"] + [""] * 8 + tail)
+    return hdr_a, body_a, hdr_s, body_s
+
+
+def paths_write(outdir, meta, runs, rows, title, alone, shared, tlines):
+    os.makedirs(outdir, exist_ok=True)
+    base = os.path.join(outdir, f"paths-{datetime.datetime.now().strftime('%Y%m%d-%H%M%S')}")
+    with open(base + ".json", "w") as f:
+        json.dump({"experiment": "paths", **meta, "runs": runs, "summary": rows}, f, indent=1)
+    env = meta["environment"]
+    md = [f"# paths: {env.get('date', '')} (git {env.get('git', '?')}, {env.get('cpus')} CPUs, {env.get('cpu', '')})",
+          "", title, ""]
+    for hdr, body in (alone, shared):
+        if body:
+            md += ["| " + " | ".join(hdr) + " |", "|" + "|".join("---:" for _ in hdr) + "|"]
+            md += ["| " + " | ".join(ln) + " |" for ln in body] + [""]
+    md += ["Targets (issue #25, 40 ms RTT):", ""] + [f"- {t}" for t in tlines]
+    failed = [r for r in rows if r.get("error")]
+    if failed:
+        md += ["", "Failures (first of each cell):", ""]
+        md += [f"- {r['impl']} {r['path']} {r['rtt_ms']:g} ms: {r['error']}" for r in failed]
+    with open(base + ".md", "w") as f:
+        f.write("\n".join(md) + "\n")
+    files = [base + ".json", base + ".md"]
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        paths_plot(plt, base + ".png", rows, meta)
+        files.append(base + ".png")
+    except ImportError:
+        note("matplotlib missing (apt-get install python3-matplotlib; run with /usr/bin/python3): no chart")
+    log("wrote " + ", ".join(os.path.relpath(f, ROOT) for f in files))
+    return files
+
+
+def paths_plot(plt, path, rows, meta):
+    """One panel of goodput per RTT (a group of bars per path, a bar per implementation), and one
+    of the sharing cells (each flow's share stacked)."""
+    alone_rtts = list(dict.fromkeys(r["rtt_ms"] for r in rows if r["kind"] == "alone"))
+    shared = [r for r in rows if r["kind"] == "shared"]
+    npan = len(alone_rtts) + (1 if shared else 0)
+    fig, axes = plt.subplots(npan, 1, figsize=(10, 3.6 * npan), squeeze=False)
+    axes = axes[:, 0]
+    colors = {"pure": "tab:blue", "pure-newreno": "tab:purple", "quinn": "tab:orange", "ngtcp2": "tab:green"}
+    for ax, rtt in zip(axes, alone_rtts):
+        rs = [r for r in rows if r["kind"] == "alone" and r["rtt_ms"] == rtt]
+        paths = list(dict.fromkeys(r["path"] for r in rs))
+        impls = list(dict.fromkeys(r["impl"] for r in rs))
+        width = 0.8 / max(1, len(impls))
+        for k, impl in enumerate(impls):
+            xs, ys = [], []
+            for j, p in enumerate(paths):
+                r = next((r for r in rs if r["impl"] == impl and r["path"] == p), None)
+                if r and r.get("mbit") is not None:
+                    xs.append(j + (k - (len(impls) - 1) / 2) * width)
+                    ys.append(r["mbit"])
+            ax.bar(xs, ys, width, label=impl, color=colors.get(impl))
+        ax.axhline(meta["rate_mbit"], color="grey", lw=0.8, ls="--")
+        ax.set_xticks(range(len(paths)))
+        ax.set_xticklabels(paths)
+        ax.set_ylabel("goodput Mbit/s")
+        ax.set_title(f"alone, {rtt:g} ms RTT, {meta['rate_mbit']} Mbit/s (dashed)")
+        ax.grid(axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    if shared:
+        ax = axes[-1]
+        labels = []
+        for j, r in enumerate(shared):
+            labels.append(f"{r['impl']}\n{r['path']} {r['rtt_ms']:g} ms")
+            bottom = 0.0
+            for k, x in zip(r.get("flows", []), r.get("flow_mbit", [])):
+                ax.bar(j, x, 0.6, bottom=bottom, color=colors.get(k, "grey"), edgecolor="white")
+                bottom += x
+        ax.axhline(meta["rate_mbit"], color="grey", lw=0.8, ls="--")
+        ax.set_xticks(range(len(shared)))
+        ax.set_xticklabels(labels, fontsize=7)
+        ax.set_ylabel("goodput Mbit/s, stacked per flow")
+        ax.set_title("sharing one bottleneck (blue Pure, orange quinn, green ngtcp2)")
+        ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 # name -> (help, add experiment-specific arguments, main)
 # --------------------------------------------------------------------------
 # python: the pure package against asyncio's TLS streams and pyzmq+CURVE, with the C library as
@@ -2176,6 +2810,8 @@ EXPERIMENTS = {
               fleet_args, fleet_main),
     "hol": ("head-of-line blocking: 61-byte requests beside a bulk stream on one link, under loss",
             hol_args, hol_main),
+    "paths": ("a 50 Mbit/s bottleneck through udpfwd (queues, CoDel, random loss; 40/100 ms): goodput, loss, "
+              "queueing; Pure sharing it with itself, quinn and ngtcp2", paths_args, paths_main),
 }
 
 

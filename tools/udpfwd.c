@@ -48,6 +48,7 @@
 #define READ_BATCH 64         /* datagrams read per socket per wakeup, for fairness */
 #define SOCK_BUF (4 << 20)
 #define MAX_CLIENTS 1024
+#define MAX_SERVERS 16 /* --to given more than once */
 
 enum {
     UP = 0,
@@ -116,11 +117,24 @@ struct slot {
     uint8_t *buf;
 };
 
-/* A client and its own socket towards the server (the server tells clients apart by it). */
+/* What one client's datagrams met, per direction (the stats' "per_client", with --clients N):
+ * how each flow through a shared bottleneck fared. */
+struct client_stats {
+    uint64_t in, out, bytes_out, dropped;
+};
+
+/* A client and its own socket towards its server (the server tells clients apart by it). */
 struct client {
     struct sockaddr_storage addr;
     socklen_t len; /* 0: not seen yet (only client 0 of --clients 1 exists before that) */
     int fd;
+    uint32_t server; /* index into fwd.servers: the n-th client goes to --to number n mod count */
+    struct client_stats st[2];
+};
+
+struct server {
+    struct sockaddr_storage addr;
+    socklen_t len;
 };
 
 struct entry {
@@ -138,9 +152,8 @@ struct fwd {
     uint8_t *scratch; /* receives datagrams dropped because the pool is empty */
 
     int epfd, client_fd, sig_fd, timer_fd;
-    struct sockaddr_storage server_addr;
-    socklen_t server_len;
-    int server_family;
+    struct server servers[MAX_SERVERS];
+    uint32_t nservers;
     struct client *clients;
     uint32_t nclients, max_clients; /* max_clients 1: the latest client (see docs/udpfwd.md) */
 
@@ -212,9 +225,12 @@ static bool chance(struct dir_state *d, double p)
 
 static void usage(FILE *out)
 {
-    fputs("usage: udpfwd --listen ADDR:PORT --to ADDR:PORT [options]\n"
+    fputs("usage: udpfwd --listen ADDR:PORT --to ADDR:PORT [--to ADDR:PORT ...] [options]\n"
           "Forwards UDP datagrams between a client (whoever last sent to --listen) and the server\n"
           "at --to, injecting faults. IPv6 addresses go in brackets: [::1]:4433.\n"
+          "With --clients N and several --to, the clients are assigned to the servers in order\n"
+          "of first appearance (the first to the first --to, ...; round robin beyond the last),\n"
+          "all through the same bottleneck.\n"
           "Fault and bottleneck options apply to both directions, or with -up (client->server)\n"
           "or -down (server->client) appended to one only (e.g. --loss-up 0.1):\n"
           "  --loss P               drop each datagram with probability P\n"
@@ -238,7 +254,8 @@ static void usage(FILE *out)
           "Other options:\n"
           "  --clients N            keep up to N client addresses, each with its own socket\n"
           "                         towards the server, all sharing the bottleneck (default 1:\n"
-          "                         only the latest client, which may move)\n"
+          "                         only the latest client, which may move); the stats then\n"
+          "                         count each client's datagrams (per_client)\n"
           "  --rebind-after S       after S seconds switch to a new socket (new source port)\n"
           "                         towards the server, as a NAT rebinding would\n"
           "  --seed N               seed for the random decisions (default: from the clock)\n"
@@ -481,9 +498,10 @@ static int parse_addr(const char *opt, const char *s, bool port_zero_ok,
 }
 
 struct config {
-    struct sockaddr_storage listen, to;
-    socklen_t listen_len, to_len;
-    bool have_listen, have_to, have_seed;
+    struct sockaddr_storage listen, to[MAX_SERVERS];
+    socklen_t listen_len, to_len[MAX_SERVERS];
+    uint32_t nto;
+    bool have_listen, have_seed;
     uint64_t seed, rebind_after, stats_every, queue, clients;
     const char *stats_path;
     struct faults f[2];
@@ -532,9 +550,11 @@ static int parse_args(int argc, char **argv, struct config *c)
                 return -1;
             c->have_listen = true;
         } else if (strcmp(base, "to") == 0) {
-            if (parse_addr(name, val, false, &c->to, &c->to_len) < 0)
+            if (c->nto == MAX_SERVERS)
+                return usage_error("--to: at most %d servers", MAX_SERVERS);
+            if (parse_addr(name, val, false, &c->to[c->nto], &c->to_len[c->nto]) < 0)
                 return -1;
-            c->have_to = true;
+            c->nto++;
         } else if (strcmp(base, "seed") == 0) {
             if (!parse_u64(val, &c->seed))
                 return usage_error("--seed: '%s' is not a whole number", val);
@@ -582,8 +602,12 @@ static int parse_args(int argc, char **argv, struct config *c)
     }
     if (!c->have_listen)
         return usage_error("--listen ADDR:PORT is required");
-    if (!c->have_to)
+    if (c->nto == 0)
         return usage_error("--to ADDR:PORT is required");
+    if (c->nto > c->clients)
+        return usage_error("%u --to addresses need --clients N with N >= %u (one client per "
+                           "server at least)",
+                           c->nto, c->nto);
     for (int d = 0; d < 2; d++) {
         const struct faults *f = &c->f[d];
         if (f->rate == 0 && (f->queue_packets || f->queue_bytes || f->codel || f->ecn ||
@@ -671,14 +695,15 @@ enum {
  * the new one holds its port, so the source port always changes. */
 static int server_connect(struct fwd *w, uint32_t i)
 {
-    int fd = udp_socket(w->server_family);
+    const struct server *sv = &w->servers[w->clients[i].server];
+    int fd = udp_socket(sv->addr.ss_family);
     if (fd < 0) {
         logmsg("socket towards the server: %s", strerror(errno));
         return -1;
     }
-    if (connect(fd, (struct sockaddr *)&w->server_addr, w->server_len) < 0) {
+    if (connect(fd, (const struct sockaddr *)&sv->addr, sv->len) < 0) {
         char a[80];
-        logmsg("connect to %s: %s", addr_str(&w->server_addr, a, sizeof a), strerror(errno));
+        logmsg("connect to %s: %s", addr_str(&sv->addr, a, sizeof a), strerror(errno));
         close(fd);
         return -1;
     }
@@ -768,10 +793,30 @@ static void stats_write_to(struct fwd *w, FILE *f)
     dir_json(f, "down", &w->d[DOWN].st, w->d[DOWN].b.hist);
     fprintf(f,
             ", \"pending_up\": %u, \"pending_down\": %u, \"rebinds\": %" PRIu64
-            ", \"client_changes\": %" PRIu64 ", \"clients\": %u, \"blackhole\": %s}\n",
+            ", \"client_changes\": %" PRIu64 ", \"clients\": %u, \"blackhole\": %s",
             pending[UP], pending[DOWN], w->rebinds, w->client_changes,
             w->max_clients == 1 ? (w->clients[0].len != 0) : w->nclients,
             w->blackhole ? "true" : "false");
+    if (w->max_clients > 1) {
+        /* each flow through the shared bottleneck: its address, its server (the --to index) and
+         * its datagrams per direction (dropped: for any reason, after it was known) */
+        fputs(", \"per_client\": [", f);
+        for (uint32_t i = 0; i < w->nclients; i++) {
+            const struct client *c = &w->clients[i];
+            char a[80];
+            fprintf(f, "%s{\"addr\": \"%s\", \"server\": %u", i ? ", " : "",
+                    addr_str(&c->addr, a, sizeof a), c->server);
+            for (int d = 0; d < 2; d++)
+                fprintf(f,
+                        ", \"%s\": {\"in\": %" PRIu64 ", \"out\": %" PRIu64
+                        ", \"bytes_out\": %" PRIu64 ", \"dropped\": %" PRIu64 "}",
+                        dir_name[d], c->st[d].in, c->st[d].out, c->st[d].bytes_out,
+                        c->st[d].dropped);
+            fputc('}', f);
+        }
+        fputc(']', f);
+    }
+    fputs("}\n", f);
 }
 
 /* Writes one JSON line: to stderr, or replaces --stats FILE whole (via a rename, so a reader
@@ -840,6 +885,13 @@ static struct entry heap_pop(struct fwd *w)
     return top;
 }
 
+/* The counters of the client slot idx comes from or goes to, in its direction. */
+static struct client_stats *client_st(struct fwd *w, uint32_t idx)
+{
+    const struct slot *s = &w->slots[idx];
+    return &w->clients[s->client].st[s->dir];
+}
+
 static void slot_release(struct fwd *w, uint32_t idx)
 {
     if (--w->slots[idx].refs == 0)
@@ -901,10 +953,12 @@ static void transmit(struct fwd *w, uint32_t idx)
     const struct client *c = &w->clients[s->client];
     ssize_t n;
     if (s->dir == UP) {
-        n = send_ecn(c->fd, s->buf, s->len, &w->server_addr, w->server_len, true, s->ecn);
+        n = send_ecn(c->fd, s->buf, s->len, &w->servers[c->server].addr, w->servers[c->server].len,
+                     true, s->ecn);
     } else {
         if (c->len == 0) {
             st->no_client++;
+            client_st(w, idx)->dropped++;
             return;
         }
         n = send_ecn(w->client_fd, s->buf, s->len, &c->addr, c->len, false, s->ecn);
@@ -913,10 +967,13 @@ static void transmit(struct fwd *w, uint32_t idx)
         /* A full buffer (EAGAIN, ENOBUFS) or an ICMP error from an earlier datagram
          * (ECONNREFUSED): a router drops the datagram and carries on, and so do we. */
         st->send_errors++;
+        client_st(w, idx)->dropped++;
         return;
     }
     st->out++;
     st->bytes_out += (uint64_t)n;
+    client_st(w, idx)->out++;
+    client_st(w, idx)->bytes_out += (uint64_t)n;
 }
 
 static void flush_due(struct fwd *w, uint64_t now)
@@ -955,6 +1012,7 @@ static void bneck_push(struct fwd *w, struct dir_state *d, uint32_t idx, uint64_
     if ((d->f.queue_packets && b->len >= d->f.queue_packets) ||
         (d->f.queue_bytes && b->bytes + len > d->f.queue_bytes) || b->len == b->cap) {
         d->st.queue_drop++;
+        client_st(w, idx)->dropped++;
         slot_release(w, idx);
         return;
     }
@@ -1003,6 +1061,7 @@ static void bneck_serve(struct fwd *w, struct dir_state *d, uint64_t now)
             int v = codel_judge(&b->cd, t, sojourn, b->bytes, s->ecn != 0);
             if (v == CODEL_DROP) {
                 d->st.codel_drop++;
+                client_st(w, e.slot)->dropped++;
                 slot_release(w, e.slot);
                 continue;
             }
@@ -1068,6 +1127,7 @@ static void admit(struct fwd *w, uint32_t idx, uint64_t now)
     }
     return;
 drop:
+    client_st(w, idx)->dropped++;
     w->free_list[w->nfree++] = idx;
 }
 
@@ -1117,13 +1177,16 @@ static int client_of(struct fwd *w, const struct sockaddr_storage *from, socklen
     if (w->nclients == w->max_clients)
         return -1;
     uint32_t i = w->nclients;
+    w->clients[i].server = i % w->nservers; /* in order of first appearance (docs/udpfwd.md) */
     if (server_connect(w, i) < 0)
         return -1;
     memcpy(&w->clients[i].addr, from, flen);
     w->clients[i].len = flen;
     w->nclients++;
-    logmsg("client %u is %s (source port %u towards the server)", i, addr_str(from, a, sizeof a),
-           local_port(w->clients[i].fd));
+    char b[80];
+    logmsg("client %u is %s (source port %u towards the server %s)", i, addr_str(from, a, sizeof a),
+           local_port(w->clients[i].fd),
+           addr_str(&w->servers[w->clients[i].server].addr, b, sizeof b));
     return (int)i;
 }
 
@@ -1167,12 +1230,16 @@ static void read_socket(struct fwd *w, int dir, uint32_t ci)
             d->st.too_many_clients++;
             continue;
         }
+        struct client_stats *cs = &w->clients[client].st[dir];
+        cs->in++;
         if (!have_slot) {
             d->st.queue_full++;
+            cs->dropped++;
             continue;
         }
         if (n > (ssize_t)SLOT_BYTES) { /* only an IPv6 jumbogram could be */
             d->st.oversize++;
+            cs->dropped++;
             continue;
         }
         w->nfree--;
@@ -1336,9 +1403,11 @@ static int fwd_init(struct fwd *w, const struct config *c)
         logmsg("epoll_ctl: %s", strerror(errno));
         return -1;
     }
-    memcpy(&w->server_addr, &c->to, c->to_len);
-    w->server_len = c->to_len;
-    w->server_family = c->to.ss_family;
+    w->nservers = c->nto;
+    for (uint32_t i = 0; i < c->nto; i++) {
+        memcpy(&w->servers[i].addr, &c->to[i], c->to_len[i]);
+        w->servers[i].len = c->to_len[i];
+    }
     if (w->max_clients == 1) {
         /* one client, whoever it is: its socket towards the server is open from the start */
         w->nclients = 1;

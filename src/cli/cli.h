@@ -115,6 +115,7 @@ typedef struct cli_client {
     pure_addr to;                       /* the same, as an address (set by cli_client_open) */
     uint64_t handshake_timeout; /* ns: --handshake-timeout if set before cli_client_open, else
                                    filled in by it */
+    int congestion;             /* --cc: a PURE_CC_*, or 0 for the library's default */
 } cli_client;
 
 /* Prints why a client's link closed with `err` (a message a person can act on: for PURE_EUNREACH
@@ -141,6 +142,7 @@ typedef struct cli_client_opts {
     uint64_t size;              /* --size BYTES (0 to 1 MiB) */
     int stats;                  /* --stats */
     uint64_t channel;           /* --channel N (0 to PURE_MAX_CHANNELS) */
+    int congestion;             /* --cc cubic|newreno: PURE_CC_*, 0 when not given */
 } cli_client_opts;
 
 #define CLI_OPT_KEY 1u      /* --key */
@@ -148,6 +150,7 @@ typedef struct cli_client_opts {
 #define CLI_OPT_STATS 4u    /* --stats */
 #define CLI_OPT_SIZE 8u     /* --size */
 #define CLI_OPT_CHANNEL 16u /* --channel */
+#define CLI_OPT_CC 32u      /* --cc cubic|newreno (the sender's congestion controller) */
 
 /* Parses cmd's options: --peer-key, --timeout, --handshake-timeout and --help always, the others
  * where `allow` has them (any other is an unknown option). Returns -1 with optind at the first

@@ -46,6 +46,7 @@ int cli_client_options(const char *cmd, const char *help, unsigned allow, int ar
                                          {"stats", no_argument, NULL, 's'},
                                          {"handshake-timeout", required_argument, NULL, 'H'},
                                          {"channel", required_argument, NULL, 'c'},
+                                         {"cc", required_argument, NULL, 'C'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     /* the options only some commands take, by the flag in `allow` that admits them */
@@ -56,7 +57,8 @@ int cli_client_options(const char *cmd, const char *help, unsigned allow, int ar
                     {'S', CLI_OPT_SERVICE},
                     {'s', CLI_OPT_STATS},
                     {'z', CLI_OPT_SIZE},
-                    {'c', CLI_OPT_CHANNEL}};
+                    {'c', CLI_OPT_CHANNEL},
+                    {'C', CLI_OPT_CC}};
     int c, idx;
     opterr = 0;
     optind = 1;
@@ -87,6 +89,15 @@ int cli_client_options(const char *cmd, const char *help, unsigned allow, int ar
                 return cli_usage(cmd,
                                  "--handshake-timeout '%s' is not a positive number of "
                                  "seconds",
+                                 optarg);
+            break;
+        case 'C':
+            if (strcmp(optarg, "cubic") == 0)
+                o->congestion = PURE_CC_CUBIC;
+            else if (strcmp(optarg, "newreno") == 0)
+                o->congestion = PURE_CC_NEWRENO;
+            else
+                return cli_usage(cmd, "--cc '%s' is not a congestion controller (cubic or newreno)",
                                  optarg);
             break;
         case 'h': fputs(help, stdout); return CLI_OK;
@@ -593,6 +604,8 @@ int cli_client_open(cli_client *c, const char *keyfile, uint64_t timeout, const 
     else if (timeout / 2 < st.handshake_timeout)
         st.handshake_timeout = timeout / 2;
     c->handshake_timeout = st.handshake_timeout;
+    if (c->congestion)
+        st.congestion = c->congestion;
     st.callbacks = cb;
     int rc = pure_ctx_new(&st, ctx);
     memset(st.private_key, 0, sizeof st.private_key);

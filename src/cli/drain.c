@@ -10,6 +10,7 @@
 static const char drain_help[] =
     "usage: pure drain HOST:PORT N SIZE --peer-key PUBKEY [--key FILE]\n"
     "                  [--timeout SECONDS] [--handshake-timeout SECONDS] [--stats]\n"
+    "                  [--cc cubic|newreno]\n"
     "\n"
     "Opens one link to the drain service of pure serve at HOST:PORT, sends N messages of\n"
     "SIZE body bytes (byte i of each body is i % 251), finishes the stream, waits for the\n"
@@ -31,6 +32,8 @@ static const char drain_help[] =
     "                      (on loopback within 200 ms; docs/cli.md)\n"
     "  --stats             print link and loop counters on stderr (RTT, cwnd, losses,\n"
     "                      retransmissions, datagrams per sendmsg/recvmsg, GRO)\n"
+    "  --cc cubic|newreno  the congestion controller of our side, the sender's (default\n"
+    "                      cubic; docs/congestion.md)\n"
     "\n"
     "exit codes: 0 the server counted N messages and N*SIZE bytes; 1 it counted otherwise,\n"
     "            the link failed or the timeout passed; 2 usage error; 3 refused (unknown\n"
@@ -140,7 +143,8 @@ static const pure_callbacks callbacks = {
 int cli_drain(int argc, char **argv)
 {
     cli_client_opts o = {.timeout = 300ull * 1000000000u};
-    int orc = cli_client_options("drain", drain_help, CLI_OPT_KEY | CLI_OPT_STATS, argc, argv, &o);
+    int orc = cli_client_options("drain", drain_help, CLI_OPT_KEY | CLI_OPT_STATS | CLI_OPT_CC,
+                                 argc, argv, &o);
     if (orc >= 0)
         return orc;
     const char *peer = o.peer, *keyfile = o.keyfile;
@@ -172,6 +176,7 @@ int cli_drain(int argc, char **argv)
 
     pure_ctx *ctx;
     d.cl.handshake_timeout = o.handshake_timeout;
+    d.cl.congestion = o.congestion;
     int rc = cli_client_open(&d.cl, keyfile, timeout, &callbacks, &to, &ctx, &d.loop);
     if (rc != CLI_OK)
         return rc;

@@ -3,7 +3,8 @@
 # End-to-end drain over loopback: `pure serve` and `pure drain` as separate processes over real
 # UDP sockets, IPv4 and IPv6, at 61 B, 1 KiB and 16 KiB. Fails unless every drain exits 0 and
 # its JSON line shows the server counted exactly N messages and N*SIZE bytes, and its --stats
-# show GSO at work (more than 2 datagrams per sendmsg on average).
+# show GSO at work (more than 2 datagrams per sendmsg on average); `--cc newreno` drains too and
+# `--cc` with another name is a usage error (exit 2).
 # Usage: tests/scripts/e2e_drain.sh BUILD_DIR
 set -euo pipefail
 if [ $# -ne 1 ]; then echo "usage: $0 BUILD_DIR" >&2; exit 2; fi
@@ -68,6 +69,28 @@ for fam in 4 6; do
             echo "e2e_drain: ok IPv$fam size $size n $n: $(json seconds "$tmp/out") s, $ppc datagrams per sendmsg"
         fi
     done
+    if [ $fam = 4 ]; then
+        # --cc: the sender's controller; NewReno carries the same drain, a name that is neither
+        # controller is a usage error naming the option
+        rc=0
+        timeout 60 "$pure" drain "$host:$port" 20000 1024 --peer-key "$key" --timeout 50 --cc newreno \
+            >"$tmp/out" 2>"$tmp/err" || rc=$?
+        if [ "$rc" -ne 0 ] || [ "$(json server_messages "$tmp/out")" != 20000 ]; then
+            echo "e2e_drain: FAIL --cc newreno: exit $rc, server counted '$(json server_messages "$tmp/out")'" >&2
+            cat "$tmp/out" "$tmp/err" >&2
+            fail=1
+        else
+            echo "e2e_drain: ok --cc newreno: 20000 x 1024 B counted in $(json seconds "$tmp/out") s"
+        fi
+        rc=0
+        "$pure" drain "$host:$port" 10 10 --peer-key "$key" --cc vegas >/dev/null 2>"$tmp/err" || rc=$?
+        if [ "$rc" -ne 2 ] || ! grep -q -- "--cc 'vegas'" "$tmp/err"; then
+            echo "e2e_drain: FAIL --cc vegas: exit $rc (want 2): $(cat "$tmp/err")" >&2
+            fail=1
+        else
+            echo "e2e_drain: ok --cc vegas exits 2: $(head -1 "$tmp/err")"
+        fi
+    fi
     stop_server
 done
 exit $fail
