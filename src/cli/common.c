@@ -53,12 +53,8 @@ int cli_client_options(const char *cmd, const char *help, unsigned allow, int ar
     static const struct {
         int c;
         unsigned flag;
-    } optional[] = {{'k', CLI_OPT_KEY},
-                    {'S', CLI_OPT_SERVICE},
-                    {'s', CLI_OPT_STATS},
-                    {'z', CLI_OPT_SIZE},
-                    {'c', CLI_OPT_CHANNEL},
-                    {'C', CLI_OPT_CC}};
+    } optional[] = {{'k', CLI_OPT_KEY},  {'S', CLI_OPT_SERVICE}, {'s', CLI_OPT_STATS},
+                    {'z', CLI_OPT_SIZE}, {'c', CLI_OPT_CHANNEL}, {'C', CLI_OPT_CC}};
     int c, idx;
     opterr = 0;
     optind = 1;
