@@ -310,27 +310,29 @@ static int client_main(int argc, char **argv)
     const char *addr = argc > 2 ? argv[2] : NULL, *key = NULL, *mode = NULL;
     double duration = 10, warmup = 1;
     long rate = 1000, size = 61, bulk = 1 << 20;
-    for (int i = 3; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v)
-            goto usage;
+    if ((argc - 3) % 2 != 0) /* every option takes a value */
+        goto usage;
+    for (int i = 3; i + 1 < argc; i += 2) {
+        const char *a = argv[i], *v = argv[i + 1];
+        char *end = NULL;
         if (strcmp(a, "--peer-key") == 0)
             key = v;
         else if (strcmp(a, "--mode") == 0)
             mode = v;
         else if (strcmp(a, "--duration") == 0)
-            duration = atof(v);
+            duration = strtod(v, &end);
         else if (strcmp(a, "--warmup") == 0)
-            warmup = atof(v);
+            warmup = strtod(v, &end);
         else if (strcmp(a, "--rate") == 0)
-            rate = atol(v);
+            rate = strtol(v, &end, 10);
         else if (strcmp(a, "--size") == 0)
-            size = atol(v);
+            size = strtol(v, &end, 10);
         else if (strcmp(a, "--bulk") == 0)
-            bulk = atol(v);
+            bulk = strtol(v, &end, 10);
         else
             goto usage;
-        i++;
+        if (end && (end == v || *end)) /* a number with anything after it, or none */
+            goto usage;
     }
     if (!addr || !key || !mode || duration <= 0 || warmup < 0 || rate < 1 || rate > 100000 ||
         size < 8 || size > SMALL_MAX || bulk <= SMALL_MAX || bulk > (16 << 20))
