@@ -295,8 +295,9 @@ static void leave(server *srv)
 }
 
 /* A message on any channel: counted; the echo service sends it back on the same channel. */
-static void on_channel_message(pure_link *link, void *user, uint32_t channel, const uint8_t *d,
-                               size_t n)
+/* Both message callbacks' body, inlined into each: the drain's server runs it once a message, and
+ * channel 0's callback calling the other cost 4 instructions a message (callgrind). */
+static inline void got_message(void *user, uint32_t channel, const uint8_t *d, size_t n)
 {
     srv_link *sl = enter(user);
     if (!sl)
@@ -311,9 +312,15 @@ static void on_channel_message(pure_link *link, void *user, uint32_t channel, co
     leave(srv);
 }
 
+static void on_channel_message(pure_link *link, void *user, uint32_t channel, const uint8_t *d,
+                               size_t n)
+{
+    got_message(user, channel, d, n);
+}
+
 static void on_message(pure_link *link, void *user, const uint8_t *d, size_t n)
 {
-    on_channel_message(link, user, 0, d, n);
+    got_message(user, 0, d, n);
 }
 
 static void on_writable(pure_link *link, void *user)
