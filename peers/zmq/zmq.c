@@ -47,6 +47,9 @@
 #define DRAIN_MAX_SIZE (64u << 20)
 
 static volatile sig_atomic_t g_stop;
+/* How long a server's wait may last before it looks at g_stop again (a signal handled on one of
+ * libzmq's threads does not interrupt the main thread's wait). */
+#define STOP_CHECK_MS 100
 
 static void on_signal(int sig)
 {
@@ -236,9 +239,14 @@ static int cmd_serve(void)
     zmq_msg_init(&m);
     uint64_t msgs = 0, bytes = 0;
     int started = 0; /* the preamble arrived */
+    /* A receive that blocks forever could miss SIGTERM: the kernel may run the handler on one of
+     * libzmq's I/O threads, and the main thread's call is then never interrupted (an ASan CI run
+     * hung so). Every wait ends after STOP_CHECK_MS and g_stop is looked at again. */
+    int tmo = STOP_CHECK_MS;
+    zmq_setsockopt(pull, ZMQ_RCVTIMEO, &tmo, sizeof tmo);
     while (!g_stop) {
         if (zmq_msg_recv(&m, pull, 0) < 0) {
-            if (zmq_errno() == EINTR)
+            if (zmq_errno() == EINTR || zmq_errno() == EAGAIN)
                 continue;
             zfail(prog, "receive");
             return 1;
@@ -419,7 +427,7 @@ static int cmd_rpc_serve(int argc, char **argv)
     zmq_msg_init(&body);
     zmq_pollitem_t items[2] = {{router, 0, ZMQ_POLLIN, 0}, {mon, 0, ZMQ_POLLIN, 0}};
     while (!g_stop) {
-        if (zmq_poll(items, 2, -1) < 0) {
+        if (zmq_poll(items, 2, STOP_CHECK_MS) < 0) { /* not -1: see STOP_CHECK_MS */
             if (zmq_errno() == EINTR)
                 continue;
             zfail(prog, "poll");
