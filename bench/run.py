@@ -324,21 +324,9 @@ class Server:
 
 def run_client(argv, timeout):
     """Runs a client to completion; returns (rc, stdout, stderr, client CPU s, wall s)."""
-    c0 = children_cpu_s()
-    t0 = time.monotonic()
-    try:
-        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                             text=True, cwd=ROOT)
-    except OSError as e:
-        raise RunError(f"cannot start client: {e}")
-    try:
-        out, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.communicate()
-        raise RunError(f"client timed out after {timeout:.0f} s")
-    wall = time.monotonic() - t0
-    return p.returncode, out, err, children_cpu_s() - c0, wall
+    outs, cpu, wall = run_clients([argv], timeout)
+    rc, out, err = outs[0]
+    return rc, out, err, cpu, wall
 
 
 def last_json(text, key):
@@ -888,7 +876,7 @@ def run_clients(argvs, timeout, cpu=None):
     except OSError as e:
         raise RunError(f"cannot start client: {e}")
     except subprocess.TimeoutExpired:
-        raise RunError(f"clients timed out after {timeout:.0f} s")
+        raise RunError(f"client{'s' if len(argvs) > 1 else ''} timed out after {timeout:.0f} s")
     finally:
         for p in procs:
             if p.poll() is None:

@@ -54,18 +54,23 @@ static void mix_hash(pure_noise *hs, const uint8_t *data, size_t len)
     hs->c->hash(hs->h, hs->h, PURE_HASH_LEN, data, len, NULL, 0);
 }
 
+/* MixKey of a DH result already computed (rc its code): the result is wiped here either way. */
+static int mix_key(pure_noise *hs, uint8_t shared[PURE_DH_LEN], int rc)
+{
+    if (rc == 0) {
+        pure_hkdf2(hs->c, hs->ck, hs->k, hs->ck, shared, PURE_DH_LEN);
+        hs->has_k = 1;
+        hs->n = 0;
+    }
+    pure_wipe(shared, PURE_DH_LEN);
+    return rc;
+}
+
 /* MixKey(DH(priv, pub)): the DH result never leaves this function. */
 static int mix_dh(pure_noise *hs, const uint8_t priv[PURE_DH_LEN], const uint8_t pub[PURE_DH_LEN])
 {
     uint8_t shared[PURE_DH_LEN];
-    int rc = hs->c->dh(shared, priv, pub);
-    if (rc == 0) {
-        pure_hkdf2(hs->c, hs->ck, hs->k, hs->ck, shared, sizeof(shared));
-        hs->has_k = 1;
-        hs->n = 0;
-    }
-    pure_wipe(shared, sizeof(shared));
-    return rc;
+    return mix_key(hs, shared, hs->c->dh(shared, priv, pub));
 }
 
 /* MixKey(DH(s, rs)), the `ss` token, through the context's cache when there is one. */
@@ -74,14 +79,7 @@ static int mix_ss(pure_noise *hs)
     if (!hs->ssc)
         return mix_dh(hs, hs->s_priv, hs->rs);
     uint8_t shared[PURE_DH_LEN];
-    int rc = pure_sscache_dh(hs->ssc, hs->c, shared, hs->s_priv, hs->rs);
-    if (rc == 0) {
-        pure_hkdf2(hs->c, hs->ck, hs->k, hs->ck, shared, sizeof(shared));
-        hs->has_k = 1;
-        hs->n = 0;
-    }
-    pure_wipe(shared, sizeof(shared));
-    return rc;
+    return mix_key(hs, shared, pure_sscache_dh(hs->ssc, hs->c, shared, hs->s_priv, hs->rs));
 }
 
 /* EncryptAndHash in place: len plaintext bytes at buf become len + 16 bytes (with a key) or stay
