@@ -13,12 +13,15 @@
  * nothing. Uses the public API, sim.c, sim_ref.c and null crypto (the crypto is not what is
  * measured, and it makes a row take a second or two).
  *
+ * With --controls it runs instead, per row, the controls for "Pure + CUBIC": two reference flows
+ * (the second 2 s later), and the reference first with Pure 2 s later.
+ *
  * With --drain N it runs instead what `pure drain HOST:PORT N 16384` does through
  * `udpfwd --rate ... --queue-packets ... --delay ...`: Pure alone sends N 16 KiB messages, and it
  * prints the time from connecting until the server has them all, and the bottleneck's counters,
  * to compare with the real-socket run (bench/README.md).
  *
- * Usage: paths_sim [--rate MBIT] [--rtt MS] [--seconds S] [--drain N] [--json] [ROW...]
+ * Usage: paths_sim [--rate MBIT] [--rtt MS] [--seconds S] [--drain N] [--json] [--controls] [ROW...]
  * ROW is one of the names printed in the first column (all by default). */
 #include <inttypes.h>
 #include <math.h>
@@ -43,7 +46,8 @@ typedef struct row {
 } row;
 
 static const row rows[] = {
-    {"q10", 0, 10, 0, 0},      {"q0.25bdp", 0.25, 0, 0, 0}, {"q1bdp", 1, 0, 0, 0},
+    {"q10", 0, 10, 0, 0},      {"q20", 0, 20, 0, 0},        {"q0.25bdp", 0.25, 0, 0, 0},
+    {"q1bdp", 1, 0, 0, 0},
     {"q4bdp", 4, 0, 0, 0},     {"codel", 0, 1000, 1, 0},    {"loss0.5%", 1, 0, 0, 0.005},
     {"loss2%", 1, 0, 0, 0.02},
 };
@@ -257,6 +261,20 @@ static void run_row(const row *r, uint64_t rate, uint64_t rtt, uint64_t end, res
         cell_route(&c, f.cli, f.srv);
         sim_ref *ref = cell_ref(&c, 2 * SIM_S);
         pflow_connect(&f);
+        if (getenv("TRACE")) {
+            for (uint64_t t = 100 * SIM_MS; t < end; t += 100 * SIM_MS) {
+                sim_run(c.s, NULL, NULL, t);
+                pure_link_stats ps;
+                pflow_stats(&f, &ps);
+                sim_ref_stats rs;
+                sim_ref_stats_get(ref, &rs);
+                printf("T %.1f pure cwnd %6.1f infl %6.1f srtt %5.1f lost %5llu rand %5llu sent %7llu | ref cwnd %6.1f srtt %5.1f lost %5llu sent %7llu\n",
+                       t / 1e9, ps.cwnd / 1472.0, ps.bytes_in_flight / 1472.0, ps.rtt_ns / 1e6,
+                       (unsigned long long)ps.packets_lost, (unsigned long long)ps.random_losses,
+                       (unsigned long long)ps.packets_sent, rs.cwnd, rs.srtt / 1e6,
+                       (unsigned long long)rs.lost, (unsigned long long)rs.sent);
+            }
+        }
         sim_run(c.s, NULL, NULL, WARMUP);
         uint64_t p0 = f.bytes, r0 = ref_bytes(ref);
         sim_run(c.s, NULL, NULL, end);
@@ -288,6 +306,45 @@ static void run_row(const row *r, uint64_t rate, uint64_t rtt, uint64_t end, res
         sim_free(c.s);
         free(f1.msg);
         free(f2.msg);
+    }
+}
+
+/* The controls for "Pure + CUBIC": does the flow that starts first keep the larger share for any
+ * flow, or only when it is Pure? Two reference CUBIC flows (the second 2 s later), and the
+ * reference CUBIC flow first with Pure 2 s later. */
+static void run_controls(const row *r, uint64_t rate, uint64_t rtt, uint64_t end, double out[4])
+{
+    uint64_t span = end - WARMUP;
+    {
+        cell c;
+        cell_new(&c, r, rate, rtt, 5);
+        sim_ref *a = cell_ref(&c, 0), *b = cell_ref(&c, 2 * SIM_S);
+        sim_run(c.s, NULL, NULL, WARMUP);
+        uint64_t a0 = ref_bytes(a), b0 = ref_bytes(b);
+        sim_run(c.s, NULL, NULL, end);
+        out[0] = mbit(ref_bytes(a) - a0, span);
+        out[1] = mbit(ref_bytes(b) - b0, span);
+        sim_ref_free(a);
+        sim_ref_free(b);
+        sim_free(c.s);
+    }
+    {
+        cell c;
+        cell_new(&c, r, rate, rtt, 6);
+        sim_ref *ref = cell_ref(&c, 0);
+        pflow f;
+        pflow_add(&f, c.s, 0);
+        cell_route(&c, f.cli, f.srv);
+        sim_run(c.s, NULL, NULL, 2 * SIM_S);
+        pflow_connect(&f);
+        sim_run(c.s, NULL, NULL, WARMUP);
+        uint64_t p0 = f.bytes, r0 = ref_bytes(ref);
+        sim_run(c.s, NULL, NULL, end);
+        out[2] = mbit(ref_bytes(ref) - r0, span);
+        out[3] = mbit(f.bytes - p0, span);
+        sim_ref_free(ref);
+        sim_free(c.s);
+        free(f.msg);
     }
 }
 
@@ -335,7 +392,7 @@ static void drain_row(const row *r, uint64_t rate, uint64_t rtt, uint64_t n, int
 int main(int argc, char **argv)
 {
     double rate_mbit = 50, rtt_ms = 40, seconds = 25;
-    int json = 0;
+    int json = 0, controls = 0;
     uint64_t drain = 0;
     const char *only[16];
     int nonly = 0;
@@ -350,11 +407,13 @@ int main(int argc, char **argv)
             drain = strtoull(argv[++i], NULL, 10);
         else if (strcmp(argv[i], "--json") == 0)
             json = 1;
+        else if (strcmp(argv[i], "--controls") == 0)
+            controls = 1;
         else if (argv[i][0] != '-' && nonly < 16)
             only[nonly++] = argv[i];
         else {
             fprintf(stderr, "usage: paths_sim [--rate MBIT] [--rtt MS] [--seconds S] [--drain N] "
-                            "[--json] [ROW...]\n");
+                            "[--json] [--controls] [ROW...]\n");
             return 2;
         }
     }
@@ -398,6 +457,20 @@ int main(int argc, char **argv)
             want |= strcmp(only[k], r->name) == 0;
         if (!want)
             continue;
+        if (controls) {
+            double c[4];
+            run_controls(r, rate, rtt, end, c);
+            double ja = (c[0] + c[1]) * (c[0] + c[1]) / (2 * (c[0] * c[0] + c[1] * c[1]));
+            if (json)
+                printf("{\"row\": \"%s\", \"two_cubic_mbit\": [%.2f, %.2f], \"two_cubic_jain\": "
+                       "%.3f, \"cubic_then_pure_mbit\": [%.2f, %.2f]}\n",
+                       r->name, c[0], c[1], ja, c[2], c[3]);
+            else
+                printf("%-9s | 2 x CUBIC %6.1f %6.1f (Jain %.2f) | CUBIC first %6.1f, Pure %6.1f\n",
+                       r->name, c[0], c[1], ja, c[2], c[3]);
+            fflush(stdout);
+            continue;
+        }
         result x;
         run_row(r, rate, rtt, end, &x);
         if (json) {
