@@ -93,13 +93,43 @@ PyObject *pyp_raise(int code);
  * (code, message), the message formatted as PyUnicode_FromFormat does. Returns NULL. */
 PyObject *pyp_raise_as(const char *kind, int code, const char *fmt, ...);
 
-/* Rings (link.c). pyp_ring_push takes the reference to o; returns 0 or -1 (no memory). */
-int pyp_ring_push(pyp_ring *r, PyObject *o, uint64_t seq);
-PyObject *pyp_ring_pop(pyp_ring *r);
+/* Rings (link.c). Push and pop run once per message: inline, the growth out of line. */
+int pyp_ring_grow(pyp_ring *r); /* doubles the capacity: 0, or -1 (no memory) */
 void pyp_ring_free(pyp_ring *r);
-/* The ring of `channel` (0 included), made if need be (NULL: no memory) or, with make 0, NULL
- * when the channel never received. */
-pyp_ring *pyp_link_ring(LinkObject *l, uint32_t channel, int make);
+
+/* Takes the reference to o. Returns 0, or -1 (no memory: o is still the caller's). */
+static inline int pyp_ring_push(pyp_ring *r, PyObject *o, uint64_t seq)
+{
+    if (r->len == r->cap && pyp_ring_grow(r) != 0)
+        return -1;
+    size_t at = r->head + r->len;
+    if (at >= r->cap)
+        at -= r->cap;
+    r->obj[at] = o;
+    r->seq[at] = seq;
+    r->len++;
+    return 0;
+}
+
+/* The oldest entry (the ring's reference becomes the caller's), or NULL when empty. */
+static inline PyObject *pyp_ring_pop(pyp_ring *r)
+{
+    if (r->len == 0)
+        return NULL;
+    PyObject *o = r->obj[r->head];
+    if (++r->head == r->cap)
+        r->head = 0;
+    r->len--;
+    return o;
+}
+
+/* The ring of channel 1.., made if need be (NULL: no memory) or, with make 0, NULL when the
+ * channel never received. */
+pyp_ring *pyp_link_chan_ring(LinkObject *l, uint32_t channel, int make);
+static inline pyp_ring *pyp_link_ring(LinkObject *l, uint32_t channel, int make)
+{
+    return channel == 0 ? &l->q : pyp_link_chan_ring(l, channel, make);
+}
 LinkObject *pyp_link_new(CtxObject *c, pure_link *link);
 
 #endif

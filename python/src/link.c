@@ -11,43 +11,27 @@
 
 /* ---- rings ---- */
 
-int pyp_ring_push(pyp_ring *r, PyObject *o, uint64_t seq)
+int pyp_ring_grow(pyp_ring *r)
 {
-    if (r->len == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 64;
-        PyObject **obj = PyMem_Malloc(cap * sizeof *obj);
-        uint64_t *sq = PyMem_Malloc(cap * sizeof *sq);
-        if (!obj || !sq) {
-            PyMem_Free(obj);
-            PyMem_Free(sq);
-            return -1;
-        }
-        for (size_t i = 0; i < r->len; i++) {
-            obj[i] = r->obj[(r->head + i) % r->cap];
-            sq[i] = r->seq[(r->head + i) % r->cap];
-        }
-        PyMem_Free(r->obj);
-        PyMem_Free(r->seq);
-        r->obj = obj;
-        r->seq = sq;
-        r->cap = cap;
-        r->head = 0;
+    size_t cap = r->cap ? r->cap * 2 : 64;
+    PyObject **obj = PyMem_Malloc(cap * sizeof *obj);
+    uint64_t *sq = PyMem_Malloc(cap * sizeof *sq);
+    if (!obj || !sq) {
+        PyMem_Free(obj);
+        PyMem_Free(sq);
+        return -1;
     }
-    size_t at = (r->head + r->len) % r->cap;
-    r->obj[at] = o;
-    r->seq[at] = seq;
-    r->len++;
+    for (size_t i = 0; i < r->len; i++) {
+        obj[i] = r->obj[(r->head + i) % r->cap];
+        sq[i] = r->seq[(r->head + i) % r->cap];
+    }
+    PyMem_Free(r->obj);
+    PyMem_Free(r->seq);
+    r->obj = obj;
+    r->seq = sq;
+    r->cap = cap;
+    r->head = 0;
     return 0;
-}
-
-PyObject *pyp_ring_pop(pyp_ring *r)
-{
-    if (r->len == 0)
-        return NULL;
-    PyObject *o = r->obj[r->head];
-    r->head = (r->head + 1) % r->cap;
-    r->len--;
-    return o; /* the ring's reference becomes the caller's */
 }
 
 void pyp_ring_free(pyp_ring *r)
@@ -59,10 +43,8 @@ void pyp_ring_free(pyp_ring *r)
     memset(r, 0, sizeof *r);
 }
 
-pyp_ring *pyp_link_ring(LinkObject *l, uint32_t channel, int make)
+pyp_ring *pyp_link_chan_ring(LinkObject *l, uint32_t channel, int make)
 {
-    if (channel == 0)
-        return &l->q;
     if (l->chq_last < l->nchq && l->chq[l->chq_last].channel == channel)
         return &l->chq[l->chq_last];
     for (size_t i = 0; i < l->nchq; i++)
@@ -116,8 +98,8 @@ static int channel_arg(PyObject *o, uint32_t *ch)
 }
 
 /* Sends msg on channel ch: its id, None when the channel's backlog is full, or NULL with an
- * exception set. */
-static PyObject *send_on(LinkObject *l, uint32_t ch, PyObject *msg)
+ * exception set. Inline in link_send, where ch is 0: channel 0's sends cost what they did. */
+static inline PyObject *send_on(LinkObject *l, uint32_t ch, PyObject *msg)
 {
     const void *p;
     Py_ssize_t n;
@@ -131,7 +113,9 @@ static PyObject *send_on(LinkObject *l, uint32_t ch, PyObject *msg)
         p = view.buf;
         n = view.len;
     }
-    int64_t id = l->link ? pure_link_send_on(l->link, ch, p, (size_t)n) : PURE_ECLOSED;
+    int64_t id = !l->link ? PURE_ECLOSED
+                 : ch     ? pure_link_send_on(l->link, ch, p, (size_t)n)
+                          : pure_link_send(l->link, p, (size_t)n);
     if (view.obj)
         PyBuffer_Release(&view);
     if (id == PURE_EAGAIN)
