@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from functools import partial
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Union
+from typing import Any, AsyncIterator, Callable, Dict, List, NamedTuple, Optional, Union
 
 from . import _core
 from ._errors import ClosedError, Error, UnreachableError, error_for, BacklogFullError
@@ -181,7 +181,7 @@ class Link:
             m = await self._recv_slow(False, self._c.pop_any)
         return Message._make(m)
 
-    def messages(self) -> "_Receiver":
+    def messages(self) -> AsyncIterator[Message]:
         """``async for channel, data in link.messages()``: every channel's messages (0
         included) as :class:`Message` pairs, each channel's in its sender's order, channels
         interleaved in the order their messages arrived. Ends as ``async for msg in link``
@@ -284,7 +284,7 @@ class Link:
             raise self._error()
         return m
 
-    def datagrams(self) -> "_Receiver":
+    def datagrams(self) -> AsyncIterator[bytes]:
         """``async for data in link.datagrams()``: each datagram as it arrives, until the peer
         finishes its stream or closes the link (gracefully: the loop ends; with an error: it
         raises)."""

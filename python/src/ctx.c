@@ -368,10 +368,9 @@ static int ctx_init(CtxObject *c, PyObject *args, PyObject *kw)
     PyObject *key, *bind, *services = NULL, *allow = NULL, *notify = Py_None;
     int allow_any = 0, respond = 1;
     unsigned long long max_queue = 4u << 20, max_msg = 0, backlog = 0;
-    long long send_queue = -1, max_channels = -1, max_dgram = -1;
-    unsigned long long dgram_queue = 1u << 20;
+    long long send_queue = -1, max_channels = -1, max_dgram = -1, dgram_queue = 1 << 20;
     double hs_to = 0, idle_to = 0, keepalive = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OU|$OOpOKdddKKLpLLK", kwlist, &key, &bind,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OU|$OOpOKdddKKLpLLL", kwlist, &key, &bind,
                                      &services, &allow, &allow_any, &notify, &max_queue, &hs_to,
                                      &idle_to, &keepalive, &max_msg, &backlog, &send_queue,
                                      &respond, &max_channels, &max_dgram, &dgram_queue))
@@ -390,6 +389,11 @@ static int ctx_init(CtxObject *c, PyObject *args, PyObject *kw)
     if (max_channels > PURE_MAX_CHANNELS || max_channels < -1) {
         PyErr_Format(PyExc_ValueError, "max_channels must be 0 to %d, got %lld",
                      PURE_MAX_CHANNELS, max_channels);
+        return -1;
+    }
+    if (dgram_queue < 0) {
+        PyErr_Format(PyExc_ValueError, "datagram_queue must not be negative, got %lld",
+                     dgram_queue);
         return -1;
     }
     if (max_dgram > 65535 || max_dgram < -1) {
@@ -421,7 +425,7 @@ static int ctx_init(CtxObject *c, PyObject *args, PyObject *kw)
     /* A link that streams fast gets a ring of a few MiB: huge pages spare the page faults. */
     pure_settings_use_huge_pages(&s);
     c->max_queue = max_queue ? max_queue : 1;
-    c->dgram_queue = dgram_queue ? dgram_queue : 1;
+    c->dgram_queue = dgram_queue ? (uint64_t)dgram_queue : 1;
     c->max_channels = s.max_channels;
     int rc = pure_ctx_new(&s, &c->ctx);
     if (rc) {
