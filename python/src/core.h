@@ -39,10 +39,10 @@ typedef struct {
     size_t held_len, held_seg, held_off;
     pure_addr held_to;
     int blocked;
-    PyObject *dirty;    /* list of Link objects with news for Python */
-    PyObject *notify;   /* callable(): news arrived outside on_readable/on_timer */
-    uint64_t max_queue; /* bytes a link may hold for Python before it stops granting credit */
-    uint64_t dgram_queue; /* bytes of datagrams a link holds for Python; past it the oldest go */
+    PyObject *dirty;       /* list of Link objects with news for Python */
+    PyObject *notify;      /* callable(): news arrived outside on_readable/on_timer */
+    uint64_t max_queue;    /* bytes a link may hold for Python before it stops granting credit */
+    uint64_t dgram_queue;  /* bytes of datagrams a link holds for Python; past it the oldest go */
     uint32_t max_channels; /* this side's (pure_settings.max_channels) */
 } CtxObject;
 
@@ -57,17 +57,17 @@ struct LinkObject {
     pyp_ring q;
     pyp_ring *chq;
     size_t nchq, chq_last;
-    uint64_t rx_seq;   /* the next arrival number */
-    size_t qlen;       /* messages queued, every channel */
-    uint64_t qbytes;   /* their bytes: what max_queue bounds */
-    pyp_ring dq;       /* datagrams waiting for Python (seq unused) */
+    uint64_t rx_seq; /* the next arrival number */
+    size_t qlen;     /* messages queued, every channel */
+    uint64_t qbytes; /* their bytes: what max_queue bounds */
+    pyp_ring dq;     /* datagrams waiting for Python (seq unused) */
     uint64_t dqbytes, dq_overflowed;
-    uint8_t sent_on[32]; /* channels 1..255 this side sent on (a bitmap): their unacked ids */
-    uint32_t sent_top;   /* the highest of them */
+    uint8_t sent_on[32];    /* channels 1..255 this side sent on (a bitmap): their unacked ids */
+    uint32_t sent_top;      /* the highest of them */
     PyObject *chan_unacked; /* dict channel -> (first_unacked, next_id), filled at close */
-    int paused;   /* pure_link_pause_recv because qbytes passed max_queue */
-    int in_dirty; /* already in ctx->dirty */
-    int accepted; /* made by on_accept (a server's link) */
+    int paused;             /* pure_link_pause_recv because qbytes passed max_queue */
+    int in_dirty;           /* already in ctx->dirty */
+    int accepted;           /* made by on_accept (a server's link) */
     int established, peer_finished, closed;
     int close_error;
     uint64_t peer_code, first_unacked, next_id;

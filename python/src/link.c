@@ -229,8 +229,7 @@ static PyObject *link_send_datagram(LinkObject *l, PyObject *msg)
     Py_buffer view;
     if (PyObject_GetBuffer(msg, &view, PyBUF_SIMPLE) != 0)
         return NULL;
-    int rc = l->link ? pure_link_send_datagram(l->link, view.buf, (size_t)view.len)
-                     : PURE_ECLOSED;
+    int rc = l->link ? pure_link_send_datagram(l->link, view.buf, (size_t)view.len) : PURE_ECLOSED;
     Py_ssize_t n = view.len;
     PyBuffer_Release(&view);
     if (rc == PURE_EMSGSIZE)
@@ -261,8 +260,7 @@ static PyObject *link_set_priority(LinkObject *l, PyObject *args)
     PyObject *cho;
     int urgency, incremental;
     uint32_t ch;
-    if (!PyArg_ParseTuple(args, "Oip", &cho, &urgency, &incremental) ||
-        channel_arg(cho, &ch) != 0)
+    if (!PyArg_ParseTuple(args, "Oip", &cho, &urgency, &incremental) || channel_arg(cho, &ch) != 0)
         return NULL;
     if (urgency < 0 || urgency > PURE_URGENCY_MAX) {
         PyErr_Format(PyExc_ValueError, "urgency must be 0 (most urgent) to %d, got %d",
@@ -273,8 +271,8 @@ static PyObject *link_set_priority(LinkObject *l, PyObject *args)
         return pyp_raise_as("channel", PURE_EINVAL,
                             "channel %u is above this side's max_channels, %u", (unsigned)ch,
                             (unsigned)l->ctx->max_channels);
-    int rc = l->link ? pure_link_set_priority(l->link, ch, (uint8_t)urgency, incremental)
-                     : PURE_ESTATE;
+    int rc =
+        l->link ? pure_link_set_priority(l->link, ch, (uint8_t)urgency, incremental) : PURE_ESTATE;
     if (rc == PURE_ESTATE)
         return pyp_raise(PURE_ECLOSED);
     if (rc)
@@ -290,8 +288,10 @@ static PyObject *link_unacked(LinkObject *l, PyObject *arg)
     if (channel_arg(arg, &ch) != 0)
         return NULL;
     if (ch > l->ctx->max_channels)
-        return pyp_raise_as("channel", PURE_EINVAL, "channel %u is above this side's "
-                            "max_channels, %u", (unsigned)ch, (unsigned)l->ctx->max_channels);
+        return pyp_raise_as("channel", PURE_EINVAL,
+                            "channel %u is above this side's "
+                            "max_channels, %u",
+                            (unsigned)ch, (unsigned)l->ctx->max_channels);
     if (l->link) {
         pure_link_channel_unacked(l->link, ch, &first, &next);
     } else if (ch == 0) {
@@ -500,8 +500,7 @@ static PyGetSetDef link_getset[] = {
     {"queued", (getter)get_queued, NULL, "messages waiting for a pop, every channel", NULL},
     {"max_channel", (getter)get_max_channel, NULL,
      "the highest channel this link may send on (pure_link_peer_channels)", NULL},
-    {"local_max_channels", (getter)get_local_max_channels, NULL, "this side's max_channels",
-     NULL},
+    {"local_max_channels", (getter)get_local_max_channels, NULL, "this side's max_channels", NULL},
     {"datagram_max", (getter)get_datagram_max, NULL,
      "the largest datagram send_datagram takes now (0: none)", NULL},
     {"chan_unacked", (getter)get_obj, NULL,
@@ -527,8 +526,7 @@ static PyMethodDef link_methods[] = {
      "The next received datagram, or None."},
     {"set_priority", (PyCFunction)link_set_priority, METH_VARARGS,
      "set_priority(channel, urgency, incremental)"},
-    {"unacked", (PyCFunction)link_unacked, METH_O,
-     "unacked(channel) -> (first_unacked, next_id)"},
+    {"unacked", (PyCFunction)link_unacked, METH_O, "unacked(channel) -> (first_unacked, next_id)"},
     {"channels_unacked", (PyCFunction)link_channels_unacked, METH_NOARGS,
      "Messages on channels 1.. not yet acknowledged."},
     {"close", (PyCFunction)link_close, METH_VARARGS, "close(code=0, reason='') graceful close"},
