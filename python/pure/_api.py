@@ -37,7 +37,8 @@ async def _resolve(address: str, loop) -> str:
 
 def _settings(kw: Dict[str, Any]) -> Dict[str, Any]:
     allowed = {"max_queue", "idle_timeout", "keepalive", "max_message_size", "send_backlog",
-               "send_queue", "respond_to_unknown"}
+               "send_queue", "respond_to_unknown", "max_channels", "max_datagram_size",
+               "datagram_queue"}
     bad = set(kw) - allowed
     if bad:
         raise TypeError("unknown settings: %s" % ", ".join(sorted(bad)))
@@ -81,8 +82,13 @@ async def connect(address: str, *, server_key: KeyLike, service: str,
 
     ``private_key`` is this client's key (default: a new one, good for servers that allow any
     key). ``timeout`` (seconds) bounds the handshake. Settings: ``max_queue`` (bytes received and
-    not yet read before the peer is held back, default 4 MiB), ``idle_timeout``, ``keepalive``
-    (seconds), ``max_message_size``, ``send_backlog``, ``send_queue`` (bytes).
+    not yet read before the peer is held back, every channel together, default 4 MiB),
+    ``idle_timeout``, ``keepalive`` (seconds), ``max_message_size``, ``send_backlog``,
+    ``send_queue`` (bytes, per channel), ``max_channels`` (channels 1..N the link may use
+    besides channel 0, each way: 0 to 255, default 16), ``max_datagram_size`` (the largest
+    datagram this side sends or takes, bytes: 0 for none, at most and by default 65535),
+    ``datagram_queue`` (bytes of received datagrams held for ``recv_datagram``, default 1 MiB;
+    past it the oldest are dropped).
 
     Raises :class:`RefusedError` (no such service), :class:`KeyRejectedError` (our key is not
     allowed), :class:`WrongServerKeyError` (``server_key`` is not the server's),

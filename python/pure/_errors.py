@@ -10,7 +10,7 @@ from . import _core
 __all__ = [
     "Error", "RefusedError", "KeyRejectedError", "WrongServerKeyError", "TimedOutError",
     "UnreachableError", "NotPureError", "VersionError", "MovedError", "ClosedError", "ResetError", "BacklogFullError",
-    "MessageTooBigError", "ProtocolError",
+    "MessageTooBigError", "DatagramTooBigError", "ChannelError", "ProtocolError",
 ]
 
 _NAMES = {getattr(_core, n): "PURE_" + n for n in dir(_core) if n.startswith("E") and n[1:].isupper()}
@@ -20,19 +20,25 @@ class Error(Exception):
     """Base of every error Pure raises.
 
     Attributes: ``code`` (a negative PURE_E* code), ``name`` (``"PURE_E..."``), ``unacked``
-    (``range`` of message ids sent but never acknowledged; empty when nothing was lost),
-    ``peer_code`` and ``reason`` (the peer's close code and text, where it closed the link)."""
+    (``range`` of channel 0's message ids sent but never acknowledged; empty when nothing was
+    lost), ``channel_unacked`` (the same for other channels: ``{channel: range}``, only those
+    with ids not acknowledged), ``peer_code`` and ``reason`` (the peer's close code and text,
+    where it closed the link)."""
 
     def __init__(self, code: int = 0, message: str | None = None, *, unacked: range = range(0),
-                 peer_code: int = 0, reason: str = ""):
+                 peer_code: int = 0, reason: str = "",
+                 channel_unacked: "dict[int, range] | None" = None):
         self.code = code
         self.name = _NAMES.get(code, "PURE_E%d" % -code if code else "PURE_OK")
         self.unacked = unacked
+        self.channel_unacked = channel_unacked or {}
         self.peer_code = peer_code
         self.reason = reason
         text = message or _core.strerror(code)
         if unacked:
             text += " (messages %d..%d not acknowledged)" % (unacked.start, unacked.stop - 1)
+        for ch, r in sorted(self.channel_unacked.items()):
+            text += " (channel %d: messages %d..%d not acknowledged)" % (ch, r.start, r.stop - 1)
         super().__init__(text)
 
     def __reduce__(self):
@@ -94,6 +100,18 @@ class MessageTooBigError(Error, ValueError):
     """The message is larger than the link's max_message_size (PURE_EMSGSIZE)."""
 
 
+class DatagramTooBigError(MessageTooBigError):
+    """``send_datagram``: the datagram is larger than ``Link.datagram_max`` (what one packet
+    holds on the path now, within both sides' ``max_datagram_size``), or the link takes no
+    datagrams at all (``datagram_max`` 0). Nothing was sent. Also a ``ValueError``."""
+
+
+class ChannelError(Error, ValueError):
+    """Not a channel this link can use (PURE_EINVAL): a send above ``Link.max_channel`` (the
+    smaller of both sides' ``max_channels``), a receive or priority above this side's
+    ``max_channels``, or a negative number. Nothing was sent. Also a ``ValueError``."""
+
+
 class ProtocolError(Error):
     """The peer broke the protocol, its packets failed authentication, or it overran its
     credit (PURE_EPROTO, PURE_ECRYPTO, PURE_EFLOW)."""
@@ -124,4 +142,5 @@ def error_for(code: int, message: str | None = None, **kw) -> Error:
 
 
 # The C half raises these classes directly, with (code, text) as arguments.
-_core._set_errors(Error, dict(_BY_CODE))
+# Errors the C half raises by kind, whatever the code: see pyp_raise_as.
+_core._set_errors(Error, {**_BY_CODE, "channel": ChannelError, "datagram": DatagramTooBigError})

@@ -1,14 +1,19 @@
 # SPDX-License-Identifier: MIT
-"""pure.Link: one encrypted, reliable, ordered stream of whole messages each way.
+"""pure.Link: one encrypted, reliable, ordered stream of whole messages each way, plus
+channels (independent ordered streams of messages inside the link) and unreliable datagrams.
 
 Shaped like asyncio's streams (``asyncio.StreamReader``/``StreamWriter``: ``send`` waits while the
 backlog is full, as ``drain()`` does) and pyzmq's asyncio sockets (``await recv()``, whole
-messages); no code is taken from either. Received messages wait in a queue in C; ``recv`` and
+messages); channels take the shape of aioquic's streams as a user sees them (a number on each
+message, no open or close) and its datagrams (``send_datagram``, no wait, no retry), with
+``(channel, data)`` pairs where aioquic has events. No code is taken from any of them.
+Received messages wait in queues in C (one per channel, one of datagrams); ``recv`` and
 ``async for`` pop them one by one without suspending while any are queued."""
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Dict, List, Optional, Union
+from functools import partial
+from typing import Any, AsyncIterator, Callable, Dict, List, NamedTuple, Optional, Union
 
 from . import _core
 from ._errors import ClosedError, Error, UnreachableError, error_for, BacklogFullError
@@ -16,6 +21,37 @@ from ._errors import ClosedError, Error, UnreachableError, error_for, BacklogFul
 Buffer = Union[bytes, bytearray, memoryview]
 
 CLOSE_APP = 0x100  # application close codes start here (PURE_CLOSE_APP)
+MAX_CHANNELS = _core.MAX_CHANNELS  # the most channels a link carries besides channel 0
+URGENCY_MAX = _core.URGENCY_MAX  # set_priority's least urgent level (0 is the most)
+
+
+class Message(NamedTuple):
+    """A message of :meth:`Link.messages` and :meth:`Link.recv_any`: the channel it arrived
+    on and its bytes. A tuple, so ``async for channel, data in link.messages()`` unpacks it."""
+    channel: int
+    data: bytes
+
+
+class _Receiver:
+    """The async iterator of :meth:`Link.messages` and :meth:`Link.datagrams`. A class rather
+    than an async generator so that a task cancelled while waiting loses nothing (the pop
+    happens only once the wait is over) and the end is a plain StopAsyncIteration."""
+
+    __slots__ = ("_link", "_pop", "_wrap")
+
+    def __init__(self, link: "Link", pop: Callable, wrap: Optional[Callable]) -> None:
+        self._link = link
+        self._pop = pop
+        self._wrap = wrap
+
+    def __aiter__(self) -> "_Receiver":
+        return self
+
+    async def __anext__(self):
+        m = self._pop()
+        if m is None:
+            m = await self._link._recv_slow(True, self._pop)
+        return self._wrap(m) if self._wrap is not None else m
 
 
 class Link:
@@ -76,15 +112,25 @@ class Link:
                     msg += " (peer: code %d, %r)" % (c.peer_code, c.reason)
             elif c.reason:
                 msg = "%s (peer: %r)" % (_core.strerror(err), c.reason)
+            chans = {ch: range(f, n) for ch, (f, n) in (c.chan_unacked or {}).items()}
             return error_for(err, msg, unacked=range(c.first_unacked, c.next_id),
-                             peer_code=c.peer_code, reason=c.reason or "")
+                             peer_code=c.peer_code, reason=c.reason or "",
+                             channel_unacked=chans)
         return ClosedError(_core.ECLOSED, "the peer finished its stream")
 
     # ---- receiving ----
-    async def recv(self) -> bytes:
-        """The next whole message. Raises :class:`ClosedError` (or the error that ended the
-        link) once the peer finished or the link closed and every message was received.
-        A task cancelled here loses nothing: the message stays queued for the next call."""
+    async def recv(self, channel: int = 0) -> bytes:
+        """The next whole message of ``channel`` (default 0, the link's own stream), in its
+        sender's order. Raises :class:`ClosedError` (or the error that ended the link) once
+        the peer finished or the link closed and every message of that channel was received;
+        :class:`ChannelError` for a channel above this side's ``max_channels``. A task
+        cancelled here loses nothing: the message stays queued for the next call."""
+        if channel:
+            pop = partial(self._c.pop_on, channel)
+            m = pop()
+            if m is not None:
+                return m
+            return await self._recv_slow(False, pop)
         m = self._c.pop()
         if m is not None:
             return m
@@ -94,69 +140,162 @@ class Link:
         return self
 
     async def __anext__(self) -> bytes:
-        """``async for msg in link``: each message in order; ends when the peer finishes its
-        stream or closes the link gracefully, raises if the link died with an error."""
+        """``async for msg in link``: each message of channel 0 in order; ends when the peer
+        finishes its stream or closes the link gracefully, raises if the link died with an
+        error. :meth:`messages` gives every channel's."""
         m = self._c.pop()
         if m is not None:
             return m
         return await self._recv_slow(True)
 
-    async def _recv_slow(self, iterating: bool) -> bytes:
+    async def _recv_slow(self, iterating: bool, pop: Optional[Callable] = None):
         c = self._c
+        if pop is None:
+            pop = c.pop
         while True:
-            m = c.pop()
+            m = pop()
             if m is not None:
                 return m
+            # Every channel's messages, and datagrams, end with the peer's stream: its close()
+            # has its channels' messages acknowledged before it ends the stream (see close()).
             if c.closed or c.peer_finished:
                 if iterating and (c.peer_finished or c.close_error == 0):
                     raise StopAsyncIteration
                 raise self._error()
             await self._wait()
 
-    def recv_nowait(self) -> Optional[bytes]:
-        """The next message if one is queued, else None (raises once the stream has ended)."""
-        m = self._c.pop()
+    def recv_nowait(self, channel: int = 0) -> Optional[bytes]:
+        """The next message of ``channel`` if one is queued, else None (raises once the stream
+        has ended)."""
+        m = self._c.pop_on(channel) if channel else self._c.pop()
         if m is None and (self._c.closed or self._c.peer_finished):
             raise self._error()
         return m
 
+    async def recv_any(self) -> Message:
+        """The next message of any channel (0 included), as ``Message(channel, data)``: the
+        one that arrived first of those waiting, so a small message on one channel never waits
+        here behind bulk queued on another. Ends as :meth:`recv` does."""
+        m = self._c.pop_any()
+        if m is None:
+            m = await self._recv_slow(False, self._c.pop_any)
+        return Message._make(m)
+
+    def messages(self) -> AsyncIterator[Message]:
+        """``async for channel, data in link.messages()``: every channel's messages (0
+        included) as :class:`Message` pairs, each channel's in its sender's order, channels
+        interleaved in the order their messages arrived. Ends as ``async for msg in link``
+        does (the peer finished or closed gracefully, and everything was read)."""
+        return _Receiver(self, self._c.pop_any, Message._make)
+
     # ---- sending ----
-    async def send(self, msg: Buffer) -> int:
-        """Accepts one message (bytes-like; copied once, into the link's send buffer) and
-        returns its id (0, 1, 2, ... on this link). Waits while the link's backlog is full.
-        Raises :class:`ClosedError` (or the error that ended the link), or
-        :class:`MessageTooBigError`. A task cancelled while waiting here did not send."""
+    def _send_error(self) -> Error:
+        # ECLOSED from an open link: this side ended it (the peer's end stops nothing here)
+        if not self._c.closed:
+            return ClosedError(_core.ECLOSED, "this side finished its stream or is closing "
+                               "(finish() or close()): nothing more can be sent")
+        return self._error()
+
+    async def send(self, msg: Buffer, channel: int = 0) -> int:
+        """Accepts one message (bytes-like; copied once, into the link's send buffer) for
+        ``channel`` (default 0; 1 up to :attr:`max_channel` are independent ordered streams:
+        a loss or a bulk transfer on one never holds up another) and returns its id (0, 1, 2,
+        ... on that channel). Waits while that channel's backlog is full (each channel has
+        its own ``send_backlog`` and ``send_queue``). Raises :class:`ClosedError` (or the
+        error that ended the link), :class:`MessageTooBigError`, or :class:`ChannelError` for
+        a channel above :attr:`max_channel`. A task cancelled while waiting here did not
+        send."""
         try:
-            r = self._c.send(msg)
+            r = self._c.send_on(channel, msg) if channel else self._c.send(msg)
         except ClosedError:
-            raise self._error() from None
+            raise self._send_error() from None
         if r is not None:
             return r
-        return await self._send_slow(msg)
+        return await self._send_slow(msg, channel)
 
-    async def _send_slow(self, msg: Buffer) -> int:
+    async def _send_slow(self, msg: Buffer, channel: int = 0) -> int:
         while True:
             await self._wait()
             try:
-                r = self._c.send(msg)
+                r = self._c.send_on(channel, msg) if channel else self._c.send(msg)
             except ClosedError:
-                raise self._error() from None
+                raise self._send_error() from None
             if r is not None:
                 return r
 
-    def send_nowait(self, msg: Buffer) -> int:
-        """Accepts one message now, or raises :class:`BacklogFullError` if the backlog is full."""
+    def send_nowait(self, msg: Buffer, channel: int = 0) -> int:
+        """Accepts one message for ``channel`` now, or raises :class:`BacklogFullError` if that
+        channel's backlog is full."""
         try:
-            r = self._c.send(msg)
+            r = self._c.send_on(channel, msg) if channel else self._c.send(msg)
         except ClosedError:
-            raise self._error() from None
+            raise self._send_error() from None
         if r is None:
-            raise BacklogFullError(_core.EAGAIN)
+            raise BacklogFullError(_core.EAGAIN, "channel %d's backlog is full: await send() "
+                                   "instead" % channel if channel else None)
         return r
 
+    def set_priority(self, channel: int, urgency: int, incremental: bool = True) -> None:
+        """How this side's packets share out its channels (channel 0 included), at any time:
+        ``urgency`` 0 (most urgent) to 7, strictly (while a more urgent channel has data to
+        send, a less urgent one sends nothing; every channel starts at 3, as in RFC 9218);
+        among channels of one urgency, ``incremental`` ones take turns packet by packet, and a
+        non-incremental one goes alone until it has nothing left. Raises
+        :class:`ChannelError` (a channel above this side's ``max_channels``), ``ValueError``
+        (urgency), ``TypeError``, or :class:`ClosedError`."""
+        self._c.set_priority(channel, urgency, incremental)
+
+    def unacked(self, channel: int = 0) -> range:
+        """The ids of ``channel``'s messages the peer has not acknowledged yet (after the link
+        closed: never acknowledged, as the errors' ``unacked`` and ``channel_unacked``)."""
+        first, nxt = self._c.unacked(channel)
+        return range(first, nxt)
+
+    # ---- datagrams ----
+    def send_datagram(self, data: Buffer) -> None:
+        """Sends one unreliable datagram (bytes-like, at most :attr:`datagram_max` bytes):
+        sent once in one packet, congestion-controlled with everything else, never
+        retransmitted; the peer gets it whole or not at all, at most once, in no order with
+        messages or other datagrams. Does not wait. Raises :class:`DatagramTooBigError`
+        (larger than :attr:`datagram_max`, or the link takes none), :class:`BacklogFullError`
+        (64 KiB of datagrams already wait for the congestion window) or
+        :class:`ClosedError`. ``stats()`` counts what became of them."""
+        try:
+            self._c.send_datagram(data)
+        except ClosedError:
+            raise self._error() if self._c.closed else ClosedError(
+                _core.ECLOSED, "the link is closing: no more datagrams") from None
+
+    async def recv_datagram(self) -> bytes:
+        """The next datagram from the peer. Raises :class:`ClosedError` (or the error that
+        ended the link) once the peer finished its stream (``finish()``, ``close()``) or the
+        link closed, and every datagram that came was read. Datagrams the
+        program does not read in time wait up to ``datagram_queue`` bytes (1 MiB); past it
+        the oldest are dropped, counted in ``stats()["datagrams_overflowed"]``."""
+        m = self._c.pop_datagram()
+        if m is not None:
+            return m
+        return await self._recv_slow(False, self._c.pop_datagram)
+
+    def recv_datagram_nowait(self) -> Optional[bytes]:
+        """The next datagram if one waits, else None (raises once the peer's stream ended)."""
+        m = self._c.pop_datagram()
+        if m is None and (self._c.closed or self._c.peer_finished):
+            raise self._error()
+        return m
+
+    def datagrams(self) -> AsyncIterator[bytes]:
+        """``async for data in link.datagrams()``: each datagram as it arrives, until the peer
+        finishes its stream or closes the link (gracefully: the loop ends; with an error: it
+        raises)."""
+        return _Receiver(self, self._c.pop_datagram, None)
+
     def finish(self) -> None:
-        """Ends this side's stream: the peer's ``async for`` ends after the messages sent so far.
-        Messages from the peer still arrive."""
+        """Ends this side's stream: the peer's ``async for`` ends after the messages sent so far
+        on channel 0, and nothing more can be sent on any channel. Messages from the peer still
+        arrive. The end is channel 0's and not ordered with other channels' messages: after
+        sending on other channels, ``await close()`` (which waits until the peer acknowledged
+        them before it ends the stream)."""
         try:
             self._c.finish()
         except ClosedError:
@@ -167,9 +306,13 @@ class Link:
         """Closes gracefully: ends this side's stream (as :meth:`finish`), waits until the peer
         acknowledged every message sent and ended its own stream (at most ``linger`` seconds
         for the latter), then tells it (``code``: 0, or an application code from 0x100;
-        ``reason``: up to 47 bytes). Raises the error that ended the link if messages were
-        lost (its ``unacked`` says which). Cancelling the wait leaves the close running."""
+        ``reason``: up to 47 bytes). Messages sent on channels other than 0 are acknowledged
+        before the stream ends, so the peer's ``messages()`` ends after them. Raises the error
+        that ended the link if messages were lost (its ``unacked`` and ``channel_unacked`` say
+        which). Cancelling the wait leaves the close running."""
         c = self._c
+        if not c.closed and not code and c.channels_unacked():
+            await self._channels_acked(2 * linger)
         if not c.closed and not code:
             # End our stream first, and close only once the peer has acknowledged the end
             # (bytes in flight back to 0): pure_link_close sends its CLOSE as soon as every
@@ -193,6 +336,24 @@ class Link:
                 await self._wait()
         if c.close_error and c.close_error != _core.ECLOSED and c.first_unacked != c.next_id:
             raise self._error()
+
+    async def _channels_acked(self, patience: float) -> None:
+        """Waits until the peer acknowledged every message sent on channels 1 and up, as long
+        as it acknowledges some within ``patience`` seconds. The end of the stream (FIN) is
+        channel 0's and not ordered with other channels: sent before they are acknowledged, it
+        could reach the peer first and end its ``messages()`` early (``pure send --channel``
+        waits the same way). Polled each millisecond, as close() polls its own end below."""
+        c = self._c
+        loop = self._d.loop
+        left = c.channels_unacked()
+        end = loop.time() + patience
+        while left and not c.closed:
+            await asyncio.sleep(0.001)
+            n = c.channels_unacked()
+            if n < left:
+                left, end = n, loop.time() + patience
+            elif loop.time() >= end:
+                break  # the peer is not acknowledging: the close below times out
 
     def abort(self, code: int = 0, reason: str = "") -> None:
         """Closes at once: messages not yet acknowledged are dropped, the peer is told."""
@@ -235,12 +396,29 @@ class Link:
 
     @property
     def backlog(self) -> int:
-        """Bytes sent and not yet acknowledged by the peer."""
+        """Bytes sent on channel 0 and not yet acknowledged by the peer."""
         return self._c.backlog
+
+    @property
+    def max_channel(self) -> int:
+        """The highest channel :meth:`send` takes: the smaller of ``max_channels`` here and at
+        the peer (0 from a peer that takes none; before the handshake completed, this side's)."""
+        return self._c.max_channel
+
+    @property
+    def datagram_max(self) -> int:
+        """The largest datagram :meth:`send_datagram` takes now, in bytes: what one packet
+        holds on this path (1169 at first; more once the path MTU search finds more), within
+        both sides' ``max_datagram_size``; 0 if either takes none."""
+        return self._c.datagram_max
 
     def stats(self) -> Dict[str, int]:
         """The link's counters (RTT, cwnd, packets, bytes, losses, messages, queue) as a dict;
-        empty once closed."""
+        empty once closed. Channels and datagrams: ``max_channel``, ``datagram_max``,
+        ``datagrams_sent``, ``datagrams_received``, ``datagrams_lost`` (in a packet declared
+        lost), ``datagrams_dropped`` (never sent: too large after the path shrank, or queued
+        at close), ``datagrams_queued`` (received, waiting for ``recv_datagram``) and
+        ``datagrams_overflowed`` (received and dropped here: ``datagram_queue`` was full)."""
         return self._c.stats()
 
     def context_stats(self) -> Dict[str, int]:

@@ -15,6 +15,17 @@
 
 typedef struct LinkObject LinkObject;
 
+/* A ring of received bytes objects waiting for Python: one per channel used, and one of
+ * datagrams. `seq` numbers each message in the order it arrived on the link (over all its
+ * channels), so Link.pop_any hands them out in that order (a small message on one channel is
+ * not made to wait behind the bulk queued on another). */
+typedef struct {
+    PyObject **obj;
+    uint64_t *seq;
+    size_t head, len, cap;
+    uint32_t channel;
+} pyp_ring;
+
 typedef struct {
     PyObject_HEAD pure_ctx *ctx;
     pure_udp udp;
@@ -28,9 +39,11 @@ typedef struct {
     size_t held_len, held_seg, held_off;
     pure_addr held_to;
     int blocked;
-    PyObject *dirty;    /* list of Link objects with news for Python */
-    PyObject *notify;   /* callable(): news arrived outside on_readable/on_timer */
-    uint64_t max_queue; /* bytes a link may hold for Python before it stops granting credit */
+    PyObject *dirty;       /* list of Link objects with news for Python */
+    PyObject *notify;      /* callable(): news arrived outside on_readable/on_timer */
+    uint64_t max_queue;    /* bytes a link may hold for Python before it stops granting credit */
+    uint64_t dgram_queue;  /* bytes of datagrams a link holds for Python; past it the oldest go */
+    uint32_t max_channels; /* this side's (pure_settings.max_channels) */
 } CtxObject;
 
 struct LinkObject {
@@ -39,13 +52,22 @@ struct LinkObject {
     PyObject *owner;              /* the Python-level link (pure.Link) */
     PyObject *service;            /* str */
     PyObject *peer_key;           /* bytes */
-    /* received messages waiting for Python: a ring of bytes objects */
-    PyObject **q;
-    size_t qhead, qlen, qcap;
-    uint64_t qbytes;
-    int paused;   /* pure_link_pause_recv because qbytes passed max_queue */
-    int in_dirty; /* already in ctx->dirty */
-    int accepted; /* made by on_accept (a server's link) */
+    /* received messages waiting for Python: channel 0's ring, and one per other channel that
+     * received (a few, found by a linear walk; chq_last caches the last one used) */
+    pyp_ring q;
+    pyp_ring *chq;
+    size_t nchq, chq_last;
+    uint64_t rx_seq; /* the next arrival number */
+    size_t qlen;     /* messages queued, every channel */
+    uint64_t qbytes; /* their bytes: what max_queue bounds */
+    pyp_ring dq;     /* datagrams waiting for Python (seq unused) */
+    uint64_t dqbytes, dq_overflowed;
+    uint8_t sent_on[32];    /* channels 1..255 this side sent on (a bitmap): their unacked ids */
+    uint32_t sent_top;      /* the highest of them */
+    PyObject *chan_unacked; /* dict channel -> (first_unacked, next_id), filled at close */
+    int paused;             /* pure_link_pause_recv because qbytes passed max_queue */
+    int in_dirty;           /* already in ctx->dirty */
+    int accepted;           /* made by on_accept (a server's link) */
     int established, peer_finished, closed;
     int close_error;
     uint64_t peer_code, first_unacked, next_id;
@@ -67,6 +89,47 @@ int pyp_ctx_announce(CtxObject *c);
 int pyp_ctx_flush(CtxObject *c);
 /* Raises pure._core.PureError(code) for a negative PURE_E* code; returns NULL. */
 PyObject *pyp_raise(int code);
+/* Raises the class registered under `kind` ("channel", "datagram"; else code's class) with
+ * (code, message), the message formatted as PyUnicode_FromFormat does. Returns NULL. */
+PyObject *pyp_raise_as(const char *kind, int code, const char *fmt, ...);
+
+/* Rings (link.c). Push and pop run once per message: inline, the growth out of line. */
+int pyp_ring_grow(pyp_ring *r); /* doubles the capacity: 0, or -1 (no memory) */
+void pyp_ring_free(pyp_ring *r);
+
+/* Takes the reference to o. Returns 0, or -1 (no memory: o is still the caller's). */
+static inline int pyp_ring_push(pyp_ring *r, PyObject *o, uint64_t seq)
+{
+    if (r->len == r->cap && pyp_ring_grow(r) != 0)
+        return -1;
+    size_t at = r->head + r->len;
+    if (at >= r->cap)
+        at -= r->cap;
+    r->obj[at] = o;
+    r->seq[at] = seq;
+    r->len++;
+    return 0;
+}
+
+/* The oldest entry (the ring's reference becomes the caller's), or NULL when empty. */
+static inline PyObject *pyp_ring_pop(pyp_ring *r)
+{
+    if (r->len == 0)
+        return NULL;
+    PyObject *o = r->obj[r->head];
+    if (++r->head == r->cap)
+        r->head = 0;
+    r->len--;
+    return o;
+}
+
+/* The ring of channel 1.., made if need be (NULL: no memory) or, with make 0, NULL when the
+ * channel never received. */
+pyp_ring *pyp_link_chan_ring(LinkObject *l, uint32_t channel, int make);
+static inline pyp_ring *pyp_link_ring(LinkObject *l, uint32_t channel, int make)
+{
+    return channel == 0 ? &l->q : pyp_link_chan_ring(l, channel, make);
+}
 LinkObject *pyp_link_new(CtxObject *c, pure_link *link);
 
 #endif

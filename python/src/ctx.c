@@ -339,35 +339,62 @@ static uint64_t seconds_ns(double s, uint64_t dflt)
     return s > 0 ? (uint64_t)(s * 1e9) : dflt;
 }
 
+/* The channel and datagram settings (-1: the library's default) into s and c. Returns 0, or
+ * -1 with ValueError set. */
+static int channel_settings(CtxObject *c, pure_settings *s, long long max_channels,
+                            long long max_dgram, long long dgram_queue)
+{
+    if (max_channels > PURE_MAX_CHANNELS || max_channels < -1) {
+        PyErr_Format(PyExc_ValueError, "max_channels must be 0 to %d, got %lld", PURE_MAX_CHANNELS,
+                     max_channels);
+        return -1;
+    }
+    if (max_dgram > 65535 || max_dgram < -1) {
+        PyErr_Format(PyExc_ValueError,
+                     "max_datagram_size must be 0 (no datagrams) to 65535 bytes, got %lld",
+                     max_dgram);
+        return -1;
+    }
+    if (dgram_queue < 0) {
+        PyErr_Format(PyExc_ValueError, "datagram_queue must not be negative, got %lld",
+                     dgram_queue);
+        return -1;
+    }
+    if (max_channels >= 0)
+        s->max_channels = (uint32_t)max_channels;
+    if (max_dgram >= 0)
+        s->max_datagram_size = (uint32_t)max_dgram;
+    c->max_channels = s->max_channels;
+    c->dgram_queue = dgram_queue ? (uint64_t)dgram_queue : 1;
+    return 0;
+}
+
 /* Context(private_key, bind, *, services=(), allow=(), allow_any=False, notify=None,
  *         max_queue=4 MiB, handshake_timeout=0, idle_timeout=0, keepalive=0,
- *         max_message_size=0, send_backlog=0, send_queue=-1, respond_to_unknown=True)
- * Times in seconds (0: the library's default); sizes in bytes (0: the default). */
+ *         max_message_size=0, send_backlog=0, send_queue=-1, respond_to_unknown=True,
+ *         max_channels=-1, max_datagram_size=-1, datagram_queue=1 MiB)
+ * Times in seconds (0: the library's default); sizes in bytes (0: the default; -1 for the
+ * channel and datagram limits, where 0 means none). */
 static int ctx_init(CtxObject *c, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"private_key",
-                             "bind",
-                             "services",
-                             "allow",
-                             "allow_any",
-                             "notify",
-                             "max_queue",
-                             "handshake_timeout",
-                             "idle_timeout",
-                             "keepalive",
-                             "max_message_size",
-                             "send_backlog",
-                             "send_queue",
-                             "respond_to_unknown",
-                             NULL};
+    static char *kwlist[] = {"private_key",      "bind",
+                             "services",         "allow",
+                             "allow_any",        "notify",
+                             "max_queue",        "handshake_timeout",
+                             "idle_timeout",     "keepalive",
+                             "max_message_size", "send_backlog",
+                             "send_queue",       "respond_to_unknown",
+                             "max_channels",     "max_datagram_size",
+                             "datagram_queue",   NULL};
     PyObject *key, *bind, *services = NULL, *allow = NULL, *notify = Py_None;
     int allow_any = 0, respond = 1;
     unsigned long long max_queue = 4u << 20, max_msg = 0, backlog = 0;
-    long long send_queue = -1;
+    long long send_queue = -1, max_channels = -1, max_dgram = -1, dgram_queue = 1 << 20;
     double hs_to = 0, idle_to = 0, keepalive = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OU|$OOpOKdddKKLp", kwlist, &key, &bind, &services,
-                                     &allow, &allow_any, &notify, &max_queue, &hs_to, &idle_to,
-                                     &keepalive, &max_msg, &backlog, &send_queue, &respond))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OU|$OOpOKdddKKLpLLL", kwlist, &key, &bind,
+                                     &services, &allow, &allow_any, &notify, &max_queue, &hs_to,
+                                     &idle_to, &keepalive, &max_msg, &backlog, &send_queue,
+                                     &respond, &max_channels, &max_dgram, &dgram_queue))
         return -1;
     const uint8_t *k;
     if (c->open || c->ctx) {
@@ -382,6 +409,8 @@ static int ctx_init(CtxObject *c, PyObject *args, PyObject *kw)
     }
     pure_settings s;
     pure_settings_default(&s);
+    if (channel_settings(c, &s, max_channels, max_dgram, dgram_queue) != 0)
+        return -1;
     memcpy(s.private_key, k, PURE_KEY_LEN);
     s.allow_any = allow_any;
     s.respond_to_unknown = respond;

@@ -38,42 +38,64 @@ static void cb_established(pure_link *link, void *user)
     pyp_link_dirty(l);
 }
 
-static int queue_grow(LinkObject *l)
+/* Queues one received message (channel 0 or another) for Python. */
+static void deliver(pure_link *link, LinkObject *l, uint32_t channel, const uint8_t *data,
+                    size_t len)
 {
-    size_t cap = l->qcap ? l->qcap * 2 : 64;
-    PyObject **q = PyMem_Malloc(cap * sizeof *q);
-    if (!q)
-        return -1;
-    for (size_t i = 0; i < l->qlen; i++)
-        q[i] = l->q[(l->qhead + i) % l->qcap];
-    PyMem_Free(l->q);
-    l->q = q;
-    l->qcap = cap;
-    l->qhead = 0;
-    return 0;
-}
-
-static void cb_message(pure_link *link, void *user, const uint8_t *data, size_t len)
-{
-    LinkObject *l = user;
     /* The one copy out of the receive buffer: data is valid only during this callback. */
     PyObject *b = PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)len);
-    if (!b || (l->qlen == l->qcap && queue_grow(l) != 0)) {
+    pyp_ring *r = b ? pyp_link_ring(l, channel, 1) : NULL;
+    if (!r || pyp_ring_push(r, b, l->rx_seq) != 0) {
         /* Nothing delivered may vanish silently: give up the link, whose close says so. */
         Py_XDECREF(b);
         PyErr_Clear();
         pure_link_abort(link, PURE_CLOSE_APP, "out of memory");
         return;
     }
-    l->q[(l->qhead + l->qlen) % l->qcap] = b;
+    l->rx_seq++;
     l->qlen++;
     l->qbytes += len;
     /* Python is not keeping up: stop granting credit, so the peer waits instead of this
-     * process buffering without bound. pop() resumes it at half the limit. */
+     * process buffering without bound. pop() resumes it at half the limit. The bound is the
+     * link's, every channel together, as the credit it withholds is. */
     if (!l->paused && l->qbytes > l->ctx->max_queue) {
         l->paused = 1;
         pure_link_pause_recv(link);
     }
+    pyp_link_dirty(l);
+}
+
+static void cb_message(pure_link *link, void *user, const uint8_t *data, size_t len)
+{
+    deliver(link, user, 0, data, len);
+}
+
+static void cb_channel_message(pure_link *link, void *user, uint32_t channel, const uint8_t *data,
+                               size_t len)
+{
+    deliver(link, user, channel, data, len);
+}
+
+/* A datagram waits for Python in its own ring. Datagrams have no credit to withhold: past
+ * the context's dgram_queue bytes the oldest waiting ones are dropped (and counted), as a
+ * reader that fell behind wants the freshest. */
+static void cb_datagram(pure_link *link, void *user, const uint8_t *data, size_t len)
+{
+    LinkObject *l = user;
+    PyObject *b = PyBytes_FromStringAndSize((const char *)data, (Py_ssize_t)len);
+    while (b && l->dq.len && l->dqbytes + len > l->ctx->dgram_queue) {
+        PyObject *old = pyp_ring_pop(&l->dq);
+        l->dqbytes -= (uint64_t)PyBytes_GET_SIZE(old);
+        l->dq_overflowed++;
+        Py_DECREF(old);
+    }
+    if (!b || pyp_ring_push(&l->dq, b, 0) != 0) {
+        Py_XDECREF(b); /* unreliable: a datagram that cannot be held is one more lost */
+        PyErr_Clear();
+        l->dq_overflowed++;
+        return;
+    }
+    l->dqbytes += len;
     pyp_link_dirty(l);
 }
 
@@ -100,6 +122,21 @@ static void cb_closed(pure_link *link, void *user, const pure_close_info *info)
     l->peer_code = info->peer_code;
     l->first_unacked = info->first_unacked;
     l->next_id = info->next_id;
+    /* The ids of each other channel the peer never acknowledged (exact when it closed):
+     * valid only now, as the link is freed after this callback. */
+    for (uint32_t ch = 1; ch <= l->sent_top; ch++) {
+        uint64_t first, next;
+        if (!(l->sent_on[ch / 8] & (1u << (ch % 8))) ||
+            pure_link_channel_unacked(link, ch, &first, &next) != 0 || first == next)
+            continue;
+        PyObject *k = PyLong_FromUnsignedLong(ch), *v = Py_BuildValue("(KK)", first, next);
+        if (!l->chan_unacked)
+            l->chan_unacked = PyDict_New();
+        if (!k || !v || !l->chan_unacked || PyDict_SetItem(l->chan_unacked, k, v) != 0)
+            PyErr_Clear();
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+    }
     const char *r = info->reason ? info->reason : "";
     l->reason = PyUnicode_DecodeUTF8(r, (Py_ssize_t)strlen(r), "replace");
     if (!l->reason)
@@ -141,4 +178,6 @@ const pure_callbacks pyp_callbacks = {.on_accept = cb_accept,
                                       .on_message = cb_message,
                                       .on_writable = cb_writable,
                                       .on_peer_finished = cb_peer_finished,
-                                      .on_closed = cb_closed};
+                                      .on_closed = cb_closed,
+                                      .on_channel_message = cb_channel_message,
+                                      .on_datagram = cb_datagram};

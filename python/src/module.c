@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* module.c: pure._core: keys, error codes and the Context and Link types. */
+#include <stdarg.h>
+
 #include "core.h"
 
 static PyObject *error_classes; /* dict: code -> exception class, set by pure._errors */
@@ -15,6 +17,33 @@ PyObject *pyp_raise(int code)
     if (!cls)
         cls = error_base ? error_base : PyExc_RuntimeError;
     PyObject *e = Py_BuildValue("(is)", code, pure_strerror(code));
+    if (e) {
+        PyErr_SetObject(cls, e);
+        Py_DECREF(e);
+    }
+    return NULL;
+}
+
+PyObject *pyp_raise_as(const char *kind, int code, const char *fmt, ...)
+{
+    PyObject *cls = NULL;
+    if (error_classes) {
+        cls = PyDict_GetItemString(error_classes, kind); /* borrowed; NULL if none */
+        if (!cls) {
+            PyObject *key = PyLong_FromLong(code);
+            if (key)
+                cls = PyDict_GetItemWithError(error_classes, key);
+            Py_XDECREF(key);
+        }
+    }
+    PyErr_Clear();
+    if (!cls)
+        cls = error_base ? error_base : PyExc_RuntimeError;
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *msg = PyUnicode_FromFormatV(fmt, ap);
+    va_end(ap);
+    PyObject *e = msg ? Py_BuildValue("(iN)", code, msg) : NULL;
     if (e) {
         PyErr_SetObject(cls, e);
         Py_DECREF(e);
@@ -92,7 +121,10 @@ PyMODINIT_FUNC PyInit__core(void)
     Py_INCREF(&PureLinkType);
     if (PyModule_AddObject(m, "Context", (PyObject *)&PureCtxType) ||
         PyModule_AddObject(m, "Link", (PyObject *)&PureLinkType) ||
-        PyModule_AddStringConstant(m, "PURE_VERSION", pure_version()))
+        PyModule_AddStringConstant(m, "PURE_VERSION", pure_version()) ||
+        PyModule_AddIntConstant(m, "MAX_CHANNELS", PURE_MAX_CHANNELS) ||
+        PyModule_AddIntConstant(m, "URGENCY_MAX", PURE_URGENCY_MAX) ||
+        PyModule_AddIntConstant(m, "DATAGRAM_QUEUE", PURE_DATAGRAM_QUEUE))
         return NULL;
     static const struct {
         const char *n;

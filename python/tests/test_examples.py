@@ -57,3 +57,13 @@ async def test_pubsub_broker():
         assert out == b"goal\n"
     finally:
         await stop(srv)
+
+
+async def test_channels_example():
+    p = await run(os.path.join(EX, "channels.py"), "4")
+    out, _ = await asyncio.wait_for(p.communicate(), 30)
+    assert p.returncode == 0
+    lines = out.decode().splitlines()
+    assert lines[0].startswith("upload: 4 MiB on channel 1 in ")
+    assert lines[1].startswith("requests on channel 2 meanwhile: 20, slowest round trip ")
+    assert lines[2].startswith("datagrams: 50 sent, ") and len(lines) == 3

@@ -68,3 +68,41 @@ async def test_c_clients_python_server(keys):
         assert p.returncode == 0
         res = json.loads(out)
         assert res["server_messages"] == 50000 and res["server_bytes"] == 50000 * 1024
+
+
+async def test_channels_with_the_c_command(keys):
+    """Channels both ways with the C command: a Python client on channels 3 and 200 of `pure
+    serve`'s echo (which answers on the request's channel), and `pure send --channel 2`
+    against a Python server answering on the channel each message came on."""
+    p, port, key = await start_c_server()
+    try:
+        async with await pure.connect(f"127.0.0.1:{port}", server_key=key, service="echo",
+                                      max_channels=255) as link:
+            assert link.max_channel == 255
+            for i in range(20):
+                await link.send(b"three %d" % i, channel=3)
+                await link.send(b"many %d" % i, channel=200)
+            got = [await asyncio.wait_for(link.recv_any(), 10) for _ in range(40)]
+            assert [m.data for m in got if m.channel == 3] == [b"three %d" % i for i in range(20)]
+            assert [m.data for m in got if m.channel == 200] == [b"many %d" % i for i in range(20)]
+    finally:
+        p.terminate()
+        assert await p.wait() == 0
+
+    priv, pub = keys
+    seen = []
+
+    async def chan_echo(link):
+        async for ch, msg in link.messages():
+            seen.append(ch)
+            await link.send(msg, channel=ch)
+
+    async with await pure.serve("127.0.0.1:0", private_key=priv, services={"echo": chan_echo},
+                                allow_any=True) as server:
+        p = await asyncio.create_subprocess_exec(
+            pure_bin(), "send", f"127.0.0.1:{server.port}", "--peer-key", pure.key_text(pub),
+            "--timeout", "20", "--channel", "2", stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        out, _ = await p.communicate(b"one\ntwo\nthree\n")
+        assert p.returncode == 0
+        assert out == b"one\ntwo\nthree\n"
+    assert seen == [2, 2, 2]
