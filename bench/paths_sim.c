@@ -21,8 +21,8 @@
  * prints the time from connecting until the server has them all, and the bottleneck's counters,
  * to compare with the real-socket run (bench/README.md).
  *
- * Usage: paths_sim [--rate MBIT] [--rtt MS] [--seconds S] [--drain N] [--json] [--controls] [ROW...]
- * ROW is one of the names printed in the first column (all by default). */
+ * Usage: paths_sim [--rate MBIT] [--rtt MS] [--seconds S] [--drain N] [--json] [--controls]
+ * [ROW...] ROW is one of the names printed in the first column (all by default). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -46,10 +46,9 @@ typedef struct row {
 } row;
 
 static const row rows[] = {
-    {"q10", 0, 10, 0, 0},      {"q20", 0, 20, 0, 0},        {"q0.25bdp", 0.25, 0, 0, 0},
-    {"q1bdp", 1, 0, 0, 0},
-    {"q4bdp", 4, 0, 0, 0},     {"codel", 0, 1000, 1, 0},    {"loss0.5%", 1, 0, 0, 0.005},
-    {"loss2%", 1, 0, 0, 0.02},
+    {"q10", 0, 10, 0, 0},         {"q20", 0, 20, 0, 0},      {"q0.25bdp", 0.25, 0, 0, 0},
+    {"q1bdp", 1, 0, 0, 0},        {"q4bdp", 4, 0, 0, 0},     {"codel", 0, 1000, 1, 0},
+    {"loss0.5%", 1, 0, 0, 0.005}, {"loss2%", 1, 0, 0, 0.02},
 };
 
 /* One Pure bulk flow: a client endpoint that keeps its link's backlog full of 16 KiB messages,
@@ -268,11 +267,12 @@ static void run_row(const row *r, uint64_t rate, uint64_t rtt, uint64_t end, res
                 pflow_stats(&f, &ps);
                 sim_ref_stats rs;
                 sim_ref_stats_get(ref, &rs);
-                printf("T %.1f pure cwnd %6.1f infl %6.1f srtt %5.1f lost %5llu rand %5llu sent %7llu | ref cwnd %6.1f srtt %5.1f lost %5llu sent %7llu\n",
-                       t / 1e9, ps.cwnd / 1472.0, ps.bytes_in_flight / 1472.0, ps.rtt_ns / 1e6,
-                       (unsigned long long)ps.packets_lost, (unsigned long long)ps.random_losses,
-                       (unsigned long long)ps.packets_sent, rs.cwnd, rs.srtt / 1e6,
-                       (unsigned long long)rs.lost, (unsigned long long)rs.sent);
+                printf(
+                    "T %.1f pure cwnd %6.1f infl %6.1f srtt %5.1f lost %5llu rand %5llu sent %7llu | ref cwnd %6.1f srtt %5.1f lost %5llu sent %7llu\n",
+                    t / 1e9, ps.cwnd / 1472.0, ps.bytes_in_flight / 1472.0, ps.rtt_ns / 1e6,
+                    (unsigned long long)ps.packets_lost, (unsigned long long)ps.random_losses,
+                    (unsigned long long)ps.packets_sent, rs.cwnd, rs.srtt / 1e6,
+                    (unsigned long long)rs.lost, (unsigned long long)rs.sent);
             }
         }
         sim_run(c.s, NULL, NULL, WARMUP);

@@ -634,19 +634,31 @@ static int cmd_client(int argc, char **argv)
         c.r.missing = c.r.sent - c.r.replies + owed;
     if (c.r.missing)
         cli_fail(&c, "replies missing at the end of the run");
-    /* Loss recovery's share: what the links lost and resent (a busy run should have none). */
-    uint64_t lost = 0, ptos = 0, resent = 0;
+    /* Loss recovery's share: what the links lost and resent (a busy run should have none), and
+     * what the links' estimators ended at (means over the links still open): whether the RTT
+     * and pacing, not the CPU, held a run back. */
+    uint64_t lost = 0, ptos = 0, resent = 0, psent = 0, precv = 0, paced = 0, rnd = 0;
+    uint64_t cwnd = 0, srtt = 0, rtt_min = 0, open = 0;
     for (uint64_t i = 0; i < c.started; i++)
         if (!c.links[i].closed) {
             pure_link_stats ls;
             pure_link_stats_get(c.links[i].link, &ls);
             lost += ls.packets_lost, ptos += ls.ptos, resent += ls.bytes_retransmitted;
+            psent += ls.packets_sent, precv += ls.packets_received;
+            paced += ls.paced_bursts, rnd += ls.random_losses;
+            cwnd += ls.cwnd, srtt += ls.rtt_ns, rtt_min += ls.rtt_min_ns, open++;
         }
-    char extra[200];
+    if (open == 0)
+        open = 1;
+    char extra[600];
     snprintf(extra, sizeof extra,
              ", \"packets_lost\": %" PRIu64 ", \"ptos\": %" PRIu64 ", \"bytes_resent\": %" PRIu64
-             ", \"rate_skipped\": %" PRIu64,
-             lost, ptos, resent, c.rate_skipped);
+             ", \"rate_skipped\": %" PRIu64 ", \"packets_sent\": %" PRIu64
+             ", \"packets_received\": %" PRIu64 ", \"paced_bursts\": %" PRIu64
+             ", \"random_losses\": %" PRIu64 ", \"cwnd_mean\": %" PRIu64
+             ", \"srtt_mean_us\": %" PRIu64 ", \"rtt_min_mean_us\": %" PRIu64,
+             lost, ptos, resent, c.rate_skipped, psent, precv, paced, rnd, cwnd / open,
+             srtt / open / 1000, rtt_min / open / 1000);
     c.r.extra = extra;
     /* Close every link so the server sees clean ends, then report. */
     c.closing = 1;

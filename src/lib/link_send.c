@@ -349,20 +349,25 @@ static int64_t write_pmtu_probe(pure_link *link, uint8_t *buf, size_t cap, size_
  * *cwnd_blocked), nor ahead of the pacer (which arms pace_at); a probe always may. */
 static int data_allowed(pure_link *link, size_t size, size_t n, int *cwnd_blocked, uint64_t now)
 {
-    if (!has_data(link) && !link->probe_pending)
+    pure_busy *b = link->b;
+    if (!has_data(link) && !link->probe_pending) {
+        if (b)
+            pure_pacer_forget_due(&b->pacer); /* not waiting for the pacer: no late credit */
         return 0;
+    }
     if (link->probe_pending)
         return 1;
-    pure_busy *b = link->b;
     uint64_t srtt = link->rtt.has_sample ? link->rtt.smoothed : 0;
     uint64_t hold = pure_rekey_holds_data(link, now); /* the key's last quarter: the exchange's */
     if (hold) {
         link->pace_at = hold; /* the timer that lets data go again if the reply never comes */
         *cwnd_blocked = 1;
+        pure_pacer_forget_due(&b->pacer);
         return 0;
     }
     if (pure_cc_available(&b->cc) == 0 || !pure_flight_allowed(link)) {
         *cwnd_blocked = 1;
+        pure_pacer_forget_due(&b->pacer);
         return 0;
     }
     if (pure_pacer_allowance(&b->pacer, now, b->cc.cwnd, srtt) < size) {

@@ -39,13 +39,27 @@ static uint64_t cap_at(const pure_pacer *p, struct rate r)
     return c < p->min_burst ? p->min_burst : c > p->burst ? p->burst : c;
 }
 
+/* cap_at, raised by what the rate earned between the time the caller was told to come back
+ * (p->due) and `now`, up to the whole burst. */
+static uint64_t cap_late(const pure_pacer *p, uint64_t now, struct rate r)
+{
+    uint64_t cap = cap_at(p, r);
+    if (p->due == 0 || now <= p->due || cap >= p->burst)
+        return cap;
+    uint64_t late = now - p->due, room = p->burst - cap;
+    /* room < 2^24, den < 2^38: the product fits; below it, late * num < room * den + num. */
+    if (late >= div_ceil(room * r.den, r.num))
+        return p->burst;
+    return cap + late * r.num / r.den;
+}
+
 /* The bucket at time `now` (>= p->last) without changing it; *at receives the time the result is
  * exact for, which trails `now` by the sub-byte remainder so that no fraction of a byte is lost
  * between frequent calls. Requires has_last. */
 static int64_t tokens_at(const pure_pacer *p, uint64_t now, struct rate r, uint64_t *at)
 {
     *at = p->last;
-    int64_t cap = (int64_t)cap_at(p, r);
+    int64_t cap = (int64_t)(p->late_cap && now == p->late_at ? p->late_cap : cap_at(p, r));
     if (p->tokens >= cap) { /* filled at a faster rate: no more than this rate's burst now */
         *at = now > p->last ? now : p->last;
         return cap;
@@ -77,6 +91,9 @@ void pure_pacer_init(pure_pacer *p, uint64_t burst_bytes, uint32_t mss)
         p->min_burst = burst_bytes;
     p->tokens = (int64_t)burst_bytes;
     p->last = 0;
+    p->due = 0;
+    p->late_at = 0;
+    p->late_cap = 0;
     p->has_last = 0;
     p->unpaced = 0;
 }
@@ -100,11 +117,24 @@ uint64_t pure_pacer_allowance(pure_pacer *p, uint64_t now, uint64_t cwnd, uint64
         if (p->tokens > cap) /* the bucket starts full at this rate's burst */
             p->tokens = cap;
     } else {
+        struct rate r = rate_of(cwnd, srtt);
+        if (p->due && now >= p->due) {
+            /* the wake-up pure_pacer_next asked for: what the rate earned while it was late may go
+             * now, in this one burst (calls at this same `now`) */
+            p->late_cap = cap_late(p, now, r);
+            p->late_at = now;
+            p->due = 0;
+        }
         uint64_t at;
-        p->tokens = tokens_at(p, now, rate_of(cwnd, srtt), &at);
+        p->tokens = tokens_at(p, now, r, &at);
         p->last = at;
     }
     return p->tokens > 0 ? (uint64_t)p->tokens : 0;
+}
+
+void pure_pacer_forget_due(pure_pacer *p)
+{
+    p->due = 0;
 }
 
 void pure_pacer_on_sent(pure_pacer *p, uint64_t bytes)
@@ -120,9 +150,9 @@ void pure_pacer_on_sent(pure_pacer *p, uint64_t bytes)
         p->tokens -= (int64_t)bytes;
 }
 
-uint64_t pure_pacer_next(const pure_pacer *p, uint64_t now, uint64_t need, uint64_t cwnd,
-                         uint64_t srtt)
+uint64_t pure_pacer_next(pure_pacer *p, uint64_t now, uint64_t need, uint64_t cwnd, uint64_t srtt)
 {
+    p->due = 0;
     if (srtt == 0 || !p->has_last || p->unpaced)
         return now; /* not pacing, or a full bucket waiting for the first paced send */
     struct rate r = rate_of(cwnd, srtt);
@@ -135,5 +165,8 @@ uint64_t pure_pacer_next(const pure_pacer *p, uint64_t now, uint64_t need, uint6
      * T - last >= ceil((need - tokens) * den / num). need - tokens <= 2 * burst. */
     uint64_t deficit = (uint64_t)((int64_t)need - p->tokens);
     uint64_t t = p->last + div_ceil(deficit * r.den, r.num);
-    return t > now ? t : now;
+    if (t <= now)
+        return now;
+    p->due = t; /* a wake-up later than this is owed the difference (cap_late) */
+    return t;
 }

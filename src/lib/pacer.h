@@ -27,8 +27,11 @@ typedef struct pure_pacer {
     uint64_t burst;     /* the largest burst (one GSO train); the cap on tokens is
                            PURE_PACER_BURST_NS of the rate, between min_burst and this */
     uint64_t min_burst; /* two packets */
-    uint8_t has_last;   /* 0 until the first allowance (time 0 is a legal time, not "unset") */
-    uint8_t unpaced;    /* the last allowance had no RTT sample: sends are not charged */
+    uint64_t due;       /* when pure_pacer_next last told the caller to come back (0: none) */
+    uint64_t late_at;   /* the time late_cap is for: a late wake-up's burst (cap_late) */
+    uint64_t late_cap;
+    uint8_t has_last; /* 0 until the first allowance (time 0 is a legal time, not "unset") */
+    uint8_t unpaced;  /* the last allowance had no RTT sample: sends are not charged */
 } pure_pacer;
 
 /* Starts a pacer with a full bucket of `burst_bytes` (0 means PURE_PACER_DEFAULT_BURST; larger than
@@ -37,10 +40,18 @@ typedef struct pure_pacer {
 void pure_pacer_init(pure_pacer *p, uint64_t burst_bytes, uint32_t mss);
 
 /* Bytes that may leave now: the bucket refilled at 1.25 * cwnd / srtt since the last call, capped
- * at the burst for that rate; 0 means wait (see pure_pacer_next). With srtt == 0 (no RTT sample
+ * at the burst for that rate, plus what the rate earned while the caller was late: a wake-up after
+ * the time pure_pacer_next gave (a loaded machine, a loop busy with a thousand other links) may
+ * send what it would have sent on time, up to one whole burst (the GSO train), or every late
+ * wake-up would lose the rate and a busy server would pace itself far below its window. 0 means
+ * wait (see pure_pacer_next). With srtt == 0 (no RTT sample
  * yet) pacing does not apply: returns UINT64_MAX, and the bucket stays full for when the first
  * sample arrives. Time that runs backwards credits nothing. */
 uint64_t pure_pacer_allowance(pure_pacer *p, uint64_t now, uint64_t cwnd, uint64_t srtt);
+
+/* The caller stopped waiting for the pacer (nothing to send, or the congestion window holds it):
+ * the time since pure_pacer_next's answer is not owed as a late wake-up. */
+void pure_pacer_forget_due(pure_pacer *p);
 
 /* Charges `bytes` just sent against the bucket. Sending more than the allowance (a whole packet
  * when only part of one was allowed) is a debt repaid before the next send, bounded by one burst.
@@ -50,7 +61,6 @@ void pure_pacer_on_sent(pure_pacer *p, uint64_t bytes);
 /* The earliest time >= now at which pure_pacer_allowance will return at least `need` bytes (need is
  * capped at the burst, which is always reached eventually): the link arms its timer for this.
  * Returns now when pacing does not apply (srtt == 0) or the bytes are already there. */
-uint64_t pure_pacer_next(const pure_pacer *p, uint64_t now, uint64_t need, uint64_t cwnd,
-                         uint64_t srtt);
+uint64_t pure_pacer_next(pure_pacer *p, uint64_t now, uint64_t need, uint64_t cwnd, uint64_t srtt);
 
 #endif

@@ -194,6 +194,32 @@ static void test_extremes(void)
     CHECK_EQ(pure_pacer_allowance(&p, 61 * S, 1ull << 40, 1 * MS), PURE_PACER_MAX_BURST);
 }
 
+/* At 1.25 * 100000 B / 100 ms = 1250 B/ms the burst is two packets (2944 B). A caller that comes
+ * back when pure_pacer_next said gets what the rate earned; one that wakes late (a busy loop) gets
+ * what the rate earned all along, not only one burst's worth, so late wake-ups do not lower the
+ * rate; never more than the whole burst (65536). Without the late credit the first two checks
+ * below give 2944. */
+static void test_late_wakeup(void)
+{
+    uint64_t cwnd = 100000, srtt = 100 * MS;
+    for (int late = 0; late < 3; late++) {
+        pure_pacer p;
+        pure_pacer_init(&p, 65536, 1472);
+        CHECK_EQ(pure_pacer_allowance(&p, 0, cwnd, srtt), 2944);
+        pure_pacer_on_sent(&p, 2944);
+        uint64_t t = pure_pacer_next(&p, 0, 1472, cwnd, srtt);
+        CHECK_EQ(t, 1177600); /* 1472 B at 1250 B/ms */
+        uint64_t wake = t + (late == 0 ? 0 : late == 1 ? 10 * MS : 10 * S);
+        uint64_t got = pure_pacer_allowance(&p, wake, cwnd, srtt);
+        CHECK_EQ(got, late == 0 ? 1472 : late == 1 ? 13972 : 65536); /* 11.1776 ms of the rate */
+        /* the late burst is spent; the next wait owes nothing more */
+        pure_pacer_on_sent(&p, got);
+        uint64_t t2 = pure_pacer_next(&p, wake, 1472, cwnd, srtt);
+        CHECK_EQ(t2, wake + 1177600);
+        CHECK_EQ(pure_pacer_allowance(&p, t2, cwnd, srtt), 1472);
+    }
+}
+
 int main(void)
 {
     RUN(test_unpaced_before_first_sample);
@@ -204,5 +230,6 @@ int main(void)
     RUN(test_debt);
     RUN(test_long_run_rate);
     RUN(test_extremes);
+    RUN(test_late_wakeup);
     return pure_test_finish();
 }
