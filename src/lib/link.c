@@ -10,6 +10,7 @@
 #include "keys.h"
 #include "lifecycle.h"
 #include "link_recv.h"
+#include "link_shared.h"
 #include "recovery.h"
 #include "registry.h"
 #include "rekey.h"
@@ -144,6 +145,11 @@ int64_t pure_link_send(pure_link *link, const void *msg, size_t len)
         return PURE_ECLOSED;
     if (len > link->ctx->s.max_message_size)
         return PURE_EMSGSIZE;
+    if (link->chans) { /* a link with a table may be watched: its queue limit, message ages */
+        int rc = pure_link_watch_send(link, 0, 4 + (uint64_t)len);
+        if (rc)
+            return rc;
+    }
     pure_sendbuf *sb = &link->sb;
     /* send_queue keeps what waits to be sent small enough that a message is still in cache when
      * it is sealed (an 8 MiB queue made every copy into the ring miss the cache); bytes in
