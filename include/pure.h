@@ -812,23 +812,23 @@ typedef struct pure_queue_stats {
     uint64_t bytes_shared; /* of those, in shared buffers (pure_link_send_shared) */
     uint64_t messages;     /* messages accepted and not acknowledged */
     uint64_t oldest_at;    /* when the oldest of them was accepted: the `now` of the pure_ctx_*
-                              call during which it was (its time or earlier; never later); 0 if
-                              none, or the link is not watched (pure_link_set_queue_limit) */
-    uint64_t oldest_age;   /* the current `now` (the last pure_ctx_* call's) - oldest_at, ns; 0
-                              if oldest_at is 0 */
+                              call during which it was (that time or earlier, never later); 0
+                              if none, or the link is not watched (pure_link_set_queue_limit) */
+    uint64_t oldest_age;   /* now - oldest_at (the `now` passed), ns; 0 if oldest_at is 0 */
     uint64_t limit;        /* the queue limit (0: none) */
     uint64_t full;         /* sends that met the limit (PURE_EFULL) */
 } pure_queue_stats;
 
 /* Copies up to `size` bytes (pass sizeof) of the statistics of `channel`'s send queue, or of
  * every channel's together with PURE_CHANNEL_ALL (oldest_at: the oldest of all); channel 0 is
- * the link's stream. A slow peer shows as bytes and oldest_age that grow while a healthy one's
- * stay near a round trip's worth. Ages are known for messages accepted since the link is
- * watched (pure_link_set_queue_limit; call it in on_accept, or after pure_connect); messages
- * queued before are dated by that call. Returns 0 or PURE_EINVAL (link or st NULL, a channel
- * above max_channels other than PURE_CHANNEL_ALL). */
-PURE_API int pure_link_queue_stats(const pure_link *link, uint32_t channel, pure_queue_stats *st,
-                                   size_t size);
+ * the link's stream. `now` is the current time on the clock given to pure_ctx_* (an idle
+ * context hears of no time between its calls). A slow peer shows as bytes and oldest_age
+ * that grow while a healthy one's stay near a round trip's worth. Ages are known for messages
+ * accepted since the link is watched (pure_link_set_queue_limit; call it in on_accept, or
+ * after pure_connect); messages queued before are dated by that call. Returns 0 or
+ * PURE_EINVAL (link or st NULL, a channel above max_channels other than PURE_CHANNEL_ALL). */
+PURE_API int pure_link_queue_stats(const pure_link *link, uint32_t channel, uint64_t now,
+                                   pure_queue_stats *st, size_t size);
 
 /* Datagrams: unreliable messages that fit one packet (docs/channels.md, "Datagrams"). Each is
  * sent once, never retransmitted, congestion-controlled and paced with everything else, and

@@ -142,8 +142,8 @@ int pure_link_set_queue_limit(pure_link *link, uint64_t bytes)
     return 0;
 }
 
-int pure_link_queue_stats(const pure_link *link, uint32_t channel, pure_queue_stats *st,
-                          size_t size)
+int pure_link_queue_stats(const pure_link *link, uint32_t channel, uint64_t now,
+                          pure_queue_stats *st, size_t size)
 {
     if (!link || !st || (channel != PURE_CHANNEL_ALL && channel > link->ctx->s.max_channels))
         return PURE_EINVAL;
@@ -169,7 +169,7 @@ int pure_link_queue_stats(const pure_link *link, uint32_t channel, pure_queue_st
     }
     if (oldest != UINT64_MAX) {
         r.oldest_at = oldest;
-        r.oldest_age = link->ctx->now > oldest ? link->ctx->now - oldest : 0;
+        r.oldest_age = now > oldest ? now - oldest : 0;
     }
     if (w) {
         r.limit = w->limit;

@@ -154,7 +154,7 @@ int pure_shq_write_shared(pure_sendbuf *s, pure_shq **qp, const pure_alloc *a, p
     uint8_t hdr[4];
     pure_put_u32be(hdr, (uint32_t)sh->len);
     /* the stream fits (checked above): the prefix always goes if memory allows */
-    rc = pure_shq_write(s, q, a, hdr, 4, NULL, 0, backlog);
+    rc = pure_shq_write(s, q, a, hdr, 4, hdr, 0, backlog); /* no second part (not NULL: memcpy) */
     if (rc)
         return rc;
     if (!sh->len)

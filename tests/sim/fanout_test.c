@@ -142,7 +142,7 @@ static void publish(uint64_t seq)
         /* the slow one: the limit says so, the statistics say how slow */
         CHECK_EQ(rc, PURE_EFULL);
         pure_queue_stats q;
-        CHECK_EQ(pure_link_queue_stats(bl, PURE_CHANNEL_ALL, &q, sizeof q), 0);
+        CHECK_EQ(pure_link_queue_stats(bl, PURE_CHANNEL_ALL, sim_now(S), &q, sizeof q), 0);
         CHECK(q.bytes + len + 4 > LIMIT);
         CHECK(q.full >= 1);
         if (q.oldest_age > 200 * SIM_MS) {
@@ -212,7 +212,7 @@ static void test_fanout(void)
         CHECK_EQ(subs[i].bad, 0);
         CHECK(subs[i].blink != NULL);
         pure_queue_stats q;
-        CHECK_EQ(pure_link_queue_stats(subs[i].blink, 1, &q, sizeof q), 0);
+        CHECK_EQ(pure_link_queue_stats(subs[i].blink, 1, sim_now(S), &q, sizeof q), 0);
         CHECK_EQ(q.bytes, 0);
         CHECK_EQ(q.messages, 0);
         CHECK_EQ(q.oldest_age, 0);

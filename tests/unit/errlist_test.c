@@ -478,9 +478,9 @@ static void test_shared_calls(void)
     pure_shared_unref(bigsh);
     CHECK_EQ(GOT(pure_link_set_queue_limit, (NULL, 0)), PURE_EINVAL);
     pure_queue_stats q;
-    CHECK_EQ(GOT(pure_link_queue_stats, (NULL, 1, &q, sizeof q)), PURE_EINVAL);
-    CHECK_EQ(GOT(pure_link_queue_stats, (l, 1, NULL, sizeof q)), PURE_EINVAL);
-    CHECK_EQ(GOT(pure_link_queue_stats, (l, 17, &q, sizeof q)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_link_queue_stats, (NULL, 1, 0, &q, sizeof q)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_link_queue_stats, (l, 1, 0, NULL, sizeof q)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_link_queue_stats, (l, 17, 0, &q, sizeof q)), PURE_EINVAL);
     /* send_backlog (8 MiB) counts shared bytes: nothing leaves before the handshake */
     int64_t rc = 0;
     int sent = 0;
@@ -488,7 +488,7 @@ static void test_shared_calls(void)
         rc = GOT(pure_link_send_shared, (l, 1, sh));
     CHECK_EQ(rc, PURE_EAGAIN);
     sent--;
-    CHECK_EQ(GOT(pure_link_queue_stats, (l, 1, &q, sizeof q)), 0);
+    CHECK_EQ(GOT(pure_link_queue_stats, (l, 1, 0, &q, sizeof q)), 0);
     CHECK_EQ(q.messages, (uint64_t)sent);
     CHECK_EQ(q.bytes, (uint64_t)sent * (4 + sizeof big));
     CHECK_EQ(q.bytes_shared, (uint64_t)sent * sizeof big);
@@ -499,7 +499,7 @@ static void test_shared_calls(void)
     CHECK_EQ(GOT(pure_link_send_on, (l, 3, "x", 1)), PURE_EFULL);
     CHECK_EQ(GOT(pure_link_send, (l, "x", 1)), PURE_EFULL);
     CHECK(!pure_err_is_fatal(PURE_EFULL));
-    CHECK_EQ(GOT(pure_link_queue_stats, (l, PURE_CHANNEL_ALL, &q, sizeof q)), 0);
+    CHECK_EQ(GOT(pure_link_queue_stats, (l, PURE_CHANNEL_ALL, 0, &q, sizeof q)), 0);
     CHECK_EQ(q.full, 3);
     CHECK_EQ(q.limit, 1000);
     CHECK_EQ(q.messages, (uint64_t)sent); /* channel 0 holds only its preamble */
