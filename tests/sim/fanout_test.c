@@ -259,9 +259,63 @@ static void test_free_with_links_open(void)
         CHECK_EQ(released[i], 1);
 }
 
+/* The limit's other half: after PURE_EFULL, on_writable comes once the link holds at most half
+ * its limit, and sends go again. */
+static int writable_calls;
+static uint64_t writable_bytes;
+static void on_writable(pure_link *l, void *user)
+{
+    (void)user;
+    pure_queue_stats q;
+    CHECK_EQ(pure_link_queue_stats(l, PURE_CHANNEL_ALL, sim_now(S), &q, sizeof q), 0);
+    writable_bytes = q.bytes;
+    writable_calls++;
+}
+
+static void test_writable_after_full(void)
+{
+    static const pure_callbacks wcb = {
+        .on_accept = on_accept, .on_closed = on_closed_broker, .on_writable = on_writable};
+    memset(subs, 0, sizeof subs);
+    S = sim_new(9);
+    pure_settings st;
+    pure_settings_default(&st);
+    st.allow_any = 1;
+    st.callbacks = &wcb;
+    broker = sim_add(S, &st);
+    pure_ctx_add_service(sim_ctx(S, broker), "feed");
+    pure_settings cs;
+    pure_settings_default(&cs);
+    cs.callbacks = &SCB;
+    subs[0].ep = sim_add(S, &cs);
+    pure_addr to = sim_addr(S, broker);
+    CHECK_EQ(pure_connect(sim_ctx(S, subs[0].ep), &to, pure_ctx_public_key(sim_ctx(S, broker)),
+                          "feed", &subs[0], &subs[0].link, sim_now(S)),
+             0);
+    sim_run(S, NULL, NULL, sim_now(S) + 100 * SIM_MS);
+    pure_link *bl = subs[0].blink;
+    CHECK(bl != NULL);
+    CHECK_EQ(pure_link_set_queue_limit(bl, 20000), 0); /* on_accept set LIMIT: now 20 kB */
+    uint8_t m[1000];
+    memset(m, 7, sizeof m);
+    int64_t rc = 0;
+    int sent = 0;
+    while ((rc = pure_link_send_on(bl, 2, m, sizeof m)) >= 0)
+        sent++;
+    CHECK_EQ(rc, PURE_EFULL);
+    CHECK_EQ(sent, 19); /* 19 x 1004 bytes fit in 20,000; the 20th does not */
+    CHECK_EQ(writable_calls, 0);
+    sim_run(S, NULL, NULL, sim_now(S) + 200 * SIM_MS);
+    CHECK_EQ(writable_calls, 1);
+    CHECK(writable_bytes <= 10000);
+    CHECK(pure_link_send_on(bl, 2, m, sizeof m) >= 0);
+    sim_free(S);
+}
+
 int main(void)
 {
     RUN(test_fanout);
     RUN(test_free_with_links_open);
+    RUN(test_writable_after_full);
     return pure_test_finish();
 }
