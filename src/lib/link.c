@@ -176,7 +176,7 @@ static inline __attribute__((always_inline)) int64_t send0(pure_link *link, cons
 /* pure_link_send on a link with a channel table, which may be watched (its queue limit, the
  * marks that date its messages: link_shared.c). A function apart, so that the common path
  * carries none of it: inline, the call cost every message ~8 instructions of register saves
- * (callgrind, pure drain 300000 61), where a branch on link->chans costs two. */
+ * (callgrind, pure drain 300000 61), where the test of link->chans costs three. */
 static __attribute__((noinline)) int64_t send0_watched(pure_link *link, const void *msg, size_t len)
 {
     int rc = pure_link_watch_send(link, 0, 4 + (uint64_t)len);
