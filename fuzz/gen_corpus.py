@@ -245,6 +245,18 @@ def link_seeds():
     write("link", "datagrams", bytes([0]) + connect + settle + op(0xF1, 0, 0, 100) +
           op(0xF1, 1, 4, 200) + op(0xF1, 0, 0, 3) + op(4, 0) + op(0xF1, 0, 0xFF, 0xFF) +
           op(0x11, 0, 0, 30) + op(0xF1, 1, 0, 40) + op(5, 0) + settle + op(9, 0) + settle)
+    # option bit 4: channel messages as shared buffers; bit 5: ends watched (queue limit 96 KiB)
+    write("link", "shared_lossy", bytes([0x30]) + connect + settle + b"".join(
+          op(0x11 + 0x10 * (k % 3), k & 1, 0x40 | (k * 5 % 64), 40 + k) for k in range(16)) +
+          op(4, 0) + op(4, 2) + op(5, 1) + op(6, 3) + op(7, 100) + settle + op(10, 1) +
+          op(0x11, 0, 0, 30) + settle + op(9, 0) + settle)
+    write("link", "shared_free_ctx", bytes([0x10]) + connect + op(0, 1) + settle +
+          b"".join(op(0x21, k, 0x40 | k, 10 * k) for k in range(8)) + op(6, 2) + op(12, 1) +
+          settle + op(0x11, 0, 0xFF, 0xFF) + op(0x11, 0, 0, 9) + op(4, 0) + op(7, 230) +
+          op(12, 0))
+    write("link", "shared_silent_peer", bytes([0x34]) + connect + settle +
+          b"".join(op(0x11, 0, 0x40 | 60, k) for k in range(24)) +
+          b"".join(op(4, 0) + op(7, 230) for _ in range(6)) + op(9, 0) + settle + settle)
     write("link", "silent_peer", bytes([4]) + connect + settle + small +
           b"".join(op(4, 0) + op(7, 230) for _ in range(6)) + op(9, 0) + settle + settle)
 

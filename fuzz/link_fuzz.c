@@ -10,7 +10,10 @@
  * the input decides its fate.
  *
  * Input: byte 0 sets options (bit 0 NewReno instead of CUBIC, bit 1 send_queue 0, bit 2
- * keepalives on side 0, bit 3 small datagrams of 1200 bytes); then opcodes, each one byte (low
+ * keepalives on side 0, bit 3 small datagrams of 1200 bytes, bit 4 channel messages go as
+ * shared buffers of their own (pure_shared_new, pure_link_send_shared), bit 5 every end that
+ * sends is watched with a queue limit of 96 KiB (pure_link_set_queue_limit: PURE_EFULL, and
+ * pure_link_queue_stats checked after each send)); then opcodes, each one byte (low
  * 4 bits: the operation) followed by its argument bytes (missing ones read as 0):
  *   0 CONNECT a        side a&1 opens a link to the other (at most 8 alive, 32 per input)
  *   1 SEND e s1 s2     end e sends one message, size from s1 s2 (see msg_size), on channel
@@ -56,7 +59,12 @@
  *   - pure_link_send returns PURE_EMSGSIZE exactly for messages over max_message_size (64 KiB),
  *     and ids 0, 1, 2, ...; pure_link_abort runs on_closed before it returns;
  *   - every pure_ctx_read code is documented (fz_read); each context's counting allocator holds
- *     no block after its pure_ctx_free. */
+ *     no block after its pure_ctx_free;
+ *   - every shared buffer is released exactly once: never twice (checked in the release
+ *     callback), and by the end, when both contexts are freed, once (whatever ended its links:
+ *     acknowledgement, close, abort, timeout, a context freed with links alive);
+ *   - a watched end's queue statistics add up (bytes_unsent and bytes_shared within bytes,
+ *     messages within those sent on the channel, the limit as set). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +118,7 @@ typedef struct end {
     int reply_left;
     size_t reply_size;
     int on_msg_action;
+    int watched; /* pure_link_set_queue_limit was called (option bit 5) */
 } end;
 
 typedef struct pair {
@@ -225,6 +234,84 @@ static end *pick_end(unsigned n)
     return NULL;
 }
 
+/* ---- shared sends (option bit 4): each buffer is a record, its release count, then the
+ * bytes; all are checked and freed at the end of the input ---- */
+
+#define MAX_SHARED 4096
+#define QUEUE_LIMIT (96u << 10)
+typedef struct shrec {
+    uint32_t released;
+    uint32_t pad;
+} shrec;
+static shrec *g_sh[MAX_SHARED];
+static int g_nsh;
+
+static void shared_release(void *user, const void *data, size_t len)
+{
+    (void)user, (void)len;
+    shrec *r = (shrec *)((uint8_t *)data - sizeof(shrec));
+    if (++r->released > 1)
+        FZ_FAIL("a shared buffer was released twice");
+}
+
+/* Every shared buffer of the input was released exactly once (the contexts are freed). */
+static void shared_check_all(void)
+{
+    for (int i = 0; i < g_nsh; i++) {
+        if (g_sh[i]->released != 1)
+            FZ_FAIL("a shared buffer was not released (exactly once) by the end");
+        free(g_sh[i]);
+    }
+    g_nsh = 0;
+}
+
+/* pure_link_send_on's bytes as a buffer of their own, sent with pure_link_send_shared. */
+static int64_t send_shared(end *e, uint32_t ch, size_t len)
+{
+    if (g_nsh == MAX_SHARED)
+        return pure_link_send_on(e->link, ch, g_msg, len);
+    shrec *r = malloc(sizeof *r + len + 1);
+    if (!r)
+        FZ_FAIL("malloc");
+    r->released = 0;
+    memcpy(r + 1, g_msg, len);
+    pure_shared *sh;
+    int rc = pure_shared_new(G.ctx[e->side], r + 1, len, shared_release, NULL, &sh);
+    if (rc != 0) {
+        free(r);
+        if (rc != PURE_EMSGSIZE || len <= MAX_MSG)
+            FZ_FAIL("pure_shared_new failed");
+        return rc;
+    }
+    g_sh[g_nsh++] = r;
+    int64_t id = pure_link_send_shared(e->link, ch, sh);
+    pure_shared_unref(sh);
+    return id;
+}
+
+/* Option bit 5: the end is watched; its statistics on channel ch must add up. */
+static void check_queue(end *e, uint32_t ch)
+{
+    if (!(G.opts & 0x20))
+        return;
+    if (!e->watched) {
+        int rc = pure_link_set_queue_limit(e->link, QUEUE_LIMIT);
+        if (rc == PURE_ENOMEM)
+            return;
+        if (rc != 0)
+            FZ_FAIL("pure_link_set_queue_limit failed on a live link");
+        e->watched = 1;
+    }
+    pure_queue_stats q;
+    if (pure_link_queue_stats(e->link, ch, G.now, &q, sizeof q) != 0)
+        FZ_FAIL("pure_link_queue_stats failed");
+    uint64_t sent = ch ? e->ctx_n[ch - 1] : e->tx;
+    if (q.bytes_unsent > q.bytes || q.bytes_shared > q.bytes || q.messages > sent + (ch == 0) ||
+        q.limit != QUEUE_LIMIT || (q.messages && q.oldest_at > G.now) ||
+        (!q.messages && q.oldest_age))
+        FZ_FAIL("queue statistics that do not add up");
+}
+
 /* Sends message number e->tx of len bytes on e; checks what pure_link_send returns. */
 static void send_msg(end *e, size_t len)
 {
@@ -233,6 +320,7 @@ static void send_msg(end *e, size_t len)
     int over = len > MAX_MSG;
     if (!over)
         msg_fill(g_msg, e, e->tx, len);
+    check_queue(e, 0);
     int64_t rc = pure_link_send(e->link, g_msg, len);
     if (over) {
         if (rc != PURE_EMSGSIZE && rc != PURE_ECLOSED) /* ECLOSED: finishing, checked first */
@@ -241,7 +329,7 @@ static void send_msg(end *e, size_t len)
     }
     if (rc == PURE_EMSGSIZE)
         FZ_FAIL("a message within max_message_size was refused with PURE_EMSGSIZE");
-    if (rc == PURE_EAGAIN || rc == PURE_ECLOSED)
+    if (rc == PURE_EAGAIN || rc == PURE_ECLOSED || (rc == PURE_EFULL && e->watched))
         return;
     if (rc < 0)
         FZ_FAIL("pure_link_send failed with an unexpected code");
@@ -264,13 +352,15 @@ static void send_msg_on(end *e, uint32_t ch, size_t len)
     uint64_t idx = e->ctx_n[c] | (uint64_t)ch << 16; /* channel messages have their own bytes */
     if (!over)
         msg_fill(g_msg, e, idx, len);
-    int64_t rc = pure_link_send_on(e->link, ch, g_msg, len);
+    check_queue(e, ch);
+    int64_t rc =
+        (G.opts & 0x10) ? send_shared(e, ch, len) : pure_link_send_on(e->link, ch, g_msg, len);
     if (over) {
         if (rc != PURE_EMSGSIZE && rc != PURE_ECLOSED)
             FZ_FAIL("a channel message over max_message_size was not refused with PURE_EMSGSIZE");
         return;
     }
-    if (rc == PURE_EAGAIN || rc == PURE_ECLOSED)
+    if (rc == PURE_EAGAIN || rc == PURE_ECLOSED || (rc == PURE_EFULL && e->watched))
         return;
     if (rc < 0)
         FZ_FAIL("pure_link_send_on failed with an unexpected code");
@@ -800,6 +890,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     ctx_stop(0);
     ctx_stop(1);
+    shared_check_all();
     for (int p = 0; p < G.npairs; p++)
         for (int d = 0; d < 2; d++)
             if (G.pairs[p].e[d].known && G.pairs[p].e[d].closes != 1)

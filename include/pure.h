@@ -101,6 +101,9 @@ PURE_API const char *pure_version(void);
  * VERSION reply): upgrade one side. on_closed's peer_code is the newest version the peer listed
  * (this library speaks version 1, PURE_PROTOCOL_VERSION in docs/protocol.md). */
 #define PURE_EVERSION -21
+/* PURE_EFULL: the link holds its queue limit (pure_link_set_queue_limit) in messages not yet
+ * acknowledged: its peer is not keeping up. Nothing was queued; the link is as it was. */
+#define PURE_EFULL -22
 
 /* A short English description of an error code ("unknown error" for others). Never NULL. */
 PURE_API const char *pure_strerror(int err);
@@ -684,6 +687,8 @@ PURE_API int pure_connect(pure_ctx *ctx, const pure_addr *to, const uint8_t peer
  *                 sent before it completes); wait for on_writable and retry (an application
  *                 that cannot wait, e.g. one replying from on_message, queues the message
  *                 itself or sets send_queue to 0);
+ *   PURE_EFULL    the link's queue limit is reached (pure_link_set_queue_limit: the peer is
+ *                 not keeping up);
  *   PURE_EMSGSIZE len > max_message_size;
  *   PURE_ECLOSED  the link is finishing or closing (after pure_link_finish/close);
  *   PURE_ENOMEM   the send buffer could not be allocated;
@@ -706,6 +711,7 @@ PURE_API int64_t pure_link_send(pure_link *link, const void *msg, size_t len);
  *                 pure_link_peer_channels (or this side's max_channels);
  *   PURE_EAGAIN   the channel's backlog is full (send_backlog or send_queue): wait for
  *                 on_writable and retry;
+ *   PURE_EFULL    the link's queue limit is reached (pure_link_set_queue_limit);
  *   PURE_EMSGSIZE len > max_message_size;
  *   PURE_ECLOSED  the link is finishing or closing (after pure_link_finish/close);
  *   PURE_ENOMEM   the channel or its send buffer could not be allocated. */
@@ -737,6 +743,92 @@ PURE_API int pure_link_set_priority(pure_link *link, uint32_t channel, uint8_t u
  * is exact as for channel 0. Returns 0 or PURE_EINVAL (NULL, channel above max_channels). */
 PURE_API int pure_link_channel_unacked(const pure_link *link, uint32_t channel,
                                        uint64_t *first_unacked, uint64_t *next_id);
+
+/* ---- Shared sends and slow peers (docs/channels.md, "Shared sends and slow peers") ---- */
+
+/* A shared buffer: one immutable message body that many links send without a copy per link
+ * (pure_link_send_shared). Each link packetises and retransmits straight from it, and holds a
+ * reference until the peer has acknowledged the whole message or the link is freed, whatever
+ * ends it (a close, abort, timeout, pure_ctx_shutdown or pure_ctx_free). The reference count is
+ * atomic, so a buffer may go to links of several contexts on different threads (the allocator
+ * of the context that made it then frees it, from whichever thread drops the last reference:
+ * the default malloc is fine). */
+typedef struct pure_shared pure_shared;
+
+/* Wraps len bytes at data, which the caller owns and must leave unchanged and valid until
+ * release(user, data, len) runs: once, when the last reference is dropped (the caller's, by
+ * pure_shared_unref, or a link's). release runs inside pure_shared_unref or inside whichever
+ * call on a context drops the last reference (pure_ctx_read of an ACK, pure_ctx_timeout,
+ * pure_link_abort, pure_ctx_free, ...); it may free or reuse data and call pure_shared_* on
+ * other buffers, but no other function of Pure. release may be NULL. The caller holds one
+ * reference (*out). Returns 0, PURE_EINVAL (ctx or out NULL, data NULL with len > 0),
+ * PURE_EMSGSIZE (len above the context's max_message_size) or PURE_ENOMEM. */
+PURE_API int pure_shared_new(pure_ctx *ctx, const void *data, size_t len,
+                             void (*release)(void *user, const void *data, size_t len), void *user,
+                             pure_shared **out);
+/* pure_shared_new on one copy of data, which Pure frees with the buffer: for a body that is
+ * valid only for a while, such as on_message's data. Returns 0, PURE_EINVAL (ctx or out NULL,
+ * data NULL with len > 0), PURE_EMSGSIZE (len above max_message_size) or PURE_ENOMEM. */
+PURE_API int pure_shared_copy(pure_ctx *ctx, const void *data, size_t len, pure_shared **out);
+/* Drops the caller's reference (the one pure_shared_new or pure_shared_copy gave); the buffer
+ * lives on while links hold theirs. Call it once per buffer, when done sending it (NULL: no-op). */
+PURE_API void pure_shared_unref(pure_shared *sh);
+/* The buffer's bytes and (if len is not NULL) their length; NULL for NULL. */
+PURE_API const void *pure_shared_data(const pure_shared *sh, size_t *len);
+
+/* Queues the message whose body is sh on channel `channel` (1..pure_link_peer_channels): as
+ * pure_link_send_on, but nothing is copied; the link takes a reference. The message is one like
+ * any other for the peer (on_channel_message) and in the channel's order and ids. send_queue
+ * does not apply (it bounds copies waiting in the ring); send_backlog does, shared bytes
+ * included, and so does the link's queue limit. Channel 0 takes no shared sends (its ring keeps
+ * its per-message fast path): send a shared feed on a channel. Returns the message's id on the
+ * channel, or:
+ *   PURE_EINVAL   link or sh NULL, channel 0, or above pure_link_peer_channels (or max_channels);
+ *   PURE_EFULL    the link's queue limit is reached (pure_link_set_queue_limit);
+ *   PURE_EAGAIN   the channel's send_backlog is full: wait for on_writable and retry;
+ *   PURE_EMSGSIZE the body is larger than max_message_size;
+ *   PURE_ECLOSED  the link is finishing or closing (after pure_link_finish/close);
+ *   PURE_ENOMEM   the channel or its queue could not be allocated.
+ * On an error the link took no reference. */
+PURE_API int64_t pure_link_send_shared(pure_link *link, uint32_t channel, pure_shared *sh);
+
+/* Watches the link's send queues and limits them: from now on a send (pure_link_send,
+ * pure_link_send_on, pure_link_send_shared) that would make the bytes the link holds not
+ * acknowledged, every channel together and framing included, exceed `bytes` returns PURE_EFULL
+ * (unless nothing is queued: one larger message goes alone), and on_writable follows once they
+ * are at most half of it. 0 sets no limit but still watches: pure_link_queue_stats then dates
+ * messages. PURE_EFULL, unlike PURE_EAGAIN (the link's own buffers, which a healthy peer also
+ * meets under a burst), says the peer holds too much: pause sending to it, drop it
+ * (pure_link_abort), or skip what it has not had. A watched link keeps ~100 bytes per channel
+ * (max_channels + 1) for its life. Returns 0, PURE_EINVAL (NULL), PURE_ESTATE (on_closed ran)
+ * or PURE_ENOMEM. */
+PURE_API int pure_link_set_queue_limit(pure_link *link, uint64_t bytes);
+
+/* What a link (or one channel of it) holds to send. */
+#define PURE_CHANNEL_ALL 0xffffffffu /* pure_link_queue_stats: every channel together */
+typedef struct pure_queue_stats {
+    uint64_t bytes;        /* accepted and not acknowledged (sent or not), framing included */
+    uint64_t bytes_unsent; /* of those, not yet sent once */
+    uint64_t bytes_shared; /* of those, in shared buffers (pure_link_send_shared) */
+    uint64_t messages;     /* messages accepted and not acknowledged */
+    uint64_t oldest_at;    /* when the oldest of them was accepted: the `now` of the pure_ctx_*
+                              call during which it was (that time or earlier, never later); 0
+                              if none, or the link is not watched (pure_link_set_queue_limit) */
+    uint64_t oldest_age;   /* now - oldest_at (the `now` passed), ns; 0 if oldest_at is 0 */
+    uint64_t limit;        /* the queue limit (0: none) */
+    uint64_t full;         /* sends that met the limit (PURE_EFULL) */
+} pure_queue_stats;
+
+/* Copies up to `size` bytes (pass sizeof) of the statistics of `channel`'s send queue, or of
+ * every channel's together with PURE_CHANNEL_ALL (oldest_at: the oldest of all); channel 0 is
+ * the link's stream. `now` is the current time on the clock given to pure_ctx_* (an idle
+ * context hears of no time between its calls). A slow peer shows as bytes and oldest_age
+ * that grow while a healthy one's stay near a round trip's worth. Ages are known for messages
+ * accepted since the link is watched (pure_link_set_queue_limit; call it in on_accept, or
+ * after pure_connect); messages queued before are dated by that call. Returns 0 or
+ * PURE_EINVAL (link or st NULL, a channel above max_channels other than PURE_CHANNEL_ALL). */
+PURE_API int pure_link_queue_stats(const pure_link *link, uint32_t channel, uint64_t now,
+                                   pure_queue_stats *st, size_t size);
 
 /* Datagrams: unreliable messages that fit one packet (docs/channels.md, "Datagrams"). Each is
  * sent once, never retransmitted, congestion-controlled and paced with everything else, and

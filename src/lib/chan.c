@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "pure.h"
+#include "qwatch.h"
 #include "varint.h"
 
 pure_chans *pure_chans_new(const pure_alloc *a, uint32_t max)
@@ -24,6 +25,7 @@ pure_chans *pure_chans_new(const pure_alloc *a, uint32_t max)
 
 static void chan_free(pure_chan *c, const pure_alloc *a, const pure_alloc *rx_a)
 {
+    pure_shq_free(&c->shq, a); /* every shared body's reference goes */
     pure_sendbuf_free(&c->sb, a);
     pure_ranges_free(&c->acked, a);
     pure_ranges_free(&c->lost, a);
@@ -40,6 +42,7 @@ void pure_chans_free(pure_chans *t, const pure_alloc *a, const pure_alloc *rx_a)
         if (t->c[i])
             chan_free(t->c[i], a, rx_a);
     pure_dgq_clear(&t->dg, a);
+    pure_qwatch_free(t->qw, a);
     pure_mem_free(a, t, sizeof(pure_chans) + (size_t)(t->max + 1) * sizeof(pure_chan *));
 }
 
@@ -76,7 +79,8 @@ int64_t pure_chan_write(pure_chan *c, const pure_alloc *a, const void *msg, size
     }
     uint8_t hdr[4];
     pure_put_u32be(hdr, (uint32_t)len);
-    int rc = pure_sendbuf_write(&c->sb, a, hdr, 4, msg, len, backlog);
+    int rc = c->shq ? pure_shq_write(&c->sb, c->shq, a, hdr, 4, msg, len, backlog)
+                    : pure_sendbuf_write(&c->sb, a, hdr, 4, msg, len, backlog);
     if (rc) {
         if (rc == PURE_EAGAIN)
             c->want_writable = 1;
@@ -150,7 +154,7 @@ static void count_acked(pure_chan *c, uint64_t acked_to)
 {
     while (c->msg_boundary + 4 <= acked_to) {
         if (!c->msg_len_known) {
-            c->msg_len = pure_sendbuf_get_u32(&c->sb, c->msg_boundary);
+            c->msg_len = pure_shq_get_u32(&c->sb, c->shq, c->msg_boundary);
             c->msg_len_known = 1;
         }
         uint64_t end = c->msg_boundary + 4 + c->msg_len;
@@ -162,7 +166,7 @@ static void count_acked(pure_chan *c, uint64_t acked_to)
     }
     if (!c->msg_len_known && c->msg_boundary + 4 <= c->sb.end && c->msg_boundary + 4 > acked_to &&
         c->msg_boundary < acked_to) {
-        c->msg_len = pure_sendbuf_get_u32(&c->sb, c->msg_boundary);
+        c->msg_len = pure_shq_get_u32(&c->sb, c->shq, c->msg_boundary);
         c->msg_len_known = 1;
     }
 }
@@ -174,7 +178,7 @@ int pure_chan_release_acked(pure_chan *c)
         return 0;
     uint64_t before = c->msgs_acked;
     count_acked(c, base);
-    pure_sendbuf_release(&c->sb, base);
+    pure_shq_release(&c->sb, c->shq, base);
     pure_ranges_trim_below(&c->acked, base);
     pure_ranges_trim_below(&c->lost, base);
     if (c->msgs_acked != before)
@@ -203,6 +207,7 @@ void pure_chan_shrink(pure_chan *c, const pure_alloc *a, const pure_alloc *rx_a)
 {
     if (!pure_chan_quiet(c))
         return;
+    pure_shq_free(&c->shq, a); /* empty: the ring's offsets are stream offsets again */
     pure_sendbuf_shrink(&c->sb, a);
     pure_ranges_free(&c->acked, a);
     pure_ranges_free(&c->lost, a);

@@ -21,6 +21,7 @@
 #include "ranges.h"
 #include "rob.h"
 #include "sendbuf.h"
+#include "shared.h"
 #include "wire.h"
 
 #define PURE_URGENCY_LEVELS 8  /* urgency 0 (most urgent) .. 7 */
@@ -41,6 +42,7 @@ typedef struct pure_chan {
     uint8_t acked_moved; /* msgs_acked moved since on_channel_acked last reported it */
     uint8_t stalled;     /* held bytes at recv_next wait for memory (link_chan.c) */
     uint8_t credit_held; /* a grant due waits for memory (link_chan.c) */
+    pure_shq *shq;       /* shared bodies in sb's stream (shared.h); NULL: none, sb as is */
     /* ---- receive ---- */
     uint64_t recv_next; /* in-order bytes consumed */
     pure_credit credit; /* receive window and grant; .peer: the peer's limit on our sends */
@@ -57,6 +59,7 @@ typedef struct pure_chans {
     uint32_t stalled;        /* channels with `stalled` set */
     uint32_t held;           /* channels with `credit_held` set */
     pure_dgq dg;             /* the link's datagrams waiting, and their counters (link_chan.c) */
+    struct pure_qwatch *qw;  /* the link's queue limit and message ages (qwatch.h), or NULL */
     uint8_t urgency[PURE_CHANNEL_MAX + 1];
     uint8_t incremental[PURE_CHANNEL_MAX + 1];
     pure_chan *c[]; /* [max + 1]; c[0] unused (channel 0 is the link's) */

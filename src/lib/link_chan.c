@@ -12,6 +12,7 @@
 #include "chan.h"
 #include "frame.h"
 #include "link_chan.h"
+#include "link_shared.h"
 #include "registry.h"
 #include "rxmem.h"
 #include "tparams.h"
@@ -71,6 +72,9 @@ int64_t pure_link_send_on(pure_link *link, uint32_t channel, const void *msg, si
     pure_chan *c = chan_get(link, channel);
     if (!c)
         return PURE_ENOMEM;
+    int rc = pure_link_watch_send(link, channel, 4 + (uint64_t)len);
+    if (rc)
+        return rc;
     int64_t id = pure_chan_write(c, &link->ctx->alloc, msg, len, link->ctx->s.send_backlog,
                                  link->ctx->s.send_queue);
     if (id == PURE_EAGAIN)
@@ -217,7 +221,7 @@ int pure_link_chan_put_data(pure_link *link, int ch, pure_pkt *k, pure_sent *rec
     uint8_t *body = pure_pkt_chan_data(k, (uint64_t)ch, off, len);
     if (!body)
         return 0;
-    pure_sendbuf_copy(&c->sb, off, body, (size_t)len);
+    pure_shq_copy(&c->sb, c->shq, off, body, (size_t)len); /* ring or shared bodies */
     if (len < want)
         pure_pkt_pad(k); /* a full packet is exactly full, so the burst goes on */
     pure_chan_on_sent(c, a, off, len, retx);
@@ -338,6 +342,8 @@ int pure_link_chan_writable(const pure_link *link)
 {
     const pure_chans *t = link->chans;
     const pure_settings *s = &link->ctx->s;
+    if (!pure_link_watch_writable(link))
+        return 0;
     for (uint32_t i = 1; t && i <= t->top; i++) {
         const pure_chan *c = t->c[i];
         if (c && (pure_chan_backlog(c) > s->send_backlog / 2 ||

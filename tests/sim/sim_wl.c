@@ -36,11 +36,7 @@ typedef struct side {
     uint32_t ch;              /* the channel its messages go on (wl_cfg.channels) */
 } side;
 
-/* What the side's application sends goes on its channel (channel 0: pure_link_send). */
-static int64_t side_send(side *sd, const void *d, size_t n)
-{
-    return pure_link_send_on(sd->l, sd->ch, d, n);
-}
+static int64_t side_send(side *sd, const void *d, size_t n);
 
 typedef struct wl_link {
     wl *w;
@@ -71,6 +67,8 @@ struct wl {
     pure_ctx *dead_ctx; /* a killed server's context, freed at wl_free */
     uint8_t *scratch;
     uint64_t checked_at; /* the last time the done test scanned the links */
+    uint8_t **sh_bufs;   /* every shared buffer made (wl_cfg.shared) */
+    size_t n_sh, cap_sh;
 };
 
 /* The done tests scan every link: at most once per virtual millisecond, or a run with 1,000
@@ -97,6 +95,48 @@ static uint64_t fnv(uint64_t h, const uint8_t *p, size_t n)
     for (; i < n; i++)
         h = (h ^ p[i]) * 0x100000001b3ull;
     return h ^ n;
+}
+
+/* ---- shared sends (wl_cfg.shared): each buffer carries its release count before its bytes,
+ * and stays allocated until wl_free has checked that count is exactly 1 ---- */
+
+static wl *current;
+static int is_server_side(wl *w, void *user);
+
+static void shared_release(void *user, const void *data, size_t len)
+{
+    (void)user, (void)len;
+    ((uint32_t *)((uint8_t *)data - 8))[0]++;
+}
+
+static int64_t send_shared(wl *w, side *sd, const void *d, size_t n)
+{
+    if (w->n_sh == w->cap_sh) {
+        w->cap_sh = w->cap_sh ? w->cap_sh * 2 : 1024;
+        w->sh_bufs = realloc(w->sh_bufs, w->cap_sh * sizeof *w->sh_bufs);
+    }
+    uint8_t *b = calloc(1, 8 + n + 1);
+    memcpy(b + 8, d, n);
+    pure_ctx *ctx = sim_ctx(w->s, is_server_side(w, sd) ? w->srv : w->cli);
+    pure_shared *sh;
+    int rc = pure_shared_new(ctx, b + 8, n, shared_release, NULL, &sh);
+    if (rc) {
+        free(b);
+        return rc; /* PURE_EMSGSIZE for the edge one over the limit */
+    }
+    w->sh_bufs[w->n_sh++] = b;
+    int64_t id = pure_link_send_shared(sd->l, sd->ch, sh);
+    pure_shared_unref(sh); /* the link holds its own: the release comes with the link's */
+    return id;
+}
+
+/* What the side's application sends goes on its channel (channel 0: pure_link_send). */
+static int64_t side_send(side *sd, const void *d, size_t n)
+{
+    wl *w = current;
+    if (w->cfg.shared && sd->ch)
+        return send_shared(w, sd, d, n);
+    return pure_link_send_on(sd->l, sd->ch, d, n);
 }
 
 /* ---- the plan: message k of link id (k = 0 is the 8-byte hello naming the link) ---- */
@@ -367,8 +407,6 @@ static int is_server_side(wl *w, void *user)
 {
     return (side *)user >= w->srv_sides && (side *)user < w->srv_sides + w->cap_srv;
 }
-
-static wl *current;
 
 static void on_message(pure_link *l, void *user, const uint8_t *d, size_t n)
 {
@@ -748,6 +786,16 @@ int wl_free(wl *w)
              "mismatches %d/%d",
              (long long)w->cmem.bytes, (long long)w->cmem.blocks, (long long)w->smem.bytes,
              (long long)w->smem.blocks, w->cmem.mismatch, w->smem.mismatch);
+    /* every context is gone: each shared buffer was released, exactly once */
+    for (size_t j = 0; j < w->n_sh; j++) {
+        uint32_t released = ((uint32_t *)w->sh_bufs[j])[0];
+        if (released != 1) {
+            i = 0;
+            FAIL("shared buffer %zu of %zu released %u times", j, w->n_sh, released);
+        }
+        free(w->sh_bufs[j]);
+    }
+    free(w->sh_bufs);
     for (uint32_t j = 0; j < w->cap_srv; j++)
         free(w->srv_sides[j].q);
     free(w->srv_sides);

@@ -31,6 +31,9 @@ typedef struct wl_cfg {
     int keep_open;             /* do not close links that finished (the long run's rounds) */
     uint32_t channels;         /* link i carries everything (hello, messages, echoes) on channel
                                   i % (channels + 1) (pure_link_send_on; 0: channel 0 only) */
+    int shared;                /* on channels 1..channels, every message goes as a shared buffer
+                                  of its own (pure_shared_new, pure_link_send_shared); wl_free
+                                  checks that each was released exactly once */
 } wl_cfg;
 
 typedef struct wl wl;

@@ -101,7 +101,7 @@ typedef struct ep {
     pure_addr addr;
     uint64_t rng;
     pure_link *link; /* the newest link: connected, or accepted */
-    int closes, in_on_closed_rc[4];
+    int closes, in_on_closed_rc[5];
     int probe_in_on_closed;
 } ep;
 
@@ -126,6 +126,7 @@ static void on_closed(pure_link *l, void *user, const pure_close_info *info)
         e->in_on_closed_rc[1] = (int)GOT(pure_link_pause_recv, (l));
         e->in_on_closed_rc[2] = (int)GOT(pure_link_resume_recv, (l));
         e->in_on_closed_rc[3] = (int)GOT(pure_link_set_priority, (l, 1, 0, 0));
+        e->in_on_closed_rc[4] = (int)GOT(pure_link_set_queue_limit, (l, 1));
     }
     if (e->link == l)
         e->link = NULL;
@@ -405,7 +406,7 @@ static void test_link_calls(void)
     c.probe_in_on_closed = 1;
     s.probe_in_on_closed = 1;
     CHECK_EQ(GOT(pure_link_abort, (s.link, PURE_CLOSE_APP, "done")), 0);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         CHECK_EQ(s.in_on_closed_rc[i], PURE_ESTATE);
     int closes = c.closes, eclosed = 0;
     size_t seg;
@@ -421,6 +422,98 @@ static void test_link_calls(void)
 }
 
 /* Every way pure_ctx_read drops a datagram, and one that ends its link. */
+static int shared_released;
+static void count_release(void *user, const void *data, size_t len)
+{
+    (void)user, (void)data, (void)len;
+    shared_released++;
+}
+
+/* Shared sends, the queue limit and the queue statistics. */
+static void test_shared_calls(void)
+{
+    ep c, s;
+    ep_init(&c, 0x41);
+    ep_init(&s, 0x42);
+    static uint8_t big[64 << 10];
+    pure_shared *sh = NULL, *bigsh = NULL, *one = NULL;
+    CHECK_EQ(GOT(pure_shared_new, (NULL, big, 10, NULL, NULL, &sh)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_shared_new, (c.ctx, NULL, 10, NULL, NULL, &sh)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_shared_new, (c.ctx, big, 10, NULL, NULL, NULL)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_shared_new, (c.ctx, big, (size_t)(1u << 30) + 1, NULL, NULL, &sh)),
+             PURE_EMSGSIZE);
+    CHECK_EQ(GOT(pure_shared_copy, (NULL, big, 10, &sh)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_shared_copy, (c.ctx, NULL, 10, &sh)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_shared_copy, (c.ctx, big, (size_t)(1u << 30) + 1, &sh)), PURE_EMSGSIZE);
+    fail_alloc = 1;
+    CHECK_EQ(GOT(pure_shared_new, (c.ctx, big, 10, NULL, NULL, &sh)), PURE_ENOMEM);
+    CHECK_EQ(GOT(pure_shared_copy, (c.ctx, big, 10, &sh)), PURE_ENOMEM);
+    fail_alloc = 0;
+    CHECK_EQ(GOT(pure_shared_new, (c.ctx, big, sizeof big, count_release, NULL, &sh)), 0);
+    CHECK_EQ(GOT(pure_shared_copy, (c.ctx, "x", 1, &one)), 0);
+    size_t dlen = 0;
+    CHECK(pure_shared_data(sh, &dlen) == big && dlen == sizeof big);
+    /* a body larger than the link's context takes: made by a context that takes more */
+    {
+        ep wide;
+        memset(&wide, 0, sizeof wide);
+        pure_settings st;
+        settings_for(&st, &wide, 0x43);
+        st.max_message_size = 32u << 20; /* c's: 16 MiB */
+        CHECK_EQ(GOT(pure_ctx_new, (&st, &wide.ctx)), 0);
+        CHECK_EQ(GOT(pure_shared_new, (wide.ctx, big, (16u << 20) + 1, NULL, NULL, &bigsh)), 0);
+        pure_ctx_free(wide.ctx); /* the buffer outlives the context that made it */
+    }
+    pure_link *l = NULL;
+    CHECK_EQ(GOT(pure_connect, (c.ctx, &s.addr, pure_ctx_public_key(s.ctx), "svc", &c, &l, 0)), 0);
+    fail_alloc = 1; /* the channel table is made on first use */
+    CHECK_EQ(GOT(pure_link_send_shared, (l, 1, sh)), PURE_ENOMEM);
+    CHECK_EQ(GOT(pure_link_set_queue_limit, (l, 0)), PURE_ENOMEM);
+    fail_alloc = 0;
+    CHECK_EQ(GOT(pure_link_send_shared, (NULL, 1, sh)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_link_send_shared, (l, 1, NULL)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_link_send_shared, (l, 0, sh)), PURE_EINVAL); /* channel 0 takes none */
+    CHECK_EQ(GOT(pure_link_send_shared, (l, 17, sh)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_link_send_shared, (l, 1, bigsh)), PURE_EMSGSIZE);
+    pure_shared_unref(bigsh);
+    CHECK_EQ(GOT(pure_link_set_queue_limit, (NULL, 0)), PURE_EINVAL);
+    pure_queue_stats q;
+    CHECK_EQ(GOT(pure_link_queue_stats, (NULL, 1, 0, &q, sizeof q)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_link_queue_stats, (l, 1, 0, NULL, sizeof q)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_link_queue_stats, (l, 17, 0, &q, sizeof q)), PURE_EINVAL);
+    /* send_backlog (8 MiB) counts shared bytes: nothing leaves before the handshake */
+    int64_t rc = 0;
+    int sent = 0;
+    for (int i = 0; i < 1000 && rc >= 0; i++, sent++)
+        rc = GOT(pure_link_send_shared, (l, 1, sh));
+    CHECK_EQ(rc, PURE_EAGAIN);
+    sent--;
+    CHECK_EQ(GOT(pure_link_queue_stats, (l, 1, 0, &q, sizeof q)), 0);
+    CHECK_EQ(q.messages, (uint64_t)sent);
+    CHECK_EQ(q.bytes, (uint64_t)sent * (4 + sizeof big));
+    CHECK_EQ(q.bytes_shared, (uint64_t)sent * sizeof big);
+    CHECK_EQ(q.bytes_unsent, q.bytes);
+    /* the queue limit: every channel together */
+    CHECK_EQ(GOT(pure_link_set_queue_limit, (l, 1000)), 0);
+    CHECK_EQ(GOT(pure_link_send_shared, (l, 2, one)), PURE_EFULL);
+    CHECK_EQ(GOT(pure_link_send_on, (l, 3, "x", 1)), PURE_EFULL);
+    CHECK_EQ(GOT(pure_link_send, (l, "x", 1)), PURE_EFULL);
+    CHECK(!pure_err_is_fatal(PURE_EFULL));
+    CHECK_EQ(GOT(pure_link_queue_stats, (l, PURE_CHANNEL_ALL, 0, &q, sizeof q)), 0);
+    CHECK_EQ(q.full, 3);
+    CHECK_EQ(q.limit, 1000);
+    CHECK_EQ(q.messages, (uint64_t)sent); /* channel 0 holds only its preamble */
+    CHECK_EQ(GOT(pure_link_set_queue_limit, (l, 0)), 0);
+    CHECK_EQ(GOT(pure_link_finish, (l)), 0);
+    CHECK_EQ(GOT(pure_link_send_shared, (l, 1, one)), PURE_ECLOSED);
+    pure_shared_unref(one);
+    pure_shared_unref(sh);
+    CHECK_EQ(shared_released, 0); /* the link still holds its references */
+    pure_ctx_free(c.ctx);
+    CHECK_EQ(shared_released, 1); /* freed with the link, once */
+    pure_ctx_free(s.ctx);
+}
+
 static void test_read(void)
 {
     ep c, s;
@@ -584,6 +677,7 @@ int main(void)
     RUN(test_ctx_setup);
     RUN(test_connect);
     RUN(test_link_calls);
+    RUN(test_shared_calls);
     RUN(test_read);
     RUN(test_burst_too_big);
     RUN(test_packet_too_big);
