@@ -177,8 +177,14 @@ static inline __attribute__((always_inline)) int64_t send0(pure_link *link, cons
  * marks that date its messages: link_shared.c). A function apart, so that the common path
  * carries none of it: inline, the call cost every message ~8 instructions of register saves
  * (callgrind, pure drain 300000 61), where the test of link->chans costs three. */
-static __attribute__((noinline)) int64_t send0_watched(pure_link *link, const void *msg, size_t len)
+/* pure_link_send off its fast path: the stream is finished, or the link has channels (whose table
+ * holds the queue limit and the ages it must keep, link_shared.c). */
+static __attribute__((noinline)) int64_t send0_gated(pure_link *link, const void *msg, size_t len)
 {
+    if (link->send_gate & PURE_GATE_FINISH)
+        return PURE_ECLOSED;
+    if (len > link->ctx->s.max_message_size)
+        return PURE_EMSGSIZE;
     int rc = pure_link_watch_send(link, 0, 4 + (uint64_t)len);
     if (rc)
         return rc;
@@ -189,21 +195,21 @@ int64_t pure_link_send(pure_link *link, const void *msg, size_t len)
 {
     if (!link || (!msg && len))
         return PURE_EINVAL;
-    if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED || link->finish_requested)
+    if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED)
         return PURE_ECLOSED;
+    if (__builtin_expect(link->send_gate != 0, 0))
+        return send0_gated(link, msg, len);
     if (len > link->ctx->s.max_message_size)
         return PURE_EMSGSIZE;
-    if (link->chans)
-        return send0_watched(link, msg, len);
     return send0(link, msg, len);
 }
 
 int pure_link_finish(pure_link *link)
 {
     if (!link || link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED ||
-        link->finish_requested)
+        (link->send_gate & PURE_GATE_FINISH))
         return PURE_ESTATE;
-    link->finish_requested = 1;
+    link->send_gate |= PURE_GATE_FINISH;
     link->fin_offset = link->sb.end;
     link->fin_sent_pending = 1;
     pure_ctx_mark_pending(link->ctx, link);
@@ -242,7 +248,7 @@ int pure_link_close(pure_link *link, uint64_t code, const char *reason)
     } else {
         /* No new messages; what was accepted goes first, then the CLOSE (close_if_done). */
         link->close_requested = 1;
-        link->finish_requested = 1;
+        link->send_gate |= PURE_GATE_FINISH;
         link->close_code = code;
         pure_link_keep_reason(link, reason, now);
         pure_timers_close_progress(link, now);

@@ -17,11 +17,19 @@
 #include "rxmem.h"
 #include "tparams.h"
 
+pure_chans *pure_link_chan_table(pure_link *link)
+{
+    if (!link->chans) {
+        link->chans = pure_chans_new(&link->ctx->alloc, link->ctx->s.max_channels);
+        if (link->chans)
+            link->send_gate |= PURE_GATE_CHANS; /* channel 0's sends now keep the table's count */
+    }
+    return link->chans;
+}
+
 static pure_chans *table(pure_link *link)
 {
-    if (!link->chans)
-        link->chans = pure_chans_new(&link->ctx->alloc, link->ctx->s.max_channels);
-    return link->chans;
+    return pure_link_chan_table(link);
 }
 
 static pure_chan *chan_get(pure_link *link, uint32_t ch)
@@ -64,8 +72,8 @@ int64_t pure_link_send_on(pure_link *link, uint32_t channel, const void *msg, si
         return pure_link_send(link, msg, len);
     if (channel > pure_link_peer_channels(link) || channel > link->ctx->s.max_channels)
         return PURE_EINVAL;
-    if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED || link->finish_requested ||
-        link->close_requested)
+    if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED ||
+        (link->send_gate & PURE_GATE_FINISH) || link->close_requested)
         return PURE_ECLOSED;
     if (len > link->ctx->s.max_message_size)
         return PURE_EMSGSIZE;
@@ -373,6 +381,7 @@ void pure_link_chan_free(pure_link *link)
     pure_alloc rx = pure_rxmem_alloc(link->ctx);
     pure_chans_free(link->chans, &link->ctx->alloc, &rx);
     link->chans = NULL;
+    link->send_gate &= (uint8_t)~PURE_GATE_CHANS;
 }
 
 /* ---- receiving ---- */

@@ -9,14 +9,13 @@
 #include "link_shared.h"
 #include "qwatch.h"
 #include "registry.h"
+#include "link_chan.h"
 #include "shared.h"
 
-/* The link's channel table, made on first use (as pure_link_set_priority makes it). */
+/* The link's channel table, made on first use (link_chan.c). */
 static pure_chans *table(pure_link *link)
 {
-    if (!link->chans)
-        link->chans = pure_chans_new(&link->ctx->alloc, link->ctx->s.max_channels);
-    return link->chans;
+    return pure_link_chan_table(link);
 }
 
 /* ---- the buffers (shared.c makes them; the context gives the allocator and the limit) ---- */
@@ -185,8 +184,8 @@ int64_t pure_link_send_shared(pure_link *link, uint32_t channel, pure_shared *sh
         return PURE_EINVAL;
     if (channel > pure_link_peer_channels(link) || channel > link->ctx->s.max_channels)
         return PURE_EINVAL;
-    if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED || link->finish_requested ||
-        link->close_requested)
+    if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED ||
+        (link->send_gate & PURE_GATE_FINISH) || link->close_requested)
         return PURE_ECLOSED;
     const pure_settings *s = &link->ctx->s;
     if (sh->len > s->max_message_size)

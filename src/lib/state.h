@@ -46,6 +46,10 @@ enum pure_link_state {
 };
 
 /* Counters kept per link (pure_link_stats adds the fields derived when it is read). */
+/* pure_link.send_gate bits */
+#define PURE_GATE_FINISH 1u /* pure_link_finish or a graceful close: no new messages */
+#define PURE_GATE_CHANS 2u  /* the channel table exists: queue limits and ages (link_shared.c) */
+
 typedef struct pure_link_counters {
     uint64_t packets_sent, packets_received, bytes_sent, bytes_received;
     uint64_t packets_lost, bytes_retransmitted, ptos, random_losses;
@@ -178,7 +182,9 @@ struct pure_link {
     uint16_t service;   /* responder: index of the service in ctx->services */
 
     /* flags */
-    uint8_t finish_requested, fin_sent_pending, peer_finished, peer_fin_known;
+    /* PURE_GATE_*: why pure_link_send cannot take its fast path (one test for all of them) */
+    uint8_t send_gate;
+    uint8_t fin_sent_pending, peer_finished, peer_fin_known;
     uint8_t want_writable, credit_pending, close_pending;
     uint8_t probe_pending, ping_pending, closed_notified, app_limited;
     /* small fields together, so the struct has no padding holes (an idle link is ~950 B) */
