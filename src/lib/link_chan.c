@@ -17,16 +17,6 @@
 #include "rxmem.h"
 #include "tparams.h"
 
-pure_chans *pure_link_chan_table(pure_link *link)
-{
-    if (!link->chans) {
-        link->chans = pure_chans_new(&link->ctx->alloc, link->ctx->s.max_channels);
-        if (link->chans)
-            link->send_gate |= PURE_GATE_CHANS; /* channel 0's sends now keep the table's count */
-    }
-    return link->chans;
-}
-
 static pure_chans *table(pure_link *link)
 {
     return pure_link_chan_table(link);

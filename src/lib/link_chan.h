@@ -30,8 +30,6 @@ static inline int pure_link_chan_credit_due(const pure_link *link)
 /* The packet's stream data comes from channel ch (>= 1, pure_chans_pick's choice): as much as
  * fits, lost bytes first (with `whole`, only a run that fits wholly); fills *rec. Returns 1 if a
  * frame went in. */
-/* The link's channel table, made on first use (NULL if that allocation fails). */
-pure_chans *pure_link_chan_table(pure_link *link);
 int pure_link_chan_put_data(pure_link *link, int ch, pure_pkt *k, pure_sent *rec, int whole);
 /* Puts the oldest queued datagram if it fits (dropping those too large for the path now).
  * Returns 1 if one went in. */

@@ -9,10 +9,18 @@
 #include "link_shared.h"
 #include "qwatch.h"
 #include "registry.h"
-#include "link_chan.h"
 #include "shared.h"
 
-/* The link's channel table, made on first use (link_chan.c). */
+pure_chans *pure_link_chan_table(pure_link *link)
+{
+    if (!link->chans) {
+        link->chans = pure_chans_new(&link->ctx->alloc, link->ctx->s.max_channels);
+        if (link->chans)
+            link->send_gate |= PURE_GATE_CHANS; /* channel 0's sends now keep the table's count */
+    }
+    return link->chans;
+}
+
 static pure_chans *table(pure_link *link)
 {
     return pure_link_chan_table(link);

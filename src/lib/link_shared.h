@@ -13,5 +13,8 @@
 int pure_link_watch_send(pure_link *link, uint32_t ch, uint64_t bytes);
 /* 1 unless the link is watched and holds more than half its queue limit. */
 int pure_link_watch_writable(const pure_link *link);
+/* The link's channel table, made on first use (NULL if that allocation fails); making it sets
+ * PURE_GATE_CHANS, so channel 0's sends go through pure_link_watch_send from then on. */
+pure_chans *pure_link_chan_table(pure_link *link);
 
 #endif

@@ -17,7 +17,7 @@ run() {
     : >"$tmp/s.out"
     "$pure" serve --listen 127.0.0.1:0 --ephemeral --threads 1 --services drain $1 >"$tmp/s.out" 2>"$tmp/s.err" &
     sp=$!
-    for _ in $(seq 100); do [ -s "$tmp/s.out" ] && break; sleep 0.05; done
+    for _ in $(seq 400); do grep -q "public_key.*}" "$tmp/s.out" 2>/dev/null && break; sleep 0.05; done # the whole line, not its first bytes
     local port key
     port=$(sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$tmp/s.out")
     key=$(sed -n 's/.*"public_key": *"\([^"]*\)".*/\1/p' "$tmp/s.out")
@@ -42,7 +42,7 @@ fi
 for t in 1 2; do
     "$pure" serve --listen 127.0.0.1:0 --ephemeral --threads $t --services drain,echo >"$tmp/s.out" 2>"$tmp/s.err" &
     sp=$!
-    for _ in $(seq 100); do [ -s "$tmp/s.out" ] && break; sleep 0.05; done
+    for _ in $(seq 400); do grep -q "public_key.*}" "$tmp/s.out" 2>/dev/null && break; sleep 0.05; done # the whole line, not its first bytes
     port=$(sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$tmp/s.out")
     key=$(sed -n 's/.*"public_key": *"\([^"]*\)".*/\1/p' "$tmp/s.out")
     timeout 20 "$pure" drain "127.0.0.1:$port" 50000000 1000 --peer-key "$key" >"$tmp/c.out" 2>"$tmp/c.err" &
