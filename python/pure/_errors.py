@@ -129,6 +129,7 @@ _BY_CODE = {
     _core.ECLOSED: ClosedError,
     _core.ERESET: ResetError,
     _core.EAGAIN: BacklogFullError,
+    _core.EFULL: BacklogFullError,  # a C caller's queue limit (pure_link_set_queue_limit)
     _core.EMSGSIZE: MessageTooBigError,
     _core.EPROTO: ProtocolError,
     _core.ECRYPTO: ProtocolError,

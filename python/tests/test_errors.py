@@ -113,6 +113,17 @@ def test_moved_maps_to_its_class():
     assert e.name == "PURE_EMOVED" and list(e.unacked) == [3, 4, 5, 6]
 
 
+def test_every_code_maps_to_a_class():
+    """Every PURE_E* code the C library defines has its constant, and the codes a send can
+    return map to the exception the docs name (PURE_EFULL, a queue limit, is a full backlog)."""
+    from pure import _core
+    from pure._errors import BacklogFullError, error_for
+    for name in ("EAGAIN", "EFULL", "EMOVED", "EVERSION", "ECLOSED", "EMSGSIZE"):
+        assert isinstance(getattr(_core, name), int)
+    assert _core.EFULL == -22
+    assert isinstance(error_for(_core.EFULL), BacklogFullError)
+
+
 async def test_bad_address():
     pub = pure.public_key(pure.keygen())
     with pytest.raises(ValueError):
