@@ -728,7 +728,8 @@ PURE_API uint32_t pure_link_peer_channels(const pure_link *link);
 
 /* Sets the priority of this side's sending on `channel` (0 included), at any time: `urgency`
  * 0..PURE_URGENCY_MAX, lower first, strictly (RFC 9218's levels; every channel starts at 3,
- * incremental); among channels of one level, `incremental` ones share packets round-robin, and a
+ * incremental; a more urgent channel that the peer's credit holds back does not hold back the
+ * others); among channels of one level, `incremental` ones share packets round-robin, and a
  * non-incremental one goes alone until it has nothing left to send (the lowest channel number
  * first). It orders both new data and retransmissions, so an urgent message queued behind
  * megabytes of another channel's leaves in the next packet. Each packet carries one channel's
@@ -940,6 +941,9 @@ typedef struct pure_link_stats {
     uint64_t packets_lost, bytes_retransmitted, ptos;
     uint64_t random_losses; /* losses not taken as congestion: no queueing delay above
                                max(2 ms, half the queueing seen lately) (docs/congestion.md) */
+    /* messages_sent and messages_acked count channel 0's messages (the ids pure_link_send
+     * returns and on_acked reports; pure_link_channel_unacked gives another channel's);
+     * messages_received counts the messages delivered on every channel (datagrams not included) */
     uint64_t messages_sent, messages_received, messages_acked;
     uint64_t recv_window; /* current receive credit window */
     uint64_t rekeys, keepalives, path_changes;
