@@ -259,7 +259,9 @@ typedef struct pure_settings {
                                      pure_link_send says PURE_EAGAIN (default 256 KiB, so
                                      messages are sealed while still in cache; 0: only
                                      send_backlog limits) */
-    uint64_t recv_window;         /* initial receive credit per link (default 1 MiB) */
+    uint64_t recv_window;         /* initial receive credit per link and channel (default 1 MiB;
+                                     announced to the peer in the handshake, so the two sides may
+                                     differ; a peer built before 0.2's parameters assumes its own) */
     uint64_t recv_window_max;     /* receive credit may grow to this (default 16 MiB) */
     uint64_t idle_timeout;        /* ns an ack-eliciting packet may go unanswered before
                                      the peer is taken for dead (default 30 s). Besides

@@ -47,7 +47,7 @@ void pure_chans_free(pure_chans *t, const pure_alloc *a, const pure_alloc *rx_a)
 }
 
 pure_chan *pure_chans_get(pure_chans *t, const pure_alloc *a, uint32_t ch, uint64_t window,
-                          uint32_t max_len)
+                          uint64_t peer_window, uint32_t max_len)
 {
     if (ch == 0 || ch > t->max)
         return NULL;
@@ -60,6 +60,7 @@ pure_chan *pure_chans_get(pure_chans *t, const pure_alloc *a, uint32_t ch, uint6
     pure_ranges_init(&c->acked, 1u << 16);
     pure_ranges_init(&c->lost, 1u << 16);
     pure_credit_init(&c->credit, window);
+    c->credit.peer = peer_window;
     pure_rob_init(&c->rob);
     pure_msgparse_init(&c->parse, max_len);
     if (ch > t->top)

@@ -72,10 +72,11 @@ typedef struct pure_chans {
 pure_chans *pure_chans_new(const pure_alloc *a, uint32_t max);
 /* Frees every channel (their buffers: ring and parse buffers through rx_a, the rest through a). */
 void pure_chans_free(pure_chans *t, const pure_alloc *a, const pure_alloc *rx_a);
-/* Channel `ch` (1..max), made on first use with the receive window `window` and message limit
- * max_len. NULL without memory. */
+/* Channel `ch` (1..max), made on first use with the receive window `window`, the peer's first
+ * grant `peer_window` (what its transport parameters announced) and message limit max_len. NULL
+ * without memory. */
 pure_chan *pure_chans_get(pure_chans *t, const pure_alloc *a, uint32_t ch, uint64_t window,
-                          uint32_t max_len);
+                          uint64_t peer_window, uint32_t max_len);
 /* Channel `ch` if it was ever used, else NULL. */
 static inline pure_chan *pure_chans_find(const pure_chans *t, uint64_t ch)
 {

@@ -28,7 +28,8 @@ static pure_chan *chan_get(pure_link *link, uint32_t ch)
     if (!t)
         return NULL;
     const pure_settings *s = &link->ctx->s;
-    return pure_chans_get(t, &link->ctx->alloc, ch, s->recv_window, s->max_message_size);
+    return pure_chans_get(t, &link->ctx->alloc, ch, s->recv_window, pure_tp_peer_window(link),
+                          s->max_message_size);
 }
 
 uint32_t pure_link_peer_channels(const pure_link *link)

@@ -10,6 +10,7 @@
 #include "qwatch.h"
 #include "registry.h"
 #include "shared.h"
+#include "tparams.h"
 
 pure_chans *pure_link_chan_table(pure_link *link)
 {
@@ -199,9 +200,9 @@ int64_t pure_link_send_shared(pure_link *link, uint32_t channel, pure_shared *sh
     if (sh->len > s->max_message_size)
         return PURE_EMSGSIZE;
     pure_chans *t = table(link);
-    pure_chan *c =
-        t ? pure_chans_get(t, &link->ctx->alloc, channel, s->recv_window, s->max_message_size)
-          : NULL;
+    pure_chan *c = t ? pure_chans_get(t, &link->ctx->alloc, channel, s->recv_window,
+                                      pure_tp_peer_window(link), s->max_message_size)
+                     : NULL;
     if (!c)
         return PURE_ENOMEM;
     int rc = pure_link_watch_send(link, channel, 4 + (uint64_t)sh->len);

@@ -217,7 +217,8 @@ struct pure_link {
                               it was installed: the integrity limit (max_failed_opens, clamped to
                               32 bits) */
     int close_error;       /* the error reported when CLOSING ends (here: fills a padding hole) */
-    uint16_t peer_tp_channels; /* the peer's announced max_channels, clamped (tparams.h) */
+    uint8_t peer_tp_channels;  /* the peer's announced max_channels, clamped (tparams.h) */
+    uint8_t peer_tp_window;    /* the peer's announced recv_window, coded (tparams.c) */
     uint16_t peer_tp_datagram; /* the peer's announced max_datagram_size, clamped */
     pure_hs *hs;
     uint8_t *resp;     /* responder: the RESP datagram, kept until the link is validated */

@@ -23,6 +23,8 @@ size_t pure_tparams_encode(const pure_tparams *tp, uint8_t out[PURE_TPARAMS_MAX]
     p = put_param(p, PURE_TP_MAX_CHANNELS, tp->max_channels);
     p = put_param(p, PURE_TP_MAX_DATAGRAM_SIZE, tp->max_datagram_size);
     p = put_param(p, PURE_TP_FEATURES, tp->features);
+    if (tp->recv_window) /* the only optional one: absent means "as before parameters" */
+        p = put_param(p, PURE_TP_RECV_WINDOW, tp->recv_window);
     return (size_t)(p - out);
 }
 
@@ -56,6 +58,7 @@ int pure_tparams_decode(const uint8_t *p, size_t n, pure_tparams *tp)
         uint64_t *field = id == PURE_TP_MAX_CHANNELS        ? &tp->max_channels
                           : id == PURE_TP_MAX_DATAGRAM_SIZE ? &tp->max_datagram_size
                           : id == PURE_TP_FEATURES          ? &tp->features
+                          : id == PURE_TP_RECV_WINDOW       ? &tp->recv_window
                                                             : NULL;
         if (!field)
             continue; /* a parameter of a later version: ignored */
@@ -76,6 +79,7 @@ void pure_tparams_local(const pure_ctx *ctx, pure_tparams *tp)
     tp->features = PURE_TP_F_ECN;
     tp->max_channels = ctx->s.max_channels;           /* channels 1..this we take */
     tp->max_datagram_size = ctx->s.max_datagram_size; /* the largest datagram we take */
+    tp->recv_window = ctx->s.recv_window;             /* the credit every stream starts with */
     if (ctx->test_wire && ctx->test_wire->set_announce)
         *tp = ctx->test_wire->announce;
 }
@@ -85,10 +89,36 @@ static uint16_t clamp16(uint64_t v)
     return v > UINT16_MAX ? UINT16_MAX : (uint16_t)v;
 }
 
+/* The peer's starting credit as kept: the largest 4096 << (k - 1) not above it, as k (0: none
+ * announced, or below the smallest window a peer may have). Rounding down keeps what this side
+ * sends at first within the credit, and above half of it, where the peer grants more
+ * (credit.h): so neither side can wait for the other. */
+static uint8_t window_code(uint64_t w)
+{
+    if (w < PURE_TP_WINDOW_MIN)
+        return 0;
+    uint8_t k = 1;
+    while (k < PURE_TP_WINDOW_CODES && (w >> 1) >= ((uint64_t)PURE_TP_WINDOW_MIN << (k - 1)))
+        k++;
+    return k;
+}
+
+uint64_t pure_tp_peer_window(const pure_link *link)
+{
+    uint8_t k = link->peer_tp_window;
+    return k ? (uint64_t)PURE_TP_WINDOW_MIN << (k - 1) : link->ctx->s.recv_window;
+}
+
 void pure_tparams_store(pure_link *link, const pure_tparams *tp, int known)
 {
     link->peer_tp_known = known ? 1 : 0;
-    link->peer_tp_channels = clamp16(tp->max_channels);
+    link->peer_tp_window = window_code(tp->recv_window);
+    /* Channel 0's first limit is what the peer grants, exactly; a peer that announces none (built
+     * before this parameter) grants its recv_window, which this side can only assume is its own,
+     * as before. Nothing has been sent yet: the handshake is not done. */
+    if (tp->recv_window >= PURE_TP_WINDOW_MIN)
+        link->credit.peer = tp->recv_window > PURE_VARINT_MAX ? PURE_VARINT_MAX : tp->recv_window;
+    link->peer_tp_channels = tp->max_channels > UINT8_MAX ? UINT8_MAX : (uint8_t)tp->max_channels;
     link->peer_tp_datagram = clamp16(tp->max_datagram_size);
     link->peer_tp_features = (uint8_t)tp->features; /* the bits this build knows are the low 8 */
 }

@@ -14,6 +14,11 @@
 #include "state.h"
 #include "wire.h"
 
+/* The smallest recv_window a context may have (pure_ctx_new refuses less), and how many powers of
+ * two above it pure_tp_peer_window can express (4096 << 20 = 4 GiB, the largest). */
+#define PURE_TP_WINDOW_MIN 4096u
+#define PURE_TP_WINDOW_CODES 21u
+
 /* Writes every parameter of tp (even zero ones: a non-empty set tells the responder that this
  * initiator reads parameters in the RESP) into out, which holds PURE_TPARAMS_MAX bytes. Values
  * above 2^62 - 1 are written as 2^62 - 1. Returns the length. */
@@ -48,11 +53,17 @@ static inline int pure_tp_peer_known(const pure_link *link)
 {
     return link->peer_tp_known;
 }
-/* Channels the peer allows (0: none, or it announced nothing); at most 65535. */
+/* Channels the peer allows (0: none, or it announced nothing); at most 255 (PURE_CHANNEL_MAX: a
+ * link never uses more). */
 static inline uint32_t pure_tp_peer_channels(const pure_link *link)
 {
     return link->peer_tp_channels;
 }
+/* The credit the peer grants each channel at the start: its announced recv_window rounded down
+ * to a power of two times 4096 (never below half of it), or this side's own recv_window if it
+ * announced none (a peer built before the parameter starts every stream at its recv_window,
+ * which both sides had to set alike). */
+uint64_t pure_tp_peer_window(const pure_link *link);
 /* The largest datagram the peer accepts (0: none); at most 65535. */
 static inline uint32_t pure_tp_peer_datagram_max(const pure_link *link)
 {

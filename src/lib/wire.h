@@ -110,6 +110,8 @@ enum pure_tp_id {
     PURE_TP_MAX_CHANNELS = 0x01,      /* varint: channels the peer may use (0 = none) */
     PURE_TP_MAX_DATAGRAM_SIZE = 0x02, /* varint: largest unreliable datagram accepted (0 = none) */
     PURE_TP_FEATURES = 0x03,          /* varint bitset of PURE_TP_F_*; unknown bits ignored */
+    PURE_TP_RECV_WINDOW = 0x04,       /* varint: the credit the sender grants at the start, on
+                                         channel 0 and on each channel (its recv_window) */
 };
 /* Feature bits of PURE_TP_FEATURES: what the sender reads or does, with no value of its own. */
 #define PURE_TP_F_ECN 0x01 /* reads ECN counts frames */
@@ -119,10 +121,11 @@ typedef struct pure_tparams {
     uint64_t max_channels;
     uint64_t max_datagram_size;
     uint64_t features;
+    uint64_t recv_window;
 } pure_tparams;
 
-/* The most bytes pure_tparams_encode writes: three entries of id, length and an 8-byte value. */
-#define PURE_TPARAMS_MAX (3 * (1 + 1 + 8))
+/* The most bytes pure_tparams_encode writes: four entries of id, length and an 8-byte value. */
+#define PURE_TPARAMS_MAX (4 * (1 + 1 + 8))
 /* The most parameter bytes a peer may put in an INIT or RESP (ours and what later versions add):
  * an INIT longer than this allows is dropped before any work is spent on it. */
 #define PURE_TPARAMS_ROOM 96

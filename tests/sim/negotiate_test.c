@@ -21,7 +21,7 @@
 
 typedef struct app {
     pure_link *link;
-    int established, closes, messages;
+    int established, closes, messages, chan_messages;
     pure_close_info info;
     char reason[96];
     uint64_t closed_at;
@@ -57,6 +57,11 @@ static void on_message(pure_link *l, void *u, const uint8_t *d, size_t n)
     ((app *)u)->messages++;
 }
 
+static void on_channel_message(pure_link *l, void *u, uint32_t ch, const uint8_t *d, size_t n)
+{
+    ((app *)u)->chan_messages++;
+}
+
 static void on_closed(pure_link *l, void *u, const pure_close_info *info)
 {
     app *a = u;
@@ -71,6 +76,7 @@ static void on_closed(pure_link *l, void *u, const pure_close_info *info)
 static const pure_callbacks cbs = {.on_accept = on_accept,
                                    .on_established = on_established,
                                    .on_message = on_message,
+                                   .on_channel_message = on_channel_message,
                                    .on_closed = on_closed};
 
 static void tap(void *arg, int from, int to, const uint8_t *d, size_t n)
@@ -92,7 +98,8 @@ static void tap(void *arg, int from, int to, const uint8_t *d, size_t n)
     }
 }
 
-static world *world_new(uint64_t seed, int silent)
+/* recv_window of the client and of the server (0: the default) */
+static world *world_new_windows(uint64_t seed, int silent, uint64_t cwin, uint64_t swin)
 {
     world *w = calloc(1, sizeof *w);
     W = w;
@@ -102,12 +109,20 @@ static world *world_new(uint64_t seed, int silent)
     st.callbacks = &cbs;
     st.user = w;
     st.allow_any = 1;
+    uint64_t def = st.recv_window;
+    st.recv_window = cwin ? cwin : def;
     w->cli = sim_add(w->s, &st);
     st.respond_to_unknown = !silent;
+    st.recv_window = swin ? swin : def;
     w->srv = sim_add(w->s, &st);
     CHECK_EQ(pure_ctx_add_service(sim_ctx(w->s, w->srv), "svc"), 0);
     sim_set_tap(w->s, tap, w);
     return w;
+}
+
+static world *world_new(uint64_t seed, int silent)
+{
+    return world_new_windows(seed, silent, 0, 0);
 }
 
 static void world_free(world *w)
@@ -308,6 +323,50 @@ static void ecn_run(int client_reads_ecn, uint64_t *ce_received, uint64_t *ce_re
     *delivered = w->sv.messages;
     CHECK_EQ(w->c.closes + w->sv.closes, 0);
     world_free(w);
+}
+
+/* Two sides with different recv_window: each starts at the credit the other announced, not at its
+ * own window. Before the parameter both assumed their own: the side with the larger window sent
+ * past the other's credit and the link closed with a flow-control error. 3 MiB each way on
+ * channel 0 and 1 MiB on channel 2, either side the small one. */
+static void test_different_windows(void)
+{
+    static uint8_t msg[16384];
+    for (int small_server = 0; small_server < 2; small_server++) {
+        world *w = small_server ? world_new_windows(7, 0, 0, 64 * 1024)
+                                : world_new_windows(7, 0, 64 * 1024, 0);
+        connect_srv(w);
+        run_for(w, 1 * SIM_S);
+        CHECK(w->c.link && w->sv.link);
+        if (!w->c.link || !w->sv.link) {
+            world_free(w);
+            continue;
+        }
+        CHECK_EQ(pure_tp_peer_window(w->c.link), small_server ? 64 * 1024 : 1u << 20);
+        CHECK_EQ(pure_tp_peer_window(w->sv.link), small_server ? 1u << 20 : 64 * 1024);
+        int sent[2][2] = {{0}};
+        for (int round = 0; round < 400; round++) {
+            app *sides[2] = {&w->c, &w->sv};
+            for (int i = 0; i < 2; i++) {
+                pure_link *l = sides[i]->link;
+                while (l && sent[i][0] < 192 && pure_link_send(l, msg, sizeof msg) >= 0)
+                    sent[i][0]++;
+                while (l && sent[i][1] < 64 && pure_link_send_on(l, 2, msg, sizeof msg) >= 0)
+                    sent[i][1]++;
+            }
+            run_for(w, 50 * SIM_MS);
+        }
+        CHECK_EQ(w->c.closes, 0);
+        CHECK_EQ(w->sv.closes, 0);
+        if (w->c.closes || w->sv.closes)
+            fprintf(stderr, "  small %s: closed: %s / %s\n", small_server ? "server" : "client",
+                    w->c.reason, w->sv.reason);
+        CHECK_EQ(w->sv.messages, 192);
+        CHECK_EQ(w->c.messages, 192);
+        CHECK_EQ(w->sv.chan_messages, 64);
+        CHECK_EQ(w->c.chan_messages, 64);
+        world_free(w);
+    }
 }
 
 static void test_ecn_only_to_readers(void)
@@ -615,6 +674,7 @@ int main(void)
     RUN(test_peer_without_params);
     RUN(test_unknown_params);
     RUN(test_ecn_only_to_readers);
+    RUN(test_different_windows);
     RUN(test_malformed_init_params);
     RUN(test_malformed_resp_params);
     RUN(test_newer_initiator);

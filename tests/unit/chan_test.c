@@ -25,7 +25,7 @@ static const pure_alloc A = {t_alloc, t_free, NULL, NULL};
 static void put(pure_chans *t, uint32_t ch, size_t len)
 {
     static uint8_t m[4096];
-    pure_chan *c = pure_chans_get(t, &A, ch, 1 << 20, 1 << 20);
+    pure_chan *c = pure_chans_get(t, &A, ch, 1 << 20, 1 << 20, 1 << 20);
     CHECK(c != NULL);
     CHECK(pure_chan_write(c, &A, m, len, 1 << 20, 0) >= 0);
 }
@@ -86,8 +86,8 @@ static void test_pick_levels(void)
 static void test_stream(void)
 {
     pure_chans *t = pure_chans_new(&A, 4);
-    pure_chan *c = pure_chans_get(t, &A, 3, 2000, 1 << 20);
-    CHECK(pure_chans_get(t, &A, 5, 2000, 1 << 20) == NULL); /* above max */
+    pure_chan *c = pure_chans_get(t, &A, 3, 2000, 2000, 1 << 20);
+    CHECK(pure_chans_get(t, &A, 5, 2000, 2000, 1 << 20) == NULL); /* above max */
     CHECK(pure_chans_find(t, 3) == c && pure_chans_find(t, 2) == NULL);
     static uint8_t m[1000];
     for (int i = 0; i < 3; i++)
@@ -136,7 +136,7 @@ static void test_stream(void)
 static void test_delivered(void)
 {
     pure_chans *t = pure_chans_new(&A, 2);
-    pure_chan *c = pure_chans_get(t, &A, 1, 1 << 20, 1 << 20);
+    pure_chan *c = pure_chans_get(t, &A, 1, 1 << 20, 1 << 20, 1 << 20);
     static uint8_t m[100];
     for (int i = 0; i < 4; i++)
         pure_chan_write(c, &A, m, sizeof m, 1 << 20, 0);

@@ -12,12 +12,13 @@
 static int same(const pure_tparams *a, const pure_tparams *b)
 {
     return a->max_channels == b->max_channels && a->max_datagram_size == b->max_datagram_size &&
-           a->features == b->features;
+           a->features == b->features && a->recv_window == b->recv_window;
 }
 
 static int zero(const pure_tparams *t)
 {
-    return t->max_channels == 0 && t->max_datagram_size == 0 && t->features == 0;
+    return t->max_channels == 0 && t->max_datagram_size == 0 && t->features == 0 &&
+           t->recv_window == 0;
 }
 
 /* The bytes on the wire: id, length, varint value, for all three, even zero ones. */
@@ -37,11 +38,22 @@ static void test_encoding(void)
                                      "020100"
                                      "030100"));
     /* above a varint's range: written as the largest, 8 bytes each */
-    pure_tparams big = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
+    pure_tparams big = {UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
     CHECK_EQ(pure_tparams_encode(&big, b), PURE_TPARAMS_MAX);
     pure_tparams out;
     CHECK_EQ(pure_tparams_decode(b, PURE_TPARAMS_MAX, &out), 0);
-    CHECK(out.max_channels == PURE_VARINT_MAX && out.features == PURE_VARINT_MAX);
+    CHECK(out.max_channels == PURE_VARINT_MAX && out.features == PURE_VARINT_MAX &&
+          out.recv_window == PURE_VARINT_MAX);
+    /* the starting credit, written only when announced (4 bytes for 1 MiB) */
+    pure_tparams w = {.recv_window = 1u << 20};
+    n = pure_tparams_encode(&w, b);
+    CHECK(n == 15 && pure_test_eq_hex(b, n,
+                                      "010100"
+                                      "020100"
+                                      "030100"
+                                      "040480100000"));
+    CHECK_EQ(pure_tparams_decode(b, n, &out), 0);
+    CHECK(same(&w, &out));
 }
 
 static void test_round_trip(void)
@@ -52,7 +64,7 @@ static void test_round_trip(void)
     const size_t k = sizeof vals / sizeof vals[0];
     for (size_t i = 0; i < k; i++)
         for (size_t j = 0; j < k; j++) {
-            pure_tparams tp = {vals[i], vals[j], vals[(i + j) % k]}, out;
+            pure_tparams tp = {vals[i], vals[j], vals[(i + j) % k], vals[(i * j + 1) % k]}, out;
             uint8_t b[PURE_TPARAMS_MAX];
             size_t n = pure_tparams_encode(&tp, b);
             CHECK(n <= PURE_TPARAMS_MAX);
@@ -60,7 +72,7 @@ static void test_round_trip(void)
             CHECK(same(&tp, &out));
         }
     /* the empty set (an initiator built before parameters): all zero */
-    pure_tparams out = {1, 1, 1};
+    pure_tparams out = {1, 1, 1, 1};
     CHECK_EQ(pure_tparams_decode(NULL, 0, &out), 0);
     CHECK(zero(&out));
 }
@@ -140,7 +152,7 @@ static void test_malformed(void)
                 hex[h++] = *c;
         hex[h] = 0;
         size_t n = pure_test_unhex(b, sizeof b, hex);
-        pure_tparams out = {7, 7, 7};
+        pure_tparams out = {7, 7, 7, 7};
         int rc = pure_tparams_decode(b, n, &out);
         if (rc != PURE_EPROTO)
             fprintf(stderr, "accepted: %s\n", bad[i]);
