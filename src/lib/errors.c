@@ -33,6 +33,7 @@ const char *pure_strerror(int err)
     case PURE_EMOVED: return "the server is draining: connect again and resend what it lacks";
     case PURE_EVERSION:
         return "the peer speaks another version of the Pure protocol (upgrade one side)";
+    case PURE_EALREADY: return "too late: already acknowledged, or already being cancelled";
     default: return "unknown error";
     }
 }

@@ -11,6 +11,11 @@
 /* What on_chan_frame returns for data it could not hold (the packet is then not acknowledged). */
 #define PURE_CHAN_DROPPED 1
 
+/* Channel ch (1..max), made on first use; NULL without memory. */
+pure_chan *pure_link_chan_get(pure_link *link, uint32_t ch);
+/* Consumes what channel ch holds in order from its in-order point (after a cancel moved it).
+ * Returns 0 or a code that closes the link. */
+int pure_link_chan_drain(pure_link *link, uint32_t ch, pure_chan *c, uint64_t now);
 /* 1 if channels 1..max have data that may go now. */
 static inline int pure_link_chan_has_data(const pure_link *link)
 {
@@ -44,7 +49,7 @@ int pure_link_chan_put_credits(pure_link *link, pure_pkt *k);
 /* After CLOSE and DELIVERED: CHAN_DELIVERED for each channel the peer used, as many as fit. */
 void pure_link_chan_put_delivered(pure_link *link, pure_pkt *k);
 
-/* A CHAN_DATA, CHAN_CREDIT, CHAN_DELIVERED or DATAGRAM frame. Returns 0, PURE_CHAN_DROPPED, or a
+/* A CHAN_DATA, CHAN_CREDIT, CHAN_DELIVERED, CHAN_CANCEL, CHAN_CANCELLED or DATAGRAM frame. Returns 0, PURE_CHAN_DROPPED, or a
  * code that closes the link (PURE_EPROTO for a channel above max_channels or a datagram larger
  * than max_datagram_size, PURE_EFLOW, PURE_EMSGSIZE, PURE_ENOMEM). */
 int pure_link_chan_on_frame(pure_link *link, const pure_frame *f, uint64_t now);

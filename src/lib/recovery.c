@@ -9,6 +9,7 @@
 
 #include "flight.h"
 #include "frame.h"
+#include "link_cancel.h"
 #include "link_chan.h"
 #include "recovery.h"
 #include "registry.h"
@@ -269,6 +270,8 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
         }
         if ((e->flags & PURE_SENT_FIN) && !link->fin_acked)
             link->fin_acked = fin_now = 1;
+        if (e->flags & PURE_SENT_CHAN_CREDIT)
+            pure_link_cancel_on_acked(link, pn); /* cancel answers it carried arrived */
     }
     if (!any)
         return 0;
