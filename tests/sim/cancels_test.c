@@ -33,6 +33,9 @@ typedef struct cx {
     uint64_t acked[NCH];              /* on_channel_acked: last id + 1 */
     uint64_t bad;                     /* any broken rule */
     uint64_t srv_cancels, cli_cancels;
+    uint64_t abort_at;              /* the server aborts once channel 1 reaches this id (0: no) */
+    int closed;                     /* the client's on_closed ran */
+    uint64_t close_first[NCH], close_next[NCH];
 } cx;
 
 static void fill(uint8_t *m, size_t len, uint32_t ch, uint64_t id)
@@ -62,6 +65,8 @@ static void on_channel_message(pure_link *l, void *user, uint32_t ch, const uint
     }
     c->srv_fate[ch][id] = DELIVERED;
     c->srv_next[ch]++;
+    if (ch == 1 && c->abort_at && c->srv_next[1] == c->abort_at)
+        pure_link_abort(l, PURE_CLOSE_APP, "enough");
 }
 
 static void on_channel_cancelled(pure_link *l, void *user, uint32_t ch, uint64_t id,
@@ -109,8 +114,12 @@ static void on_closed(pure_link *l, void *user, const pure_close_info *info)
 {
     (void)info;
     cx *c = user;
-    if (c && l == c->cl)
+    if (c && l == c->cl) {
+        c->closed = 1;
+        for (uint32_t ch = 0; ch < NCH; ch++)
+            pure_link_channel_unacked(l, ch, &c->close_first[ch], &c->close_next[ch]);
         c->cl = NULL;
+    }
     if (c && l == c->sl)
         c->sl = NULL;
 }
@@ -348,6 +357,52 @@ static void test_deadline_met(void)
     free(c);
 }
 
+/* The peer closes while cancels are under way: on_closed's ids per channel stay exact. Below
+ * first_unacked every id was delivered or reported cancelled, as the server saw it; from it on
+ * none was delivered (those the client reported cancelled were not either). */
+static void test_close_with_cancels(void)
+{
+    for (int lossy = 0; lossy < 2; lossy++) {
+        sim_path p = {.delay = 10 * SIM_MS, .loss = lossy ? 0.1 : 0};
+        cx *c = cx_new(9 + (uint64_t)lossy, &p, 1);
+        CHECK(c->cl && c->sl);
+        c->abort_at = 25;
+        for (int i = 0; i < 60; i++) {
+            send_msg(c, 1, 3000, 0);
+            send_msg(c, 2, 500, 0);
+        }
+        for (uint64_t id = 5; id < 60; id += 3) {
+            sim_run(c->s, NULL, NULL, sim_now(c->s) + 2 * SIM_MS);
+            if (c->cl) {
+                int rc = pure_link_cancel(c->cl, 1, id);
+                CHECK(rc == 0 || rc == PURE_EALREADY);
+                rc = pure_link_cancel(c->cl, 2, id);
+                CHECK(rc == 0 || rc == PURE_EALREADY);
+            }
+        }
+        sim_run(c->s, NULL, NULL, sim_now(c->s) + 10 * SIM_S);
+        CHECK(c->closed);
+        CHECK_EQ(c->bad, 0);
+        for (int ch = 1; ch <= 2; ch++) {
+            CHECK_EQ(c->close_next[ch], 60);
+            for (uint64_t id = 0; id < 60; id++) {
+                if (id < c->close_first[ch]) {
+                    CHECK(c->srv_fate[ch][id] != NONE);
+                    CHECK_EQ(c->srv_fate[ch][id] == CANCELLED, c->cli_cancelled[ch][id]);
+                } else {
+                    CHECK(c->srv_fate[ch][id] != DELIVERED);
+                }
+                if (c->cli_cancelled[ch][id])
+                    CHECK(c->srv_fate[ch][id] != DELIVERED);
+            }
+        }
+        printf("lossy %d: channel 1 first unacked %llu, channel 2 %llu\n", lossy,
+               (unsigned long long)c->close_first[1], (unsigned long long)c->close_first[2]);
+        sim_free(c->s);
+        free(c);
+    }
+}
+
 /* The errors pure.h lists. */
 static void test_errors(void)
 {
@@ -393,6 +448,7 @@ int main(void)
     RUN(test_cancel_races);
     RUN(test_deadline_under_loss);
     RUN(test_deadline_met);
+    RUN(test_close_with_cancels);
     RUN(test_errors);
     return pure_test_finish();
 }
