@@ -71,6 +71,14 @@ def chan_delivered(ch, off):
     return b"\x0d" + varint(ch) + varint(off)
 
 
+def chan_cancel(ch, msg_id, off, length):
+    return b"\x11" + varint(ch) + varint(msg_id) + varint(off) + varint(length)
+
+
+def chan_cancelled(ch, msg_id, delivered):
+    return b"\x12" + varint(ch) + varint(msg_id) + bytes([delivered])
+
+
 def datagram(payload):
     return b"\x0e" + varint(len(payload)) + payload
 
@@ -109,6 +117,10 @@ def frame_seeds():
     write("frame", "datagrams", datagram(b"hello") + ping() + datagram(b"") + datagram(bytes(300)))
     write("frame", "datagram_cut", b"\x0e\x40\x50abc")
     write("frame", "channel_too_high", chan_credit(256, 5))
+    write("frame", "cancels", chan_cancel(1, 3, 1 << 20, 65) + chan_cancelled(2, 7, 1) +
+          chan_cancelled(255, 0, 0))
+    write("frame", "cancel_too_short", chan_cancel(1, 0, 0, 3))
+    write("frame", "cancelled_bad_outcome", chan_cancelled(1, 0, 2))
 
 
 def msgparse_seeds():

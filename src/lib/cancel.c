@@ -5,7 +5,6 @@
 
 #include <string.h>
 
-#include "chan.h"
 #include "pure.h"
 
 /* Grows an array of `size`-byte entries to hold one more (doubling from 4). */
@@ -22,16 +21,16 @@ static int grow(const pure_alloc *a, void **arr, uint32_t n, uint32_t *cap, size
     return 0;
 }
 
-pure_cancels *pure_cancels_get(pure_chan *c, const pure_alloc *a)
+pure_cancels *pure_cancels_get(pure_cancels **px, const pure_alloc *a)
 {
-    if (!c->cx) {
-        c->cx = pure_mem_alloc(a, sizeof *c->cx);
-        if (c->cx) {
-            memset(c->cx, 0, sizeof *c->cx);
-            c->cx->walk_id = UINT64_MAX;
+    if (!*px) {
+        *px = pure_mem_alloc(a, sizeof **px);
+        if (*px) {
+            memset(*px, 0, sizeof **px);
+            (*px)->walk_id = UINT64_MAX;
         }
     }
-    return c->cx;
+    return *px;
 }
 
 int pure_cancels_idle(const pure_cancels *x)
@@ -39,47 +38,32 @@ int pure_cancels_idle(const pure_cancels *x)
     return !x || (x->nout == 0 && x->nin == 0 && x->ndl == 0);
 }
 
-void pure_cancels_drop(pure_chan *c, const pure_alloc *a)
+void pure_cancels_drop(pure_cancels **px, const pure_alloc *a)
 {
-    pure_cancels *x = c->cx;
+    pure_cancels *x = *px;
     if (!x)
         return;
     pure_mem_free(a, x->out, (size_t)x->capout * sizeof *x->out);
     pure_mem_free(a, x->in, (size_t)x->capin * sizeof *x->in);
     pure_mem_free(a, x->dl, (size_t)x->capdl * sizeof *x->dl);
     pure_mem_free(a, x, sizeof *x);
-    c->cx = NULL;
+    *px = NULL;
 }
 
 /* ---- sending ---- */
 
-void pure_chan_msg_range(pure_chan *c, uint64_t id, uint64_t *start, uint64_t *end)
+pure_cancel_out *pure_cancels_out_add(pure_cancels *x, const pure_alloc *a,
+                                      const pure_cancel_out *o)
 {
-    /* walk the length prefixes from the first message not acknowledged (or from the last one
-     * located, if it is still ahead of it): cancels of several messages go forward once */
-    uint64_t k = c->msgs_acked, off = c->msg_boundary;
-    pure_cancels *x = c->cx;
-    if (x && x->walk_id != UINT64_MAX && x->walk_id > k && x->walk_id <= id) {
-        k = x->walk_id;
-        off = x->walk_off;
-    }
-    for (;;) {
-        /* the first message's prefix may lie below the buffer's base: count_acked kept it */
-        uint32_t len = off == c->msg_boundary && c->msg_len_known
-                           ? c->msg_len
-                           : pure_sendbuf_get_u32(&c->sb, off);
-        if (k == id) {
-            *start = off;
-            *end = off + 4 + len;
-            break;
-        }
-        off += 4 + (uint64_t)len;
-        k++;
-    }
-    if (x) {
-        x->walk_id = id;
-        x->walk_off = *start;
-    }
+    if (grow(a, (void **)&x->out, x->nout, &x->capout, sizeof *x->out))
+        return NULL;
+    uint32_t i = x->nout;
+    while (i > 0 && x->out[i - 1].id > o->id)
+        i--;
+    memmove(&x->out[i + 1], &x->out[i], (x->nout - i) * sizeof *x->out);
+    x->out[i] = *o;
+    x->nout++;
+    return &x->out[i];
 }
 
 pure_cancel_out *pure_cancels_out_find(pure_cancels *x, uint64_t id)
@@ -90,40 +74,32 @@ pure_cancel_out *pure_cancels_out_find(pure_cancels *x, uint64_t id)
     return NULL;
 }
 
-void pure_cancels_out_remove(pure_cancels *x, pure_cancel_out *o)
+void pure_cancels_out_remove(pure_cancels *x, uint64_t id)
 {
-    size_t i = (size_t)(o - x->out);
-    memmove(o, o + 1, (x->nout - i - 1) * sizeof *o);
-    x->nout--;
+    pure_cancel_out *o = pure_cancels_out_find(x, id);
+    if (o) {
+        memmove(o, o + 1, (x->nout - (uint32_t)(o - x->out) - 1) * sizeof *o);
+        x->nout--;
+    }
 }
 
-int pure_chan_cancel(pure_chan *c, const pure_alloc *a, uint64_t id, uint8_t flags)
+void pure_cancels_out_prune(pure_cancels *x, uint64_t acked)
 {
-    if (id >= c->next_msg_id)
-        return PURE_EINVAL;
-    if (id < c->msgs_acked || pure_cancels_out_find(c->cx, id))
-        return PURE_EALREADY;
-    pure_cancels *x = pure_cancels_get(c, a);
-    if (!x || grow(a, (void **)&x->out, x->nout, &x->capout, sizeof *x->out))
-        return PURE_ENOMEM;
-    uint64_t s, e;
-    pure_chan_msg_range(c, id, &s, &e);
-    uint64_t from = s < c->sb.base ? c->sb.base : s;
-    /* its bytes count as acknowledged: a loss never brings them back (next_run skips lost bytes
-     * that are acknowledged) and new bytes jump over them; pure_chan_release_acked stops at
-     * pure_cancels_hold until the peer answers */
-    if (from < e && pure_ranges_add(&c->acked, a, from, e) != 0)
-        return PURE_ENOMEM;
-    uint32_t i = x->nout;
-    while (i > 0 && x->out[i - 1].id > id)
-        i--;
-    memmove(&x->out[i + 1], &x->out[i], (x->nout - i) * sizeof *x->out);
-    x->out[i] = (pure_cancel_out){
-        .start = s, .end = e, .id = id, .owed = 1, .flags = flags, .sent = c->send_next >= e};
-    x->nout++;
-    if (c->send_next >= s && c->send_next < e)
-        c->send_next = pure_ranges_contiguous_end(&c->acked, c->send_next);
-    return 0;
+    uint32_t k = 0;
+    while (k < x->nout && x->out[k].id < acked)
+        k++;
+    if (k) {
+        memmove(x->out, x->out + k, (x->nout - k) * sizeof *x->out);
+        x->nout -= k;
+    }
+}
+
+uint64_t pure_cancels_hold(const pure_cancels *x)
+{
+    for (uint32_t i = 0; x && i < x->nout; i++)
+        if (!x->out[i].answered)
+            return x->out[i].start;
+    return UINT64_MAX;
 }
 
 /* ---- receiving ---- */

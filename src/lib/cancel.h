@@ -4,7 +4,8 @@
  * delivered before the cancel came), and the deadlines of messages sent with one. Receiving: the
  * stream ranges the peer cancelled that the in-order point has not reached yet, and the answers
  * owed to the peer until a packet carrying them is acknowledged. A channel that never cancelled
- * has none of it (pure_chan.cx is NULL), and a quiet channel gives it back. The link's side of
+ * has none of it (pure_chan.cx is NULL), and a quiet channel gives it back. This module holds
+ * the tables; cancelling a message of a channel's stream is chan_cancel.c; the link's side of
  * it (the public calls, the frames, the deadline timer) is link_cancel.c. */
 #ifndef PURE_CANCEL_H
 #define PURE_CANCEL_H
@@ -14,15 +15,15 @@
 
 #include "alloc.h"
 
-struct pure_chan;
-
 /* A message of ours being cancelled: its CHAN_CANCEL goes until the peer's CHAN_CANCELLED. */
 typedef struct pure_cancel_out {
     uint64_t start, end; /* the message's stream bytes: length prefix and body */
     uint64_t id;
-    uint8_t owed;  /* a CHAN_CANCEL frame is due */
-    uint8_t flags; /* PURE_CANCELLED_DEADLINE if its deadline passed */
-    uint8_t sent;  /* all its bytes had gone once: the peer may have delivered it */
+    uint8_t owed;     /* a CHAN_CANCEL frame is due */
+    uint8_t flags;    /* PURE_CANCELLED_DEADLINE if its deadline passed */
+    uint8_t sent;     /* all its bytes had gone once: the peer may have delivered it */
+    uint8_t answered; /* the peer answered: kept until msgs_acked passes it (a second cancel of
+                         it is PURE_EALREADY) */
 } pure_cancel_out;
 
 enum {
@@ -59,32 +60,28 @@ typedef struct pure_cancels {
     uint64_t walk_id, walk_off; /* the last message located: where id walk_id starts */
 } pure_cancels;
 
-/* The channel's cancel state, made on first use (NULL without memory). */
-pure_cancels *pure_cancels_get(struct pure_chan *c, const pure_alloc *a);
+/* The cancel state at *px, made on first use (NULL without memory). */
+pure_cancels *pure_cancels_get(pure_cancels **px, const pure_alloc *a);
 /* 1 if nothing is held (the state may go: pure_cancels_drop). */
 int pure_cancels_idle(const pure_cancels *x);
-/* Frees the channel's cancel state. */
-void pure_cancels_drop(struct pure_chan *c, const pure_alloc *a);
+/* Frees the state at *px (NULL after). */
+void pure_cancels_drop(pure_cancels **px, const pure_alloc *a);
 
 /* ---- sending ---- */
-/* Where message `id` (msgs_acked <= id < next_msg_id) lies in the channel's stream: its length
- * prefix's offset and the end of its body. */
-void pure_chan_msg_range(struct pure_chan *c, uint64_t id, uint64_t *start, uint64_t *end);
-/* Cancels message `id`: its bytes are never sent again (they count as acknowledged, so no loss
- * brings them back, and new bytes skip them), the buffer holds them until the peer answers, and
- * a CHAN_CANCEL is owed. Returns 0, PURE_EINVAL (id never sent: id >= next_msg_id),
- * PURE_EALREADY (acknowledged already, or being cancelled) or PURE_ENOMEM. */
-int pure_chan_cancel(struct pure_chan *c, const pure_alloc *a, uint64_t id, uint8_t flags);
+/* Records a cancel of message id (ids ascending in the table). Returns it, or NULL without
+ * memory. */
+pure_cancel_out *pure_cancels_out_add(pure_cancels *x, const pure_alloc *a,
+                                      const pure_cancel_out *o);
 /* The entry of message `id` being cancelled, or NULL. */
 pure_cancel_out *pure_cancels_out_find(pure_cancels *x, uint64_t id);
-/* Forgets the entry (the peer answered). */
-void pure_cancels_out_remove(pure_cancels *x, pure_cancel_out *o);
-/* The lowest stream offset of a message being cancelled (UINT64_MAX: none): the send buffer is
- * not released past it, so a message's fate is counted only once the peer answered. */
-static inline uint64_t pure_cancels_hold(const pure_cancels *x)
-{
-    return x && x->nout ? x->out[0].start : UINT64_MAX;
-}
+/* Forgets the entry of message id (a cancel that could not be made). */
+void pure_cancels_out_remove(pure_cancels *x, uint64_t id);
+/* Forgets the entries of messages below `acked` (counted: their fate is told). */
+void pure_cancels_out_prune(pure_cancels *x, uint64_t acked);
+/* The lowest stream offset of a message being cancelled and not yet answered (UINT64_MAX:
+ * none): the send buffer is not released past it, so a message's fate is counted only once the
+ * peer answered. */
+uint64_t pure_cancels_hold(const pure_cancels *x);
 
 /* ---- receiving ---- */
 /* The entry of the peer's message `id`, or NULL. */

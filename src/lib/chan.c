@@ -30,7 +30,7 @@ static void chan_free(pure_chan *c, const pure_alloc *a, const pure_alloc *rx_a)
     pure_ranges_free(&c->lost, a);
     pure_rob_free(&c->rob, rx_a, a);
     pure_msgparse_free(&c->parse, rx_a);
-    pure_cancels_drop(c, a);
+    pure_cancels_drop(&c->cx, a);
     pure_mem_free(a, c, sizeof *c);
 }
 
@@ -189,6 +189,8 @@ int pure_chan_release_acked(pure_chan *c)
     pure_ranges_trim_below(&c->lost, base);
     if (c->msgs_acked != before)
         c->acked_moved = 1;
+    if (c->cx && c->cx->nout)
+        pure_cancels_out_prune(c->cx, c->msgs_acked); /* counted: their cancels are done */
     return c->msgs_acked != before;
 }
 
@@ -218,7 +220,7 @@ void pure_chan_shrink(pure_chan *c, const pure_alloc *a, const pure_alloc *rx_a)
     pure_ranges_free(&c->lost, a);
     pure_rob_shrink(&c->rob, rx_a);
     pure_msgparse_shrink(&c->parse, rx_a);
-    pure_cancels_drop(c, a);
+    pure_cancels_drop(&c->cx, a);
 }
 
 int pure_chans_pick(pure_chans *t, int has0)

@@ -40,28 +40,6 @@ static int parse_ack(const uint8_t **pp, const uint8_t *end, pure_ack_frame *ack
     return 0;
 }
 
-/* A channel frame's body: channel (1..PURE_CHANNEL_MAX), offset, and for CHAN_DATA length and
- * bytes; a DATAGRAM's length and bytes (channel and offset 0). */
-static int parse_chan(const uint8_t **pp, const uint8_t *end, uint8_t type, pure_frame *f)
-{
-    const uint8_t *p = *pp;
-    uint64_t ch = 0, off = 0, len = 0;
-    if (type == PURE_FRAME_DATAGRAM) {
-        if (pure_varint_get(&p, end, &len) || len > (uint64_t)(end - p))
-            return PURE_EPROTO;
-    } else if (pure_varint_get(&p, end, &ch) || pure_varint_get(&p, end, &off) ||
-               (type == PURE_FRAME_CHAN_DATA && pure_varint_get(&p, end, &len)) || ch == 0 ||
-               ch > PURE_CHANNEL_MAX || len > (uint64_t)(end - p) || off + len > PURE_VARINT_MAX) {
-        return PURE_EPROTO;
-    }
-    f->u.chan.channel = ch;
-    f->u.chan.offset = off;
-    f->u.chan.len = len;
-    f->u.chan.bytes = p;
-    *pp = p + len;
-    return 0;
-}
-
 /* CHAN_CANCEL: channel, id, offset, length; CHAN_CANCELLED: channel, id, outcome byte. */
 static int parse_cancel(const uint8_t **pp, const uint8_t *end, uint8_t type, pure_frame *f)
 {
@@ -88,6 +66,30 @@ static int parse_cancel(const uint8_t **pp, const uint8_t *end, uint8_t type, pu
     return 0;
 }
 
+/* A channel frame's body: channel (1..PURE_CHANNEL_MAX), offset, and for CHAN_DATA length and
+ * bytes; a DATAGRAM's length and bytes (channel and offset 0); the cancel frames'. */
+static int parse_chan(const uint8_t **pp, const uint8_t *end, uint8_t type, pure_frame *f)
+{
+    if (type == PURE_FRAME_CHAN_CANCEL || type == PURE_FRAME_CHAN_CANCELLED)
+        return parse_cancel(pp, end, type, f);
+    const uint8_t *p = *pp;
+    uint64_t ch = 0, off = 0, len = 0;
+    if (type == PURE_FRAME_DATAGRAM) {
+        if (pure_varint_get(&p, end, &len) || len > (uint64_t)(end - p))
+            return PURE_EPROTO;
+    } else if (pure_varint_get(&p, end, &ch) || pure_varint_get(&p, end, &off) ||
+               (type == PURE_FRAME_CHAN_DATA && pure_varint_get(&p, end, &len)) || ch == 0 ||
+               ch > PURE_CHANNEL_MAX || len > (uint64_t)(end - p) || off + len > PURE_VARINT_MAX) {
+        return PURE_EPROTO;
+    }
+    f->u.chan.channel = ch;
+    f->u.chan.offset = off;
+    f->u.chan.len = len;
+    f->u.chan.bytes = p;
+    *pp = p + len;
+    return 0;
+}
+
 int pure_frame_parse(const uint8_t **pp, const uint8_t *end, pure_frame *f, pure_ack_frame *ack)
 {
     const uint8_t *p = *pp;
@@ -106,11 +108,8 @@ int pure_frame_parse(const uint8_t **pp, const uint8_t *end, pure_frame *f, pure
             return PURE_EPROTO;
         break;
     case PURE_FRAME_CREDIT:
-        if (pure_varint_get(&p, end, &f->u.credit))
-            return PURE_EPROTO;
-        break;
-    case PURE_FRAME_DELIVERED:
-        if (pure_varint_get(&p, end, &f->u.delivered))
+    case PURE_FRAME_DELIVERED: /* a stream offset each */
+        if (pure_varint_get(&p, end, type == PURE_FRAME_CREDIT ? &f->u.credit : &f->u.delivered))
             return PURE_EPROTO;
         break;
     case PURE_FRAME_ECN:
@@ -160,12 +159,9 @@ int pure_frame_parse(const uint8_t **pp, const uint8_t *end, pure_frame *f, pure
     case PURE_FRAME_CHAN_DELIVERED:
     case PURE_FRAME_CHAN_DATA:
     case PURE_FRAME_DATAGRAM:
-        if (parse_chan(&p, end, type, f) != 0)
-            return PURE_EPROTO;
-        break;
     case PURE_FRAME_CHAN_CANCEL:
     case PURE_FRAME_CHAN_CANCELLED:
-        if (parse_cancel(&p, end, type, f) != 0)
+        if (parse_chan(&p, end, type, f) != 0)
             return PURE_EPROTO;
         break;
     default: return PURE_EPROTO;

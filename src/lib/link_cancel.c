@@ -14,11 +14,22 @@
 #include "link_cancel.h"
 
 #include "chan.h"
+#include "chan_cancel.h"
 #include "frame.h"
-#include "link_chan.h"
 #include "registry.h"
-#include "timers.h"
 #include "tparams.h"
+
+/* Channel ch, made on first use as link_chan.c makes it (a cancel may be the first frame of a
+ * channel: a message cancelled before any of it went). NULL without memory. */
+static pure_chan *chan_of(pure_link *link, uint32_t ch)
+{
+    const pure_settings *s = &link->ctx->s;
+    if (!link->chans)
+        link->chans = pure_chans_new(&link->ctx->alloc, s->max_channels);
+    return link->chans ? pure_chans_get(link->chans, &link->ctx->alloc, ch, s->recv_window,
+                                        s->max_message_size)
+                       : NULL;
+}
 
 static void mark_due(pure_link *link)
 {
@@ -51,8 +62,8 @@ int pure_link_cancel(pure_link *link, uint32_t channel, uint64_t id)
     return cancel_one(link, c, id, 0);
 }
 
-int64_t pure_link_send_on_deadline(pure_link *link, uint32_t channel, const void *msg,
-                                   size_t len, uint64_t deadline)
+int64_t pure_link_send_on_deadline(pure_link *link, uint32_t channel, const void *msg, size_t len,
+                                   uint64_t deadline)
 {
     if (!link || channel == 0 || (!msg && len))
         return PURE_EINVAL;
@@ -63,19 +74,16 @@ int64_t pure_link_send_on_deadline(pure_link *link, uint32_t channel, const void
         return PURE_ECLOSED;
     if (len > link->ctx->s.max_message_size)
         return PURE_EMSGSIZE;
-    pure_chan *c = pure_link_chan_get(link, channel);
-    pure_cancels *x = c ? pure_cancels_get(c, &link->ctx->alloc) : NULL;
+    pure_chan *c = chan_of(link, channel);
+    pure_cancels *x = c ? pure_cancels_get(&c->cx, &link->ctx->alloc) : NULL;
     if (!x || pure_cancels_dl_reserve(x, &link->ctx->alloc) != 0)
         return PURE_ENOMEM; /* before the message is taken: it always gets its deadline */
     int64_t id = pure_link_send_on(link, channel, msg, len);
     if (id < 0)
         return id;
     pure_cancels_dl_push(x, (uint64_t)id, deadline);
-    if (deadline < link->chans->deadline_at) {
-        link->chans->deadline_at = deadline;
-        if (link->state == PURE_LS_OPEN)
-            pure_timers_update(link, link->ctx->now);
-    }
+    if (deadline < link->chans->deadline_at)
+        link->chans->deadline_at = deadline; /* the link is pending: its timer moves at the write */
     return id;
 }
 
@@ -89,7 +97,7 @@ int pure_link_cancel_put(pure_link *link, pure_pkt *k, uint64_t pn)
         pure_cancels *x = t->c[i] ? t->c[i]->cx : NULL;
         for (uint32_t j = 0; x && j < x->nout && !left; j++) {
             pure_cancel_out *o = &x->out[j];
-            if (!o->owed)
+            if (!o->owed || o->answered)
                 continue;
             if (pure_pkt_chan_cancel(k, i, o->id, o->start, o->end - o->start) != 0) {
                 left = 1;
@@ -152,7 +160,8 @@ void pure_link_cancel_on_lost(pure_link *link)
     for (uint32_t i = 1; t && i <= t->top; i++) {
         pure_cancels *x = t->c[i] ? t->c[i]->cx : NULL;
         for (uint32_t j = 0; x && j < x->nout; j++)
-            any |= x->out[j].owed = 1;
+            if (!x->out[j].answered)
+                any = x->out[j].owed = 1;
         for (uint32_t j = 0; x && j < x->nin; j++)
             if (x->in[j].reply == PURE_REPLY_SENT) {
                 x->in[j].reply = PURE_REPLY_OWED;
@@ -196,14 +205,14 @@ int pure_link_cancel_skip(pure_link *link, uint32_t ch, pure_chan *c)
 }
 
 /* The peer cancels its message. */
-static int on_cancel(pure_link *link, const pure_frame *f, uint64_t now)
+static int on_cancel(pure_link *link, const pure_frame *f)
 {
     uint32_t ch = (uint32_t)f->u.cancel.channel;
     uint64_t s = f->u.cancel.offset, e = s + f->u.cancel.len, id = f->u.cancel.id;
     if (f->u.cancel.len - 4 > link->ctx->s.max_message_size)
         return PURE_EPROTO; /* no message of ours could be that long */
-    pure_chan *c = pure_link_chan_get(link, ch);
-    pure_cancels *x = c ? pure_cancels_get(c, &link->ctx->alloc) : NULL;
+    pure_chan *c = chan_of(link, ch);
+    pure_cancels *x = c ? pure_cancels_get(&c->cx, &link->ctx->alloc) : NULL;
     if (!x)
         return PURE_ENOMEM;
     pure_cancel_in *in = pure_cancels_in_find(x, id);
@@ -234,18 +243,14 @@ static int on_cancel(pure_link *link, const pure_frame *f, uint64_t now)
     }
     int err = 0;
     if (x->nin >= limit)
-        return PURE_CHAN_DROPPED;
+        return PURE_CANCEL_DROPPED;
     if (!pure_cancels_in_add(x, &link->ctx->alloc, &ent, &err))
-        return err == PURE_EAGAIN ? PURE_CHAN_DROPPED : err;
+        return err == PURE_EAGAIN ? PURE_CANCEL_DROPPED : err;
     mark_due(link);
     if (!now_skip)
         return 0;
     int rc = pure_link_cancel_skip(link, ch, c);
-    if (rc < 0)
-        return rc;
-    if (rc == 1)
-        return 0;
-    return pure_link_chan_drain(link, ch, c, now); /* what was held after it, in order */
+    return rc < 0 ? rc : rc == 1 ? 0 : PURE_CANCEL_DRAIN; /* what is held after it, in order */
 }
 
 /* The peer answers our cancel. */
@@ -254,39 +259,36 @@ static int on_cancelled(pure_link *link, const pure_frame *f)
     uint32_t ch = (uint32_t)f->u.cancel.channel;
     pure_chan *c = pure_chans_find(link->chans, ch);
     pure_cancel_out *o = c ? pure_cancels_out_find(c->cx, f->u.cancel.id) : NULL;
-    if (!o)
+    if (!o || o->answered)
         return 0; /* answered already: a copy */
     if (f->u.cancel.delivered && !o->sent)
         return PURE_EPROTO; /* delivered, though part of it never went */
     uint64_t id = o->id;
     uint32_t flags = PURE_CANCELLED_SENT | o->flags;
-    pure_cancels_out_remove(c->cx, o);
+    o->answered = 1; /* kept until counted: a second cancel of it is PURE_EALREADY */
     if (!f->u.cancel.delivered) {
         if (link->ctx->cb.on_channel_cancelled && !link->closed_notified)
             link->ctx->cb.on_channel_cancelled(link, link->user, ch, id, flags);
     }
-    if (pure_chan_release_acked(c)) /* the hold is gone: its id is counted now */
-        pure_link_chan_report_acked(link);
+    pure_chan_release_acked(c); /* the hold is gone: its id is counted (reported by link_chan.c) */
     if (!link->in_pending && link->state == PURE_LS_OPEN)
         pure_ctx_mark_pending(link->ctx, link);
     return 0;
 }
 
-int pure_link_cancel_on_frame(pure_link *link, const pure_frame *f, uint64_t now)
+int pure_link_cancel_on_frame(pure_link *link, const pure_frame *f)
 {
     if (f->u.cancel.channel > link->ctx->s.max_channels)
         return PURE_EPROTO;
-    return f->type == PURE_FRAME_CHAN_CANCEL ? on_cancel(link, f, now) : on_cancelled(link, f);
+    return f->type == PURE_FRAME_CHAN_CANCEL ? on_cancel(link, f) : on_cancelled(link, f);
 }
 
 void pure_link_cancel_on_delivered(pure_chan *c, uint64_t offset)
 {
     pure_cancels *x = c->cx;
-    for (uint32_t j = 0; x && j < x->nout;)
+    for (uint32_t j = 0; x && j < x->nout; j++)
         if (x->out[j].end <= offset)
-            pure_cancels_out_remove(x, &x->out[j]); /* it read past it: delivered */
-        else
-            j++;
+            x->out[j].answered = 1; /* it read past it unanswered: delivered */
 }
 
 /* ---- deadlines ---- */
@@ -320,8 +322,8 @@ void pure_link_cancel_expired(pure_link *link, uint64_t now)
         uint32_t kept = 0;
         for (uint32_t j = 0; j < x->ndl; j++) {
             pure_deadline d = x->dl[x->head + j];
-            if (d.at <= now && (!cancels || cancel_one(link, c, d.id, PURE_CANCELLED_DEADLINE) !=
-                                                PURE_ENOMEM))
+            if (d.at <= now &&
+                (!cancels || cancel_one(link, c, d.id, PURE_CANCELLED_DEADLINE) != PURE_ENOMEM))
                 continue; /* cancelled, or acknowledged or cancelled already: done */
             x->dl[x->head + kept++] = d;
             if (d.at < next)

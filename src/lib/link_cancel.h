@@ -2,7 +2,8 @@
 /* link_cancel.h: cancels and deadlines of a link's channels 1..max (link_cancel.c over
  * cancel.h): the public calls, the CHAN_CANCEL and CHAN_CANCELLED frames in a packet and
  * arriving, what their packets' fate means, the receiver skipping a cancelled message, and the
- * deadline timer. A link that never cancels runs none of it. */
+ * deadline timer. A link that never cancels runs none of it. It sits below
+ * link_chan.c, which calls it from the channels' frames and data path. */
 #ifndef PURE_LINK_CANCEL_H
 #define PURE_LINK_CANCEL_H
 
@@ -22,9 +23,16 @@ int pure_link_cancel_put_answers(pure_link *link, uint32_t ch, pure_pkt *k);
 /* A packet with PURE_SENT_CHAN_CREDIT was acknowledged (its number) / lost. */
 void pure_link_cancel_on_acked(pure_link *link, uint64_t pn);
 void pure_link_cancel_on_lost(pure_link *link);
-/* A CHAN_CANCEL or CHAN_CANCELLED frame. Returns 0, PURE_CHAN_DROPPED (no room: the peer sends
- * it again), or a code that closes the link (PURE_EPROTO, PURE_ENOMEM). */
-int pure_link_cancel_on_frame(pure_link *link, const pure_frame *f, uint64_t now);
+/* What a frame handler returns for a frame it could not hold (the packet is then not
+ * acknowledged: the peer sends it again); link_chan.h's name for it is PURE_CHAN_DROPPED. */
+#define PURE_CANCEL_DROPPED 1
+/* What pure_link_cancel_on_frame returns when the channel's in-order point moved past a
+ * cancelled message: consume what the channel holds after it (pure_link_chan_drain). */
+#define PURE_CANCEL_DRAIN 2
+/* A CHAN_CANCEL or CHAN_CANCELLED frame. Returns 0, PURE_CANCEL_DRAIN, PURE_CANCEL_DROPPED (no
+ * room), or a code that closes the link (PURE_EPROTO, PURE_ENOMEM). An answer may count
+ * messages acknowledged: report them (pure_link_chan_report_acked). */
+int pure_link_cancel_on_frame(pure_link *link, const pure_frame *f);
 /* The peer's CHAN_DELIVERED for channel c (after its CLOSE): messages being cancelled below
  * `offset` that it did not answer were delivered. */
 void pure_link_cancel_on_delivered(pure_chan *c, uint64_t offset);
@@ -36,10 +44,5 @@ int pure_link_cancel_skip(pure_link *link, uint32_t ch, pure_chan *c);
 void pure_link_cancel_after_ack(pure_link *link);
 /* The deadline timer: cancels the messages whose deadline passed. */
 void pure_link_cancel_expired(pure_link *link, uint64_t now);
-/* When the deadline timer fires (UINT64_MAX: none). */
-static inline uint64_t pure_link_cancel_deadline(const pure_link *link)
-{
-    return link->chans ? link->chans->deadline_at : UINT64_MAX;
-}
 
 #endif

@@ -11,7 +11,6 @@
 
 #include "chan.h"
 #include "frame.h"
-#include "link_cancel.h"
 #include "link_chan.h"
 #include "registry.h"
 #include "rxmem.h"
@@ -24,18 +23,13 @@ static pure_chans *table(pure_link *link)
     return link->chans;
 }
 
-static pure_chan *chan_get(pure_link *link, uint32_t ch)
+pure_chan *pure_link_chan_get(pure_link *link, uint32_t ch)
 {
     pure_chans *t = table(link);
     if (!t)
         return NULL;
     const pure_settings *s = &link->ctx->s;
     return pure_chans_get(t, &link->ctx->alloc, ch, s->recv_window, s->max_message_size);
-}
-
-pure_chan *pure_link_chan_get(pure_link *link, uint32_t ch)
-{
-    return chan_get(link, ch);
 }
 
 uint32_t pure_link_peer_channels(const pure_link *link)
@@ -74,7 +68,7 @@ int64_t pure_link_send_on(pure_link *link, uint32_t channel, const void *msg, si
         return PURE_ECLOSED;
     if (len > link->ctx->s.max_message_size)
         return PURE_EMSGSIZE;
-    pure_chan *c = chan_get(link, channel);
+    pure_chan *c = pure_link_chan_get(link, channel);
     if (!c)
         return PURE_ENOMEM;
     int64_t id = pure_chan_write(c, &link->ctx->alloc, msg, len, link->ctx->s.send_backlog,
@@ -291,13 +285,11 @@ void pure_link_chan_on_lost(pure_link *link, const pure_sent *e)
     }
     if (e->flags & PURE_SENT_DATAGRAM)
         t->dg.lost++;                     /* never sent again */
-    if (e->flags & PURE_SENT_CHAN_CREDIT) { /* which channels' grants it held is not kept: resend
+    if (e->flags & PURE_SENT_CHAN_CREDIT) /* which channels' grants it held is not kept: resend
                                                every grant made (CHAN_CREDIT is idempotent) */
         for (uint32_t i = 1; i <= t->top; i++)
             if (t->c[i] && pure_credit_granted(&t->c[i]->credit) > link->ctx->s.recv_window)
                 credit_owed(t, t->c[i]);
-        pure_link_cancel_on_lost(link); /* and its cancel frames, if it had any */
-    }
 }
 
 void pure_link_chan_on_pto(pure_link *link, uint32_t mss)
@@ -476,7 +468,7 @@ void pure_link_chan_recv_resumed(pure_link *link, uint64_t now)
  * not grow: max_receive_memory) the channel is marked stalled: those bytes were acknowledged
  * and will not come again, so pure_link_chan_retry tries again as packets arrive (the link
  * probes its peer meanwhile: timers.c's watch, as for a message in progress). */
-static int drain_ring(pure_link *link, uint32_t ch, pure_chan *c, uint64_t now)
+int pure_link_chan_drain(pure_link *link, uint32_t ch, pure_chan *c, uint64_t now)
 {
     pure_chans *t = link->chans;
     const uint8_t *p;
@@ -484,12 +476,10 @@ static int drain_ring(pure_link *link, uint32_t ch, pure_chan *c, uint64_t now)
     int stalled = 0, rc = 0;
     for (;;) {
         uint64_t skip = c->cx ? pure_cancels_next_skip(c->cx) : UINT64_MAX;
-        if (skip <= c->recv_next) { /* a message the peer cancelled (link_cancel.c) */
-            rc = pure_link_cancel_skip(link, ch, c);
-            if (rc)
-                break;
-            continue;
-        }
+        if (skip <= c->recv_next && (rc = pure_link_cancel_skip(link, ch, c)) == 0)
+            continue; /* past a message the peer cancelled (link_cancel.c) */
+        if (skip <= c->recv_next)
+            break;
         if ((chunk = pure_rob_next(&c->rob, c->recv_next, &p)) == 0)
             break;
         if (chunk > skip - c->recv_next)
@@ -523,7 +513,7 @@ static int on_chan_data(pure_link *link, const pure_frame *f, uint64_t now)
 {
     uint32_t ch = (uint32_t)f->u.chan.channel;
     uint64_t off = f->u.chan.offset, len = f->u.chan.len, end = off + len;
-    pure_chan *c = chan_get(link, ch);
+    pure_chan *c = pure_link_chan_get(link, ch);
     if (!c)
         return PURE_ENOMEM;
     if (end > pure_credit_granted(&c->credit))
@@ -544,7 +534,7 @@ static int on_chan_data(pure_link *link, const pure_frame *f, uint64_t now)
         if (pure_rob_put(&c->rob, &link->ctx->alloc, c->recv_next, from,
                          f->u.chan.bytes + (from - off), (size_t)(end - from)) != 0)
             return PURE_CHAN_DROPPED;
-        return from > c->recv_next ? 0 : drain_ring(link, ch, c, now);
+        return from > c->recv_next ? 0 : pure_link_chan_drain(link, ch, c, now);
     }
     uint64_t skip = c->recv_next - off;
     int rc = feed(link, ch, c, f->u.chan.bytes + skip, (size_t)(len - skip));
@@ -555,7 +545,7 @@ static int on_chan_data(pure_link *link, const pure_frame *f, uint64_t now)
         return rc;
     if (rc == 1 || link->state != PURE_LS_OPEN)
         return 0;
-    return drain_ring(link, ch, c, now);
+    return pure_link_chan_drain(link, ch, c, now);
 }
 
 int pure_link_chan_retry(pure_link *link, uint64_t now)
@@ -565,7 +555,7 @@ int pure_link_chan_retry(pure_link *link, uint64_t now)
     for (uint32_t i = 1; t && i <= t->top && link->state == PURE_LS_OPEN && !rc; i++) {
         pure_chan *c = t->c[i];
         if (c && c->stalled)
-            rc = drain_ring(link, i, c, now);
+            rc = pure_link_chan_drain(link, i, c, now);
         else if (c && c->credit_held)
             update_credit(link, c, i, now);
     }
@@ -574,23 +564,23 @@ int pure_link_chan_retry(pure_link *link, uint64_t now)
     return rc;
 }
 
-int pure_link_chan_drain(pure_link *link, uint32_t ch, pure_chan *c, uint64_t now)
-{
-    return drain_ring(link, ch, c, now);
-}
-
 int pure_link_chan_on_frame(pure_link *link, const pure_frame *f, uint64_t now)
 {
     if (f->type == PURE_FRAME_DATAGRAM)
         return on_datagram(link, f);
-    if (f->type == PURE_FRAME_CHAN_CANCEL || f->type == PURE_FRAME_CHAN_CANCELLED)
-        return pure_link_cancel_on_frame(link, f, now);
+    if (f->type == PURE_FRAME_CHAN_CANCEL || f->type == PURE_FRAME_CHAN_CANCELLED) {
+        uint32_t ch = (uint32_t)f->u.cancel.channel;
+        int rc = pure_link_cancel_on_frame(link, f);
+        pure_link_chan_report_acked(link); /* an answer may have counted messages */
+        return rc == PURE_CANCEL_DRAIN ? pure_link_chan_drain(link, ch, link->chans->c[ch], now)
+                                       : rc;
+    }
     if (f->u.chan.channel > link->ctx->s.max_channels)
         return PURE_EPROTO; /* more channels than this side takes */
     switch (f->type) {
     case PURE_FRAME_CHAN_DATA: return on_chan_data(link, f, now);
     case PURE_FRAME_CHAN_CREDIT: {
-        pure_chan *c = chan_get(link, (uint32_t)f->u.chan.channel);
+        pure_chan *c = pure_link_chan_get(link, (uint32_t)f->u.chan.channel);
         if (!c)
             return PURE_ENOMEM;
         if (pure_credit_on_frame(&c->credit, f->u.chan.offset))

@@ -33,7 +33,6 @@
  * After that an idle link (nothing in flight, no message sent for idle_timeout, nothing
  * incomplete, no keepalive) has no timer at all: it costs nothing, and finds out that its peer
  * is gone the next time it sends. */
-#include "link_cancel.h"
 #include "link_chan.h"
 #include "timers.h"
 #include "registry.h"
@@ -115,7 +114,7 @@ static uint64_t open_deadline(const pure_link *link, enum pure_timer t, uint64_t
         return link->rx_retire == PURE_RX_RETIRE_TIMED && link->b ? link->b->rx_retire_at
                                                                   : UINT64_MAX;
     case PURE_TIMER_RELEASE: return link->release_at;
-    case PURE_TIMER_DEADLINE: return pure_link_cancel_deadline(link);
+    case PURE_TIMER_DEADLINE: return link->chans ? link->chans->deadline_at : UINT64_MAX;
     default: return UINT64_MAX;
     }
 }

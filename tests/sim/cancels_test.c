@@ -19,22 +19,26 @@
 #define NCH 4
 #define MAXID 4096
 
-enum { NONE = 0, DELIVERED = 1, CANCELLED = 2 };
+enum {
+    NONE = 0,
+    DELIVERED = 1,
+    CANCELLED = 2
+};
 
 typedef struct cx {
     sim *s;
     int cli, srv;
     pure_link *cl, *sl;
-    uint64_t sent[NCH];          /* the client's ids per channel */
-    uint64_t srv_next[NCH];      /* the server: the next id it expects (delivered or cancelled) */
+    uint64_t sent[NCH];     /* the client's ids per channel */
+    uint64_t srv_next[NCH]; /* the server: the next id it expects (delivered or cancelled) */
     uint8_t srv_fate[NCH][MAXID];
     uint8_t cli_cancelled[NCH][MAXID];
     uint8_t cli_deadline[NCH][MAXID]; /* the cancel came with PURE_CANCELLED_DEADLINE */
     uint64_t acked[NCH];              /* on_channel_acked: last id + 1 */
     uint64_t bad;                     /* any broken rule */
     uint64_t srv_cancels, cli_cancels;
-    uint64_t abort_at;              /* the server aborts once channel 1 reaches this id (0: no) */
-    int closed;                     /* the client's on_closed ran */
+    uint64_t abort_at; /* the server aborts once channel 1 reaches this id (0: no) */
+    int closed;        /* the client's on_closed ran */
     uint64_t close_first[NCH], close_next[NCH];
 } cx;
 
@@ -69,8 +73,7 @@ static void on_channel_message(pure_link *l, void *user, uint32_t ch, const uint
         pure_link_abort(l, PURE_CLOSE_APP, "enough");
 }
 
-static void on_channel_cancelled(pure_link *l, void *user, uint32_t ch, uint64_t id,
-                                 uint32_t flags)
+static void on_channel_cancelled(pure_link *l, void *user, uint32_t ch, uint64_t id, uint32_t flags)
 {
     cx *c = user;
     if (ch >= NCH || id >= MAXID) {
@@ -265,9 +268,12 @@ static void test_cancel_partly_sent(void)
 static void test_cancel_races(void)
 {
     for (int lossy = 0; lossy < 2; lossy++) {
-        sim_path p = {.delay = 10 * SIM_MS, .jitter = lossy ? 2 * SIM_MS : 0,
-                      .loss = lossy ? 0.15 : 0, .duplicate = lossy ? 0.02 : 0,
-                      .reorder = lossy ? 0.05 : 0, .reorder_delay = 3 * SIM_MS};
+        sim_path p = {.delay = 10 * SIM_MS,
+                      .jitter = lossy ? 2 * SIM_MS : 0,
+                      .loss = lossy ? 0.15 : 0,
+                      .duplicate = lossy ? 0.02 : 0,
+                      .reorder = lossy ? 0.05 : 0,
+                      .reorder_delay = 3 * SIM_MS};
         cx *c = cx_new(3 + (uint64_t)lossy, &p, 1);
         CHECK(c->cl && c->sl);
         uint64_t won = 0, lost_race = 0, too_late = 0;
@@ -289,8 +295,8 @@ static void test_cancel_races(void)
                 if (c->cli_cancelled[ch][id])
                     won++;
         lost_race = 200 - won - too_late; /* cancel returned 0 but the delivery stood */
-        printf("lossy %d: cancel won %llu, delivered first %llu, acknowledged first %llu\n",
-               lossy, (unsigned long long)won, (unsigned long long)lost_race,
+        printf("lossy %d: cancel won %llu, delivered first %llu, acknowledged first %llu\n", lossy,
+               (unsigned long long)won, (unsigned long long)lost_race,
                (unsigned long long)too_late);
         CHECK(won > 0);
         CHECK(lost_race > 0);

@@ -395,7 +395,7 @@ static void test_link_calls(void)
     CHECK(s.link != NULL);
     CHECK_EQ(GOT(pure_link_cancel, (NULL, 1, 0)), PURE_EINVAL);
     CHECK_EQ(GOT(pure_link_cancel, (l, 0, 0)), PURE_EINVAL);
-    CHECK_EQ(GOT(pure_link_cancel, (l, 3, 1)), PURE_EINVAL); /* never sent */
+    CHECK_EQ(GOT(pure_link_cancel, (l, 3, 1)), PURE_EINVAL);   /* never sent */
     CHECK_EQ(GOT(pure_link_cancel, (l, 3, 0)), PURE_EALREADY); /* acknowledged */
     int64_t cid = GOT(pure_link_send_on, (l, 4, "z", 1));
     CHECK(cid >= 0);

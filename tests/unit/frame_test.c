@@ -441,9 +441,8 @@ static void test_cancel_frames(void)
     pure_frame f;
     pure_ack_frame a;
     CHECK_EQ(pure_frame_parse(&p, end, &f, &a), 0);
-    CHECK(f.type == PURE_FRAME_CHAN_CANCEL && f.u.cancel.channel == 9 &&
-          f.u.cancel.id == 1234567 && f.u.cancel.offset == 1ull << 40 &&
-          f.u.cancel.len == (1ull << 32) + 3);
+    CHECK(f.type == PURE_FRAME_CHAN_CANCEL && f.u.cancel.channel == 9 && f.u.cancel.id == 1234567 &&
+          f.u.cancel.offset == 1ull << 40 && f.u.cancel.len == (1ull << 32) + 3);
     CHECK_EQ(pure_frame_parse(&p, end, &f, &a), 0);
     CHECK(f.type == PURE_FRAME_CHAN_CANCELLED && f.u.cancel.channel == 255 && f.u.cancel.id == 7 &&
           f.u.cancel.delivered == 1);
@@ -452,14 +451,15 @@ static void test_cancel_frames(void)
           f.u.cancel.delivered == 0);
     CHECK(p == end);
     static const uint8_t bad[][12] = {
-        {PURE_FRAME_CHAN_CANCEL, 1, 0, 0, 3},                               /* 3 bytes */
-        {PURE_FRAME_CHAN_CANCEL, 1, 0, 0, 0xc1, 0, 0, 0, 0, 0, 0, 4},       /* 2^32 + 4 */
-        {PURE_FRAME_CHAN_CANCEL, 1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 8}, /* 2^62 */
-        {PURE_FRAME_CHAN_CANCEL, 0, 0, 0, 8},                               /* channel 0 */
-        {PURE_FRAME_CHAN_CANCEL, 1, 0, 0},                                  /* truncated */
-        {PURE_FRAME_CHAN_CANCELLED, 1, 0, 2},                               /* outcome 2 */
-        {PURE_FRAME_CHAN_CANCELLED, 1, 0},                                  /* truncated */
-        {PURE_FRAME_CHAN_CANCELLED, 0x41, 0x00, 0, 0},                      /* channel 256 */
+        {PURE_FRAME_CHAN_CANCEL, 1, 0, 0, 3},                         /* 3 bytes */
+        {PURE_FRAME_CHAN_CANCEL, 1, 0, 0, 0xc1, 0, 0, 0, 0, 0, 0, 4}, /* 2^32 + 4 */
+        {PURE_FRAME_CHAN_CANCEL, 1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+         8},                                           /* 2^62 */
+        {PURE_FRAME_CHAN_CANCEL, 0, 0, 0, 8},          /* channel 0 */
+        {PURE_FRAME_CHAN_CANCEL, 1, 0, 0},             /* truncated */
+        {PURE_FRAME_CHAN_CANCELLED, 1, 0, 2},          /* outcome 2 */
+        {PURE_FRAME_CHAN_CANCELLED, 1, 0},             /* truncated */
+        {PURE_FRAME_CHAN_CANCELLED, 0x41, 0x00, 0, 0}, /* channel 256 */
     };
     static const size_t bad_len[] = {5, 12, 12, 5, 4, 4, 3, 5};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
