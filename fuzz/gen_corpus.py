@@ -254,6 +254,15 @@ def link_seeds():
     write("link", "channels_lossy", bytes([0]) + connect + settle + b"".join(
           op(0x11 + 0x10 * (k % 3), k & 1, 0x40, 40 + k) for k in range(12)) + op(4, 0) +
           op(4, 2) + op(5, 1) + op(6, 3) + op(7, 100) + settle + settle + op(9, 1) + settle)
+    # SEND with high nibble 14: pure_link_cancel (s1: channel bit, how far back); 13: a deadline
+    write("link", "cancels", bytes([0]) + connect + settle + b"".join(
+          op(0x11 + 0x10 * (k % 2), 0, 0x40 | k, 200) for k in range(10)) + op(0xE1, 0, 0) +
+          op(0xE1, 0, 3) + op(6, 2) + op(0xE1, 0, 5) + op(0xE1, 0, 8) + op(4, 0) + op(0xE1, 0, 1) +
+          settle + op(0xE1, 0, 0) + settle + op(9, 0) + settle)
+    write("link", "deadlines", bytes([0]) + connect + settle + b"".join(
+          op(0xD1, k & 1, (k % 2) | (k * 6) << 1 & 0xFE, 50 + k) for k in range(10)) + op(4, 0) +
+          op(4, 1) + op(7, 20) + op(6, 0) + op(7, 30) + settle + op(4, 0) + op(7, 250) + settle +
+          op(9, 1) + settle)
     write("link", "datagrams", bytes([0]) + connect + settle + op(0xF1, 0, 0, 100) +
           op(0xF1, 1, 4, 200) + op(0xF1, 0, 0, 3) + op(4, 0) + op(0xF1, 0, 0xFF, 0xFF) +
           op(0x11, 0, 0, 30) + op(0xF1, 1, 0, 40) + op(5, 0) + settle + op(9, 0) + settle)

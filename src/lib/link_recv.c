@@ -397,6 +397,9 @@ static int on_frame(pure_link *link, const pure_frame *f, const pure_ack_frame *
             *rc = drc;
             return 1;
         }
+        /* an answer to our cancel releases bytes as an ACK does (a graceful close may wait) */
+        if (f->type == PURE_FRAME_CHAN_CANCELLED)
+            after_ack(link, PURE_RECOVERY_ACKED | PURE_RECOVERY_STREAM_ACKED, now);
         break;
     }
     }

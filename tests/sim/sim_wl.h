@@ -31,6 +31,11 @@ typedef struct wl_cfg {
     int keep_open;             /* do not close links that finished (the long run's rounds) */
     uint32_t channels;         /* link i carries everything (hello, messages, echoes) on channel
                                   i % (channels + 1) (pure_link_send_on; 0: channel 0 only) */
+    double cancels;            /* on channels 1..: this fraction of the client's messages is
+                                  cancelled two sends later (pure_link_cancel), as many again get
+                                  a deadline 1..16 ms away (pure_link_send_on_deadline); the server
+                                  echoes a cancelled message as the 4 bytes "CNCL", and both sides'
+                                  reports are checked to agree */
 } wl_cfg;
 
 typedef struct wl wl;
