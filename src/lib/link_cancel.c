@@ -205,7 +205,7 @@ int pure_link_cancel_skip(pure_link *link, uint32_t ch, pure_chan *c)
 }
 
 /* The peer cancels its message. */
-static int on_cancel(pure_link *link, const pure_frame *f)
+static int on_cancel(pure_link *link, const pure_frame *f, uint64_t now)
 {
     uint32_t ch = (uint32_t)f->u.cancel.channel;
     uint64_t s = f->u.cancel.offset, e = s + f->u.cancel.len, id = f->u.cancel.id;
@@ -250,7 +250,7 @@ static int on_cancel(pure_link *link, const pure_frame *f)
     if (!now_skip)
         return 0;
     int rc = pure_link_cancel_skip(link, ch, c);
-    return rc < 0 ? rc : rc == 1 ? 0 : PURE_CANCEL_DRAIN; /* what is held after it, in order */
+    return rc < 0 ? rc : rc == 1 ? 0 : pure_link_chan_drain(link, ch, c, now); /* what follows */
 }
 
 /* The peer answers our cancel. */
@@ -270,17 +270,18 @@ static int on_cancelled(pure_link *link, const pure_frame *f)
         if (link->ctx->cb.on_channel_cancelled && !link->closed_notified)
             link->ctx->cb.on_channel_cancelled(link, link->user, ch, id, flags);
     }
-    pure_chan_release_acked(c); /* the hold is gone: its id is counted (reported by link_chan.c) */
+    /* the hold is gone: the caller releases (after a CLOSE, only once the CHAN_DELIVERED that
+     * follows trimmed what the closer never delivered) */
     if (!link->in_pending && link->state == PURE_LS_OPEN)
         pure_ctx_mark_pending(link->ctx, link);
     return 0;
 }
 
-int pure_link_cancel_on_frame(pure_link *link, const pure_frame *f)
+int pure_link_cancel_on_frame(pure_link *link, const pure_frame *f, uint64_t now)
 {
     if (f->u.cancel.channel > link->ctx->s.max_channels)
         return PURE_EPROTO;
-    return f->type == PURE_FRAME_CHAN_CANCEL ? on_cancel(link, f) : on_cancelled(link, f);
+    return f->type == PURE_FRAME_CHAN_CANCEL ? on_cancel(link, f, now) : on_cancelled(link, f);
 }
 
 void pure_link_cancel_on_delivered(pure_chan *c, uint64_t offset)

@@ -534,7 +534,11 @@ static int on_chan_data(pure_link *link, const pure_frame *f, uint64_t now)
         if (pure_rob_put(&c->rob, &link->ctx->alloc, c->recv_next, from,
                          f->u.chan.bytes + (from - off), (size_t)(end - from)) != 0)
             return PURE_CHAN_DROPPED;
-        return from > c->recv_next ? 0 : pure_link_chan_drain(link, ch, c, now);
+        if (from > c->recv_next)
+            return 0;
+        int drc = pure_link_chan_drain(link, ch, c, now);
+        /* in order but not all consumed (memory short, the link closed): unacknowledged */
+        return drc ? drc : c->recv_next < end ? PURE_CHAN_DROPPED : 0;
     }
     uint64_t skip = c->recv_next - off;
     int rc = feed(link, ch, c, f->u.chan.bytes + skip, (size_t)(len - skip));
@@ -568,13 +572,8 @@ int pure_link_chan_on_frame(pure_link *link, const pure_frame *f, uint64_t now)
 {
     if (f->type == PURE_FRAME_DATAGRAM)
         return on_datagram(link, f);
-    if (f->type == PURE_FRAME_CHAN_CANCEL || f->type == PURE_FRAME_CHAN_CANCELLED) {
-        uint32_t ch = (uint32_t)f->u.cancel.channel;
-        int rc = pure_link_cancel_on_frame(link, f);
-        pure_link_chan_report_acked(link); /* an answer may have counted messages */
-        return rc == PURE_CANCEL_DRAIN ? pure_link_chan_drain(link, ch, link->chans->c[ch], now)
-                                       : rc;
-    }
+    if (f->type == PURE_FRAME_CHAN_CANCEL || f->type == PURE_FRAME_CHAN_CANCELLED)
+        return pure_link_cancel_on_frame(link, f, now);
     if (f->u.chan.channel > link->ctx->s.max_channels)
         return PURE_EPROTO; /* more channels than this side takes */
     switch (f->type) {

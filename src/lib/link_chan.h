@@ -14,9 +14,6 @@
 
 /* Channel ch (1..max), made on first use; NULL without memory. */
 pure_chan *pure_link_chan_get(pure_link *link, uint32_t ch);
-/* Consumes what channel ch holds in order from its in-order point (after a cancel moved it).
- * Returns 0 or a code that closes the link. */
-int pure_link_chan_drain(pure_link *link, uint32_t ch, pure_chan *c, uint64_t now);
 /* 1 if channels 1..max have data that may go now. */
 static inline int pure_link_chan_has_data(const pure_link *link)
 {

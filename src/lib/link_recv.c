@@ -399,7 +399,11 @@ static int on_frame(pure_link *link, const pure_frame *f, const pure_ack_frame *
         }
         /* an answer to our cancel releases bytes as an ACK does (a graceful close may wait) */
         if (f->type == PURE_FRAME_CHAN_CANCELLED)
-            after_ack(link, PURE_RECOVERY_ACKED | PURE_RECOVERY_STREAM_ACKED, now);
+            after_ack(
+                link,
+                PURE_RECOVERY_ACKED | PURE_RECOVERY_STREAM_ACKED |
+                    ((pure_link_chan_after_ack(link) & 1) ? PURE_RECOVERY_CHAN_MSGS_ACKED : 0),
+                now);
         break;
     }
     }

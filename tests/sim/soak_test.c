@@ -95,10 +95,10 @@ static void test_channels(void)
 /* Cancels and deadlines in the mix: on channels 1..4 a fifth of the client's messages is
  * cancelled two sends later and as many more get a deadline of 1..16 ms, under loss,
  * reordering and duplication, then with closes and aborts too. (A graceful close whose last
- * release came with a cancel's answer rather than an ACK once waited until it gave up: seed 2.) Every
- * message is delivered whole or reported cancelled (the server echoes a tombstone in its place),
- * both sides agree on which, no report names a message delivered or never cancelled, and the
- * closes' reports stay exact. */
+ * release came with a cancel's answer rather than an ACK once waited until it gave up: seed 2.)
+ * Every message is delivered whole or reported cancelled (the server echoes a tombstone in its
+ * place), both sides agree on which, no report names a message delivered or never cancelled, and
+ * the closes' reports stay exact. */
 static void test_cancels(void)
 {
     sim_path p = lan;
