@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cancel.h"
+#include "registry.h"
 #include "sim.h"
 #include "test.h"
 #include "tparams.h"
@@ -37,8 +39,10 @@ typedef struct cx {
     uint64_t acked[NCH];              /* on_channel_acked: last id + 1 */
     uint64_t bad;                     /* any broken rule */
     uint64_t srv_cancels, cli_cancels;
-    uint64_t abort_at; /* the server aborts once channel 1 reaches this id (0: no) */
-    int closed;        /* the client's on_closed ran */
+    uint64_t abort_at;         /* the server aborts once channel 1 reaches this id (0: no) */
+    int closed;                /* the client's on_closed ran */
+    int srv_error, srv_closed; /* the server's on_closed */
+    int cli_error;             /* the client's */
     uint64_t close_first[NCH], close_next[NCH];
 } cx;
 
@@ -119,12 +123,16 @@ static void on_closed(pure_link *l, void *user, const pure_close_info *info)
     cx *c = user;
     if (c && l == c->cl) {
         c->closed = 1;
+        c->cli_error = info->error;
         for (uint32_t ch = 0; ch < NCH; ch++)
             pure_link_channel_unacked(l, ch, &c->close_first[ch], &c->close_next[ch]);
         c->cl = NULL;
     }
-    if (c && l == c->sl)
+    if (c && l == c->sl) {
+        c->srv_error = info->error;
+        c->srv_closed = 1;
         c->sl = NULL;
+    }
 }
 
 static const pure_callbacks CB = {.on_accept = on_accept,
@@ -134,6 +142,7 @@ static const pure_callbacks CB = {.on_accept = on_accept,
                                   .on_channel_cancelled = on_channel_cancelled};
 
 static int srv_no_cancel; /* the server announces channels but not cancels (an older peer) */
+static uint32_t cli_max_channels = 16; /* the client's (the server takes 16) */
 
 static cx *cx_new(uint64_t seed, const sim_path *p, int connect_now)
 {
@@ -146,6 +155,8 @@ static cx *cx_new(uint64_t seed, const sim_path *p, int connect_now)
         st.user = c;
         st.allow_any = 1;
         st.send_queue = 0; /* megabytes may wait unsent (the queued cases) */
+        if (!server)
+            st.max_channels = cli_max_channels;
         int ep = sim_add(c->s, &st);
         if (server && srv_no_cancel) {
             pure_test_wire tw = {.set_announce = 1,
@@ -409,6 +420,69 @@ static void test_close_with_cancels(void)
     }
 }
 
+/* A hostile sender: the client's link is made to send a CHAN_CANCEL of its choosing (its cancel
+ * table written directly, as a broken or malicious peer would). */
+static void forge_cancel(cx *c, uint32_t ch, uint64_t id, uint64_t start, uint64_t end, int sent)
+{
+    pure_chan *k = pure_chans_get(c->cl->chans, &c->cl->ctx->alloc, ch, 1 << 20, 1 << 20);
+    pure_cancels *x = pure_cancels_get(&k->cx, &c->cl->ctx->alloc);
+    pure_cancel_out o = {.start = start, .end = end, .id = id, .owed = 1, .sent = (uint8_t)sent};
+    CHECK(pure_cancels_out_add(x, &c->cl->ctx->alloc, &o) != NULL);
+    c->cl->chans->cancel_due = 1;
+    pure_ctx_mark_pending(c->cl->ctx, c->cl);
+}
+
+/* Bad cancels from the network close the link with a protocol error, and nothing else breaks: a
+ * CHAN_CANCEL naming the wrong id for the message at the in-order point, one longer than any
+ * message the receiver takes, two ranges ahead that overlap, one on a channel above the
+ * receiver's max_channels. A cancel of a range the receiver already passed is answered
+ * "delivered" and changes nothing, unless its sender never sent all of it: then the answer is
+ * impossible and the sender closes the link. */
+static void test_bad_cancels(void)
+{
+    sim_path p = {.delay = 5 * SIM_MS};
+    for (int k = 0; k < 6; k++) {
+        cli_max_channels = k == 3 ? 64 : 16; /* its table reaches channel 40 */
+        cx *c = cx_new(20 + (uint64_t)k, &p, 1);
+        cli_max_channels = 16;
+        CHECK(c->cl && c->sl);
+        send_msg(c, 1, 100, 0); /* channel 1: [0, 112) delivered */
+        sim_run(c->s, NULL, NULL, sim_now(c->s) + 100 * SIM_MS);
+        CHECK_EQ(c->srv_next[1], 1);
+        switch (k) {
+        case 0: forge_cancel(c, 1, 5, 104, 200, 0); break;               /* not id 1 */
+        case 1: forge_cancel(c, 1, 1, 104, 104 + (17u << 20), 0); break; /* over 16 MiB */
+        case 2:                                                          /* overlapping */
+            forge_cancel(c, 1, 3, 1000, 1100, 0);
+            forge_cancel(c, 1, 4, 1050, 1200, 0);
+            break;
+        case 3: forge_cancel(c, 40, 0, 0, 10, 0); break; /* above max_channels (16) */
+        case 4: forge_cancel(c, 1, 0, 0, 104, 1); break; /* delivered already */
+        case 5: /* the same, but the sender never sent all of it: "delivered" is a lie */
+            forge_cancel(c, 1, 0, 0, 104, 0);
+            break;
+        }
+        sim_run(c->s, NULL, NULL, sim_now(c->s) + SIM_S);
+        if (k < 4) {
+            if (!c->srv_closed)
+                fprintf(stderr, "bad cancel %d: the server did not close\n", k);
+            CHECK(c->srv_closed);
+            CHECK_EQ(c->srv_error, PURE_EPROTO);
+        } else if (k == 5) { /* the client (the cancel's sender) finds the answer impossible */
+            CHECK(c->cl == NULL && c->closed);
+            CHECK_EQ(c->cli_error, PURE_EPROTO);
+        } else {
+            CHECK(!c->srv_closed && c->cl && c->sl);
+            CHECK_EQ(c->srv_cancels, 0);
+            CHECK_EQ(send_msg(c, 1, 50, 0), 1); /* the channel goes on */
+            sim_run(c->s, NULL, NULL, sim_now(c->s) + SIM_S);
+            CHECK_EQ(c->srv_fate[1][1], DELIVERED);
+        }
+        sim_free(c->s);
+        free(c);
+    }
+}
+
 /* The errors pure.h lists. */
 static void test_errors(void)
 {
@@ -455,6 +529,7 @@ int main(void)
     RUN(test_deadline_under_loss);
     RUN(test_deadline_met);
     RUN(test_close_with_cancels);
+    RUN(test_bad_cancels);
     RUN(test_errors);
     return pure_test_finish();
 }
