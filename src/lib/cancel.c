@@ -113,7 +113,7 @@ pure_cancel_in *pure_cancels_in_find(pure_cancels *x, uint64_t id)
 }
 
 pure_cancel_in *pure_cancels_in_add(pure_cancels *x, const pure_alloc *a, const pure_cancel_in *e,
-                                    int *err)
+                                    uint32_t limit, int *err)
 {
     uint32_t i = x->nin;
     while (i > 0 && x->in[i - 1].start > e->start)
@@ -124,7 +124,7 @@ pure_cancel_in *pure_cancels_in_add(pure_cancels *x, const pure_alloc *a, const 
         *err = PURE_EPROTO;
         return NULL;
     }
-    if (x->nin >= PURE_CANCEL_IN_MAX) {
+    if (x->nin >= limit) {
         *err = PURE_EAGAIN;
         return NULL;
     }

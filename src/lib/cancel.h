@@ -47,8 +47,9 @@ typedef struct pure_deadline {
 
 /* The most cancelled ranges a receiver holds ahead of its in-order point per channel; a
  * CHAN_CANCEL beyond them is dropped unacknowledged (the peer sends it again). The one at the
- * in-order point never waits here, so the stream always moves on. */
-#define PURE_CANCEL_IN_MAX 4096u
+ * in-order point never waits here, so the stream always moves on. Small, as a peer chooses how
+ * many: 255 channels of them cost a receiver at most ~2.6 MB (40 bytes each). */
+#define PURE_CANCEL_IN_MAX 256u
 
 typedef struct pure_cancels {
     pure_cancel_out *out; /* by id (and so by offset) */
@@ -87,9 +88,10 @@ uint64_t pure_cancels_hold(const pure_cancels *x);
 /* The entry of the peer's message `id`, or NULL. */
 pure_cancel_in *pure_cancels_in_find(pure_cancels *x, uint64_t id);
 /* Holds an entry. Returns it, or NULL with *err: PURE_EPROTO (it overlaps a range still to be
- * skipped), PURE_EAGAIN (PURE_CANCEL_IN_MAX ranges wait already) or PURE_ENOMEM. */
+ * skipped), PURE_EAGAIN (`limit` entries are held already: PURE_CANCEL_IN_MAX for a range
+ * ahead, none for the one at the in-order point) or PURE_ENOMEM. */
 pure_cancel_in *pure_cancels_in_add(pure_cancels *x, const pure_alloc *a, const pure_cancel_in *e,
-                                    int *err);
+                                    uint32_t limit, int *err);
 /* Forgets entries whose answer was acknowledged and that have nothing left to skip. */
 void pure_cancels_in_compact(pure_cancels *x);
 /* The start of the lowest range still to be skipped (UINT64_MAX: none). */

@@ -226,7 +226,9 @@ static int on_cancel(pure_link *link, const pure_frame *f, uint64_t now)
         return 0;
     }
     pure_cancel_in ent = {.start = s, .end = e, .id = id, .reply = PURE_REPLY_OWED};
-    uint32_t limit = UINT32_MAX;
+    /* a peer chooses how many entries it makes us hold: all but the one at the in-order point
+     * (which must not wait, or the stream could stop) within PURE_CANCEL_IN_MAX */
+    uint32_t limit = PURE_CANCEL_IN_MAX;
     int now_skip = 0;
     if (e <= c->recv_next) { /* delivered already (or a late copy of a cancel answered) */
         if (id >= c->msgs_received)
@@ -235,16 +237,14 @@ static int on_cancel(pure_link *link, const pure_frame *f, uint64_t now)
     } else if (s <= c->recv_next) { /* the message in progress, or the next to start */
         ent.skip = 1;
         now_skip = 1;
+        limit = UINT32_MAX;
     } else { /* ahead of the in-order point: skipped when it gets there */
         if (id <= c->msgs_received)
             return PURE_EPROTO;
         ent.skip = 1;
-        limit = PURE_CANCEL_IN_MAX;
     }
     int err = 0;
-    if (x->nin >= limit)
-        return PURE_CANCEL_DROPPED;
-    if (!pure_cancels_in_add(x, &link->ctx->alloc, &ent, &err))
+    if (!pure_cancels_in_add(x, &link->ctx->alloc, &ent, limit, &err))
         return err == PURE_EAGAIN ? PURE_CANCEL_DROPPED : err;
     mark_due(link);
     if (!now_skip)

@@ -143,9 +143,9 @@ static void test_in_ranges(void)
     pure_cancel_in a = {.start = 100, .end = 200, .id = 5, .skip = 1, .reply = PURE_REPLY_OWED};
     pure_cancel_in b = {.start = 20, .end = 40, .id = 2, .skip = 1, .reply = PURE_REPLY_OWED};
     pure_cancel_in over = {.start = 150, .end = 250, .id = 6, .skip = 1};
-    CHECK(pure_cancels_in_add(&x, &A, &a, &err) != NULL);
-    CHECK(pure_cancels_in_add(&x, &A, &b, &err) != NULL);
-    CHECK(pure_cancels_in_add(&x, &A, &over, &err) == NULL);
+    CHECK(pure_cancels_in_add(&x, &A, &a, PURE_CANCEL_IN_MAX, &err) != NULL);
+    CHECK(pure_cancels_in_add(&x, &A, &b, PURE_CANCEL_IN_MAX, &err) != NULL);
+    CHECK(pure_cancels_in_add(&x, &A, &over, PURE_CANCEL_IN_MAX, &err) == NULL);
     CHECK_EQ(err, PURE_EPROTO);
     CHECK_EQ(pure_cancels_next_skip(&x), 20);
     CHECK(pure_cancels_in_find(&x, 5) && pure_cancels_in_find(&x, 5)->start == 100);
@@ -161,11 +161,14 @@ static void test_in_ranges(void)
     /* the limit */
     for (uint32_t i = 0; x.nin < PURE_CANCEL_IN_MAX; i++) {
         pure_cancel_in e = {.start = 1000 + i * 10, .end = 1008 + i * 10, .id = 10 + i, .skip = 1};
-        CHECK(pure_cancels_in_add(&x, &A, &e, &err) != NULL);
+        CHECK(pure_cancels_in_add(&x, &A, &e, PURE_CANCEL_IN_MAX, &err) != NULL);
     }
     pure_cancel_in more = {.start = 1ull << 40, .end = (1ull << 40) + 8, .id = 1ull << 30};
-    CHECK(pure_cancels_in_add(&x, &A, &more, &err) == NULL);
+    CHECK(pure_cancels_in_add(&x, &A, &more, PURE_CANCEL_IN_MAX, &err) == NULL);
     CHECK_EQ(err, PURE_EAGAIN);
+    more.start = 10; /* the one at the in-order point is never refused */
+    more.end = 18;
+    CHECK(pure_cancels_in_add(&x, &A, &more, UINT32_MAX, &err) != NULL);
     free(x.in);
 }
 
