@@ -777,7 +777,8 @@ PURE_API int pure_link_channel_unacked(const pure_link *link, uint32_t channel,
  *   PURE_EALREADY the message was acknowledged already (on_channel_acked covers it, or is
  *                 about to), or a cancel of it is under way;
  *   PURE_ESTATE   the handshake has not completed (whether the peer reads cancels is unknown);
- *   PURE_ECLOSED  the link is closing or closed;
+ *   PURE_ECLOSED  the link is closing or closed (a graceful close still waiting for its
+ *                 acknowledgements takes cancels: they let it end sooner);
  *   PURE_ENOMEM   the cancel could not be recorded (nothing changed). */
 PURE_API int pure_link_cancel(pure_link *link, uint32_t channel, uint64_t id);
 
