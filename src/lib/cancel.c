@@ -94,6 +94,13 @@ void pure_cancels_out_prune(pure_cancels *x, uint64_t acked)
     }
 }
 
+void pure_cancels_out_delivered(pure_cancels *x, uint64_t offset)
+{
+    for (uint32_t i = 0; x && i < x->nout; i++)
+        if (x->out[i].end <= offset)
+            x->out[i].answered = 1;
+}
+
 uint64_t pure_cancels_hold(const pure_cancels *x)
 {
     for (uint32_t i = 0; x && i < x->nout; i++)

@@ -79,6 +79,9 @@ pure_cancel_out *pure_cancels_out_find(pure_cancels *x, uint64_t id);
 void pure_cancels_out_remove(pure_cancels *x, uint64_t id);
 /* Forgets the entries of messages below `acked` (counted: their fate is told). */
 void pure_cancels_out_prune(pure_cancels *x, uint64_t acked);
+/* The peer's CHAN_DELIVERED after its CLOSE: it read the stream to `offset`, so a message being
+ * cancelled below it that it did not answer was delivered (its answers came before). */
+void pure_cancels_out_delivered(pure_cancels *x, uint64_t offset);
 /* The lowest stream offset of a message being cancelled and not yet answered (UINT64_MAX:
  * none): the send buffer is not released past it, so a message's fate is counted only once the
  * peer answered. */

@@ -198,6 +198,7 @@ void pure_chan_on_delivered(pure_chan *c, const pure_alloc *a, uint64_t offset)
 {
     if (offset > c->send_next)
         return;
+    pure_cancels_out_delivered(c->cx, offset); /* cancels it passed unanswered: delivered */
     pure_ranges_remove(&c->acked, a, offset, PURE_VARINT_MAX);
     if (offset > c->sb.base) {
         pure_ranges_add(&c->acked, a, c->sb.base, offset);

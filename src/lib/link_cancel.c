@@ -205,7 +205,7 @@ int pure_link_cancel_skip(pure_link *link, uint32_t ch, pure_chan *c)
 }
 
 /* The peer cancels its message. */
-static int on_cancel(pure_link *link, const pure_frame *f, uint64_t now)
+static int on_cancel(pure_link *link, const pure_frame *f)
 {
     uint32_t ch = (uint32_t)f->u.cancel.channel;
     uint64_t s = f->u.cancel.offset, e = s + f->u.cancel.len, id = f->u.cancel.id;
@@ -250,7 +250,7 @@ static int on_cancel(pure_link *link, const pure_frame *f, uint64_t now)
     if (!now_skip)
         return 0;
     int rc = pure_link_cancel_skip(link, ch, c);
-    return rc < 0 ? rc : rc == 1 ? 0 : pure_link_chan_drain(link, ch, c, now); /* what follows */
+    return rc < 0 ? rc : rc == 1 ? 0 : PURE_CANCEL_DRAIN; /* then what follows it, in order */
 }
 
 /* The peer answers our cancel. */
@@ -277,19 +277,11 @@ static int on_cancelled(pure_link *link, const pure_frame *f)
     return 0;
 }
 
-int pure_link_cancel_on_frame(pure_link *link, const pure_frame *f, uint64_t now)
+int pure_link_cancel_on_frame(pure_link *link, const pure_frame *f)
 {
     if (f->u.cancel.channel > link->ctx->s.max_channels)
         return PURE_EPROTO;
-    return f->type == PURE_FRAME_CHAN_CANCEL ? on_cancel(link, f, now) : on_cancelled(link, f);
-}
-
-void pure_link_cancel_on_delivered(pure_chan *c, uint64_t offset)
-{
-    pure_cancels *x = c->cx;
-    for (uint32_t j = 0; x && j < x->nout; j++)
-        if (x->out[j].end <= offset)
-            x->out[j].answered = 1; /* it read past it unanswered: delivered */
+    return f->type == PURE_FRAME_CHAN_CANCEL ? on_cancel(link, f) : on_cancelled(link, f);
 }
 
 /* ---- deadlines ---- */

@@ -26,17 +26,14 @@ void pure_link_cancel_on_lost(pure_link *link);
 /* What a frame handler returns for a frame it could not hold (the packet is then not
  * acknowledged: the peer sends it again); link_chan.h's name for it is PURE_CHAN_DROPPED. */
 #define PURE_CANCEL_DROPPED 1
-/* A CHAN_CANCEL or CHAN_CANCELLED frame. Returns 0, PURE_CANCEL_DROPPED (no room), or a code
- * that closes the link (PURE_EPROTO, PURE_ENOMEM). When a channel's in-order point moved past a
- * cancelled message, what it holds after it is consumed (pure_link_chan_drain). An answer may
- * let bytes go: the caller releases them as after an ACK (link_recv.c), or, in a CLOSE's packet,
- * the CHAN_DELIVERED that follows does. */
-int pure_link_cancel_on_frame(pure_link *link, const pure_frame *f, uint64_t now);
-/* Consumes what channel ch holds in order (link_chan.c). */
-int pure_link_chan_drain(pure_link *link, uint32_t ch, pure_chan *c, uint64_t now);
-/* The peer's CHAN_DELIVERED for channel c (after its CLOSE): messages being cancelled below
- * `offset` that it did not answer were delivered. */
-void pure_link_cancel_on_delivered(pure_chan *c, uint64_t offset);
+/* What pure_link_cancel_on_frame returns when the channel's in-order point moved past a
+ * cancelled message: the caller consumes what the channel holds after it (link_chan.c). */
+#define PURE_CANCEL_DRAIN 2
+/* A CHAN_CANCEL or CHAN_CANCELLED frame. Returns 0, PURE_CANCEL_DRAIN, PURE_CANCEL_DROPPED (no
+ * room), or a code that closes the link (PURE_EPROTO, PURE_ENOMEM). An answer may let bytes go:
+ * the caller releases them as after an ACK (link_recv.c), or, in a CLOSE's packet, the
+ * CHAN_DELIVERED that follows does. */
+int pure_link_cancel_on_frame(pure_link *link, const pure_frame *f);
 /* The in-order point of channel ch reached (or stands inside) the lowest range the peer
  * cancelled: drop the message, report it, move past. Returns 0, 1 (the application closed the
  * link) or PURE_EPROTO (the range is not that message). */

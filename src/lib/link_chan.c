@@ -23,7 +23,7 @@ static pure_chans *table(pure_link *link)
     return link->chans;
 }
 
-pure_chan *pure_link_chan_get(pure_link *link, uint32_t ch)
+static pure_chan *chan_get(pure_link *link, uint32_t ch)
 {
     pure_chans *t = table(link);
     if (!t)
@@ -68,7 +68,7 @@ int64_t pure_link_send_on(pure_link *link, uint32_t channel, const void *msg, si
         return PURE_ECLOSED;
     if (len > link->ctx->s.max_message_size)
         return PURE_EMSGSIZE;
-    pure_chan *c = pure_link_chan_get(link, channel);
+    pure_chan *c = chan_get(link, channel);
     if (!c)
         return PURE_ENOMEM;
     int64_t id = pure_chan_write(c, &link->ctx->alloc, msg, len, link->ctx->s.send_backlog,
@@ -468,7 +468,7 @@ void pure_link_chan_recv_resumed(pure_link *link, uint64_t now)
  * not grow: max_receive_memory) the channel is marked stalled: those bytes were acknowledged
  * and will not come again, so pure_link_chan_retry tries again as packets arrive (the link
  * probes its peer meanwhile: timers.c's watch, as for a message in progress). */
-int pure_link_chan_drain(pure_link *link, uint32_t ch, pure_chan *c, uint64_t now)
+static int drain_ring(pure_link *link, uint32_t ch, pure_chan *c, uint64_t now)
 {
     pure_chans *t = link->chans;
     const uint8_t *p;
@@ -513,7 +513,7 @@ static int on_chan_data(pure_link *link, const pure_frame *f, uint64_t now)
 {
     uint32_t ch = (uint32_t)f->u.chan.channel;
     uint64_t off = f->u.chan.offset, len = f->u.chan.len, end = off + len;
-    pure_chan *c = pure_link_chan_get(link, ch);
+    pure_chan *c = chan_get(link, ch);
     if (!c)
         return PURE_ENOMEM;
     if (end > pure_credit_granted(&c->credit))
@@ -536,7 +536,7 @@ static int on_chan_data(pure_link *link, const pure_frame *f, uint64_t now)
             return PURE_CHAN_DROPPED;
         if (from > c->recv_next)
             return 0;
-        int drc = pure_link_chan_drain(link, ch, c, now);
+        int drc = drain_ring(link, ch, c, now);
         /* in order but not all consumed (memory short, the link closed): unacknowledged */
         return drc ? drc : c->recv_next < end ? PURE_CHAN_DROPPED : 0;
     }
@@ -549,7 +549,7 @@ static int on_chan_data(pure_link *link, const pure_frame *f, uint64_t now)
         return rc;
     if (rc == 1 || link->state != PURE_LS_OPEN)
         return 0;
-    return pure_link_chan_drain(link, ch, c, now);
+    return drain_ring(link, ch, c, now);
 }
 
 int pure_link_chan_retry(pure_link *link, uint64_t now)
@@ -559,7 +559,7 @@ int pure_link_chan_retry(pure_link *link, uint64_t now)
     for (uint32_t i = 1; t && i <= t->top && link->state == PURE_LS_OPEN && !rc; i++) {
         pure_chan *c = t->c[i];
         if (c && c->stalled)
-            rc = pure_link_chan_drain(link, i, c, now);
+            rc = drain_ring(link, i, c, now);
         else if (c && c->credit_held)
             update_credit(link, c, i, now);
     }
@@ -572,14 +572,16 @@ int pure_link_chan_on_frame(pure_link *link, const pure_frame *f, uint64_t now)
 {
     if (f->type == PURE_FRAME_DATAGRAM)
         return on_datagram(link, f);
-    if (f->type == PURE_FRAME_CHAN_CANCEL || f->type == PURE_FRAME_CHAN_CANCELLED)
-        return pure_link_cancel_on_frame(link, f, now);
+    if (f->type == PURE_FRAME_CHAN_CANCEL || f->type == PURE_FRAME_CHAN_CANCELLED) {
+        int rc = pure_link_cancel_on_frame(link, f), ch = (int)f->u.cancel.channel;
+        return rc == PURE_CANCEL_DRAIN ? drain_ring(link, ch, link->chans->c[ch], now) : rc;
+    }
     if (f->u.chan.channel > link->ctx->s.max_channels)
         return PURE_EPROTO; /* more channels than this side takes */
     switch (f->type) {
     case PURE_FRAME_CHAN_DATA: return on_chan_data(link, f, now);
     case PURE_FRAME_CHAN_CREDIT: {
-        pure_chan *c = pure_link_chan_get(link, (uint32_t)f->u.chan.channel);
+        pure_chan *c = chan_get(link, (uint32_t)f->u.chan.channel);
         if (!c)
             return PURE_ENOMEM;
         if (pure_credit_on_frame(&c->credit, f->u.chan.offset))
@@ -588,10 +590,8 @@ int pure_link_chan_on_frame(pure_link *link, const pure_frame *f, uint64_t now)
     }
     case PURE_FRAME_CHAN_DELIVERED: {
         pure_chan *c = pure_chans_find(link->chans, f->u.chan.channel);
-        if (c) {
-            pure_link_cancel_on_delivered(c, f->u.chan.offset);
+        if (c)
             pure_chan_on_delivered(c, &link->ctx->alloc, f->u.chan.offset);
-        }
         return 0;
     }
     default: return PURE_EPROTO;

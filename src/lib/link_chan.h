@@ -12,8 +12,6 @@
 /* What on_chan_frame returns for data it could not hold (the packet is then not acknowledged). */
 #define PURE_CHAN_DROPPED PURE_CANCEL_DROPPED
 
-/* Channel ch (1..max), made on first use; NULL without memory. */
-pure_chan *pure_link_chan_get(pure_link *link, uint32_t ch);
 /* 1 if channels 1..max have data that may go now. */
 static inline int pure_link_chan_has_data(const pure_link *link)
 {
