@@ -14,7 +14,10 @@
  *     varints; PATH_CHALLENGE/PATH_RESPONSE take exactly the 8 bytes after their type;
  *   - CHAN_DATA, CHAN_CREDIT and CHAN_DELIVERED name a channel in 1..PURE_CHANNEL_MAX and
  *     re-encode (pure_pkt_chan_*) to a frame that parses back to the same fields; a DATAGRAM's
- *     bytes lie inside the packet and re-encode (pure_pkt_datagram) to the same frame.
+ *     bytes lie inside the packet and re-encode (pure_pkt_datagram) to the same frame;
+ *   - CHAN_CANCEL names a channel in range and a range of 4 .. 2^32 + 3 bytes ending below 2^62,
+ *     CHAN_CANCELLED an outcome 0 or 1; both re-encode (pure_pkt_chan_cancel/_cancelled) to a
+ *     frame that parses back to the same fields.
  * Any broken property aborts, which libFuzzer reports as a crash. */
 #include <stdint.h>
 #include <stdio.h>
@@ -256,6 +259,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 g.type != PURE_FRAME_DATAGRAM || g.u.chan.len != len ||
                 memcmp(g.u.chan.bytes, f.u.chan.bytes, (size_t)len) != 0)
                 FAIL("DATAGRAM round trip");
+            compare_encoding(start, p, re, k.p);
+            break;
+        }
+        case PURE_FRAME_CHAN_CANCEL:
+        case PURE_FRAME_CHAN_CANCELLED: {
+            uint64_t ch = f.u.cancel.channel, off = f.u.cancel.offset, len = f.u.cancel.len;
+            int cancel = f.type == PURE_FRAME_CHAN_CANCEL;
+            if (ch == 0 || ch > PURE_CHANNEL_MAX || f.u.cancel.delivered > 1 ||
+                (cancel && (len < 4 || len > (1ull << 32) + 3 || off + len > PURE_VARINT_MAX)))
+                FAIL("cancel frame fields out of range");
+            pure_pkt k = {re, re + sizeof re};
+            if ((cancel
+                     ? pure_pkt_chan_cancel(&k, ch, f.u.cancel.id, off, len)
+                     : pure_pkt_chan_cancelled(&k, ch, f.u.cancel.id, f.u.cancel.delivered)) != 0)
+                FAIL("cancel frame did not re-encode");
+            q = re;
+            if (pure_frame_parse(&q, k.p, &g, &gack) != 0 || q != k.p || g.type != f.type ||
+                g.u.cancel.channel != ch || g.u.cancel.id != f.u.cancel.id ||
+                g.u.cancel.offset != off || g.u.cancel.len != len ||
+                g.u.cancel.delivered != f.u.cancel.delivered)
+                FAIL("cancel frame round trip");
             compare_encoding(start, p, re, k.p);
             break;
         }

@@ -71,6 +71,14 @@ def chan_delivered(ch, off):
     return b"\x0d" + varint(ch) + varint(off)
 
 
+def chan_cancel(ch, msg_id, off, length):
+    return b"\x11" + varint(ch) + varint(msg_id) + varint(off) + varint(length)
+
+
+def chan_cancelled(ch, msg_id, delivered):
+    return b"\x12" + varint(ch) + varint(msg_id) + bytes([delivered])
+
+
 def datagram(payload):
     return b"\x0e" + varint(len(payload)) + payload
 
@@ -109,6 +117,10 @@ def frame_seeds():
     write("frame", "datagrams", datagram(b"hello") + ping() + datagram(b"") + datagram(bytes(300)))
     write("frame", "datagram_cut", b"\x0e\x40\x50abc")
     write("frame", "channel_too_high", chan_credit(256, 5))
+    write("frame", "cancels", chan_cancel(1, 3, 1 << 20, 65) + chan_cancelled(2, 7, 1) +
+          chan_cancelled(255, 0, 0))
+    write("frame", "cancel_too_short", chan_cancel(1, 0, 0, 3))
+    write("frame", "cancelled_bad_outcome", chan_cancelled(1, 0, 2))
 
 
 def msgparse_seeds():
@@ -242,6 +254,15 @@ def link_seeds():
     write("link", "channels_lossy", bytes([0]) + connect + settle + b"".join(
           op(0x11 + 0x10 * (k % 3), k & 1, 0x40, 40 + k) for k in range(12)) + op(4, 0) +
           op(4, 2) + op(5, 1) + op(6, 3) + op(7, 100) + settle + settle + op(9, 1) + settle)
+    # SEND with high nibble 14: pure_link_cancel (s1: channel bit, how far back); 13: a deadline
+    write("link", "cancels", bytes([0]) + connect + settle + b"".join(
+          op(0x11 + 0x10 * (k % 2), 0, 0x40 | k, 200) for k in range(10)) + op(0xE1, 0, 0) +
+          op(0xE1, 0, 3) + op(6, 2) + op(0xE1, 0, 5) + op(0xE1, 0, 8) + op(4, 0) + op(0xE1, 0, 1) +
+          settle + op(0xE1, 0, 0) + settle + op(9, 0) + settle)
+    write("link", "deadlines", bytes([0]) + connect + settle + b"".join(
+          op(0xD1, k & 1, (k % 2) | (k * 6) << 1 & 0xFE, 50 + k) for k in range(10)) + op(4, 0) +
+          op(4, 1) + op(7, 20) + op(6, 0) + op(7, 30) + settle + op(4, 0) + op(7, 250) + settle +
+          op(9, 1) + settle)
     write("link", "datagrams", bytes([0]) + connect + settle + op(0xF1, 0, 0, 100) +
           op(0xF1, 1, 4, 200) + op(0xF1, 0, 0, 3) + op(4, 0) + op(0xF1, 0, 0xFF, 0xFF) +
           op(0x11, 0, 0, 30) + op(0xF1, 1, 0, 40) + op(5, 0) + settle + op(9, 0) + settle)

@@ -18,7 +18,11 @@
  *   0 CONNECT a        side a&1 opens a link to the other (at most 8 alive, 32 per input)
  *   1 SEND e s1 s2     end e sends one message, size from s1 s2 (see msg_size), on channel
  *                      (op >> 4) % 3 (channels 1 and 2 through pure_link_send_on); with
- *                      op >> 4 == 15 a datagram instead (size % (pure_link_datagram_max + 2))
+ *                      op >> 4 == 15 a datagram instead (size % (pure_link_datagram_max + 2));
+ *                      with op >> 4 == 14, pure_link_cancel of one of the 8 newest messages of
+ *                      channel 1 + (s1 & 1), (s1 >> 1) & 7 back from the newest; with
+ *                      op >> 4 == 13, pure_link_send_on_deadline on channel 1 + (s1 & 1) of
+ *                      s2 * 97 bytes, the deadline (s1 >> 1) ms from now
  *   2 REPLY e r        end e answers each of its next r&15 messages from inside on_message
  *                      with one of (r >> 4) * 613 bytes
  *   3 DELIVER i        deliver in-flight datagram i (any order: reordering)
@@ -48,6 +52,13 @@
  *     against the sender's record of what pure_link_send accepted, and by a running hash of the
  *     direction's prefix compared with the sender's), and on channels 1 and 2 the same
  *     separately per channel (whole, in order on that channel, once: on_channel_message);
+ *   - cancels: each id of a channel reaches the receiver once, in order, delivered whole or
+ *     reported cancelled, and only a message its sender cancelled (or gave a deadline) is
+ *     reported cancelled; the sender's on_channel_cancelled names only such messages, once, not
+ *     one the receiver delivered, and never one on_channel_acked covered already; an id the
+ *     receiver reported cancelled is reported cancelled by the sender by the time
+ *     on_channel_acked covers it (the running hash is checked only while a channel has no
+ *     cancel; the bytes by index always);
  *     datagrams arrive whole, from what the peer sent, at most once each;
  *   - no callback of a link after its on_closed; on_closed exactly once for every end the
  *     application knows (pure_connect returned 0, or on_accept returned 0), including when its
@@ -111,6 +122,13 @@ typedef struct end {
     uint64_t ctx_n[2], crx[2], crx_hash[2];
     uint32_t ctx_len[2][MAX_CH_MSGS];
     uint64_t ctx_hash[2][MAX_CH_MSGS];
+    /* cancels: per channel and id, what this end asked (sent side) and what became of it */
+    uint8_t cx_asked[2][MAX_CH_MSGS]; /* a cancel or a deadline was given */
+    uint8_t cx_req[2][MAX_CH_MSGS];   /* pure_link_cancel returned 0 for it */
+    uint8_t cx_tx[2][MAX_CH_MSGS];    /* this end's on_channel_cancelled(SENT) reported it */
+    uint8_t cx_rx[2][MAX_CH_MSGS];    /* received: 1 delivered, 2 reported cancelled */
+    uint8_t cx_any[2];                /* a cancel was asked on the channel (hashes off) */
+    uint64_t cacked[2];               /* on_channel_acked: last id + 1 */
     /* datagrams sent (ids 0..dg_tx-1, lengths) and received (a bit per id) */
     uint32_t dg_tx;
     uint16_t dg_len[MAX_DGRAMS];
@@ -342,6 +360,27 @@ static void send_msg(end *e, size_t len)
     G.bytes += len;
 }
 
+/* The same on channel ch (1 or 2) with a deadline `in` ns from now. */
+static void send_msg_deadline(end *e, uint32_t ch, size_t len, uint64_t in)
+{
+    int c = (int)ch - 1;
+    if (e->ctx_n[c] >= MAX_CH_MSGS || G.bytes + len > MAX_BYTES)
+        return;
+    msg_fill(g_msg, e, e->ctx_n[c] | (uint64_t)ch << 16, len);
+    int64_t rc = pure_link_send_on_deadline(e->link, ch, g_msg, len, G.now + in);
+    if (rc == PURE_EAGAIN || rc == PURE_ECLOSED)
+        return;
+    if (rc < 0 || (uint64_t)rc != e->ctx_n[c])
+        FZ_FAIL("pure_link_send_on_deadline failed, or an id out of sequence");
+    uint64_t h = e->ctx_n[c] ? e->ctx_hash[c][e->ctx_n[c] - 1] : 0;
+    e->ctx_len[c][e->ctx_n[c]] = (uint32_t)len;
+    e->ctx_hash[c][e->ctx_n[c]] = fnv(h, g_msg, len);
+    e->cx_asked[c][e->ctx_n[c]] = 1; /* it may be cancelled */
+    e->cx_any[c] = 1;
+    e->ctx_n[c]++;
+    G.bytes += len;
+}
+
 /* The same on channel ch (1 or 2) through pure_link_send_on. */
 static void send_msg_on(end *e, uint32_t ch, size_t len)
 {
@@ -492,9 +531,74 @@ static void on_channel_message(pure_link *link, void *user, uint32_t ch, const u
     if (memcmp(d, want, n) != 0)
         FZ_FAIL("delivered a channel message with the wrong bytes (wrong index, cut or mixed)");
     e->crx_hash[c] = fnv(e->crx_hash[c], d, n);
-    if (e->crx_hash[c] != from->ctx_hash[c][e->crx[c]])
+    if (!from->cx_any[c] && e->crx_hash[c] != from->ctx_hash[c][e->crx[c]])
         FZ_FAIL("running hash of a channel's delivered prefix differs from the sender's");
+    if (from->cx_tx[c][e->crx[c]])
+        FZ_FAIL("delivered a channel message its sender was told was cancelled");
+    e->cx_rx[c][e->crx[c]] = 1;
     e->crx[c]++;
+}
+
+static void on_channel_cancelled(pure_link *link, void *user, uint32_t ch, uint64_t id,
+                                 uint32_t flags)
+{
+    end *e = end_of(link, user);
+    end *peer = peer_of(e);
+    if (ch < 1 || ch > 2)
+        FZ_FAIL("a cancel reported on a channel nobody sent on");
+    int c = (int)ch - 1;
+    if (flags & PURE_CANCELLED_SENT) { /* ours */
+        if (id >= e->ctx_n[c] || !e->cx_asked[c][id] || e->cx_tx[c][id])
+            FZ_FAIL("on_channel_cancelled(SENT) for a message never cancelled, or twice");
+        if (id < e->cacked[c])
+            FZ_FAIL("on_channel_cancelled(SENT) after on_channel_acked covered the id");
+        if (peer->cx_rx[c][id] == 1)
+            FZ_FAIL("on_channel_cancelled(SENT) for a message the peer delivered");
+        e->cx_tx[c][id] = 1;
+        return;
+    }
+    if (id != e->crx[c] || id >= peer->ctx_n[c])
+        FZ_FAIL("a cancel of the peer's message out of order, or of one never sent");
+    if (!peer->cx_asked[c][id])
+        FZ_FAIL("a message reported cancelled that its sender never cancelled");
+    e->cx_rx[c][id] = 2;
+    e->crx[c]++;
+}
+
+static void on_channel_acked(pure_link *link, void *user, uint32_t ch, uint64_t through)
+{
+    end *e = end_of(link, user);
+    end *peer = peer_of(e);
+    if (ch < 1 || ch > 2 || through >= e->ctx_n[ch - 1] || through + 1 <= e->cacked[ch - 1])
+        FZ_FAIL("on_channel_acked out of range or backwards");
+    int c = (int)ch - 1;
+    for (uint64_t id = e->cacked[c]; id <= through; id++)
+        if (peer->cx_rx[c][id] == 2 && !e->cx_tx[c][id])
+            FZ_FAIL("on_channel_acked covers a message the peer cancelled, not reported cancelled");
+    e->cacked[c] = through + 1;
+}
+
+/* End e cancels one of its newest messages on channel ch. */
+static void cancel_msg(end *e, uint32_t ch, uint32_t back)
+{
+    int c = (int)ch - 1;
+    if (!e->ctx_n[c])
+        return;
+    uint64_t id = e->ctx_n[c] - 1 - (back < e->ctx_n[c] ? back : 0);
+    int rc = pure_link_cancel(e->link, ch, id);
+    if (rc == 0) {
+        if (e->cx_req[c][id])
+            FZ_FAIL("pure_link_cancel returned 0 twice for one message");
+        e->cx_req[c][id] = 1;
+        e->cx_asked[c][id] = 1;
+        e->cx_any[c] = 1;
+    } else if (rc == PURE_EALREADY) {
+        if (id >= e->cacked[c] && !e->cx_asked[c][id])
+            FZ_FAIL("pure_link_cancel said PURE_EALREADY for a message neither acknowledged nor "
+                    "cancelled");
+    } else if (rc != PURE_ESTATE && rc != PURE_ECLOSED) {
+        FZ_FAIL("pure_link_cancel failed with an unexpected code");
+    }
 }
 
 static void on_datagram(pure_link *link, void *user, const uint8_t *d, size_t n)
@@ -574,7 +678,9 @@ static const pure_callbacks g_cb = {.on_accept = on_accept,
                                     .on_peer_finished = on_peer_finished,
                                     .on_closed = on_closed,
                                     .on_channel_message = on_channel_message,
-                                    .on_datagram = on_datagram};
+                                    .on_datagram = on_datagram,
+                                    .on_channel_acked = on_channel_acked,
+                                    .on_channel_cancelled = on_channel_cancelled};
 
 /* ---- contexts and the network ---- */
 
@@ -791,6 +897,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             uint8_t s1 = ARG(), s2 = ARG();
             if (e && hi == 15)
                 send_dgram(e, (size_t)s1 << 8 | s2);
+            else if (e && hi == 14)
+                cancel_msg(e, 1 + (s1 & 1u), (s1 >> 1) & 7u);
+            else if (e && hi == 13)
+                send_msg_deadline(e, 1 + (s1 & 1u), (size_t)s2 * 97, (uint64_t)(s1 >> 1) * 1000000);
             else if (e && hi % 3)
                 send_msg_on(e, hi % 3, msg_size(s1, s2));
             else if (e)

@@ -37,7 +37,11 @@
  *                 1 ACK     k g1 l1 ...: (k & 7) + 1 ranges of B's packet numbers from the newest
  *                             B sent, each gap/length byte pair; t bit 3: a largest beyond it
  *                 2 CREDIT  v1 v2: B's send_next + (v1 v2) * 64 (t bit 3: just (v1 v2))
- *                 3 PING    (t bit 3: a DATAGRAM instead, n: n bytes, id u16 then (id * 7 + i))
+ *                 3 PING    (t bit 3: a DATAGRAM instead, n: n bytes, id u16 then (id * 7 + i);
+ *                             t bit 4: a CHAN_CANCEL instead, a: of message k of A's stream on
+ *                             channel 1 + (t >> 7), k = B's next id there + (a & 7), or with
+ *                             a bit 3 (a >> 4) back from it (delivered already); t bit 5: its
+ *                             range moved and stretched by two more bytes (checks then off))
  *                 4 CLOSE   code, reason length (% 64), reason bytes
  *                 5 REKEY   flag (% 3), generation, 32 key bytes
  *                 6 PADDING n
@@ -55,7 +59,8 @@
  *
  * Invariants (abort() on violation): every pure_ctx_read code is documented and counted
  * (fz_read); B delivers only whole messages of A's stream, in order (on each channel
- * separately: channels 1 and 2 carry the same messages), each of whose bytes was
+ * separately: channels 1 and 2 carry the same messages; a message A cancelled may instead be
+ * reported cancelled, in its place in the order, and only one A cancelled), each of whose bytes was
  * sent in some DATA frame, and on_peer_finished only at a FIN offset A sent after every message
  * before it; A delivers B's messages whole and in order; no callback of a link after its
  * on_closed; on_closed exactly once for each link, pure_ctx_free included; nothing left
@@ -122,6 +127,8 @@ static int s_key = -1;
 static uint8_t s_sent[STREAM_MAX / 8];
 static uint8_t s_sent_ch[2][STREAM_MAX / 8]; /* channels 1 and 2, by A-stream offset */
 static uint64_t ch_delivered[2];
+#define CANCEL_MAX 65536
+static uint8_t ch_cancel_sent[2][CANCEL_MAX / 8]; /* CHAN_CANCEL frames sent, by message */
 
 static uint32_t msg_len(int cls, uint32_t seed, uint32_t k)
 {
@@ -290,6 +297,20 @@ static void on_channel_message(pure_link *link, void *user, uint32_t ch, const u
         FZ_FAIL("B delivered a channel message whose bytes were never all sent on it");
 }
 
+/* B drops a channel message A cancelled: the next in that channel's order, and one A cancelled. */
+static void on_channel_cancelled(pure_link *link, void *user, uint32_t ch, uint64_t id,
+                                 uint32_t flags)
+{
+    app *u = app_of(link, user);
+    if (u != &W.ub || ch < 1 || ch > 2 || flags != 0)
+        FZ_FAIL("a cancel reported for a message nobody sent, or as B's own");
+    uint64_t k = ch_delivered[ch - 1]++;
+    if (W.junk)
+        return;
+    if (id != k || k >= CANCEL_MAX || !(ch_cancel_sent[ch - 1][k >> 3] & (1u << (k & 7))))
+        FZ_FAIL("B reported a channel message cancelled out of order, or one never cancelled");
+}
+
 static void on_peer_finished(pure_link *link, void *user)
 {
     app *u = app_of(link, user);
@@ -333,6 +354,7 @@ static const pure_callbacks g_cb = {.on_accept = on_accept,
                                     .on_peer_finished = on_peer_finished,
                                     .on_closed = on_closed,
                                     .on_channel_message = on_channel_message,
+                                    .on_channel_cancelled = on_channel_cancelled,
                                     .on_datagram = on_datagram};
 
 static pure_ctx *make_ctx(uint8_t key, uint64_t *rng, fz_heap *heap, uint8_t opts)
@@ -549,6 +571,27 @@ static uint8_t *put_frame(rd *r, uint8_t *out)
         return pure_frame_put_credit(out, v);
     }
     case 3:
+        if (t & 0x10) { /* CHAN_CANCEL of a message of A's stream on channel 1 or 2 */
+            int c = (t >> 7) & 1;
+            uint8_t a = take(r);
+            const pure_chan *ch = lb ? pure_chans_find(lb->chans, (uint64_t)c + 1) : NULL;
+            uint64_t k = (ch ? ch->msgs_received : 0) + (a & 7);
+            if (a & 8)
+                k = k > (uint64_t)(a >> 4) ? k - (a >> 4) : 0; /* one delivered already */
+            if (k >= s_count)
+                k = s_count ? s_count - 1 : 0;
+            uint64_t off = s_start[k] - 4, len = 4 + msg_len(s_key >> 8, s_key & 255, (uint32_t)k);
+            if (t & 0x20) { /* a range that is not that message's: content checks off */
+                off += take(r);
+                len += take(r);
+                W.junk = 1;
+            }
+            if (k < CANCEL_MAX)
+                ch_cancel_sent[c][k >> 3] |= (uint8_t)(1u << (k & 7));
+            pure_pkt kk = {out, out + 1600};
+            pure_pkt_chan_cancel(&kk, (uint64_t)c + 1, k, off, len);
+            return kk.p;
+        }
         if (t & 8) { /* a DATAGRAM: id, then bytes derived from it */
             uint8_t n = take(r), d[2 + 255];
             uint16_t id = W.dg_next++;
@@ -664,6 +707,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(s_sent, 0, sizeof s_sent);
     memset(s_sent_ch, 0, sizeof s_sent_ch);
     ch_delivered[0] = ch_delivered[1] = 0;
+    memset(ch_cancel_sent, 0, sizeof ch_cancel_sent);
     W.rng_a = 1;
     W.rng_b = 2;
     W.now = 1000 * FZ_MS;

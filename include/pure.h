@@ -104,6 +104,9 @@ PURE_API const char *pure_version(void);
 /* PURE_EFULL: the link holds its queue limit (pure_link_set_queue_limit) in messages not yet
  * acknowledged: its peer is not keeping up. Nothing was queued; the link is as it was. */
 #define PURE_EFULL -22
+/* PURE_EALREADY: too late for what was asked (pure_link_cancel: the message was acknowledged
+ * already, or its cancel is under way). Not fatal. */
+#define PURE_EALREADY -23
 
 /* A short English description of an error code ("unknown error" for others). Never NULL. */
 PURE_API const char *pure_strerror(int err);
@@ -226,7 +229,21 @@ typedef struct pure_callbacks {
      * particular order with anything else. `data` is valid only until the callback returns.
      * May call any pure_link_* function. */
     void (*on_datagram)(pure_link *link, void *user, const uint8_t *data, size_t len);
+    /* ---- settings.version 7: cancels (pure_link_cancel, pure_link_send_on_deadline) ---- */
+    /* Message `id` of channel 1..max_channels was cancelled, and no part of it was or will be
+     * delivered. With PURE_CANCELLED_SENT in flags it is a message this side sent (its cancel,
+     * or its deadline with PURE_CANCELLED_DEADLINE too, won the race against its delivery): this
+     * comes before the on_channel_acked whose acked_through_id covers the id. Without it the
+     * peer cancelled its message `id` on that channel (the ids of its pure_link_send_on), and
+     * what had arrived of it was dropped. May call any pure_link_* function. Not called after
+     * on_closed. */
+    void (*on_channel_cancelled)(pure_link *link, void *user, uint32_t channel, uint64_t id,
+                                 uint32_t flags);
 } pure_callbacks;
+
+/* Flags of on_channel_cancelled. */
+#define PURE_CANCELLED_SENT 0x1     /* a message this side sent (else one the peer sent) */
+#define PURE_CANCELLED_DEADLINE 0x2 /* its deadline passed (pure_link_send_on_deadline) */
 
 /* Congestion controllers (pure_settings.congestion). */
 enum pure_cc_algo {
@@ -240,9 +257,10 @@ enum pure_cc_algo {
 
 /* 2 since 0.2 (pure_callbacks.on_acked); 3 added the limits against hostile peers; 4 the link
  * index partition (index_top_bits); 5 the fleet's server id; 6 channels (max_channels,
- * pure_callbacks.on_channel_message). pure_ctx_new still takes 1, and then never reads the fields
- * and callbacks that version did not have. */
-#define PURE_SETTINGS_VERSION 6
+ * pure_callbacks.on_channel_message); 7 cancels (pure_callbacks.on_channel_cancelled, no new
+ * field). pure_ctx_new still takes 1, and then never reads the fields and callbacks that version
+ * did not have. */
+#define PURE_SETTINGS_VERSION 7
 
 /* Settings of a context. Initialise with pure_settings_default, then change fields. Unknown future
  * fields keep their defaults: `version` lets the library grow this struct without breaking callers.
@@ -832,6 +850,48 @@ typedef struct pure_queue_stats {
  * PURE_EINVAL (link or st NULL, a channel above max_channels other than PURE_CHANNEL_ALL). */
 PURE_API int pure_link_queue_stats(const pure_link *link, uint32_t channel, uint64_t now,
                                    pure_queue_stats *st, size_t size);
+
+/* Cancels and deadlines (docs/channels.md, "Cancel and deadlines"), on channels 1..max_channels
+ * only (channel 0's stream has none, so its path costs nothing more). A cancelled message is
+ * never sent or sent again; the peer drops what arrived of it and its on_channel_cancelled
+ * reports (channel, id): it never delivers part of a message. A message whose bytes all went
+ * may have been delivered before the cancel arrives: then the delivery stands. Each message has
+ * exactly one outcome on both sides, and this side learns which: on_channel_cancelled with
+ * PURE_CANCELLED_SENT if the cancel won, none if the message was delivered; either way the id is
+ * then covered by on_channel_acked, so on_channel_acked's ids and pure_link_channel_unacked's
+ * first_unacked count messages delivered or reported cancelled (on_closed's ids not acknowledged
+ * were neither: none of them was delivered when the peer closed, as for any message). Needs a
+ * peer that reads cancels: one built before them announces none (pure_link_cancel then returns
+ * PURE_EINVAL; deadlines are then not kept).
+ *
+ * pure_link_cancel abandons message `id` (as pure_link_send_on returned it) of `channel`: queued,
+ * partly sent, or sent and not yet acknowledged. Returns 0 (the cancel is under way: the outcome
+ * comes as above), or:
+ *   PURE_EINVAL   link is NULL, channel is 0 or above max_channels, id was never returned on
+ *                 that channel, or the peer does not read cancels;
+ *   PURE_EALREADY the message was acknowledged already (on_channel_acked covers it, or is
+ *                 about to), or a cancel of it is under way;
+ *   PURE_ESTATE   the handshake has not completed (whether the peer reads cancels is unknown);
+ *   PURE_ECLOSED  the link is closing or closed (a graceful close still waiting for its
+ *                 acknowledgements takes cancels: they let it end sooner);
+ *   PURE_ENOMEM   the cancel could not be recorded (nothing changed). */
+PURE_API int pure_link_cancel(pure_link *link, uint32_t channel, uint64_t id);
+
+/* pure_link_send_on with a deadline: if the message is not acknowledged by `deadline` (a time
+ * on the clock of the `now` given to pure_ctx_* calls, in ns), it is cancelled as by
+ * pure_link_cancel, and if the cancel wins on_channel_cancelled reports it with
+ * PURE_CANCELLED_SENT | PURE_CANCELLED_DEADLINE (PR-SCTP's timed reliability, per message). The
+ * deadline is acted on by the link's timer (pure_ctx_timeout), once the handshake
+ * completed; toward a peer that does not read cancels it is dropped. Returns the message's id or
+ * the codes of pure_link_send_on:
+ *   PURE_EINVAL   link is NULL, msg is NULL with len > 0, channel is 0 or above
+ *                 pure_link_peer_channels (or this side's max_channels);
+ *   PURE_EAGAIN   the channel's backlog is full: wait for on_writable and retry;
+ *   PURE_EMSGSIZE len > max_message_size;
+ *   PURE_ECLOSED  the link is finishing or closing;
+ *   PURE_ENOMEM   the channel, its send buffer or the deadline could not be allocated. */
+PURE_API int64_t pure_link_send_on_deadline(pure_link *link, uint32_t channel, const void *msg,
+                                            size_t len, uint64_t deadline);
 
 /* Datagrams: unreliable messages that fit one packet (docs/channels.md, "Datagrams"). Each is
  * sent once, never retransmitted, congestion-controlled and paced with everything else, and

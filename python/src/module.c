@@ -139,7 +139,8 @@ PyMODINIT_FUNC PyInit__core(void)
                  {"EFLOW", PURE_EFLOW},         {"EIO", PURE_EIO},
                  {"ERESET", PURE_ERESET},       {"EUNREACH", PURE_EUNREACH},
                  {"ENOTPURE", PURE_ENOTPURE},   {"EMOVED", PURE_EMOVED},
-                 {"EVERSION", PURE_EVERSION},   {"EFULL", PURE_EFULL}};
+                 {"EVERSION", PURE_EVERSION},   {"EFULL", PURE_EFULL},
+                 {"EALREADY", PURE_EALREADY}};
     for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++)
         if (PyModule_AddIntConstant(m, codes[i].n, codes[i].v))
             return NULL;

@@ -18,6 +18,7 @@ pure_chans *pure_chans_new(const pure_alloc *a, uint32_t max)
         return NULL;
     memset(t, 0, size);
     t->max = max;
+    t->deadline_at = UINT64_MAX;
     memset(t->urgency, PURE_URGENCY_DEFAULT, sizeof t->urgency);
     memset(t->incremental, 1, sizeof t->incremental); /* unconfigured channels share fairly */
     return t;
@@ -31,6 +32,7 @@ static void chan_free(pure_chan *c, const pure_alloc *a, const pure_alloc *rx_a)
     pure_ranges_free(&c->lost, a);
     pure_rob_free(&c->rob, rx_a, a);
     pure_msgparse_free(&c->parse, rx_a);
+    pure_cancels_drop(&c->cx, a);
     pure_mem_free(a, c, sizeof *c);
 }
 
@@ -126,6 +128,10 @@ uint64_t pure_chan_next_run(pure_chan *c, const pure_alloc *a, uint64_t *off, in
     *retx = 0;
     *off = c->send_next;
     uint64_t lim = new_limit(c);
+    if (c->cx && c->cx->nout) { /* stop before a cancelled message ahead (cancel.c) */
+        uint64_t next = pure_ranges_next_start(&c->acked, c->send_next);
+        lim = next < lim ? next : lim;
+    }
     return lim > c->send_next ? lim - c->send_next : 0;
 }
 
@@ -133,8 +139,10 @@ void pure_chan_on_sent(pure_chan *c, const pure_alloc *a, uint64_t off, uint64_t
 {
     if (retx)
         pure_ranges_remove(&c->lost, a, off, off + len);
-    else
+    else if (!c->cx)
         c->send_next = off + len;
+    else /* over the cancelled messages that follow (their bytes count as acknowledged) */
+        c->send_next = pure_ranges_contiguous_end(&c->acked, off + len);
 }
 
 void pure_chan_on_acked(pure_chan *c, const pure_alloc *a, uint64_t off, uint64_t len)
@@ -175,6 +183,8 @@ static void count_acked(pure_chan *c, uint64_t acked_to)
 int pure_chan_release_acked(pure_chan *c)
 {
     uint64_t base = pure_ranges_contiguous_end(&c->acked, c->sb.base);
+    uint64_t hold = pure_cancels_hold(c->cx); /* a cancel's answer is awaited there */
+    base = hold < base ? hold : base;
     if (base <= c->sb.base)
         return 0;
     uint64_t before = c->msgs_acked;
@@ -184,6 +194,8 @@ int pure_chan_release_acked(pure_chan *c)
     pure_ranges_trim_below(&c->lost, base);
     if (c->msgs_acked != before)
         c->acked_moved = 1;
+    if (c->cx && c->cx->nout)
+        pure_cancels_out_prune(c->cx, c->msgs_acked); /* counted: their cancels are done */
     return c->msgs_acked != before;
 }
 
@@ -191,6 +203,7 @@ void pure_chan_on_delivered(pure_chan *c, const pure_alloc *a, uint64_t offset)
 {
     if (offset > c->send_next)
         return;
+    pure_cancels_out_delivered(c->cx, offset); /* cancels it passed unanswered: delivered */
     pure_ranges_remove(&c->acked, a, offset, PURE_VARINT_MAX);
     if (offset > c->sb.base) {
         pure_ranges_add(&c->acked, a, c->sb.base, offset);
@@ -201,7 +214,7 @@ void pure_chan_on_delivered(pure_chan *c, const pure_alloc *a, uint64_t offset)
 int pure_chan_quiet(const pure_chan *c)
 {
     return c->sb.base == c->sb.end && pure_ranges_empty(&c->lost) && pure_rob_empty(&c->rob) &&
-           pure_msgparse_at_boundary(&c->parse);
+           pure_msgparse_at_boundary(&c->parse) && pure_cancels_idle(c->cx);
 }
 
 void pure_chan_shrink(pure_chan *c, const pure_alloc *a, const pure_alloc *rx_a)
@@ -214,6 +227,7 @@ void pure_chan_shrink(pure_chan *c, const pure_alloc *a, const pure_alloc *rx_a)
     pure_ranges_free(&c->lost, a);
     pure_rob_shrink(&c->rob, rx_a);
     pure_msgparse_shrink(&c->parse, rx_a);
+    pure_cancels_drop(&c->cx, a);
 }
 
 int pure_chans_pick(pure_chans *t, int has0)

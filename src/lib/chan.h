@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "alloc.h"
+#include "cancel.h"
 #include "credit.h"
 #include "dgram.h"
 #include "msgparse.h"
@@ -49,6 +50,9 @@ typedef struct pure_chan {
     pure_rob rob;
     pure_msgparse parse;
     uint64_t peer_delivered; /* the peer's CHAN_DELIVERED (UINT64_MAX: none) */
+    /* ---- cancels (cancel.h, link_cancel.c) ---- */
+    uint64_t msgs_received; /* the peer's messages delivered or cancelled: the next one's id */
+    pure_cancels *cx;       /* NULL until the channel cancels or has a deadline, either way */
 } pure_chan;
 
 typedef struct pure_chans {
@@ -60,6 +64,8 @@ typedef struct pure_chans {
     uint32_t held;           /* channels with `credit_held` set */
     pure_dgq dg;             /* the link's datagrams waiting, and their counters (link_chan.c) */
     struct pure_qwatch *qw;  /* the link's queue limit and message ages (qwatch.h), or NULL */
+    uint64_t deadline_at;    /* the earliest message deadline of any channel (link_cancel.c) */
+    uint8_t cancel_due;      /* a CHAN_CANCEL or CHAN_CANCELLED frame may be owed */
     uint8_t urgency[PURE_CHANNEL_MAX + 1];
     uint8_t incremental[PURE_CHANNEL_MAX + 1];
     pure_chan *c[]; /* [max + 1]; c[0] unused (channel 0 is the link's) */

@@ -193,7 +193,8 @@ int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
      * settings version knows (version 1: up to on_closed) */
     if (s->callbacks)
         memcpy(&ctx->cb, s->callbacks,
-               s->version >= 6   ? sizeof ctx->cb
+               s->version >= 7   ? sizeof ctx->cb
+               : s->version >= 6 ? offsetof(pure_callbacks, on_channel_cancelled)
                : s->version >= 2 ? offsetof(pure_callbacks, on_channel_message)
                                  : offsetof(pure_callbacks, on_acked));
     if (ctx->crypto->dh_public(ctx->public_key, s->private_key) != 0) {

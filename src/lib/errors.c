@@ -34,6 +34,7 @@ const char *pure_strerror(int err)
     case PURE_EVERSION:
         return "the peer speaks another version of the Pure protocol (upgrade one side)";
     case PURE_EFULL: return "the link's queue limit is reached: its peer is not keeping up";
+    case PURE_EALREADY: return "too late: already acknowledged, or already being cancelled";
     default: return "unknown error";
     }
 }

@@ -40,10 +40,38 @@ static int parse_ack(const uint8_t **pp, const uint8_t *end, pure_ack_frame *ack
     return 0;
 }
 
+/* CHAN_CANCEL: channel, id, offset, length; CHAN_CANCELLED: channel, id, outcome byte. */
+static int parse_cancel(const uint8_t **pp, const uint8_t *end, uint8_t type, pure_frame *f)
+{
+    const uint8_t *p = *pp;
+    uint64_t ch, id, off = 0, len = 0;
+    if (pure_varint_get(&p, end, &ch) || pure_varint_get(&p, end, &id) || ch == 0 ||
+        ch > PURE_CHANNEL_MAX)
+        return PURE_EPROTO;
+    if (type == PURE_FRAME_CHAN_CANCEL) {
+        if (pure_varint_get(&p, end, &off) || pure_varint_get(&p, end, &len) || len < 4 ||
+            len > (1ull << 32) + 3 || off + len > PURE_VARINT_MAX)
+            return PURE_EPROTO;
+        f->u.cancel.delivered = 0;
+    } else {
+        if (p >= end || *p > 1)
+            return PURE_EPROTO;
+        f->u.cancel.delivered = *p++;
+    }
+    f->u.cancel.channel = ch;
+    f->u.cancel.id = id;
+    f->u.cancel.offset = off;
+    f->u.cancel.len = len;
+    *pp = p;
+    return 0;
+}
+
 /* A channel frame's body: channel (1..PURE_CHANNEL_MAX), offset, and for CHAN_DATA length and
- * bytes; a DATAGRAM's length and bytes (channel and offset 0). */
+ * bytes; a DATAGRAM's length and bytes (channel and offset 0); the cancel frames'. */
 static int parse_chan(const uint8_t **pp, const uint8_t *end, uint8_t type, pure_frame *f)
 {
+    if (type == PURE_FRAME_CHAN_CANCEL || type == PURE_FRAME_CHAN_CANCELLED)
+        return parse_cancel(pp, end, type, f);
     const uint8_t *p = *pp;
     uint64_t ch = 0, off = 0, len = 0;
     if (type == PURE_FRAME_DATAGRAM) {
@@ -80,11 +108,8 @@ int pure_frame_parse(const uint8_t **pp, const uint8_t *end, pure_frame *f, pure
             return PURE_EPROTO;
         break;
     case PURE_FRAME_CREDIT:
-        if (pure_varint_get(&p, end, &f->u.credit))
-            return PURE_EPROTO;
-        break;
-    case PURE_FRAME_DELIVERED:
-        if (pure_varint_get(&p, end, &f->u.delivered))
+    case PURE_FRAME_DELIVERED: /* a stream offset each */
+        if (pure_varint_get(&p, end, type == PURE_FRAME_CREDIT ? &f->u.credit : &f->u.delivered))
             return PURE_EPROTO;
         break;
     case PURE_FRAME_ECN:
@@ -134,6 +159,8 @@ int pure_frame_parse(const uint8_t **pp, const uint8_t *end, pure_frame *f, pure
     case PURE_FRAME_CHAN_DELIVERED:
     case PURE_FRAME_CHAN_DATA:
     case PURE_FRAME_DATAGRAM:
+    case PURE_FRAME_CHAN_CANCEL:
+    case PURE_FRAME_CHAN_CANCELLED:
         if (parse_chan(&p, end, type, f) != 0)
             return PURE_EPROTO;
         break;
@@ -342,6 +369,30 @@ uint8_t *pure_pkt_chan_data(pure_pkt *k, uint64_t channel, uint64_t offset, uint
     uint8_t *body = k->p;
     k->p += len;
     return body;
+}
+
+int pure_pkt_chan_cancel(pure_pkt *k, uint64_t channel, uint64_t id, uint64_t offset, uint64_t len)
+{
+    if (pure_pkt_room(k) < 1 + pure_varint_len(channel) + pure_varint_len(id) +
+                               pure_varint_len(offset) + pure_varint_len(len))
+        return -1;
+    *k->p++ = PURE_FRAME_CHAN_CANCEL;
+    k->p = pure_varint_put(k->p, channel);
+    k->p = pure_varint_put(k->p, id);
+    k->p = pure_varint_put(k->p, offset);
+    k->p = pure_varint_put(k->p, len);
+    return 0;
+}
+
+int pure_pkt_chan_cancelled(pure_pkt *k, uint64_t channel, uint64_t id, int delivered)
+{
+    if (pure_pkt_room(k) < 2 + pure_varint_len(channel) + pure_varint_len(id))
+        return -1;
+    *k->p++ = PURE_FRAME_CHAN_CANCELLED;
+    k->p = pure_varint_put(k->p, channel);
+    k->p = pure_varint_put(k->p, id);
+    *k->p++ = delivered ? 1 : 0;
+    return 0;
 }
 
 int pure_pkt_datagram(pure_pkt *k, const uint8_t *data, size_t len)

@@ -37,6 +37,10 @@ typedef struct pure_frame {
             uint64_t channel, offset, len; /* CHAN_DATA; CHAN_CREDIT and CHAN_DELIVERED: offset */
             const uint8_t *bytes;
         } chan;
+        struct {
+            uint64_t channel, id, offset, len; /* CHAN_CANCEL; CHAN_CANCELLED: channel, id */
+            uint8_t delivered;                 /* CHAN_CANCELLED: 1 the message was delivered */
+        } cancel;
         const uint8_t *path; /* PATH_CHALLENGE / PATH_RESPONSE: PURE_PATH_DATA_LEN bytes */
         struct {
             uint64_t code;
@@ -53,7 +57,9 @@ typedef struct pure_frame {
  * Returns 0 and advances *p, or PURE_EPROTO for anything malformed: unknown type, truncation,
  * a DATA or CHAN_DATA offset + length past 2^62, a channel 0 or above PURE_CHANNEL_MAX, a
  * DATAGRAM longer than the packet (it comes back in u.chan: len and bytes, channel 0), an ACK
- * range underflowing 0 or with more ranges than fit. */
+ * range underflowing 0 or with more ranges than fit, a CHAN_CANCEL shorter than a length prefix
+ * (4 bytes) or longer than the largest message (2^32 + 3) or ending past 2^62, a CHAN_CANCELLED
+ * outcome other than 0 or 1. */
 int pure_frame_parse(const uint8_t **p, const uint8_t *end, pure_frame *f, pure_ack_frame *ack);
 
 /* A packet being built: the plaintext from p up to end (the tag's bytes lie beyond end). The core
@@ -94,6 +100,10 @@ uint8_t *pure_pkt_data(pure_pkt *k, uint64_t offset, uint64_t len, int fin);
 int pure_pkt_chan_offset(pure_pkt *k, uint8_t type, uint64_t channel, uint64_t offset);
 uint64_t pure_pkt_chan_data_fit(const pure_pkt *k, uint64_t channel, uint64_t offset, uint64_t len);
 uint8_t *pure_pkt_chan_data(pure_pkt *k, uint64_t channel, uint64_t offset, uint64_t len);
+/* CHAN_CANCEL (channel, message id, its stream range) and CHAN_CANCELLED (channel, id, outcome:
+ * delivered 1 if the message had been delivered before the cancel came). */
+int pure_pkt_chan_cancel(pure_pkt *k, uint64_t channel, uint64_t id, uint64_t offset, uint64_t len);
+int pure_pkt_chan_cancelled(pure_pkt *k, uint64_t channel, uint64_t id, int delivered);
 /* A DATAGRAM frame of len bytes (len < 16384); -1 if it does not fit (nothing written). */
 int pure_pkt_datagram(pure_pkt *k, const uint8_t *data, size_t len);
 /* Fills the rest of the packet with PADDING. */

@@ -14,6 +14,7 @@
 #include "recovery.h"
 #include "registry.h"
 #include "rekey.h"
+#include "link_cancel.h"
 #include "timers.h"
 #include "varint.h"
 
@@ -49,6 +50,8 @@ static void on_open_timer(pure_link *link, uint64_t now)
     }
     if (pure_timer_due(link, PURE_TIMER_RX_RETIRE, now))
         pure_keys_retire(link);
+    if (pure_timer_due(link, PURE_TIMER_DEADLINE, now))
+        pure_link_cancel_expired(link, now);
     /* still sending (data queued or in flight): look again a period later; the ACK that ends it
      * may come by a path that does not arm the release */
     if (pure_timer_due(link, PURE_TIMER_RELEASE, now) && pure_timers_release_due(link, now) &&

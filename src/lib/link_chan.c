@@ -254,7 +254,8 @@ void pure_link_chan_put_delivered(pure_link *link, pure_pkt *k)
     pure_chans *t = link->chans;
     for (uint32_t i = 1; t && i <= t->top; i++)
         if (t->c[i] && t->c[i]->recv_next &&
-            pure_pkt_chan_offset(k, PURE_FRAME_CHAN_DELIVERED, i, t->c[i]->recv_next))
+            (pure_link_cancel_put_answers(link, i, k) != 0 ||
+             pure_pkt_chan_offset(k, PURE_FRAME_CHAN_DELIVERED, i, t->c[i]->recv_next)))
             break;
 }
 
@@ -288,7 +289,7 @@ void pure_link_chan_on_lost(pure_link *link, const pure_sent *e)
     if (e->flags & PURE_SENT_DATAGRAM)
         t->dg.lost++;                     /* never sent again */
     if (e->flags & PURE_SENT_CHAN_CREDIT) /* which channels' grants it held is not kept: resend
-                                             every grant made (CHAN_CREDIT is idempotent) */
+                                               every grant made (CHAN_CREDIT is idempotent) */
         for (uint32_t i = 1; i <= t->top; i++)
             if (t->c[i] && pure_credit_granted(&t->c[i]->credit) > link->ctx->s.recv_window)
                 credit_owed(t, t->c[i]);
@@ -318,6 +319,8 @@ int pure_link_chan_after_ack(pure_link *link)
     for (uint32_t i = 1; t && i <= t->top; i++)
         if (t->c[i] && !pure_ranges_empty(&t->c[i]->acked))
             moved |= pure_chan_release_acked(t->c[i]) | 2;
+    if ((moved & 1) && t->deadline_at != UINT64_MAX)
+        pure_link_cancel_after_ack(link); /* deadlines of acknowledged messages are met */
     return moved;
 }
 
@@ -379,6 +382,7 @@ void pure_link_chan_free(pure_link *link)
 
 typedef struct deliver_arg {
     pure_link *link;
+    pure_chan *c;
     uint32_t channel;
 } deliver_arg;
 
@@ -387,6 +391,7 @@ static int deliver(void *arg, const uint8_t *data, size_t len)
     deliver_arg *d = arg;
     pure_link *link = d->link;
     link->st.messages_received++;
+    d->c->msgs_received++; /* the next message's id (a cancel names it) */
     if (link->ctx->cb.on_channel_message)
         link->ctx->cb.on_channel_message(link, link->user, d->channel, data, len);
     return link->state != PURE_LS_OPEN; /* stop if the application closed the link */
@@ -402,7 +407,7 @@ static int feed(pure_link *link, uint32_t ch, pure_chan *c, const uint8_t *p, si
     int owner = ctx->rx_chan_owner == link && ctx->rx_chan_owner_ch == ch;
     uint64_t lim = owner ? UINT32_MAX : (uint64_t)c->parse.body_cap + pure_rxmem_room(ctx);
     c->parse.cap_limit = lim > UINT32_MAX ? UINT32_MAX : (uint32_t)lim;
-    deliver_arg d = {link, ch};
+    deliver_arg d = {link, c, ch};
     int rc = pure_msgparse_feed(&c->parse, &a, p, n, deliver, &d);
     if (rc == PURE_EAGAIN && !ctx->rx_chan_owner) {
         /* The budget stops this channel's message: it becomes the one channel that may finish
@@ -475,7 +480,16 @@ static int drain_ring(pure_link *link, uint32_t ch, pure_chan *c, uint64_t now)
     const uint8_t *p;
     size_t chunk;
     int stalled = 0, rc = 0;
-    while ((chunk = pure_rob_next(&c->rob, c->recv_next, &p)) != 0) {
+    for (;;) {
+        uint64_t skip = c->cx ? pure_cancels_next_skip(c->cx) : UINT64_MAX;
+        if (skip <= c->recv_next && (rc = pure_link_cancel_skip(link, ch, c)) == 0)
+            continue; /* past a message the peer cancelled (link_cancel.c) */
+        if (skip <= c->recv_next)
+            break;
+        if ((chunk = pure_rob_next(&c->rob, c->recv_next, &p)) == 0)
+            break;
+        if (chunk > skip - c->recv_next)
+            chunk = (size_t)(skip - c->recv_next);
         rc = feed(link, ch, c, p, chunk);
         c->recv_next += chunk - (rc ? c->parse.unfed : 0);
         if (rc) {
@@ -511,8 +525,10 @@ static int on_chan_data(pure_link *link, const pure_frame *f, uint64_t now)
     if (end > pure_credit_granted(&c->credit))
         return PURE_EFLOW;
     if (end <= c->recv_next)
-        return 0;             /* a duplicate */
-    if (off > c->recv_next) { /* out of order: hold it */
+        return 0; /* a duplicate */
+    int skips = c->cx && pure_cancels_next_skip(c->cx) != UINT64_MAX;
+    if (off > c->recv_next || skips) { /* out of order, or cancels to skip: hold it */
+        uint64_t from = off > c->recv_next ? off : c->recv_next;
         pure_alloc ra = pure_rxmem_alloc(link->ctx);
         uint64_t limit = pure_rob_cap(&c->rob) + pure_rxmem_room(link->ctx);
         if (link->ctx->rx_chan_owner == link && link->ctx->rx_chan_owner_ch == ch)
@@ -521,10 +537,14 @@ static int on_chan_data(pure_link *link, const pure_frame *f, uint64_t now)
         if (pure_rob_reserve(&c->rob, &ra, want, limit) != 0 &&
             pure_rob_reserve(&c->rob, &ra, end - c->recv_next, limit) != 0)
             return PURE_CHAN_DROPPED;
-        if (pure_rob_put(&c->rob, &link->ctx->alloc, c->recv_next, off, f->u.chan.bytes,
-                         (size_t)len) != 0)
+        if (pure_rob_put(&c->rob, &link->ctx->alloc, c->recv_next, from,
+                         f->u.chan.bytes + (from - off), (size_t)(end - from)) != 0)
             return PURE_CHAN_DROPPED;
-        return 0;
+        if (from > c->recv_next)
+            return 0;
+        int drc = drain_ring(link, ch, c, now);
+        /* in order but not all consumed (memory short, the link closed): unacknowledged */
+        return drc ? drc : c->recv_next < end ? PURE_CHAN_DROPPED : 0;
     }
     uint64_t skip = c->recv_next - off;
     int rc = feed(link, ch, c, f->u.chan.bytes + skip, (size_t)(len - skip));
@@ -558,6 +578,10 @@ int pure_link_chan_on_frame(pure_link *link, const pure_frame *f, uint64_t now)
 {
     if (f->type == PURE_FRAME_DATAGRAM)
         return on_datagram(link, f);
+    if (f->type == PURE_FRAME_CHAN_CANCEL || f->type == PURE_FRAME_CHAN_CANCELLED) {
+        int rc = pure_link_cancel_on_frame(link, f), ch = (int)f->u.cancel.channel;
+        return rc == PURE_CANCEL_DRAIN ? drain_ring(link, ch, link->chans->c[ch], now) : rc;
+    }
     if (f->u.chan.channel > link->ctx->s.max_channels)
         return PURE_EPROTO; /* more channels than this side takes */
     switch (f->type) {

@@ -6,10 +6,11 @@
 #ifndef PURE_LINK_CHAN_H
 #define PURE_LINK_CHAN_H
 
+#include "link_cancel.h"
 #include "state.h"
 
 /* What on_chan_frame returns for data it could not hold (the packet is then not acknowledged). */
-#define PURE_CHAN_DROPPED 1
+#define PURE_CHAN_DROPPED PURE_CANCEL_DROPPED
 
 /* 1 if channels 1..max have data that may go now. */
 static inline int pure_link_chan_has_data(const pure_link *link)
@@ -44,9 +45,10 @@ int pure_link_chan_put_credits(pure_link *link, pure_pkt *k);
 /* After CLOSE and DELIVERED: CHAN_DELIVERED for each channel the peer used, as many as fit. */
 void pure_link_chan_put_delivered(pure_link *link, pure_pkt *k);
 
-/* A CHAN_DATA, CHAN_CREDIT, CHAN_DELIVERED or DATAGRAM frame. Returns 0, PURE_CHAN_DROPPED, or a
- * code that closes the link (PURE_EPROTO for a channel above max_channels or a datagram larger
- * than max_datagram_size, PURE_EFLOW, PURE_EMSGSIZE, PURE_ENOMEM). */
+/* A CHAN_DATA, CHAN_CREDIT, CHAN_DELIVERED, CHAN_CANCEL, CHAN_CANCELLED or DATAGRAM frame. Returns
+ * 0, PURE_CHAN_DROPPED, or a code that closes the link (PURE_EPROTO for a channel above
+ * max_channels or a datagram larger than max_datagram_size, PURE_EFLOW, PURE_EMSGSIZE,
+ * PURE_ENOMEM). */
 int pure_link_chan_on_frame(pure_link *link, const pure_frame *f, uint64_t now);
 
 /* A sent packet's channel bytes were acknowledged / lost (recovery.c). */

@@ -315,8 +315,9 @@ static void take_delivered(pure_link *link, const uint8_t *p, const uint8_t *end
         pure_recovery_on_delivered(link, f.u.delivered);
     else
         return;
+    /* with the answers to our cancels it owed first (link_cancel.c), so the account is exact */
     while (p < end && pure_frame_parse(&p, end, &f, &ack) == 0 &&
-           f.type == PURE_FRAME_CHAN_DELIVERED)
+           (f.type == PURE_FRAME_CHAN_DELIVERED || f.type == PURE_FRAME_CHAN_CANCELLED))
         pure_link_chan_on_frame(link, &f, now);
 }
 
@@ -380,6 +381,8 @@ static int on_frame(pure_link *link, const pure_frame *f, const pure_ack_frame *
         break;
     case PURE_FRAME_CHAN_DELIVERED: break; /* taken with the CLOSE it follows */
     case PURE_FRAME_DATAGRAM:
+    case PURE_FRAME_CHAN_CANCEL:
+    case PURE_FRAME_CHAN_CANCELLED:
     case PURE_FRAME_CHAN_DATA:
     case PURE_FRAME_CHAN_CREDIT:
     case PURE_FRAME_DATA: {
@@ -394,6 +397,13 @@ static int on_frame(pure_link *link, const pure_frame *f, const pure_ack_frame *
             *rc = drc;
             return 1;
         }
+        /* an answer to our cancel releases bytes as an ACK does (a graceful close may wait) */
+        if (f->type == PURE_FRAME_CHAN_CANCELLED)
+            after_ack(
+                link,
+                PURE_RECOVERY_ACKED | PURE_RECOVERY_STREAM_ACKED |
+                    ((pure_link_chan_after_ack(link) & 1) ? PURE_RECOVERY_CHAN_MSGS_ACKED : 0),
+                now);
         break;
     }
     }

@@ -6,6 +6,7 @@
 
 #include "flight.h"
 #include "frame.h"
+#include "link_cancel.h"
 #include "link_chan.h"
 #include "link_send.h"
 #include "keys.h"
@@ -43,7 +44,7 @@ static int ack_due(const pure_link *link)
 static int control_due(const pure_link *link)
 {
     return link->credit_pending || link->ping_pending || link->probe_pending ||
-           pure_link_chan_credit_due(link) || pure_path_due(link) ||
+           pure_link_chan_credit_due(link) || pure_link_cancel_due(link) || pure_path_due(link) ||
            (link->rk && pure_rekey_send_pending(link));
 }
 
@@ -229,6 +230,11 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
     if (!(mode & BUILD_PMTU_PROBE) && pure_link_chan_credit_due(link) &&
         pure_link_chan_put_credits(link, &k)) {
         rec.flags |= PURE_SENT_CHAN_CREDIT;
+        eliciting = 1;
+    }
+    if (!(mode & BUILD_PMTU_PROBE) && pure_link_cancel_due(link) &&
+        pure_link_cancel_put(link, &k, pure_rtb_next_pn(&link->rtb))) {
+        rec.flags |= PURE_SENT_CHAN_CREDIT; /* its fate comes back as CHAN_CREDIT's does */
         eliciting = 1;
     }
     if (!(mode & BUILD_PMTU_PROBE) && link->rk && pure_rekey_put_frame(link, &k)) {

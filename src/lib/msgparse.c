@@ -132,6 +132,15 @@ int pure_msgparse_feed(pure_msgparse *m, const pure_alloc *a, const uint8_t *p, 
     return 0;
 }
 
+void pure_msgparse_abandon(pure_msgparse *m)
+{
+    m->hdr_have = 0;
+    m->in_body = 0;
+    m->body_len = 0;
+    m->body_have = 0;
+    m->unfed = 0;
+}
+
 int pure_msgparse_at_boundary(const pure_msgparse *m)
 {
     return !m->in_body && m->hdr_have == 0;

@@ -46,6 +46,9 @@ void pure_msgparse_init(pure_msgparse *m, uint32_t max_len);
  * once the limit allows it. Whole messages in the piece and empty messages never allocate. */
 int pure_msgparse_feed(pure_msgparse *m, const pure_alloc *a, const uint8_t *p, size_t n,
                        pure_msg_fn fn, void *arg);
+/* Drops the message in progress (its sender cancelled it): the parser is at a boundary again
+ * and its assembly buffer is kept for the next. */
+void pure_msgparse_abandon(pure_msgparse *m);
 /* 1 if the parser sits exactly on a message boundary (nothing partial held). */
 int pure_msgparse_at_boundary(const pure_msgparse *m);
 /* 1 if the message being assembled still needs a larger buffer (more bytes of it will come than

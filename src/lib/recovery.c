@@ -9,6 +9,7 @@
 
 #include "flight.h"
 #include "frame.h"
+#include "link_cancel.h"
 #include "link_chan.h"
 #include "recovery.h"
 #include "registry.h"
@@ -70,7 +71,9 @@ static void requeue(pure_link *link, const pure_sent *e)
 {
     if (e->chan || (e->flags & (PURE_SENT_CHAN_CREDIT | PURE_SENT_DATAGRAM)))
         pure_link_chan_on_lost(link, e); /* a channel's bytes, CHAN_CREDIT frames, a datagram */
-    if (!e->chan && e->data_len)         /* channel 0's bytes, whatever else the packet held */
+    if (e->flags & PURE_SENT_CHAN_CREDIT)
+        pure_link_cancel_on_lost(link); /* and cancel frames, if it had any */
+    if (!e->chan && e->data_len)        /* channel 0's bytes, whatever else the packet held */
         pure_ranges_add(&link->b->lost, &link->ctx->alloc, e->data_off, e->data_off + e->data_len);
     if (e->flags & PURE_SENT_FIN)
         link->fin_sent_pending = 1;
@@ -269,6 +272,8 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
         }
         if ((e->flags & PURE_SENT_FIN) && !link->fin_acked)
             link->fin_acked = fin_now = 1;
+        if (e->flags & PURE_SENT_CHAN_CREDIT)
+            pure_link_cancel_on_acked(link, pn); /* cancel answers it carried arrived */
     }
     if (!any)
         return 0;

@@ -20,7 +20,8 @@ enum {
     PURE_SENT_DATAGRAM = 0x08,  /* carried a DATAGRAM frame (link_chan.c; never resent) */
     PURE_SENT_REKEY = 0x10,
     PURE_SENT_PMTU_PROBE = 0x20,  /* a path MTU probe (pmtud.h): its loss is not congestion */
-    PURE_SENT_CHAN_CREDIT = 0x40, /* carried CHAN_CREDIT frames (link_chan.c) */
+    PURE_SENT_CHAN_CREDIT = 0x40, /* carried CHAN_CREDIT (link_chan.c) or cancel frames
+                                     (link_cancel.c) */
     PURE_SENT_LIVE = 0x80,        /* in flight: not yet acknowledged, lost or discarded */
 };
 

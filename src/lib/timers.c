@@ -24,6 +24,8 @@
  *                release        release_at: PURE_IDLE_RELEASE after the link fell idle, its
  *                               buffers go back (at once would free and refault megabytes on a
  *                               busy link whose backlog empties often)
+ *                deadline       the earliest deadline of a channel message not yet acknowledged
+ *                               (pure_link_send_on_deadline; link_cancel.c): it is cancelled
  *   CLOSING      close_resend   close_resend_at: the CLOSE again, each probe timeout (nothing
  *                               acknowledges it)
  *                close_end      close_deadline: three probe timeouts after CLOSING began
@@ -112,6 +114,7 @@ static uint64_t open_deadline(const pure_link *link, enum pure_timer t, uint64_t
         return link->rx_retire == PURE_RX_RETIRE_TIMED && link->b ? link->b->rx_retire_at
                                                                   : UINT64_MAX;
     case PURE_TIMER_RELEASE: return link->release_at;
+    case PURE_TIMER_DEADLINE: return link->chans ? link->chans->deadline_at : UINT64_MAX;
     default: return UINT64_MAX;
     }
 }
@@ -154,6 +157,8 @@ void pure_timers_update(pure_link *link, uint64_t now)
         d = min64(d, link->release_at);
         if (link->rx_retire == PURE_RX_RETIRE_TIMED && link->b)
             d = min64(d, link->b->rx_retire_at);
+        if (link->chans)
+            d = min64(d, link->chans->deadline_at);
         break;
     case PURE_LS_CLOSING: d = min64(link->close_deadline, link->close_resend_at); break;
     default:

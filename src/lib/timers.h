@@ -25,6 +25,7 @@ enum pure_timer {
     PURE_TIMER_RELEASE = 1u << 10,      /* OPEN: idle for a moment, give buffers back */
     PURE_TIMER_CLOSE_RESEND = 1u << 11, /* CLOSING: send the CLOSE again */
     PURE_TIMER_CLOSE_END = 1u << 12,    /* CLOSING: three probe timeouts are over */
+    PURE_TIMER_DEADLINE = 1u << 13,     /* OPEN: a channel message's deadline passed */
 };
 
 /* Buffers of a link idle this long are given back. */

@@ -69,6 +69,11 @@ static inline uint32_t pure_tp_peer_datagram_max(const pure_link *link)
 {
     return link->peer_tp_datagram;
 }
+/* 1 if the peer reads CHAN_CANCEL and CHAN_CANCELLED frames. */
+static inline int pure_tp_peer_cancel(const pure_link *link)
+{
+    return (link->peer_tp_features & PURE_TP_F_CANCEL) != 0;
+}
 /* 1 if the peer reads ECN counts frames. */
 static inline int pure_tp_peer_ecn(const pure_link *link)
 {

@@ -114,7 +114,8 @@ enum pure_tp_id {
                                          channel 0 and on each channel (its recv_window) */
 };
 /* Feature bits of PURE_TP_FEATURES: what the sender reads or does, with no value of its own. */
-#define PURE_TP_F_ECN 0x01 /* reads ECN counts frames */
+#define PURE_TP_F_ECN 0x01    /* reads ECN counts frames */
+#define PURE_TP_F_CANCEL 0x02 /* reads CHAN_CANCEL and CHAN_CANCELLED frames */
 
 /* What one side announces. Absent parameters are 0 (nothing offered). */
 typedef struct pure_tparams {
@@ -173,6 +174,13 @@ enum pure_frame_type {
      * busy period, a running count modulo 2^16 that rides beside ACKs; the peer answers an
      * increase as it answers congestion. Not ack-eliciting. */
     PURE_FRAME_ECN = 0x10, /* CE count */
+    /* Cancels (docs/protocol.md, "Cancel"): the sender abandons message `id` of a channel, the
+     * stream bytes [offset, offset + length) (its length prefix and body): the receiver skips
+     * them as if they held nothing and answers CHAN_CANCELLED with what became of the message.
+     * Both are ack-eliciting and sent again until answered (CHAN_CANCEL) or acknowledged
+     * (CHAN_CANCELLED). Sent only to a peer that announces PURE_TP_F_CANCEL. */
+    PURE_FRAME_CHAN_CANCEL = 0x11,    /* channel, id, offset, length */
+    PURE_FRAME_CHAN_CANCELLED = 0x12, /* channel, id, outcome (0 cancelled, 1 delivered first) */
 };
 #define PURE_FRAME_DATA_FIN 0x01
 /* The ECN codepoints of an IP header's two low TOS / traffic-class bits. */

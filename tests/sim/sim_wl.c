@@ -45,7 +45,32 @@ typedef struct wl_link {
     side *s; /* the server's view, once the hello named the link */
     uint64_t planned;
     int edge_tried; /* sent max_message_size + 1 once (refused) */
+    /* cancels (wl_cfg.cancels), by message: CX_* bits; cx_cap entries */
+    uint8_t *cx;
+    uint64_t cx_cap;
 } wl_link;
+
+enum {
+    CX_ASKED = 1,     /* the client cancelled it or gave it a deadline */
+    CX_CLIENT = 2,    /* the client's on_channel_cancelled(SENT) reported it */
+    CX_SERVER = 4,    /* the server's on_channel_cancelled reported it */
+    CX_DELIVERED = 8, /* the server delivered it */
+};
+static const uint8_t tombstone[4] = {'C', 'N', 'C', 'L'}; /* the echo of a cancelled message */
+
+/* The link's cancel record of message id (NULL past it: then nothing is cancelled). */
+static uint8_t *cx_of(wl_link *k, uint64_t id)
+{
+    if (id >= k->cx_cap) {
+        uint64_t cap = k->cx_cap ? k->cx_cap : 64;
+        while (cap <= id)
+            cap *= 2;
+        k->cx = realloc(k->cx, cap);
+        memset(k->cx + k->cx_cap, 0, cap - k->cx_cap);
+        k->cx_cap = cap;
+    }
+    return &k->cx[id];
+}
 
 typedef struct counter {
     int64_t bytes;
@@ -70,6 +95,16 @@ struct wl {
     uint8_t **sh_bufs;   /* every shared buffer made (wl_cfg.shared) */
     size_t n_sh, cap_sh;
 };
+
+/* What the plan says of message k's cancel: 0 none, 1 cancelled later, 2 a deadline. */
+static int cx_plan(const wl *w, uint32_t id, uint64_t k)
+{
+    if (w->cfg.cancels <= 0 || k == 0)
+        return 0;
+    double r =
+        (double)(sim_mix(w->cfg.seed ^ ((uint64_t)id << 24) ^ k ^ 0xca9ce1ull) % 10000) / 1e4;
+    return r < w->cfg.cancels ? 1 : r < 2 * w->cfg.cancels ? 2 : 0;
+}
 
 /* The done tests scan every link: at most once per virtual millisecond, or a run with 1,000
  * links would spend its time scanning after each event. */
@@ -277,7 +312,11 @@ static void client_pump(wl_link *k)
         }
         size_t n = plan_size(w, k->id, c->sent);
         plan_bytes(w, k->id, c->sent, w->scratch, n);
-        int64_t rc = side_send(c, w->scratch, n);
+        int plan = c->ch ? cx_plan(w, k->id, c->sent) : 0;
+        int64_t rc = plan == 2
+                         ? pure_link_send_on_deadline(c->l, c->ch, w->scratch, n,
+                                                      sim_now(w->s) + (1 + c->sent % 16) * SIM_MS)
+                         : side_send(c, w->scratch, n);
         if (rc == PURE_EAGAIN)
             return; /* on_writable calls again */
         if (rc < 0)
@@ -285,7 +324,17 @@ static void client_pump(wl_link *k)
         if ((uint64_t)rc != c->sent)
             c->bad++;
         c->send_hash = fnv(c->send_hash, w->scratch, n);
+        if (plan == 2)
+            *cx_of(k, c->sent) |= CX_ASKED;
         c->sent++;
+        /* cancel the message sent two before: queued, in flight, or delivered already */
+        if (c->sent >= 3 && cx_plan(w, k->id, c->sent - 3) == 1 && c->l && c->ch) {
+            int crc = pure_link_cancel(c->l, c->ch, c->sent - 3);
+            if (crc == 0)
+                *cx_of(k, c->sent - 3) |= CX_ASKED;
+            else if (crc != PURE_EALREADY && crc != PURE_ESTATE)
+                c->bad++;
+        }
     }
     if (c->l && c->sent == k->planned && (!w->cfg.echo || c->recv == k->planned) &&
         !w->cfg.keep_open && !c->did) {
@@ -355,7 +404,8 @@ static void on_established(pure_link *l, void *user)
         client_pump(k);
 }
 
-static void server_message(wl *w, side *sd, const uint8_t *d, size_t n)
+/* Message sd->recv of the client's arrived (stone: it was cancelled, d is the tombstone). */
+static void server_message(wl *w, side *sd, const uint8_t *d, size_t n, int stone)
 {
     wl_link *k = NULL;
     if (sd->recv == 0) {
@@ -372,8 +422,14 @@ static void server_message(wl *w, side *sd, const uint8_t *d, size_t n)
         sd->link = &w->links[id];
     }
     k = sd->link;
-    if (!k || !plan_check(w, k->id, sd->recv, d, n))
+    if (!stone && (!k || !plan_check(w, k->id, sd->recv, d, n)))
         sd->bad++;
+    if (!stone && k && k->cx_cap) {
+        uint8_t *x = cx_of(k, sd->recv);
+        if (*x & CX_CLIENT)
+            sd->bad++; /* the client was told it was cancelled */
+        *x |= CX_DELIVERED;
+    }
     sd->recv_hash = fnv(sd->recv_hash, d, n);
     sd->recv++;
     if (w->cfg.echo) {
@@ -396,7 +452,9 @@ static void server_message(wl *w, side *sd, const uint8_t *d, size_t n)
 static void client_message(wl *w, wl_link *k, const uint8_t *d, size_t n)
 {
     side *c = &k->c;
-    if (!plan_check(w, k->id, c->recv, d, n))
+    int stone = k->cx_cap && n == 4 && !memcmp(d, tombstone, 4) &&
+                (*cx_of(k, c->recv) & CX_SERVER); /* the echo of a message the server dropped */
+    if (!stone && !plan_check(w, k->id, c->recv, d, n))
         c->bad++;
     c->recv_hash = fnv(c->recv_hash, d, n);
     c->recv++;
@@ -413,7 +471,7 @@ static void on_message(pure_link *l, void *user, const uint8_t *d, size_t n)
     wl *w = current;
     if (is_server_side(w, user)) {
         if (live(user))
-            server_message(w, user, d, n);
+            server_message(w, user, d, n, 0);
     } else {
         wl_link *k = user;
         if (live(&k->c))
@@ -434,6 +492,31 @@ static void on_channel_message(pure_link *l, void *user, uint32_t ch, const uint
         return;
     }
     on_message(l, user, d, n);
+}
+
+/* A cancel: the client's own (flags PURE_CANCELLED_SENT), or the server's report of one. */
+static void on_channel_cancelled(pure_link *l, void *user, uint32_t ch, uint64_t id, uint32_t flags)
+{
+    wl *w = current;
+    side *sd = is_server_side(w, user) ? user : &((wl_link *)user)->c;
+    if (!live(sd))
+        return;
+    wl_link *k = is_server_side(w, user) ? sd->link : (wl_link *)user;
+    if (!k || ch != sd->ch || !(*cx_of(k, id) & CX_ASKED)) {
+        sd->bad++; /* a message nobody cancelled */
+        return;
+    }
+    uint8_t *x = cx_of(k, id);
+    if (!is_server_side(w, user)) {
+        if (!(flags & PURE_CANCELLED_SENT) || (*x & (CX_CLIENT | CX_DELIVERED)))
+            sd->bad++;
+        *x |= CX_CLIENT;
+        return;
+    }
+    if (flags != 0 || id != sd->recv || (*x & (CX_SERVER | CX_DELIVERED)))
+        sd->bad++;
+    *x |= CX_SERVER;
+    server_message(w, sd, tombstone, sizeof tombstone, 1); /* in its place: a tombstone echoed */
 }
 
 static void on_writable(pure_link *l, void *user)
@@ -477,6 +560,7 @@ static const pure_callbacks callbacks = {
     .on_peer_finished = on_peer_finished,
     .on_closed = on_closed,
     .on_channel_message = on_channel_message,
+    .on_channel_cancelled = on_channel_cancelled,
 };
 
 /* ---- set-up and runs ---- */
@@ -556,6 +640,7 @@ void wl_start(wl *w)
         wl_link *k = &w->links[i];
         if (k->c.known && k->c.closes == 0)
             continue; /* still open */
+        free(k->cx);
         memset(k, 0, sizeof *k);
         k->w = w;
         k->id = i;
@@ -723,10 +808,15 @@ int wl_check(wl *w, const char *name)
             FAIL("more delivered than sent: server got %llu of %llu, client got %llu of %llu",
                  (unsigned long long)srecv, (unsigned long long)c->sent,
                  (unsigned long long)c->recv, (unsigned long long)ssent);
-        if (s && srecv == c->sent && s->recv_hash != c->send_hash)
+        if (s && srecv == c->sent && !k->cx_cap && s->recv_hash != c->send_hash)
             FAIL("hash of the client's messages differs at the server");
         /* what a close reports as acknowledged was delivered to the peer's application */
-        if (c->closes && c->info.first_unacked > srecv && !w->dead_ctx)
+        /* (or was reported cancelled to the client: the server may not have reached it) */
+        uint64_t reached = srecv;
+        while (reached < c->info.first_unacked && reached < k->cx_cap &&
+               (k->cx[reached] & CX_CLIENT))
+            reached++;
+        if (c->closes && c->info.first_unacked > reached && !w->dead_ctx)
             FAIL("client's on_closed says %llu acknowledged, server got %llu",
                  (unsigned long long)c->info.first_unacked, (unsigned long long)srecv);
         if (c->closes && c->info.next_id != c->sent)
@@ -743,9 +833,24 @@ int wl_check(wl *w, const char *name)
             c->info.first_unacked != c->info.next_id)
             FAIL("graceful close reported %llu of %llu acknowledged",
                  (unsigned long long)c->info.first_unacked, (unsigned long long)c->info.next_id);
+        /* cancels: the client was told of exactly those the server dropped (on a link nobody
+         * disturbed: else the server may not have reached one), never of one delivered */
+        for (uint64_t m = 0; m < k->cx_cap; m++) {
+            uint8_t x = k->cx[m];
+            if ((x & CX_CLIENT) && (x & CX_DELIVERED))
+                FAIL("message %llu delivered, yet reported cancelled to the client",
+                     (unsigned long long)m);
+            if ((x & (CX_CLIENT | CX_SERVER)) && !(x & CX_ASKED))
+                FAIL("message %llu reported cancelled, never cancelled", (unsigned long long)m);
+        }
         /* a link nobody disturbed carried its whole plan both ways and closed cleanly */
         int disturbed = c->did == CHAOS_ABORT || (c->did == CHAOS_CLOSE && c->chaos) ||
                         (s && s->did) || w->dead_ctx || w->server_dead || w->client_freed;
+        for (uint64_t m = 0; !disturbed && m < k->cx_cap; m++)
+            if (!(k->cx[m] & CX_CLIENT) != !(k->cx[m] & CX_SERVER))
+                FAIL("message %llu: client %s cancelled, server %s", (unsigned long long)m,
+                     k->cx[m] & CX_CLIENT ? "told" : "not told",
+                     k->cx[m] & CX_SERVER ? "dropped it" : "did not drop it");
         if (!disturbed && !w->cfg.keep_open &&
             (c->sent != k->planned || srecv != k->planned ||
              (w->cfg.echo && c->recv != k->planned) || c->closes != 1 || c->info.error != 0))
@@ -799,6 +904,8 @@ int wl_free(wl *w)
     for (uint32_t j = 0; j < w->cap_srv; j++)
         free(w->srv_sides[j].q);
     free(w->srv_sides);
+    for (uint32_t j = 0; j < w->cfg.links; j++)
+        free(w->links[j].cx);
     free(w->links);
     free(w->scratch);
     free(w);

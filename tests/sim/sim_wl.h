@@ -34,6 +34,11 @@ typedef struct wl_cfg {
     int shared;                /* on channels 1..channels, every message goes as a shared buffer
                                   of its own (pure_shared_new, pure_link_send_shared); wl_free
                                   checks that each was released exactly once */
+    double cancels;            /* on channels 1..: this fraction of the client's messages is
+                                  cancelled two sends later (pure_link_cancel), as many again get
+                                  a deadline 1..16 ms away (pure_link_send_on_deadline); the server
+                                  echoes a cancelled message as the 4 bytes "CNCL", and both sides'
+                                  reports are checked to agree */
 } wl_cfg;
 
 typedef struct wl wl;

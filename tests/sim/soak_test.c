@@ -2,7 +2,8 @@
 /* soak_test: the service workload (sim_wl.h) in the simulator, seeded: many links at once, messages
  * from 0 B to 4 MiB both ways with the limits' edges, replies from inside on_message with the
  * application's own queue on PURE_EAGAIN; then the same under loss, reordering, duplication and
- * a NAT rebinding; closes and aborts at random moments on either side; the server killed and
+ * a NAT rebinding; channels, with cancels and deadlines; closes and aborts at random moments on
+ * either side; the server killed and
  * restarted; the client's context freed with links alive; and a long run with memory checked
  * flat; shared sends on channels through all of that, every buffer released exactly once.
  * Every scenario checks each message whole, in order, once (bytes and hashes), the
@@ -90,6 +91,32 @@ static void test_channels(void)
                 .server_close = 0.2,
                 .server_abort = 0.2};
     scenario("40 links on channels 0..4, closes and aborts", d, 600 * SIM_S);
+}
+
+/* Cancels and deadlines in the mix: on channels 1..4 a fifth of the client's messages is
+ * cancelled two sends later and as many more get a deadline of 1..16 ms, under loss,
+ * reordering and duplication, then with closes and aborts too. (A graceful close whose last
+ * release came with a cancel's answer rather than an ACK once waited until it gave up: seed 2.)
+ * Every message is delivered whole or reported cancelled (the server echoes a tombstone in its
+ * place), both sides agree on which, no report names a message delivered or never cancelled, and
+ * the closes' reports stay exact. */
+static void test_cancels(void)
+{
+    sim_path p = lan;
+    p.loss = 0.05;
+    p.reorder = 0.05;
+    p.reorder_delay = 3 * SIM_MS;
+    p.duplicate = 0.02;
+    wl_cfg c = {.links = 40,
+                .messages = 12,
+                .max_size = 256u << 10,
+                .echo = 1,
+                .path = p,
+                .channels = 4,
+                .cancels = 0.2};
+    scenario("40 links on channels 0..4 with cancels and deadlines, lossy", c, 600 * SIM_S);
+    c.client_close = c.client_abort = c.server_close = c.server_abort = 0.15;
+    scenario("40 links with cancels and deadlines, closes and aborts", c, 600 * SIM_S);
 }
 
 /* Shared sends (pure_link_send_shared): on channels 1..4 every message is a buffer of its own
@@ -284,6 +311,7 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && strcmp(argv[1], "channels") == 0) { /* the channels' scenarios alone */
         RUN(test_channels);
+        RUN(test_cancels);
         RUN(test_shared_sends);
         return pure_test_finish();
     }
@@ -294,6 +322,7 @@ int main(int argc, char **argv)
     RUN(test_many_links_echo);
     RUN(test_lossy_paths);
     RUN(test_channels);
+    RUN(test_cancels);
     RUN(test_shared_sends);
     RUN(test_closes_and_aborts);
     RUN(test_nat_rebinding);

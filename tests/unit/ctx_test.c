@@ -223,13 +223,13 @@ static void test_strerror(void)
         PURE_OK,       PURE_EINVAL,    PURE_ENOMEM,   PURE_EAGAIN,   PURE_ECRYPTO, PURE_EPROTO,
         PURE_ECLOSED,  PURE_ETIMEDOUT, PURE_EREFUSED, PURE_EACCES,   PURE_EKEY,    PURE_EMSGSIZE,
         PURE_ENOBUFS,  PURE_ELIMIT,    PURE_ESTATE,   PURE_EFLOW,    PURE_EIO,     PURE_ERESET,
-        PURE_EUNREACH, PURE_ENOTPURE,  PURE_EMOVED,   PURE_EVERSION, PURE_EFULL};
+        PURE_EUNREACH, PURE_ENOTPURE,  PURE_EMOVED,   PURE_EVERSION, PURE_EFULL,   PURE_EALREADY};
     const size_t n = sizeof codes / sizeof codes[0];
-    CHECK_EQ(n, 23); /* 0 and -1 .. -22 */
+    CHECK_EQ(n, 24); /* 0 and -1 .. -23 */
     const char *unknown = pure_strerror(-1000);
     CHECK(unknown != NULL && strcmp(unknown, "unknown error") == 0);
     CHECK(strcmp(pure_strerror(1), "unknown error") == 0);
-    CHECK(strcmp(pure_strerror(PURE_EFULL - 1), "unknown error") == 0);
+    CHECK(strcmp(pure_strerror(PURE_EALREADY - 1), "unknown error") == 0);
     for (size_t i = 0; i < n; i++) {
         CHECK_EQ(codes[i], -(int)i);
         const char *m = pure_strerror(codes[i]);

@@ -101,7 +101,7 @@ typedef struct ep {
     pure_addr addr;
     uint64_t rng;
     pure_link *link; /* the newest link: connected, or accepted */
-    int closes, in_on_closed_rc[5];
+    int closes, in_on_closed_rc[6];
     int probe_in_on_closed;
 } ep;
 
@@ -127,6 +127,7 @@ static void on_closed(pure_link *l, void *user, const pure_close_info *info)
         e->in_on_closed_rc[2] = (int)GOT(pure_link_resume_recv, (l));
         e->in_on_closed_rc[3] = (int)GOT(pure_link_set_priority, (l, 1, 0, 0));
         e->in_on_closed_rc[4] = (int)GOT(pure_link_set_queue_limit, (l, 1));
+        e->in_on_closed_rc[5] = (int)GOT(pure_link_cancel, (l, 1, 0));
     }
     if (e->link == l)
         e->link = NULL;
@@ -363,6 +364,17 @@ static void test_link_calls(void)
     for (int i = 0; i < 1000 && crc >= 0; i++)
         crc = GOT(pure_link_send_on, (l, 1, big, sizeof big));
     CHECK_EQ(crc, PURE_EAGAIN);
+    /* deadlines and cancels (cancel_test.c has their outcomes) */
+    CHECK_EQ(GOT(pure_link_send_on_deadline, (l, 1, big, sizeof big, 1)), PURE_EAGAIN);
+    CHECK_EQ(GOT(pure_link_send_on_deadline, (NULL, 1, "x", 1, 1)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_link_send_on_deadline, (l, 0, "x", 1, 1)), PURE_EINVAL); /* no channel 0 */
+    CHECK_EQ(GOT(pure_link_send_on_deadline, (l, 3, big, (size_t)(1u << 30) + 1, 1)),
+             PURE_EMSGSIZE);
+    fail_alloc = 1;
+    CHECK_EQ(GOT(pure_link_send_on_deadline, (l, 3, "x", 1, 1)), PURE_ENOMEM);
+    fail_alloc = 0;
+    CHECK_EQ(GOT(pure_link_send_on_deadline, (l, 3, "x", 1, UINT64_MAX - 1)), 0);
+    CHECK_EQ(GOT(pure_link_cancel, (l, 3, 0)), PURE_ESTATE); /* the handshake runs */
     uint64_t first = 9, next = 9;
     CHECK_EQ(GOT(pure_link_channel_unacked, (NULL, 1, &first, &next)), PURE_EINVAL);
     CHECK_EQ(GOT(pure_link_channel_unacked, (l, 1, &first, &next)), 0);
@@ -382,6 +394,16 @@ static void test_link_calls(void)
     c.link = l;
     pump(&c, &s, 0);
     CHECK(s.link != NULL);
+    CHECK_EQ(GOT(pure_link_cancel, (NULL, 1, 0)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_link_cancel, (l, 0, 0)), PURE_EINVAL);
+    CHECK_EQ(GOT(pure_link_cancel, (l, 3, 1)), PURE_EINVAL);   /* never sent */
+    CHECK_EQ(GOT(pure_link_cancel, (l, 3, 0)), PURE_EALREADY); /* acknowledged */
+    int64_t cid = GOT(pure_link_send_on, (l, 4, "z", 1));
+    CHECK(cid >= 0);
+    fail_alloc = 1;
+    CHECK_EQ(GOT(pure_link_cancel, (l, 4, (uint64_t)cid)), PURE_ENOMEM);
+    fail_alloc = 0;
+    CHECK_EQ(GOT(pure_link_cancel, (l, 4, (uint64_t)cid)), 0);
     /* pause and resume, finish, close */
     /* a message not yet acknowledged: the close asked for below waits for it */
     CHECK(pure_link_send(l, "y", 1) >= 0);
@@ -394,6 +416,7 @@ static void test_link_calls(void)
     rc = GOT(pure_link_send, (l, "x", 1));
     CHECK_EQ(rc, PURE_ECLOSED); /* finished: nothing more can be sent */
     CHECK_EQ(GOT(pure_link_send_on, (l, 1, "x", 1)), PURE_ECLOSED);
+    CHECK_EQ(GOT(pure_link_send_on_deadline, (l, 1, "x", 1, 1)), PURE_ECLOSED);
     CHECK_EQ(GOT(pure_link_send_datagram, (l, "x", 1)), 0); /* finished: datagrams still go */
     CHECK(pure_err_is_fatal((int)rc));
     CHECK_EQ(GOT(pure_link_close, (l, 5, NULL)), PURE_EINVAL); /* 1..0xff are Pure's */
@@ -408,6 +431,7 @@ static void test_link_calls(void)
     CHECK_EQ(GOT(pure_link_abort, (s.link, PURE_CLOSE_APP, "done")), 0);
     for (int i = 0; i < 5; i++)
         CHECK_EQ(s.in_on_closed_rc[i], PURE_ESTATE);
+    CHECK_EQ(s.in_on_closed_rc[5], PURE_ECLOSED); /* the link is gone: a cancel is too late */
     int closes = c.closes, eclosed = 0;
     size_t seg;
     int64_t n;

@@ -364,8 +364,8 @@ static void test_unknown_types(void)
                     t == PURE_FRAME_DELIVERED || t == PURE_FRAME_PATH_CHALLENGE ||
                     t == PURE_FRAME_PATH_RESPONSE || t == PURE_FRAME_DATA || t == PURE_FRAME_ECN ||
                     t == (PURE_FRAME_DATA | PURE_FRAME_DATA_FIN) || t == PURE_FRAME_DATAGRAM;
-        /* CHAN_DATA, CHAN_CREDIT, CHAN_DELIVERED are known but a zero body names channel 0,
-         * which is refused (test_channel_frames) */
+        /* CHAN_DATA, CHAN_CREDIT, CHAN_DELIVERED, CHAN_CANCEL, CHAN_CANCELLED are known but a
+         * zero body names channel 0, which is refused (test_channel_frames, test_cancel_frames) */
         if (known) {
             CHECK_EQ(rc, 0); /* zero bodies are valid for every known type */
             accepted++;
@@ -424,6 +424,52 @@ static void test_channel_frames(void)
     pure_pkt small = {buf, buf + 4};
     CHECK_EQ(pure_pkt_datagram(&small, (const uint8_t *)"abcd", 4), -1);
     CHECK(pure_pkt_chan_data(&small, 1, 0, 2) == NULL);
+    CHECK(small.p == buf);
+}
+
+/* CHAN_CANCEL and CHAN_CANCELLED round-trip; a range shorter than a length prefix or longer than
+ * the largest message, past 2^62, an outcome other than 0/1, channel 0 and truncation are
+ * refused. */
+static void test_cancel_frames(void)
+{
+    uint8_t buf[64];
+    pure_pkt k = {buf, buf + sizeof buf};
+    CHECK_EQ(pure_pkt_chan_cancel(&k, 9, 1234567, 1ull << 40, (1ull << 32) + 3), 0);
+    CHECK_EQ(pure_pkt_chan_cancelled(&k, 255, 7, 1), 0);
+    CHECK_EQ(pure_pkt_chan_cancelled(&k, 1, 0, 0), 0);
+    const uint8_t *p = buf, *end = k.p;
+    pure_frame f;
+    pure_ack_frame a;
+    CHECK_EQ(pure_frame_parse(&p, end, &f, &a), 0);
+    CHECK(f.type == PURE_FRAME_CHAN_CANCEL && f.u.cancel.channel == 9 && f.u.cancel.id == 1234567 &&
+          f.u.cancel.offset == 1ull << 40 && f.u.cancel.len == (1ull << 32) + 3);
+    CHECK_EQ(pure_frame_parse(&p, end, &f, &a), 0);
+    CHECK(f.type == PURE_FRAME_CHAN_CANCELLED && f.u.cancel.channel == 255 && f.u.cancel.id == 7 &&
+          f.u.cancel.delivered == 1);
+    CHECK_EQ(pure_frame_parse(&p, end, &f, &a), 0);
+    CHECK(f.type == PURE_FRAME_CHAN_CANCELLED && f.u.cancel.channel == 1 && f.u.cancel.id == 0 &&
+          f.u.cancel.delivered == 0);
+    CHECK(p == end);
+    static const uint8_t bad[][12] = {
+        {PURE_FRAME_CHAN_CANCEL, 1, 0, 0, 3},                         /* 3 bytes */
+        {PURE_FRAME_CHAN_CANCEL, 1, 0, 0, 0xc1, 0, 0, 0, 0, 0, 0, 4}, /* 2^32 + 4 */
+        {PURE_FRAME_CHAN_CANCEL, 1, 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+         8},                                           /* 2^62 */
+        {PURE_FRAME_CHAN_CANCEL, 0, 0, 0, 8},          /* channel 0 */
+        {PURE_FRAME_CHAN_CANCEL, 1, 0, 0},             /* truncated */
+        {PURE_FRAME_CHAN_CANCELLED, 1, 0, 2},          /* outcome 2 */
+        {PURE_FRAME_CHAN_CANCELLED, 1, 0},             /* truncated */
+        {PURE_FRAME_CHAN_CANCELLED, 0x41, 0x00, 0, 0}, /* channel 256 */
+    };
+    static const size_t bad_len[] = {5, 12, 12, 5, 4, 4, 3, 5};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        p = bad[i];
+        CHECK_EQ(pure_frame_parse(&p, bad[i] + bad_len[i], &f, &a), PURE_EPROTO);
+        CHECK(p == bad[i]);
+    }
+    pure_pkt small = {buf, buf + 4};
+    CHECK_EQ(pure_pkt_chan_cancel(&small, 1, 0, 0, 8), -1);
+    CHECK_EQ(pure_pkt_chan_cancelled(&small, 1, 1u << 20, 0), -1);
     CHECK(small.p == buf);
 }
 
@@ -514,6 +560,7 @@ int main(void)
     RUN(test_data_close_malformed);
     RUN(test_unknown_types);
     RUN(test_channel_frames);
+    RUN(test_cancel_frames);
     RUN(test_delivered);
     RUN(test_ecn);
     RUN(test_path_frames);
