@@ -17,6 +17,7 @@
 #include "chan_cancel.h"
 #include "frame.h"
 #include "registry.h"
+#include "link_shared.h"
 #include "tparams.h"
 
 /* Channel ch, made on first use as link_chan.c makes it (a cancel may be the first frame of a
@@ -24,11 +25,10 @@
 static pure_chan *chan_of(pure_link *link, uint32_t ch)
 {
     const pure_settings *s = &link->ctx->s;
-    if (!link->chans)
-        link->chans = pure_chans_new(&link->ctx->alloc, s->max_channels);
-    return link->chans ? pure_chans_get(link->chans, &link->ctx->alloc, ch, s->recv_window,
-                                        s->max_message_size)
-                       : NULL;
+    pure_chans *t = pure_link_chan_table(link);
+    return t ? pure_chans_get(t, &link->ctx->alloc, ch, s->recv_window, pure_tp_peer_window(link),
+                              s->max_message_size)
+             : NULL;
 }
 
 static void mark_due(pure_link *link)
@@ -69,8 +69,8 @@ int64_t pure_link_send_on_deadline(pure_link *link, uint32_t channel, const void
         return PURE_EINVAL;
     if (channel > pure_link_peer_channels(link) || channel > link->ctx->s.max_channels)
         return PURE_EINVAL;
-    if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED || link->finish_requested ||
-        link->close_requested)
+    if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED ||
+        (link->send_gate & PURE_GATE_FINISH) || link->close_requested)
         return PURE_ECLOSED;
     if (len > link->ctx->s.max_message_size)
         return PURE_EMSGSIZE;

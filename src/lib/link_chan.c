@@ -17,14 +17,9 @@
 #include "rxmem.h"
 #include "tparams.h"
 
-static pure_chans *table(pure_link *link)
-{
-    return pure_link_chan_table(link);
-}
-
 static pure_chan *chan_get(pure_link *link, uint32_t ch)
 {
-    pure_chans *t = table(link);
+    pure_chans *t = pure_link_chan_table(link);
     if (!t)
         return NULL;
     const pure_settings *s = &link->ctx->s;
@@ -92,7 +87,7 @@ int pure_link_set_priority(pure_link *link, uint32_t channel, uint8_t urgency, i
         return PURE_EINVAL;
     if (link->closed_notified)
         return PURE_ESTATE;
-    pure_chans *t = table(link);
+    pure_chans *t = pure_link_chan_table(link);
     if (!t)
         return PURE_ENOMEM;
     t->urgency[channel] = urgency;
@@ -152,7 +147,7 @@ int pure_link_send_datagram(pure_link *link, const void *data, size_t len)
         return PURE_EINVAL;
     if (len > max)
         return PURE_EMSGSIZE;
-    pure_chans *t = table(link);
+    pure_chans *t = pure_link_chan_table(link);
     if (!t)
         return PURE_ENOMEM;
     int rc = pure_dgq_push(&t->dg, &link->ctx->alloc, data, len);
@@ -197,7 +192,7 @@ static int on_datagram(pure_link *link, const pure_frame *f)
 {
     if (f->u.chan.len > link->ctx->s.max_datagram_size)
         return PURE_EPROTO; /* larger than this side takes, or none taken */
-    pure_chans *t = table(link);
+    pure_chans *t = pure_link_chan_table(link);
     if (t)
         t->dg.received++;
     if (link->ctx->cb.on_datagram)

@@ -424,7 +424,7 @@ static void test_close_with_cancels(void)
  * table written directly, as a broken or malicious peer would). */
 static void forge_cancel(cx *c, uint32_t ch, uint64_t id, uint64_t start, uint64_t end, int sent)
 {
-    pure_chan *k = pure_chans_get(c->cl->chans, &c->cl->ctx->alloc, ch, 1 << 20, 1 << 20);
+    pure_chan *k = pure_chans_get(c->cl->chans, &c->cl->ctx->alloc, ch, 1 << 20, 1 << 20, 1 << 20);
     pure_cancels *x = pure_cancels_get(&k->cx, &c->cl->ctx->alloc);
     pure_cancel_out o = {.start = start, .end = end, .id = id, .owed = 1, .sent = (uint8_t)sent};
     CHECK(pure_cancels_out_add(x, &c->cl->ctx->alloc, &o) != NULL);

@@ -35,7 +35,7 @@ static pure_chan *chan_with(pure_chans **t, const size_t *lens, int n)
 {
     static uint8_t m[8192];
     *t = pure_chans_new(&A, 4);
-    pure_chan *c = pure_chans_get(*t, &A, 1, 1 << 20, 1 << 20);
+    pure_chan *c = pure_chans_get(*t, &A, 1, 1 << 20, 1 << 20, 1 << 20);
     c->credit.peer = 1 << 20;
     for (int i = 0; i < n; i++)
         CHECK_EQ(pure_chan_write(c, &A, m, lens[i], 1 << 20, 0), i);
