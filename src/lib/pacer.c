@@ -44,7 +44,7 @@ static uint64_t cap_at(const pure_pacer *p, struct rate r)
 static uint64_t cap_late(const pure_pacer *p, uint64_t now, struct rate r)
 {
     uint64_t cap = cap_at(p, r);
-    if (p->due == 0 || now <= p->due || cap >= p->burst)
+    if (now <= p->due || cap >= p->burst)
         return cap;
     uint64_t late = now - p->due, room = p->burst - cap;
     /* room < 2^24, den < 2^38: the product fits; below it, late * num < room * den + num. */
@@ -59,7 +59,7 @@ static uint64_t cap_late(const pure_pacer *p, uint64_t now, struct rate r)
 static int64_t tokens_at(const pure_pacer *p, uint64_t now, struct rate r, uint64_t *at)
 {
     *at = p->last;
-    int64_t cap = (int64_t)(p->late_cap && now == p->late_at ? p->late_cap : cap_at(p, r));
+    int64_t cap = (int64_t)(now == p->late_at ? p->late_cap : cap_at(p, r));
     if (p->tokens >= cap) { /* filled at a faster rate: no more than this rate's burst now */
         *at = now > p->last ? now : p->last;
         return cap;
@@ -91,8 +91,8 @@ void pure_pacer_init(pure_pacer *p, uint64_t burst_bytes, uint32_t mss)
         p->min_burst = burst_bytes;
     p->tokens = (int64_t)burst_bytes;
     p->last = 0;
-    p->due = 0;
-    p->late_at = 0;
+    p->due = UINT64_MAX; /* none: no time is later */
+    p->late_at = UINT64_MAX;
     p->late_cap = 0;
     p->has_last = 0;
     p->unpaced = 0;
@@ -118,12 +118,12 @@ uint64_t pure_pacer_allowance(pure_pacer *p, uint64_t now, uint64_t cwnd, uint64
             p->tokens = cap;
     } else {
         struct rate r = rate_of(cwnd, srtt);
-        if (p->due && now >= p->due) {
+        if (now >= p->due) {
             /* the wake-up pure_pacer_next asked for: what the rate earned while it was late may go
              * now, in this one burst (calls at this same `now`) */
             p->late_cap = cap_late(p, now, r);
             p->late_at = now;
-            p->due = 0;
+            p->due = UINT64_MAX;
         }
         uint64_t at;
         p->tokens = tokens_at(p, now, r, &at);
@@ -134,7 +134,7 @@ uint64_t pure_pacer_allowance(pure_pacer *p, uint64_t now, uint64_t cwnd, uint64
 
 void pure_pacer_forget_due(pure_pacer *p)
 {
-    p->due = 0;
+    p->due = UINT64_MAX;
 }
 
 void pure_pacer_on_sent(pure_pacer *p, uint64_t bytes)
@@ -152,7 +152,7 @@ void pure_pacer_on_sent(pure_pacer *p, uint64_t bytes)
 
 uint64_t pure_pacer_next(pure_pacer *p, uint64_t now, uint64_t need, uint64_t cwnd, uint64_t srtt)
 {
-    p->due = 0;
+    p->due = UINT64_MAX;
     if (srtt == 0 || !p->has_last || p->unpaced)
         return now; /* not pacing, or a full bucket waiting for the first paced send */
     struct rate r = rate_of(cwnd, srtt);

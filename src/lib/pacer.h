@@ -27,8 +27,10 @@ typedef struct pure_pacer {
     uint64_t burst;     /* the largest burst (one GSO train); the cap on tokens is
                            PURE_PACER_BURST_NS of the rate, between min_burst and this */
     uint64_t min_burst; /* two packets */
-    uint64_t due;       /* when pure_pacer_next last told the caller to come back (0: none) */
-    uint64_t late_at;   /* the time late_cap is for: a late wake-up's burst (cap_late) */
+    uint64_t due;       /* when pure_pacer_next last told the caller to come back (UINT64_MAX:
+                           none) */
+    uint64_t late_at;   /* the time late_cap is for: a late wake-up's burst (cap_late;
+                           UINT64_MAX: none) */
     uint64_t late_cap;
     uint8_t has_last; /* 0 until the first allowance (time 0 is a legal time, not "unset") */
     uint8_t unpaced;  /* the last allowance had no RTT sample: sends are not charged */
