@@ -297,6 +297,17 @@ class Server:
     def cpu_ns(self):
         return server_cpu_ns(self.proc.pid)
 
+    def memory_kb(self, field="VmRSS"):
+        """The server's VmRSS (or VmHWM: its peak) in KiB, None if unreadable (Linux /proc)."""
+        try:
+            with open(f"/proc/{self.proc.pid}/status") as f:
+                for line in f:
+                    if line.startswith(field + ":"):
+                        return int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            pass
+        return None
+
     def stderr_tail(self, n=600):
         try:
             self.err.seek(0)
@@ -1191,6 +1202,7 @@ def rpc_one(impl, links, p, size, duration, warmup, drain, timeout, rate=0, fani
     key = "fanin" if fanin else "rpc"
     try:
         with Server(impl, cpu=pins[0]) as srv:
+            rss0 = srv.memory_kb()  # before any link: the process, its libraries, its context
             argv = ([impl.path] + [a.format(port=srv.port, **subst) for a in rpc_client_argv(impl, rate, fanin)]
                     + srv.client_extra())
             err = tempfile.TemporaryFile(mode="w+")
@@ -1225,6 +1237,10 @@ def rpc_one(impl, links, p, size, duration, warmup, drain, timeout, rate=0, fani
                 cerr = err.read().strip()
                 err.close()
             alive = srv.proc.poll() is None
+            peak = srv.memory_kb("VmHWM")  # the most it held, links and buffers at their busiest
+            if rss0 is not None and peak is not None:
+                res["server_rss_start_kb"], res["server_rss_peak_kb"] = rss0, peak
+                res["server_bytes_per_link"] = max(0, peak - rss0) * 1024 / links
             srv.kill()  # SIGTERM: the server prints its counts and exits
             srv.out.seek(0)
             counts = last_json(srv.out.read(), "served")
@@ -1281,6 +1297,9 @@ def rpc_summarize(runs, names, cells):
                 for k, v in vals.items():
                     row[k], row[k + "_min"], row[k + "_max"] = med(v), min(v), max(v)
                 row["connect_s"] = med([r["report"].get("connect_seconds", 0) for r in ok])
+                mem = [r["server_bytes_per_link"] for r in ok if r.get("server_bytes_per_link") is not None]
+                if mem:
+                    row["server_bytes_per_link"] = med(mem)
             errs = [r["error"] for r in rs if not r["ok"]]
             if errs:
                 row["error"] = errs[0][:300]
@@ -1301,17 +1320,19 @@ def rpc_summarize(runs, names, cells):
 def rpc_table(rows):
     """The table as lists of cells (header first)."""
     hdr = ["L", "P", "size", "impl", "req/s", "server µs/req", "client µs/req", "p50 µs", "p99 µs", "p99.9 µs",
-           f"×{RPC_BASE} req/s", f"×{RPC_BASE} server", f"×{RPC_BASE} p99", "×QUIC server", "runs"]
+           f"×{RPC_BASE} req/s", f"×{RPC_BASE} server", f"×{RPC_BASE} p99", "×QUIC server", "server KiB/link", "runs"]
     out = [hdr]
     for r in rows:
         runs = f"{r['ok_runs']}/{r['runs']}"
         if "requests_per_s" not in r:
-            out.append([f"{r['links']:,}", str(r["p"]), str(r["size"]), r["impl"], "FAILED"] + [""] * 9 + [runs])
+            out.append([f"{r['links']:,}", str(r["p"]), str(r["size"]), r["impl"], "FAILED"] + [""] * 10 + [runs])
             continue
         out.append([f"{r['links']:,}", str(r["p"]), str(r["size"]), r["impl"], f"{r['requests_per_s']:,.0f}",
                     fmt(r["server_us"]), fmt(r["client_us"]), fmt(r["p50_us"]), fmt(r["p99_us"]), fmt(r["p999_us"]),
                     fmt(r.get("x_rps"), 2), fmt(r.get("x_server"), 2), fmt(r.get("x_p99"), 2),
-                    fmt(r.get("x_quic_server"), 2), runs])
+                    fmt(r.get("x_quic_server"), 2),
+                    fmt(r["server_bytes_per_link"] / 1024, 1) if r.get("server_bytes_per_link") is not None else "",
+                    runs])
     return out
 
 
@@ -1631,23 +1652,25 @@ def fanin_main(args):
     runs = cell_runs("fanin", runnable, cells, rounds, one, show)
     rows = cell_summarize(runs, names, cells, lambda r: (r["links"], r["size"]), lambda r: {
         "messages_per_s": r["report"]["messages_per_s"], "server_us": r["server_cpu_s"] * 1e6 / r["requests"],
-        "client_us": r["client_cpu_s"] * 1e6 / r["requests"], "seconds": r["report"]["seconds"]})
+        "client_us": r["client_cpu_s"] * 1e6 / r["requests"], "seconds": r["report"]["seconds"],
+        "server_bytes_per_link": r.get("server_bytes_per_link", 0.0)})
     for row in rows:
         base = next((b for b in rows if b["cell"] == row["cell"] and b["impl"] == RPC_BASE and "server_us" in b), None)
         if base and "server_us" in row and base["server_us"] and base["messages_per_s"]:
             row["x_server"] = row["server_us"] / base["server_us"]
             row["x_rate"] = row["messages_per_s"] / base["messages_per_s"]
     hdr = ["L", "size", "impl", "msg/link", "msg/s", "server µs/msg", "client µs/msg", f"×{RPC_BASE} msg/s",
-           f"×{RPC_BASE} server", "runs"]
+           f"×{RPC_BASE} server", "server KiB/link", "runs"]
     body = []
     for r in rows:
         l, size = r["cell"]
         head = [f"{l:,}", str(size), r["impl"], f"{max(1, total // l):,}"]
         if "server_us" not in r:
-            body.append(head + ["FAILED", "", "", "", "", f"{r['ok_runs']}/{r['runs']}"])
+            body.append(head + ["FAILED", "", "", "", "", "", f"{r['ok_runs']}/{r['runs']}"])
             continue
         body.append(head + [f"{r['messages_per_s']:,.0f}", fmt(r["server_us"]), fmt(r["client_us"]),
-                            fmt(r.get("x_rate"), 2), fmt(r.get("x_server"), 2), f"{r['ok_runs']}/{r['runs']}"])
+                            fmt(r.get("x_rate"), 2), fmt(r.get("x_server"), 2),
+                            fmt(r.get("server_bytes_per_link", 0) / 1024, 1), f"{r['ok_runs']}/{r['runs']}"])
     title = (f"{total:,} one-way requests per run split over the L links, sent at once into one server; the server "
              f"counts them and echoes each link's last; median of {rounds} round(s); CPU per message from the first "
              f"send to the last echo; ratios to the {RPC_BASE} row of the same cell.")
