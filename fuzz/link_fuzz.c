@@ -368,7 +368,7 @@ static void send_msg_deadline(end *e, uint32_t ch, size_t len, uint64_t in)
         return;
     msg_fill(g_msg, e, e->ctx_n[c] | (uint64_t)ch << 16, len);
     int64_t rc = pure_link_send_on_deadline(e->link, ch, g_msg, len, G.now + in);
-    if (rc == PURE_EAGAIN || rc == PURE_ECLOSED)
+    if (rc == PURE_EAGAIN || rc == PURE_ECLOSED || (rc == PURE_EFULL && e->watched))
         return;
     if (rc < 0 || (uint64_t)rc != e->ctx_n[c])
         FZ_FAIL("pure_link_send_on_deadline failed, or an id out of sequence");

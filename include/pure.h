@@ -887,6 +887,7 @@ PURE_API int pure_link_cancel(pure_link *link, uint32_t channel, uint64_t id);
  *   PURE_EINVAL   link is NULL, msg is NULL with len > 0, channel is 0 or above
  *                 pure_link_peer_channels (or this side's max_channels);
  *   PURE_EAGAIN   the channel's backlog is full: wait for on_writable and retry;
+ *   PURE_EFULL    the link's queue limit is reached (pure_link_set_queue_limit);
  *   PURE_EMSGSIZE len > max_message_size;
  *   PURE_ECLOSED  the link is finishing or closing;
  *   PURE_ENOMEM   the channel, its send buffer or the deadline could not be allocated. */

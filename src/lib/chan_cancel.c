@@ -18,7 +18,7 @@ void pure_chan_msg_range(pure_chan *c, uint64_t id, uint64_t *start, uint64_t *e
         /* the first message's prefix may lie below the buffer's base: count_acked kept it */
         uint32_t len = off == c->msg_boundary && c->msg_len_known
                            ? c->msg_len
-                           : pure_sendbuf_get_u32(&c->sb, off);
+                           : pure_shq_get_u32(&c->sb, c->shq, off); /* shared bodies skew it */
         if (k == id) {
             *start = off;
             *end = off + 4 + len;

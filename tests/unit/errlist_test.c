@@ -521,10 +521,11 @@ static void test_shared_calls(void)
     CHECK_EQ(GOT(pure_link_set_queue_limit, (l, 1000)), 0);
     CHECK_EQ(GOT(pure_link_send_shared, (l, 2, one)), PURE_EFULL);
     CHECK_EQ(GOT(pure_link_send_on, (l, 3, "x", 1)), PURE_EFULL);
+    CHECK_EQ(GOT(pure_link_send_on_deadline, (l, 3, "x", 1, UINT64_MAX - 1)), PURE_EFULL);
     CHECK_EQ(GOT(pure_link_send, (l, "x", 1)), PURE_EFULL);
     CHECK(!pure_err_is_fatal(PURE_EFULL));
     CHECK_EQ(GOT(pure_link_queue_stats, (l, PURE_CHANNEL_ALL, 0, &q, sizeof q)), 0);
-    CHECK_EQ(q.full, 3);
+    CHECK_EQ(q.full, 4);
     CHECK_EQ(q.limit, 1000);
     CHECK_EQ(q.messages, (uint64_t)sent); /* channel 0 holds only its preamble */
     CHECK_EQ(GOT(pure_link_set_queue_limit, (l, 0)), 0);
