@@ -2644,14 +2644,14 @@ import hol_peers  # noqa: E402  bench/hol_peers.py: the quinn, ngtcp2 and TCP+TL
 if hol_peers:
     HOL_ROWS += [Impl(n, p.bin, p.build, p.serve, p.client, p.passes, p.desc) for n, p in hol_peers.HOL_PEERS.items()]
 HOL_BY_NAME = {i.name: i for i in HOL_ROWS}
-HOL_MODES = ["alone", "same", "separate"]
+HOL_MODES = ["alone", "same", "separate", "datagram"]  # datagram: Pure's row only (issue #23)
 HOL_LOSSES = [0.0, 0.01, 0.05]
 
 
 def hol_has(impl, mode):
     """Whether a row has this mode (TCP+TLS has no `separate`)."""
     peer = hol_peers.HOL_PEERS.get(impl) if hol_peers else None
-    return peer is None or mode in peer.modes
+    return peer is None or (mode in peer.modes and mode != "datagram")
 
 
 def hol_args(p):
@@ -2659,7 +2659,8 @@ def hol_args(p):
     p.add_argument("--duration", type=float, default=None, help="measured seconds per run (default 10, quick 2)")
     p.add_argument("--warmup", type=float, default=1.0, help="seconds before measuring (default 1)")
     p.add_argument("--losses", help="comma-separated loss rates (default 0,0.01,0.05)")
-    p.add_argument("--modes", help="comma-separated modes (default alone,same,separate)")
+    p.add_argument("--modes", help="comma-separated modes (default alone,same,separate,datagram; "
+                                   "datagram: Pure's requests as datagrams)")
     p.add_argument("--rate", type=int, default=1000, help="requests per second (default 1000)")
     p.add_argument("--size", type=int, default=61, help="request bytes (default 61)")
     p.add_argument("--bulk", type=int, default=1 << 20, help="bulk message bytes (default 1 MiB)")
@@ -2705,6 +2706,11 @@ def hol_one(impl, fwd, mode, loss, seed, args, timeout):
             rep = last_json(r.stdout, "p99_us")
             if rep is None or r.returncode != 0:
                 raise RunError(f"client exit {r.returncode}; stderr: {r.stderr.strip()[-400:] or '(empty)'}")
+            srv.kill()  # SIGTERM: hol_bench's server prints its CPU and echo count
+            srv.out.seek(0)
+            counts = last_json(srv.out.read(), "server_cpu_ns")
+            if counts and counts.get("echoed"):
+                rep["server_cpu_us"] = counts["server_cpu_ns"] / 1e3 / counts["echoed"]
             res["report"] = rep
             res["ok"] = True
     except RunError as e:
@@ -2765,6 +2771,11 @@ def hol_main(args):
                 row = {"impl": impl.name, "mode": mode, "loss": loss, "runs": len(good)}
                 for k in ("p50_us", "p99_us", "p999_us", "bulk_mbps"):
                     row[k] = round(med([g[k] for g in good]), 1) if good else None
+                for k in ("requests", "answered", "dgram_sent", "dgram_lost", "dgram_refused", "client_cpu_us",
+                          "server_cpu_us"):
+                    vals = [g[k] for g in good if g.get(k) is not None]
+                    if vals:
+                        row[k] = med(vals)
                 rows.append(row)
     hdr = ["impl", "mode", "loss", "p50 µs", "p99 µs", "p99.9 µs", "bulk Mbit/s"]
     body = [[r["impl"], r["mode"], f"{r['loss']:g}"] + [("-" if r[k] is None else f"{r[k]:.1f}")
@@ -2773,6 +2784,24 @@ def hol_main(args):
     log("")
     for ln in text_table(hdr, body):
         log(ln)
+    # the datagram row: Pure's requests as datagrams beside the same requests as channel messages
+    dg_hdr = ["loss", "datagrams sent", "echoed", "lost (round trip) %", "declared lost", "not queued",
+              "client µs/datagram", "server µs/echo", "client µs/message", "server µs/echo (message)"]
+    dg_body = []
+    for loss in losses:
+        d = next((r for r in rows if r["impl"] == "pure" and r["mode"] == "datagram" and r["loss"] == loss), None)
+        a = next((r for r in rows if r["impl"] == "pure" and r["mode"] == "alone" and r["loss"] == loss), None)
+        if not d or d.get("requests") is None:
+            continue
+        lost = 100.0 * (1 - d["answered"] / d["requests"]) if d["requests"] else 0.0
+        dg_body.append([f"{loss:g}", f"{d['requests']:.0f}", f"{d['answered']:.0f}", f"{lost:.2f}",
+                        f"{d.get('dgram_lost', 0):.0f}", f"{d.get('dgram_refused', 0):.0f}",
+                        fmt(d.get("client_cpu_us")), fmt(d.get("server_cpu_us")),
+                        fmt(a.get("client_cpu_us")) if a else "-", fmt(a.get("server_cpu_us")) if a else "-"])
+    if dg_body:
+        log("")
+        for ln in text_table(dg_hdr, dg_body):
+            log(ln)
     verdict = []
     for impl in runnable:
         cell = {(r["mode"], r["loss"]): r for r in rows if r["impl"] == impl.name}
@@ -2804,6 +2833,13 @@ def hol_main(args):
           f"{args.duration:g} s measured after {args.warmup:g} s; median of {rounds} round(s).", "",
           "| " + " | ".join(hdr) + " |", "|" + "|".join("---:" for _ in hdr) + "|"]
     md += ["| " + " | ".join(ln) + " |" for ln in body]
+    if dg_body:
+        md += ["", "Datagrams (Pure): the same requests sent with pure_link_send_datagram and echoed as datagrams, "
+               "beside them as channel messages (`alone`); lost is the round trip's (either way), declared lost the "
+               "sender's count of its datagrams in packets declared lost; CPU per request in the client's measured "
+               "window, the server's over its whole run.", "",
+               "| " + " | ".join(dg_hdr) + " |", "|" + "|".join("---:" for _ in dg_hdr) + "|"]
+        md += ["| " + " | ".join(ln) + " |" for ln in dg_body]
     md += [""] + [f"- {v}" for v in verdict]
     with open(base + ".md", "w") as f:
         f.write("\n".join(md) + "\n")

@@ -5,11 +5,15 @@
  *   alone     requests only (channel 2)
  *   same      bulk and requests on channel 0 (one ordered stream: what Pure had before channels)
  *   separate  bulk on channel 1, requests on channel 2
+ *   datagram  requests only, as datagrams (pure_link_send_datagram) the server echoes as datagrams:
+ *             sent, echoed and lost instead of a bulk figure, and the CPU each side spent per
+ *             request, to set beside `alone` (the same requests as channel messages)
  *
  *   hol_bench serve [--listen ADDR]
  *       Prints {"port": N, "public_key": "..."}; echoes every message of at most 64 bytes on the
  *       channel it came on, counts the rest (bulk), until SIGTERM/SIGINT.
- *   hol_bench client ADDR --peer-key KEY --mode alone|same|separate [--duration S] [--warmup S]
+ *   hol_bench client ADDR --peer-key KEY --mode alone|same|separate|datagram [--duration S]
+ * [--warmup S]
  *             [--rate N] [--size N] [--bulk N]
  *       Requests of --size bytes (default 61) at --rate per second (default 1000) for --warmup
  *       (default 1) then --duration (default 10) seconds; a request the link cannot take yet (its
@@ -23,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pure.h"
 #include "pure_loop.h"
@@ -43,7 +48,7 @@ static void on_signal(int sig)
 
 /* ---- server ---- */
 
-static uint64_t srv_bulk_bytes, srv_echoed, srv_echo_failed;
+static uint64_t srv_bulk_bytes, srv_echoed, srv_echo_failed, srv_dgrams;
 
 static int srv_accept(pure_link *l, const char *svc, const uint8_t *key, void *user)
 {
@@ -76,6 +81,24 @@ static void srv_channel(pure_link *l, void *user, uint32_t ch, const uint8_t *d,
     srv_any(l, ch, d, n);
 }
 
+static void srv_datagram(pure_link *l, void *user, const uint8_t *d, size_t n)
+{
+    (void)user;
+    srv_dgrams++;
+    if (pure_link_send_datagram(l, d, n) == 0)
+        srv_echoed++;
+    else
+        srv_echo_failed++;
+}
+
+/* CPU time of this process so far (user + system), ns. */
+static uint64_t cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static int serve(int argc, char **argv)
 {
     const char *listen = "127.0.0.1:0";
@@ -87,8 +110,10 @@ static int serve(int argc, char **argv)
             return 2;
         }
     }
-    static const pure_callbacks cbs = {
-        .on_accept = srv_accept, .on_message = srv_message, .on_channel_message = srv_channel};
+    static const pure_callbacks cbs = {.on_accept = srv_accept,
+                                       .on_message = srv_message,
+                                       .on_channel_message = srv_channel,
+                                       .on_datagram = srv_datagram};
     pure_settings st;
     pure_settings_default(&st);
     st.allow_any = 1;
@@ -114,8 +139,15 @@ static int serve(int argc, char **argv)
     rc = pure_loop_run(loop, PURE_LOOP_FOREVER);
     g_loop = NULL;
     fprintf(stderr,
-            "hol_bench serve: %" PRIu64 " bulk bytes, %" PRIu64 " echoes (%" PRIu64 " failed)\n",
-            srv_bulk_bytes, srv_echoed, srv_echo_failed);
+            "hol_bench serve: %" PRIu64 " bulk bytes, %" PRIu64 " echoes (%" PRIu64
+            " failed), %" PRIu64 " datagrams\n",
+            srv_bulk_bytes, srv_echoed, srv_echo_failed, srv_dgrams);
+    /* for bench/run.py: the server's CPU per echo over its whole life (a 10 s run at 1,000 a
+     * second: the handshake is a few hundred microseconds of it) */
+    printf("{\"server_cpu_ns\": %" PRIu64 ", \"echoed\": %" PRIu64 ", \"datagrams\": %" PRIu64
+           "}\n",
+           cpu_ns(), srv_echoed, srv_dgrams);
+    fflush(stdout);
     pure_loop_free(loop);
     pure_ctx_free(ctx);
     return rc ? 1 : 0;
@@ -127,7 +159,8 @@ typedef struct client {
     pure_ctx *ctx;
     pure_loop *loop;
     pure_link *link;
-    int established, closed, bulk_on;
+    int established, closed, bulk_on, dgram;
+    uint64_t dgram_refused; /* pure_link_send_datagram said no (its queue full) */
     uint32_t req_ch, bulk_ch;
     uint32_t size, bulk;
     uint64_t rate;
@@ -177,8 +210,12 @@ static void cli_send_due(client *c)
         uint64_t due = c->due[c->due_head];
         memset(m, 0xab, sizeof m);
         memcpy(m, &due, 8);
-        if (pure_link_send_on(c->link, c->req_ch, m, c->size) < 0)
+        if (c->dgram) {
+            if (pure_link_send_datagram(c->link, m, c->size) != 0)
+                c->dgram_refused++; /* unreliable: a datagram not taken is not retried */
+        } else if (pure_link_send_on(c->link, c->req_ch, m, c->size) < 0) {
             return; /* PURE_EAGAIN: its channel's queue is full; on_writable or the next tick */
+        }
         if (due >= c->measure_from && due < c->measure_to)
             c->sent_in_window++;
         c->due_head = (c->due_head + 1) % c->due_cap;
@@ -239,6 +276,12 @@ static void cli_message(pure_link *l, void *user, const uint8_t *d, size_t n)
 static void cli_channel(pure_link *l, void *user, uint32_t ch, const uint8_t *d, size_t n)
 {
     (void)l, (void)ch;
+    cli_answer(user, d, n);
+}
+
+static void cli_datagram(pure_link *l, void *user, const uint8_t *d, size_t n)
+{
+    (void)l;
     cli_answer(user, d, n);
 }
 
@@ -346,6 +389,8 @@ static int client_main(int argc, char **argv)
         c.bulk_on = 1;
         c.req_ch = REQ_CH_SEPARATE;
         c.bulk_ch = BULK_CH_SEPARATE;
+    } else if (strcmp(mode, "datagram") == 0) {
+        c.dgram = 1;
     } else {
         goto usage;
     }
@@ -364,7 +409,8 @@ static int client_main(int argc, char **argv)
                                        .on_message = cli_message,
                                        .on_writable = cli_writable,
                                        .on_closed = cli_closed,
-                                       .on_channel_message = cli_channel};
+                                       .on_channel_message = cli_channel,
+                                       .on_datagram = cli_datagram};
     pure_settings st;
     pure_settings_default(&st);
     st.callbacks = &cbs;
@@ -390,13 +436,15 @@ static int client_main(int argc, char **argv)
     c.measure_from = c.t0 + (uint64_t)(warmup * 1e9);
     c.measure_to = c.measure_from + (uint64_t)(duration * 1e9);
     run_until(&c, c.measure_from);
-    uint64_t bulk0 = bulk_acked(&c), t_from = pure_now();
+    uint64_t bulk0 = bulk_acked(&c), t_from = pure_now(), cpu0 = cpu_ns();
     run_until(&c, c.measure_to);
-    uint64_t bulk1 = bulk_acked(&c), t_to = pure_now();
+    uint64_t bulk1 = bulk_acked(&c), t_to = pure_now(), cpu1 = cpu_ns();
     /* the answers to the window's last requests: requests stop, bulk goes on, for up to 10 s */
     c.rate = 1;
     c.t0 = UINT64_MAX / 2;
     uint64_t wait_end = pure_now() + 10000000000ull;
+    if (c.dgram) /* a lost datagram is never answered: wait a few round trips, not 10 s */
+        wait_end = pure_now() + 500000000ull;
     while (!c.closed && c.answered_in_window < c.sent_in_window + c.due_len &&
            pure_now() < wait_end) {
         cli_send_due(&c);
@@ -406,19 +454,26 @@ static int client_main(int argc, char **argv)
     qsort(c.rtt, c.n_rtt, sizeof *c.rtt, cmp64);
     double secs = (double)(t_to - t_from) / 1e9;
     pure_link_stats ls = {0};
-    if (c.link)
+    pure_datagram_stats ds = {0};
+    if (c.link) {
         pure_link_stats_get(c.link, &ls);
+        pure_link_datagram_stats(c.link, &ds);
+    }
     printf("{\"mode\": \"%s\", \"requests\": %" PRIu64 ", \"answered\": %zu, \"p50_us\": %.1f, "
            "\"p99_us\": %.1f, \"p999_us\": %.1f, \"max_us\": %.1f, \"bulk_mbps\": %.2f, "
            "\"seconds\": %.3f, \"packets_lost\": %" PRIu64 ", \"rtt_min_us\": %.1f, "
            "\"closed\": %d, \"ptos\": %" PRIu64 ", \"retransmitted\": %" PRIu64
-           ", \"cwnd\": %" PRIu64 ", \"random_losses\": %" PRIu64 "}\n",
+           ", \"cwnd\": %" PRIu64 ", \"random_losses\": %" PRIu64 ", \"client_cpu_us\": %.3f"
+           ", \"dgram_sent\": %" PRIu64 ", \"dgram_lost\": %" PRIu64 ", \"dgram_refused\": %" PRIu64
+           "}\n",
            mode, c.sent_in_window, c.n_rtt, pct_us(c.rtt, c.n_rtt, 0.5),
            pct_us(c.rtt, c.n_rtt, 0.99), pct_us(c.rtt, c.n_rtt, 0.999),
            c.n_rtt ? (double)c.rtt[c.n_rtt - 1] / 1e3 : -1,
            (double)(bulk1 - bulk0) * (double)bulk * 8 / 1e6 / secs, secs, ls.packets_lost,
            (double)ls.rtt_min_ns / 1e3, c.closed, ls.ptos, ls.bytes_retransmitted, ls.cwnd,
-           ls.random_losses);
+           ls.random_losses,
+           c.sent_in_window ? (double)(cpu1 - cpu0) / 1e3 / (double)c.sent_in_window : -1.0,
+           ds.sent, ds.lost, c.dgram_refused);
     fflush(stdout);
     int failed = c.closed || c.n_rtt == 0; /* before our own abort closes the link */
     g_loop = NULL;
@@ -428,8 +483,9 @@ static int client_main(int argc, char **argv)
     pure_ctx_free(c.ctx);
     return failed;
 usage:
-    fprintf(stderr, "usage: hol_bench client ADDR --peer-key KEY --mode alone|same|separate "
-                    "[--duration S] [--warmup S] [--rate N] [--size 8..64] [--bulk N]\n");
+    fprintf(stderr,
+            "usage: hol_bench client ADDR --peer-key KEY --mode alone|same|separate|datagram "
+            "[--duration S] [--warmup S] [--rate N] [--size 8..64] [--bulk N]\n");
     return 2;
 }
 
@@ -440,6 +496,6 @@ int main(int argc, char **argv)
     if (argc >= 2 && strcmp(argv[1], "client") == 0)
         return client_main(argc, argv);
     fprintf(stderr, "usage: hol_bench serve [--listen ADDR] | hol_bench client ADDR --peer-key KEY "
-                    "--mode alone|same|separate [...]\n");
+                    "--mode alone|same|separate|datagram [...]\n");
     return 2;
 }
