@@ -196,8 +196,13 @@ static __attribute__((noinline)) int64_t send0_gated(pure_link *link, const void
 
 int64_t pure_link_send(pure_link *link, const void *msg, size_t len)
 {
-    if (!link || (!msg && len))
+    if (!link)
         return PURE_EINVAL;
+    if (!msg) {
+        if (len)
+            return PURE_EINVAL;
+        msg = ""; /* an empty message may come as NULL; memcpy takes no NULL, even for 0 bytes */
+    }
     if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED)
         return PURE_ECLOSED;
     if (__builtin_expect(link->send_gate != 0, 0))

@@ -67,6 +67,8 @@ int64_t pure_link_send_on_deadline(pure_link *link, uint32_t channel, const void
 {
     if (!link || channel == 0 || (!msg && len))
         return PURE_EINVAL;
+    if (!msg)
+        msg = ""; /* empty: memcpy takes no NULL, even for 0 bytes */
     if (channel > pure_link_peer_channels(link) || channel > link->ctx->s.max_channels)
         return PURE_EINVAL;
     if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED ||

@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* link_chan.c: a link's channels 1..max over chan.h (link_chan.h): the public calls that send on
  * them and set their priorities, their frames in a packet, their data arriving, and what an ACK
- * or a loss means for them. Receive memory: every channel's reorder ring and assembly buffer is
- * allocated through rxmem.c's allocator, so it counts in max_receive_memory; a channel holds no
- * more than the budget leaves, but for one channel of the context at a time (ctx->rx_chan_owner)
- * that may finish its message past it: at most max_message_size more. What does not fit is
- * dropped unacknowledged, for the peer to send again. Its flow credit bounds it as channel 0's
- * does. */
+ * or a loss means for them. Receive memory: every channel's buffers go through rxmem.c's
+ * allocator (max_receive_memory); one channel of the context at a time (ctx->rx_chan_owner) may
+ * finish its message past the budget, by at most max_message_size. What does not fit is dropped
+ * unacknowledged, for the peer to send again. Its flow credit bounds it as channel 0's does. */
 #include <string.h>
 
 #include "chan.h"
@@ -54,6 +52,7 @@ int64_t pure_link_send_on(pure_link *link, uint32_t channel, const void *msg, si
 {
     if (!link || (!msg && len))
         return PURE_EINVAL;
+    msg = msg ? msg : ""; /* empty: memcpy takes no NULL, even for 0 bytes */
     if (channel == 0)
         return pure_link_send(link, msg, len);
     if (channel > pure_link_peer_channels(link) || channel > link->ctx->s.max_channels)
@@ -140,6 +139,7 @@ int pure_link_send_datagram(pure_link *link, const void *data, size_t len)
 {
     if (!link || (!data && len))
         return PURE_EINVAL;
+    data = data ? data : ""; /* empty: memcpy takes no NULL, even for 0 bytes */
     if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED || link->close_requested)
         return PURE_ECLOSED;
     size_t max = pure_link_datagram_max(link);

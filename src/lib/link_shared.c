@@ -34,6 +34,8 @@ static int shared_new(pure_ctx *ctx, const void *data, size_t len, int copy,
 {
     if (!ctx || !out || (!data && len))
         return PURE_EINVAL;
+    if (!data)
+        data = ""; /* an empty body may come as NULL (release then gets ""); memcpy takes no NULL */
     if (len > ctx->s.max_message_size)
         return PURE_EMSGSIZE;
     *out = pure_shared_make(&ctx->alloc, data, len, copy, release, user);

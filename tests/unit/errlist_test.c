@@ -382,6 +382,13 @@ static void test_link_calls(void)
     CHECK(next > 0);
     CHECK_EQ(GOT(pure_link_send, (NULL, "x", 1)), PURE_EINVAL);
     CHECK_EQ(GOT(pure_link_send, (l, NULL, 1)), PURE_EINVAL);
+    /* an empty message may come as NULL: no memcpy from NULL (UBSan's nonnull check) */
+    CHECK(GOT(pure_link_send, (l, NULL, 0)) >= 0);
+    CHECK(GOT(pure_link_send_on, (l, 6, NULL, 0)) >= 0);
+    CHECK(GOT(pure_link_send_on_deadline, (l, 6, NULL, 0, UINT64_MAX - 1)) >= 0);
+    pure_shared *empty = NULL;
+    CHECK_EQ(GOT(pure_shared_copy, (c.ctx, NULL, 0, &empty)), 0);
+    pure_shared_unref(empty);
     CHECK_EQ(GOT(pure_link_send, (l, big, (size_t)(1u << 30) + 1)), PURE_EMSGSIZE);
     fail_alloc = 1; /* the send buffer must grow for 64 KiB */
     CHECK_EQ(GOT(pure_link_send, (l, big, sizeof big)), PURE_ENOMEM);
