@@ -20,17 +20,6 @@
 #include "link_shared.h"
 #include "tparams.h"
 
-/* Channel ch, made on first use as link_chan.c makes it (a cancel may be the first frame of a
- * channel: a message cancelled before any of it went). NULL without memory. */
-static pure_chan *chan_of(pure_link *link, uint32_t ch)
-{
-    const pure_settings *s = &link->ctx->s;
-    pure_chans *t = pure_link_chan_table(link);
-    return t ? pure_chans_get(t, &link->ctx->alloc, ch, s->recv_window, pure_tp_peer_window(link),
-                              s->max_message_size)
-             : NULL;
-}
-
 static void mark_due(pure_link *link)
 {
     link->chans->cancel_due = 1;
@@ -69,14 +58,10 @@ int64_t pure_link_send_on_deadline(pure_link *link, uint32_t channel, const void
         return PURE_EINVAL;
     if (!msg)
         msg = ""; /* empty: memcpy takes no NULL, even for 0 bytes */
-    if (channel > pure_link_peer_channels(link) || channel > link->ctx->s.max_channels)
-        return PURE_EINVAL;
-    if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED ||
-        (link->send_gate & PURE_GATE_FINISH) || link->close_requested)
-        return PURE_ECLOSED;
-    if (len > link->ctx->s.max_message_size)
-        return PURE_EMSGSIZE;
-    pure_chan *c = chan_of(link, channel);
+    int rc = pure_link_chan_send_check(link, channel, len);
+    if (rc)
+        return rc; /* before the deadline's memory is reserved */
+    pure_chan *c = pure_link_chan_get(link, channel);
     pure_cancels *x = c ? pure_cancels_get(&c->cx, &link->ctx->alloc) : NULL;
     if (!x || pure_cancels_dl_reserve(x, &link->ctx->alloc) != 0)
         return PURE_ENOMEM; /* before the message is taken: it always gets its deadline */
@@ -213,7 +198,7 @@ static int on_cancel(pure_link *link, const pure_frame *f)
     uint64_t s = f->u.cancel.offset, e = s + f->u.cancel.len, id = f->u.cancel.id;
     if (f->u.cancel.len - 4 > link->ctx->s.max_message_size)
         return PURE_EPROTO; /* no message of ours could be that long */
-    pure_chan *c = chan_of(link, ch);
+    pure_chan *c = pure_link_chan_get(link, ch);
     pure_cancels *x = c ? pure_cancels_get(&c->cx, &link->ctx->alloc) : NULL;
     if (!x)
         return PURE_ENOMEM;

@@ -15,16 +15,6 @@
 #include "rxmem.h"
 #include "tparams.h"
 
-static pure_chan *chan_get(pure_link *link, uint32_t ch)
-{
-    pure_chans *t = pure_link_chan_table(link);
-    if (!t)
-        return NULL;
-    const pure_settings *s = &link->ctx->s;
-    return pure_chans_get(t, &link->ctx->alloc, ch, s->recv_window, pure_tp_peer_window(link),
-                          s->max_message_size);
-}
-
 uint32_t pure_link_peer_channels(const pure_link *link)
 {
     if (!link)
@@ -55,17 +45,13 @@ int64_t pure_link_send_on(pure_link *link, uint32_t channel, const void *msg, si
     msg = msg ? msg : ""; /* empty: memcpy takes no NULL, even for 0 bytes */
     if (channel == 0)
         return pure_link_send(link, msg, len);
-    if (channel > pure_link_peer_channels(link) || channel > link->ctx->s.max_channels)
-        return PURE_EINVAL;
-    if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED ||
-        (link->send_gate & PURE_GATE_FINISH) || link->close_requested)
-        return PURE_ECLOSED;
-    if (len > link->ctx->s.max_message_size)
-        return PURE_EMSGSIZE;
-    pure_chan *c = chan_get(link, channel);
+    int rc = pure_link_chan_send_check(link, channel, len);
+    if (rc)
+        return rc;
+    pure_chan *c = pure_link_chan_get(link, channel);
     if (!c)
         return PURE_ENOMEM;
-    int rc = pure_link_watch_send(link, channel, 4 + (uint64_t)len);
+    rc = pure_link_watch_send(link, channel, 4 + (uint64_t)len);
     if (rc)
         return rc;
     int64_t id = pure_chan_write(c, &link->ctx->alloc, msg, len, link->ctx->s.send_backlog,
@@ -514,7 +500,7 @@ static int on_chan_data(pure_link *link, const pure_frame *f, uint64_t now)
 {
     uint32_t ch = (uint32_t)f->u.chan.channel;
     uint64_t off = f->u.chan.offset, len = f->u.chan.len, end = off + len;
-    pure_chan *c = chan_get(link, ch);
+    pure_chan *c = pure_link_chan_get(link, ch);
     if (!c)
         return PURE_ENOMEM;
     if (end > pure_credit_granted(&c->credit))
@@ -582,7 +568,7 @@ int pure_link_chan_on_frame(pure_link *link, const pure_frame *f, uint64_t now)
     switch (f->type) {
     case PURE_FRAME_CHAN_DATA: return on_chan_data(link, f, now);
     case PURE_FRAME_CHAN_CREDIT: {
-        pure_chan *c = chan_get(link, (uint32_t)f->u.chan.channel);
+        pure_chan *c = pure_link_chan_get(link, (uint32_t)f->u.chan.channel);
         if (!c)
             return PURE_ENOMEM;
         if (pure_credit_on_frame(&c->credit, f->u.chan.offset))

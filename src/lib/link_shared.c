@@ -27,6 +27,15 @@ static pure_chans *table(pure_link *link)
     return pure_link_chan_table(link);
 }
 
+pure_chan *pure_link_chan_get(pure_link *link, uint32_t ch)
+{
+    pure_chans *t = table(link);
+    const pure_settings *s = &link->ctx->s;
+    return t ? pure_chans_get(t, &link->ctx->alloc, ch, s->recv_window, pure_tp_peer_window(link),
+                              s->max_message_size)
+             : NULL;
+}
+
 /* ---- the buffers (shared.c makes them; the context gives the allocator and the limit) ---- */
 
 static int shared_new(pure_ctx *ctx, const void *data, size_t len, int copy,
@@ -193,21 +202,14 @@ int64_t pure_link_send_shared(pure_link *link, uint32_t channel, pure_shared *sh
 {
     if (!link || !sh || channel == 0)
         return PURE_EINVAL;
-    if (channel > pure_link_peer_channels(link) || channel > link->ctx->s.max_channels)
-        return PURE_EINVAL;
-    if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED ||
-        (link->send_gate & PURE_GATE_FINISH) || link->close_requested)
-        return PURE_ECLOSED;
+    int rc = pure_link_chan_send_check(link, channel, sh->len);
+    if (rc)
+        return rc;
     const pure_settings *s = &link->ctx->s;
-    if (sh->len > s->max_message_size)
-        return PURE_EMSGSIZE;
-    pure_chans *t = table(link);
-    pure_chan *c = t ? pure_chans_get(t, &link->ctx->alloc, channel, s->recv_window,
-                                      pure_tp_peer_window(link), s->max_message_size)
-                     : NULL;
+    pure_chan *c = pure_link_chan_get(link, channel);
     if (!c)
         return PURE_ENOMEM;
-    int rc = pure_link_watch_send(link, channel, 4 + (uint64_t)sh->len);
+    rc = pure_link_watch_send(link, channel, 4 + (uint64_t)sh->len);
     if (rc)
         return rc;
     /* send_queue does not apply: it keeps copies into the ring in cache, and nothing is copied
