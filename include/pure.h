@@ -512,6 +512,17 @@ PURE_API int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *data, 
 PURE_API int pure_ctx_read_ecn(pure_ctx *ctx, const pure_addr *from, uint8_t *data, size_t len,
                                unsigned ecn, uint64_t now);
 
+/* pure_ctx_read_ecn for an I/O layer that knows when the datagram reached the host (`arrived`,
+ * on the same clock as `now`: the kernel's receive timestamp, SO_TIMESTAMPNS, mapped onto it, as
+ * pure_loop does). RTT samples and the ACK delays this side reports are measured from the
+ * arrival, so time a datagram waited in the socket queue of a busy loop counts as the receiving
+ * host's delay, not the path's: a server saturated by a thousand links then still sees its
+ * clients' network round trip, and sizes its pacing bursts by it rather than shrinking them to
+ * two packets while its own queue grows. An `arrived` later than `now` is taken as `now`;
+ * pure_ctx_read_ecn is this with arrived == now. Returns what pure_ctx_read returns. */
+PURE_API int pure_ctx_read_at(pure_ctx *ctx, const pure_addr *from, uint8_t *data, size_t len,
+                              unsigned ecn, uint64_t arrived, uint64_t now);
+
 /* Writes the next burst of datagrams for one destination into buf (cap bytes; at least
  * max_udp_payload). Every datagram in the burst is *segment bytes long except possibly the last,
  * so the caller can send the burst with one UDP_SEGMENT sendmsg, or split it. Returns the burst's

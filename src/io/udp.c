@@ -117,6 +117,10 @@ int pure_udp_open(pure_udp *u, pure_addr *local, pure_loop_stats *st, int reusep
         (void)setsockopt(u->fd, IPPROTO_IPV6, IPV6_TCLASS, &ect0, sizeof ect0);
         (void)setsockopt(u->fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &one, sizeof one);
     }
+    /* The kernel's receive time of each datagram (SO_TIMESTAMPNS), for pure_ctx_read_at: when the
+     * loop is busy a datagram may wait milliseconds in the socket queue, and that wait is this
+     * host's, not the path's. */
+    (void)setsockopt(u->fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
     if (reuseport && setsockopt(u->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) != 0)
         goto fail;
     set_buffer(u->fd, SO_RCVBUFFORCE, SO_RCVBUF);
@@ -358,7 +362,7 @@ int pure_udp_send(pure_udp *u, const uint8_t *buf, size_t n, size_t seg, const p
 }
 
 static void deliver(pure_udp *u, pure_ctx *ctx, uint8_t *d, size_t len, size_t seg,
-                    const pure_addr *from, unsigned ecn, uint64_t now)
+                    const pure_addr *from, unsigned ecn, uint64_t arrived, uint64_t now)
 {
     if (seg == 0 || seg > len)
         seg = len;
@@ -369,10 +373,10 @@ static void deliver(pure_udp *u, pure_ctx *ctx, uint8_t *d, size_t len, size_t s
          * of several links' packets may hold some another loop owns. */
         if (u->handoff && u->handoff(u->handoff_arg, d + o, l, from))
             continue;
-        (void)pure_ctx_read_ecn(ctx, from, d + o, l, ecn, now); /* junk is counted by the core */
+        (void)pure_ctx_read_at(ctx, from, d + o, l, ecn, arrived, now); /* junk: counted */
     }
     if (len == 0) { /* an empty datagram is still one (the core drops it as malformed) */
-        (void)pure_ctx_read_ecn(ctx, from, d, 0, ecn, now);
+        (void)pure_ctx_read_at(ctx, from, d, 0, ecn, arrived, now);
         pkts = 1;
     }
     u->st->datagrams_received += pkts;
@@ -382,15 +386,48 @@ static void deliver(pure_udp *u, pure_ctx *ctx, uint8_t *d, size_t len, size_t s
     }
 }
 
-/* What a received message's control data says: the GRO segment size (0: none) and the ECN bits
+/* The two clocks of one read: the loop's (monotonic) and the kernel's receive timestamps'
+ * (CLOCK_REALTIME), read together after the recvmmsg. */
+struct rx_clock {
+    uint64_t now, real;
+};
+
+static struct rx_clock rx_clock_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (struct rx_clock){pure_now(), (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec};
+}
+
+/* A receive timestamp on the loop's clock: now less how long ago it was on the real-time clock.
+ * None, or one from the future (the real-time clock stepped), is now. */
+static uint64_t rx_arrival(const struct rx_clock *k, const struct timespec *ts)
+{
+    if (!ts || ts->tv_sec < 0)
+        return k->now;
+    uint64_t t = (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
+    if (t >= k->real)
+        return k->now;
+    uint64_t ago = k->real - t;
+    return ago < k->now ? k->now - ago : k->now;
+}
+
+/* What a received message's control data says: the GRO segment size (0: none), the ECN bits
  * of its IP header (all datagrams of a GRO train share them: the kernel merges only datagrams
- * whose headers agree). */
-static void read_cmsgs(struct msghdr *m, size_t *seg, unsigned *ecn)
+ * whose headers agree) and its arrival time (the first datagram's, for a train). */
+static void read_cmsgs(struct msghdr *m, const struct rx_clock *k, size_t *seg, unsigned *ecn,
+                       uint64_t *arrived)
 {
     *seg = 0;
     *ecn = 0;
+    *arrived = k->now;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
-        if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS &&
+            c->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+            struct timespec ts;
+            memcpy(&ts, CMSG_DATA(c), sizeof ts);
+            *arrived = rx_arrival(k, &ts);
+        } else if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
             int g;
             memcpy(&g, CMSG_DATA(c), sizeof g);
             if (g > 0)
@@ -439,7 +476,7 @@ static int recv_slots(pure_udp *u, unsigned n, size_t size)
 static int recv_gro(pure_udp *u, pure_ctx *ctx)
 {
     union {
-        char buf[2 * CMSG_SPACE(sizeof(int)) + 64];
+        char buf[2 * CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec)) + 64];
         struct cmsghdr align;
     } ctl[PURE_UDP_GRO_SLOTS];
     for (unsigned i = 0; i < PURE_UDP_GRO_SLOTS; i++) {
@@ -449,7 +486,7 @@ static int recv_gro(pure_udp *u, pure_ctx *ctx)
     int r = recv_slots(u, PURE_UDP_GRO_SLOTS, PURE_UDP_BUF);
     if (r < 0)
         return r;
-    uint64_t now = pure_now();
+    struct rx_clock k = rx_clock_now();
     for (int i = 0; i < r; i++) {
         struct msghdr *m = &u->mm[i].msg_hdr;
         if (m->msg_flags & MSG_TRUNC) {
@@ -458,10 +495,11 @@ static int recv_gro(pure_udp *u, pure_ctx *ctx)
         }
         size_t seg;
         unsigned ecn;
-        read_cmsgs(m, &seg, &ecn);
+        uint64_t arrived;
+        read_cmsgs(m, &k, &seg, &ecn, &arrived);
         pure_addr from;
         source(&u->names[i], m->msg_namelen, &from);
-        deliver(u, ctx, u->iov[i].iov_base, u->mm[i].msg_len, seg, &from, ecn, now);
+        deliver(u, ctx, u->iov[i].iov_base, u->mm[i].msg_len, seg, &from, ecn, arrived, k.now);
     }
     return r == PURE_UDP_GRO_SLOTS ? 0 : -EAGAIN;
 }
@@ -470,7 +508,8 @@ static int recv_batch(pure_udp *u, pure_ctx *ctx)
 {
     const unsigned slots = PURE_UDP_BUF / PURE_UDP_SLOT;
     union {
-        char buf[CMSG_SPACE(sizeof(int)) + 16]; /* the TOS / traffic class */
+        char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct timespec)) + 16]; /* the
+                                                 TOS / traffic class, the receive time */
         struct cmsghdr align;
     } ctl[PURE_UDP_BUF / PURE_UDP_SLOT];
     for (unsigned i = 0; i < slots; i++) {
@@ -480,7 +519,7 @@ static int recv_batch(pure_udp *u, pure_ctx *ctx)
     int r = recv_slots(u, slots, PURE_UDP_SLOT);
     if (r < 0)
         return r;
-    uint64_t now = pure_now();
+    struct rx_clock k = rx_clock_now();
     for (int i = 0; i < r; i++) {
         if (u->mm[i].msg_hdr.msg_flags & MSG_TRUNC) {
             u->st->recv_errors++;
@@ -488,10 +527,11 @@ static int recv_batch(pure_udp *u, pure_ctx *ctx)
         }
         size_t seg;
         unsigned ecn;
-        read_cmsgs(&u->mm[i].msg_hdr, &seg, &ecn);
+        uint64_t arrived;
+        read_cmsgs(&u->mm[i].msg_hdr, &k, &seg, &ecn, &arrived);
         pure_addr from;
         source(&u->names[i], u->mm[i].msg_hdr.msg_namelen, &from);
-        deliver(u, ctx, u->iov[i].iov_base, u->mm[i].msg_len, 0, &from, ecn, now);
+        deliver(u, ctx, u->iov[i].iov_base, u->mm[i].msg_len, 0, &from, ecn, arrived, k.now);
     }
     return (unsigned)r == slots ? 0 : -EAGAIN; /* a short batch means the queue is empty */
 }

@@ -17,7 +17,7 @@ void pure_acktr_free(pure_acktr *t, const pure_alloc *a)
 }
 
 int pure_acktr_on_packet(pure_acktr *t, const pure_alloc *a, uint64_t pn, int eliciting,
-                         uint64_t now, uint64_t max_ack_delay, uint32_t ack_every)
+                         uint64_t arrived, uint64_t now, uint64_t max_ack_delay, uint32_t ack_every)
 {
     /* Old ranges fall off the end. The set has room for one range more than an ACK frame carries,
      * so a new range goes in before the oldest is dropped. */
@@ -29,7 +29,7 @@ int pure_acktr_on_packet(pure_acktr *t, const pure_alloc *a, uint64_t pn, int el
     while (t->pns.n > PURE_ACK_MAX_RANGES)
         pure_ranges_drop_first(&t->pns);
     if (pn + 1 >= prev_largest)
-        t->largest_time = now;
+        t->largest_time = arrived < now ? arrived : now;
     if (!eliciting)
         return 0;
     t->unacked++;

@@ -28,14 +28,18 @@ void pure_acktr_init(pure_acktr *t);
  * keeps none. What is owed stays; t stays usable. */
 void pure_acktr_free(pure_acktr *t, const pure_alloc *a);
 
-/* Records packet pn, received at `now` (storage through a); `eliciting` if it carried a frame that
- * needs an ACK. A packet number that does not fit (the ranges are full, or memory ran out) pushes
- * the oldest range out. Returns 1 if an ACK is due at once (the packet is eliciting and it left a
- * gap or came out of order, pure_acktr_ack_now was called, or ack_every eliciting packets are now
- * unacknowledged): send one. Otherwise returns 0, having armed the deadline at
- * now + max_ack_delay for an eliciting packet if it was not armed. */
+/* Records packet pn, read at `now` after it reached the host at `arrived` (<= now; the ACK delay
+ * reported is measured from it, socket queue included) (storage through a); `eliciting` if it
+ * carried a frame that needs an ACK. A packet number that does not fit (the ranges are full, or
+ * memory ran out) pushes the oldest range out. Returns 1 if an ACK is due at once (the packet is
+ * eliciting and it left a gap or came out of order, pure_acktr_ack_now was called, or ack_every
+ * eliciting packets are now unacknowledged): send one. Otherwise returns 0, having armed the
+ * deadline at now + max_ack_delay for an eliciting packet if it was not armed: from the read, not
+ * the arrival, or a busy loop whose packets all waited longer than max_ack_delay would answer
+ * every packet with an ACK of its own and get busier. */
 int pure_acktr_on_packet(pure_acktr *t, const pure_alloc *a, uint64_t pn, int eliciting,
-                         uint64_t now, uint64_t max_ack_delay, uint32_t ack_every);
+                         uint64_t arrived, uint64_t now, uint64_t max_ack_delay,
+                         uint32_t ack_every);
 /* The packet being processed asks for an ACK at once (a PING). */
 static inline void pure_acktr_ack_now(pure_acktr *t)
 {

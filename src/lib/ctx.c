@@ -435,9 +435,19 @@ int pure_ctx_read_ecn(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n
     return rc;
 }
 
-int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
+int pure_ctx_read_at(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, unsigned ecn,
+                     uint64_t arrived, uint64_t now)
 {
-    if (!ctx || !from || (!d && n))
+    if (!ctx)
+        return PURE_EINVAL;
+    ctx->rx_at = arrived < now ? arrived : now; /* a time after now is taken as now */
+    ctx->rx_has_at = 1;
+    return pure_ctx_read_ecn(ctx, from, d, n, ecn, now);
+}
+
+static int read_datagram(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
+{
+    if (!from || (!d && n))
         return PURE_EINVAL;
     ctx->depth++;
     ctx->now = now;
@@ -508,6 +518,21 @@ int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, ui
     if (ctx->rx_wake)
         rx_wake(ctx, now);
     pure_link_end_call(ctx);
+    return rc;
+}
+
+int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
+{
+    if (!ctx)
+        return PURE_EINVAL;
+    uint64_t outer_arrived = ctx->arrived; /* a callback may read another datagram */
+    uint8_t outer_reading = ctx->reading;
+    ctx->arrived = ctx->rx_has_at ? ctx->rx_at : now; /* pure_rx_time */
+    ctx->reading = 1;
+    ctx->rx_has_at = 0;
+    int rc = read_datagram(ctx, from, d, n, now);
+    ctx->arrived = outer_arrived;
+    ctx->reading = outer_reading;
     return rc;
 }
 

@@ -425,8 +425,9 @@ static void after_frames(pure_link *link, const frames_seen *seen, uint64_t pn, 
         return;
     }
     /* Record the packet number for our ACKs. */
-    if (pure_acktr_on_packet(&link->acktr, &ctx->alloc, pn, seen->eliciting, now,
-                             ctx->s.max_ack_delay, ctx->s.ack_every))
+    /* the ACK delay we report counts from its arrival: the time it waited for this loop too */
+    if (pure_acktr_on_packet(&link->acktr, &ctx->alloc, pn, seen->eliciting, pure_rx_time(ctx, now),
+                             now, ctx->s.max_ack_delay, ctx->s.ack_every))
         pure_ctx_mark_pending(ctx, link);
     if (link->credit_pending)
         pure_ctx_mark_pending(ctx, link);

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* pacer.c: token-bucket pacing at 1.25 * cwnd / srtt, bursts of about 1 ms of that; see pacer.h.
+/* pacer.c: token-bucket pacing at 1.25 * cwnd / srtt, bursts of about 1 ms of the path's rate;
+ * see pacer.h.
  *
  * The rate is kept as the fraction num / den bytes per nanosecond, num = 5 * cwnd and
  * den = 4 * srtt, and never formed as a number: a 1 GiB window over 1 us is 1.3 MB/ns while two
@@ -31,11 +32,13 @@ static uint64_t div_ceil(uint64_t a, uint64_t b)
     return a / b + (a % b != 0);
 }
 
-/* The cap on tokens at rate r: PURE_PACER_BURST_NS of it, between min_burst and burst. num <
+/* The cap on tokens at rate r: PURE_PACER_BURST_NS of it, or of the path's rate (the same window
+ * over the path's RTT without queueing) when that is faster, between min_burst and burst. num <
  * 2^43 and PURE_PACER_BURST_NS < 2^20: the product fits. */
 static uint64_t cap_at(const pure_pacer *p, struct rate r)
 {
-    uint64_t c = PURE_PACER_BURST_NS * r.num / r.den;
+    uint64_t den = p->path_rtt && 4 * p->path_rtt < r.den ? 4 * p->path_rtt : r.den;
+    uint64_t c = PURE_PACER_BURST_NS * r.num / den;
     return c < p->min_burst ? p->min_burst : c > p->burst ? p->burst : c;
 }
 
@@ -94,8 +97,24 @@ void pure_pacer_init(pure_pacer *p, uint64_t burst_bytes, uint32_t mss)
     p->due = UINT64_MAX; /* none: no time is later */
     p->late_at = UINT64_MAX;
     p->late_cap = 0;
+    p->path_rtt = 0;
     p->has_last = 0;
     p->unpaced = 0;
+}
+
+void pure_pacer_path_sample(pure_pacer *p, uint64_t rtt)
+{
+    if (rtt == 0)
+        return;
+    if (rtt > SRTT_CAP)
+        rtt = SRTT_CAP;
+    if (p->path_rtt == 0 || rtt < p->path_rtt)
+        p->path_rtt = rtt;
+}
+
+void pure_pacer_path_reset(pure_pacer *p)
+{
+    p->path_rtt = 0;
 }
 
 uint64_t pure_pacer_allowance(pure_pacer *p, uint64_t now, uint64_t cwnd, uint64_t srtt)

@@ -71,6 +71,7 @@ void pure_path_on_response(pure_link *link, const uint8_t data[PURE_PATH_DATA_LE
         /* Another host: what the old path taught says nothing about this one (section 9.4). */
         pure_cc_reset(&link->b->cc, now);
         pure_rtt_init(&link->rtt, PURE_RTT_INITIAL);
+        pure_pacer_path_reset(&link->b->pacer);
     }
     p->prev = link->peer;
     p->has_prev = 1;

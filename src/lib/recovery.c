@@ -171,8 +171,18 @@ static void count_acked_messages(pure_link *link, uint64_t acked_to)
 static void rtt_sample(pure_link *link, const pure_ack_frame *ack, uint64_t sent, uint64_t now)
 {
     uint64_t sample = now - sent;
-    pure_rtt_sample(&link->rtt, sample, ack->delay_us * 1000, link->ctx->s.max_ack_delay);
-    uint64_t delay = ack->delay_us * 1000;
+    uint64_t reported = ack->delay_us > UINT64_MAX / 1000 ? UINT64_MAX : ack->delay_us * 1000;
+    pure_rtt_sample(&link->rtt, sample, reported, link->ctx->s.max_ack_delay);
+    /* The network's part, which only sizes pacing bursts: from the ACK's arrival (time it then
+     * waited for this loop is this host's, pure_rx_time), less all the delay the peer reports,
+     * unclamped (a peer whose loop is saturated holds packets far longer than max_ack_delay). The
+     * RTT estimate above keeps both hosts' waits: a probe timeout must not fire on a reply that
+     * is only waiting in a busy loop's socket. A report as long as the sample, or an arrival before
+     * the send (a clock mapped badly), says nothing of the path. */
+    uint64_t at = pure_rx_time(link->ctx, now);
+    if (at >= sent && reported < at - sent)
+        pure_pacer_path_sample(&link->b->pacer, at - sent - reported);
+    uint64_t delay = reported;
     if (delay > link->ctx->s.max_ack_delay)
         delay = link->ctx->s.max_ack_delay;
     link->latest_adjusted = sample > link->rtt.min + delay

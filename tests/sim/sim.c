@@ -20,6 +20,8 @@ typedef struct dgram {
     uint32_t len;
     uint8_t spoofed; /* src was forged when it was sent (sim_spoof): keep it */
     uint8_t ecn;     /* the IP header's ECN bits: ECT(0) from a pure_ctx, CE once marked */
+    uint8_t held;    /* it reached a busy endpoint (sim_set_busy) at `arrived` and waits */
+    uint64_t arrived;
     uint8_t *data;
 } dgram;
 
@@ -77,8 +79,16 @@ struct sim {
     uint8_t *buf;
     void (*tap)(void *, int, int, const uint8_t *, size_t);
     void *tap_arg;
-    int icmp; /* sim_set_icmp */
+    int icmp;              /* sim_set_icmp */
+    uint64_t busy[MAX_EP]; /* sim_set_busy: how long a datagram waits to be read (0: not) */
+    uint8_t busy_stamps[MAX_EP];
 };
+
+void sim_set_busy(sim *s, int ep, uint64_t backlog, int stamps)
+{
+    s->busy[ep] = backlog;
+    s->busy_stamps[ep] = (uint8_t)(stamps != 0);
+}
 
 void sim_set_icmp(sim *s, int on)
 {
@@ -660,14 +670,22 @@ int sim_run(sim *s, int (*done)(void *), void *arg, uint64_t until)
             bneck_serve(s, &s->bn[b]);
         while (s->heap_len && s->heap[0].at <= s->now) {
             dgram g = heap_pop(s);
+            if (s->busy[g.to] && !g.held) { /* waits behind the busy loop's backlog */
+                g.held = 1;
+                g.arrived = g.at;
+                g.at += s->busy[g.to];
+                heap_push(s, g);
+                continue;
+            }
             /* the receiver sees the sender's current address (rebinding shows up here) */
             pure_addr src = g.spoofed ? g.src : s->addr[g.from];
+            uint64_t arrived = g.held && s->busy_stamps[g.to] ? g.arrived : s->now;
             if (s->dead[g.to])
                 ;
             else if (s->agent[g.to])
                 s->agent[g.to]->read(s->agent_arg[g.to], g.from, g.data, g.len, s->now);
             else
-                pure_ctx_read_ecn(s->ctx[g.to], &src, g.data, g.len, g.ecn, s->now);
+                pure_ctx_read_at(s->ctx[g.to], &src, g.data, g.len, g.ecn, arrived, s->now);
             s->path[g.from][g.to].st.delivered++;
             free(g.data);
         }

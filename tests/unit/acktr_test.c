@@ -29,7 +29,7 @@ static int same(const pure_acktr *t, const uint64_t *pairs, uint32_t n)
 
 static int rx(pure_acktr *t, uint64_t pn, int eliciting, uint64_t now)
 {
-    return pure_acktr_on_packet(t, &A, pn, eliciting, now, DELAY, EVERY);
+    return pure_acktr_on_packet(t, &A, pn, eliciting, now, now, DELAY, EVERY);
 }
 
 static void test_split_merge_and_delay(void)

@@ -61,6 +61,32 @@ static void test_burst_follows_rate(void)
     CHECK_EQ(pure_pacer_next(&p, 30 * S, 1u << 20, 250000, 40 * MS), 30 * S + 999936);
 }
 
+/* Bursts follow the path's RTT when a queue (in the network or in a busy peer's socket) inflates
+ * srtt: the rate stays 1.25 * cwnd / srtt, the burst is 1 ms of 1.25 * cwnd / path_rtt. */
+static void test_burst_follows_path_rtt(void)
+{
+    pure_pacer p;
+    pure_pacer_init(&p, 64 * 1472, 1472);
+    pure_pacer_path_sample(&p, 0); /* ignored */
+    CHECK_EQ(pure_pacer_allowance(&p, 1 * S, 250000, 40 * MS), 7812);
+    pure_pacer_path_sample(&p, 20 * MS);
+    pure_pacer_path_sample(&p, 10 * MS);
+    pure_pacer_path_sample(&p, 30 * MS); /* the smallest is kept */
+    CHECK_EQ(p.path_rtt, 10 * MS);
+    /* 1 ms of 1.25 * 250000 / 10 ms: four times the burst, still at the srtt's rate */
+    CHECK_EQ(pure_pacer_allowance(&p, 10 * S, 250000, 40 * MS), 31250);
+    pure_pacer_on_sent(&p, 31250);
+    CHECK_EQ(pure_pacer_allowance(&p, 10 * S + 1 * MS, 250000, 40 * MS), 7812);
+    /* a path RTT above srtt (a stale one) does not shrink the burst below srtt's */
+    CHECK_EQ(pure_pacer_allowance(&p, 20 * S, 250000, 5 * MS), 62500);
+    /* the thousand-link server of docs/performance.md: srtt 60 ms on a 0.1 ms path, cwnd 24 kB:
+     * two packets by srtt, the whole window by the path */
+    pure_pacer_path_reset(&p);
+    CHECK_EQ(pure_pacer_allowance(&p, 30 * S, 24000, 60 * MS), 2 * 1472);
+    pure_pacer_path_sample(&p, 100 * US);
+    CHECK_EQ(pure_pacer_allowance(&p, 40 * S, 24000, 60 * MS), 64 * 1472);
+}
+
 static void test_fractions_accumulate(void)
 {
     pure_pacer p;
@@ -225,6 +251,7 @@ int main(void)
     RUN(test_unpaced_before_first_sample);
     RUN(test_burst_and_rate);
     RUN(test_burst_follows_rate);
+    RUN(test_burst_follows_path_rtt);
     RUN(test_fractions_accumulate);
     RUN(test_next);
     RUN(test_debt);
