@@ -108,8 +108,8 @@ void pure_pacer_path_sample(pure_pacer *p, uint64_t rtt)
         return;
     if (rtt > SRTT_CAP)
         rtt = SRTT_CAP;
-    if (p->path_rtt == 0 || rtt < p->path_rtt)
-        p->path_rtt = rtt;
+    /* smoothed as srtt is (RFC 9002's 7/8): the network's queue counts, only hosts' waits do not */
+    p->path_rtt = p->path_rtt ? (7 * p->path_rtt + rtt) / 8 : rtt;
 }
 
 void pure_pacer_path_reset(pure_pacer *p)

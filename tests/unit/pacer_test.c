@@ -69,9 +69,11 @@ static void test_burst_follows_path_rtt(void)
     pure_pacer_init(&p, 64 * 1472, 1472);
     pure_pacer_path_sample(&p, 0); /* ignored */
     CHECK_EQ(pure_pacer_allowance(&p, 1 * S, 250000, 40 * MS), 7812);
-    pure_pacer_path_sample(&p, 20 * MS);
     pure_pacer_path_sample(&p, 10 * MS);
-    pure_pacer_path_sample(&p, 30 * MS); /* the smallest is kept */
+    CHECK_EQ(p.path_rtt, 10 * MS); /* the first sample is taken whole */
+    pure_pacer_path_sample(&p, 18 * MS);
+    CHECK_EQ(p.path_rtt, 11 * MS); /* then smoothed: 7/8 of the old, 1/8 of the new */
+    pure_pacer_path_sample(&p, 3 * MS);
     CHECK_EQ(p.path_rtt, 10 * MS);
     /* 1 ms of 1.25 * 250000 / 10 ms: four times the burst, still at the srtt's rate */
     CHECK_EQ(pure_pacer_allowance(&p, 10 * S, 250000, 40 * MS), 31250);
@@ -82,6 +84,7 @@ static void test_burst_follows_path_rtt(void)
     /* the thousand-link server of docs/performance.md: srtt 60 ms on a 0.1 ms path, cwnd 24 kB:
      * two packets by srtt, the whole window by the path */
     pure_pacer_path_reset(&p);
+    CHECK_EQ(p.path_rtt, 0);
     CHECK_EQ(pure_pacer_allowance(&p, 30 * S, 24000, 60 * MS), 2 * 1472);
     pure_pacer_path_sample(&p, 100 * US);
     CHECK_EQ(pure_pacer_allowance(&p, 40 * S, 24000, 60 * MS), 64 * 1472);
