@@ -409,6 +409,10 @@ void pure_recovery_on_timeout(pure_link *link, uint64_t now)
     link->pto_count++;
     link->st.ptos++;
     link->probe_pending = 2;
+    /* A key exchange under way goes again in the probes: while the key's last quarter holds data
+     * back (pure_rekey_holds_data), nothing new is acknowledged to show its packet lost, and
+     * the key may run out before the exchange completes. */
+    pure_rekey_on_lost(link);
     /* Timeouts in a row with full-size packets unanswered: a black hole for them (pmtud.c). The
      * timeout's probes go at the base size (link_send.c), so the ACK they draw shows one sooner. */
     pure_pmtud_on_pto(&link->b->pmtud, link->pto_count);

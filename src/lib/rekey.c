@@ -39,6 +39,7 @@ enum {
 
 typedef struct pure_rekey {
     uint64_t started; /* when this side asked (RK_REQUESTED) */
+    uint64_t sent_at; /* when the request last went out (RK_REQUESTED) */
     uint8_t state;
     uint8_t send_pending;
     uint8_t priv[PURE_DH_LEN]; /* our ephemeral (A, until the reply comes) */
@@ -122,14 +123,25 @@ int pure_rekey_start(pure_link *link, uint64_t now)
     return 0;
 }
 
-uint64_t pure_rekey_holds_data(const pure_link *link, uint64_t now)
+uint64_t pure_rekey_holds_data(pure_link *link, uint64_t now)
 {
-    const pure_rekey *rk = link->rk;
+    pure_rekey *rk = link->rk;
     if (!rk || rk->state != RK_REQUESTED ||
         link->keys_packets < link->ctx->s.rekey_after_packets / 4 * 3)
         return 0;
-    uint64_t until = rk->started + 3 * pure_rtt_pto(&link->rtt, link->ctx->s.max_ack_delay);
-    return now < until ? until : 0;
+    uint64_t pto = pure_rtt_pto(&link->rtt, link->ctx->s.max_ack_delay);
+    uint64_t until = rk->started + 3 * pto;
+    if (now >= until)
+        return 0;
+    /* No answer a probe timeout after the request went: ask again. The request may have been
+     * acknowledged and the reply lost, which the responder resends only when asked again (its
+     * own probe timeout may be far off: a receiver's RTT estimate has few samples). */
+    uint64_t again = rk->sent_at + pto;
+    if (!rk->send_pending && now >= again) {
+        rk->send_pending = 1;
+        again = now + pto;
+    }
+    return again < until ? again : until;
 }
 
 static void switched(pure_link *link, uint64_t now)
@@ -269,5 +281,6 @@ int pure_rekey_put_frame(pure_link *link, pure_pkt *k)
     if (pure_pkt_bytes(k, f, sizeof f) != 0)
         return 0;
     rk->send_pending = 0;
+    rk->sent_at = link->ctx->now;
     return 1;
 }

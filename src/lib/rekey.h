@@ -22,14 +22,16 @@ void pure_rekey_on_lost(pure_link *link);
 int pure_rekey_put_frame(pure_link *link, pure_pkt *k);
 /* Has the rekey a frame to send? */
 int pure_rekey_send_pending(const pure_link *link);
-/* 1 while new data should wait for the new keys: our request is out, three quarters of the key
- * are spent, and the request is younger than three probe timeouts. The last quarter is then left
- * to ACKs and the REKEY frames that complete the exchange: a window larger than what the key has
- * left (random loss keeps windows open) would otherwise run the key out before the peer's reply
- * came, closing the link. A peer that does not answer within three probe timeouts gets the data
- * again, and the key runs out as before (PURE_ECRYPTO). Returns when the hold ends (arm a timer
- * for it), or 0 if data may go. */
-uint64_t pure_rekey_holds_data(const pure_link *link, uint64_t now);
+/* Non-zero while new data should wait for the new keys: our request is out, three quarters of the
+ * key are spent, and the request is younger than three probe timeouts. The last quarter is then
+ * left to ACKs and the REKEY frames that complete the exchange: a window larger than what the key
+ * has left (random loss keeps windows open) would otherwise run the key out before the peer's
+ * reply came, closing the link. Meanwhile the request goes again every probe timeout without an
+ * answer (the reply may be what was lost). A peer that does not answer within three probe
+ * timeouts gets the data again, and the key runs out as before (PURE_ECRYPTO). Returns when to
+ * look again (arm a timer for it: the next request or the end of the hold), or 0 if data may
+ * go. */
+uint64_t pure_rekey_holds_data(pure_link *link, uint64_t now);
 /* Ends a rekey under way: its ephemeral key and next keys wiped, its state freed. */
 void pure_rekey_free(pure_link *link);
 
