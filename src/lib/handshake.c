@@ -249,6 +249,14 @@ void pure_hs_timeout(pure_link *link, uint64_t now)
     pure_ctx_mark_pending(link->ctx, link);
 }
 
+/* The RESP came: the handshake's round trip is the link's first RTT sample, counted from the
+ * start of the handshake (its first INIT, or earlier if it was queued), and its state goes. */
+static void hs_done(pure_link *link, uint64_t now)
+{
+    pure_rtt_handshake_sample(&link->rtt, now - link->hs->started, link->ctx->s.max_ack_delay);
+    pure_hs_free(link);
+}
+
 int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size_t n, uint64_t now)
 {
     if (n < PURE_RESP_MIN || n > PURE_RESP_MAX)
@@ -314,7 +322,7 @@ int pure_hs_on_resp(pure_ctx *ctx, const pure_addr *from, const uint8_t *d, size
     }
     link->remote_index = sender;
     link->peer = *from;
-    pure_hs_free(link);
+    hs_done(link, now);
     /* The first packet from us proves to the responder that we hold the keys: send one now even
      * with nothing queued. */
     link->ping_pending = 1;

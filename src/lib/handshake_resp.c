@@ -478,6 +478,8 @@ int pure_hs_confirmed(pure_link *link, uint64_t now)
 {
     pure_ctx *ctx = link->ctx;
     pure_hs_free(link); /* the RESP buffer */
+    /* from the INIT that made the link, which the first RESP answered at once */
+    pure_rtt_handshake_sample(&link->rtt, now - link->created, ctx->s.max_ack_delay);
     pure_link_open(link, now);
     if (ctx->drain) { /* drained during its handshake (pure_ctx_drain): the client goes elsewhere */
         pure_link_terminate(link, PURE_ECLOSED, PURE_CLOSE_MOVED, "moved: go elsewhere", 1, now);

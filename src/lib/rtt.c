@@ -52,6 +52,12 @@ void pure_rtt_sample(pure_rtt *r, uint64_t sample, uint64_t ack_delay, uint64_t 
     r->smoothed = (7 * r->smoothed + adjusted) / 8;
 }
 
+void pure_rtt_handshake_sample(pure_rtt *r, uint64_t sample, uint64_t max_ack_delay)
+{
+    if (!r->has_sample && sample > 0 && sample < PURE_RTT_INITIAL)
+        pure_rtt_sample(r, sample, 0, max_ack_delay);
+}
+
 uint64_t pure_rtt_pto(const pure_rtt *r, uint64_t max_ack_delay)
 {
     uint64_t spread = 4 * r->var;

@@ -36,6 +36,14 @@ void pure_rtt_init(pure_rtt *r, uint64_t initial_rtt);
  * above min, so a peer's report can never pull the estimate below what the path has shown. */
 void pure_rtt_sample(pure_rtt *r, uint64_t sample, uint64_t ack_delay, uint64_t max_ack_delay);
 
+/* The handshake's round trip as a first sample (RFC 9002 5.1 takes the Handshake packets' RTT):
+ * `sample` runs from the first datagram of ours that the peer's message answers, so a repeat can
+ * only make it longer, never shorter. Taken only while the estimator has no sample and when below
+ * PURE_RTT_INITIAL (a handshake queued or retried may have waited longer than the initial guess).
+ * Without it a side that mostly receives kept 333 ms, and a probe timeout of about a second, for
+ * its few control frames: a rekey reply lost on a 20 ms path waited a second to go again. */
+void pure_rtt_handshake_sample(pure_rtt *r, uint64_t sample, uint64_t max_ack_delay);
+
 /* Probe timeout duration (RFC 9002 6.2.1): smoothed + max(4 * var, granularity) + max_ack_delay.
  * The caller doubles it per consecutive PTO (backoff) itself; pass max_ack_delay = 0 while no
  * application data can be acknowledged with delay (e.g. during the handshake). Saturates at

@@ -33,6 +33,26 @@ static void test_first_sample(void)
     CHECK_EQ(pure_rtt_loss_delay(&r), 112500000);
 }
 
+/* The handshake's round trip: taken as the first sample only, and only below the initial guess. */
+static void test_handshake_sample(void)
+{
+    pure_rtt r;
+    pure_rtt_init(&r, PURE_RTT_INITIAL);
+    pure_rtt_handshake_sample(&r, 0, 25 * MS); /* no time passed: nothing known */
+    CHECK_EQ(r.has_sample, 0);
+    pure_rtt_handshake_sample(&r, PURE_RTT_INITIAL, 25 * MS); /* no better than the guess */
+    CHECK_EQ(r.has_sample, 0);
+    CHECK_EQ(r.smoothed, PURE_RTT_INITIAL);
+    pure_rtt_handshake_sample(&r, 20 * MS, 25 * MS);
+    CHECK_EQ(r.has_sample, 1);
+    CHECK_EQ(r.smoothed, 20 * MS);
+    CHECK_EQ(r.min, 20 * MS);
+    CHECK_EQ(pure_rtt_pto(&r, 25 * MS), (20 + 40 + 25) * MS); /* not 1,024 ms */
+    pure_rtt_handshake_sample(&r, 5 * MS, 25 * MS);           /* a sample exists: ignored */
+    CHECK_EQ(r.smoothed, 20 * MS);
+    CHECK_EQ(r.min, 20 * MS);
+}
+
 static void test_ewma_and_ack_delay(void)
 {
     pure_rtt r;
@@ -134,6 +154,7 @@ int main(void)
 {
     RUN(test_init);
     RUN(test_first_sample);
+    RUN(test_handshake_sample);
     RUN(test_ewma_and_ack_delay);
     RUN(test_ack_delay_cap);
     RUN(test_min_rtt);
