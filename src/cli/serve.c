@@ -294,22 +294,34 @@ static void leave(server *srv)
         free_dead(srv);
 }
 
+/* The echo's part of got_message, out of line so that the drain's callback saves no registers. */
+static __attribute__((noinline)) void echo_message(srv_link *sl, uint32_t channel, const uint8_t *d,
+                                                   size_t n)
+{
+    server *srv = sl->srv;
+    srv->depth++;
+    sl_send(sl, channel, d, n);
+    leave(srv);
+}
+
 /* A message on any channel: counted; the echo service sends it back on the same channel. */
 /* Both message callbacks' body, inlined into each: the drain's server runs it once a message, and
  * channel 0's callback calling the other cost 4 instructions a message (callgrind). */
 static inline void got_message(void *user, uint32_t channel, const uint8_t *d, size_t n)
 {
-    srv_link *sl = enter(user);
-    if (!sl)
+    srv_link *sl = user;
+    if (!sl || sl->closed)
         return;
     server *srv = sl->srv;
     sl->messages++;
     sl->bytes += n;
     srv->messages++;
     srv->bytes += n;
+    /* Only the echo calls back into Pure (which may close the link under it), so only the echo
+     * needs enter/leave: for the drain and the sink they were half of this callback's ~33
+     * instructions a message (callgrind). */
     if (sl->kind == SVC_ECHO)
-        sl_send(sl, channel, d, n);
-    leave(srv);
+        echo_message(sl, channel, d, n);
 }
 
 static void on_channel_message(pure_link *link, void *user, uint32_t channel, const uint8_t *d,
