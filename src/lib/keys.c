@@ -146,7 +146,16 @@ void pure_keys_wipe(pure_link *link)
 
 void pure_keys_nonce(uint8_t nonce[PURE_NONCE_LEN], const uint8_t iv[PURE_NONCE_LEN], uint64_t pn)
 {
-    memcpy(nonce, iv, PURE_NONCE_LEN);
-    for (int i = 0; i < 8; i++)
-        nonce[PURE_NONCE_LEN - 1 - i] ^= (uint8_t)(pn >> (8 * i));
+    /* the IV's last 8 bytes XOR the big-endian packet number, as one 64-bit word (a loop over
+     * the bytes was ~64 instructions a packet on each side, callgrind) */
+    uint64_t tail, x;
+    memcpy(nonce, iv, PURE_NONCE_LEN - 8);
+    memcpy(&tail, iv + PURE_NONCE_LEN - 8, 8);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    x = __builtin_bswap64(pn);
+#else
+    x = pn;
+#endif
+    tail ^= x;
+    memcpy(nonce + PURE_NONCE_LEN - 8, &tail, 8);
 }

@@ -195,6 +195,8 @@ int pure_link_release_buffers(pure_link *link)
     if (!pure_link_sends_empty(link) || pure_rtb_in_flight(&link->rtb))
         return 1;
     pure_sendbuf_shrink(&link->sb, a);
+    if (link->b) /* the ring may be gone: pure_link_send's fast path may not write to it */
+        link->b->send_fast_end = 0;
     pure_link_chan_shrink(link);
     pure_rtb_free(&link->rtb,
                   &link->ctx->alloc); /* the buffer tracks again from the next packet number */

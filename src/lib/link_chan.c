@@ -389,7 +389,7 @@ static int feed(pure_link *link, uint32_t ch, pure_chan *c, const uint8_t *p, si
     uint64_t lim = owner ? UINT32_MAX : (uint64_t)c->parse.body_cap + pure_rxmem_room(ctx);
     c->parse.cap_limit = lim > UINT32_MAX ? UINT32_MAX : (uint32_t)lim;
     deliver_arg d = {link, c, ch};
-    int rc = pure_msgparse_feed(&c->parse, &a, p, n, deliver, &d);
+    int rc = pure_msgparse_feed_inline(&c->parse, &a, p, n, deliver, &d);
     if (rc == PURE_EAGAIN && !ctx->rx_chan_owner) {
         /* The budget stops this channel's message: it becomes the one channel that may finish
          * its message past the budget (as rxmem.c's owner link does for channel 0), so channels

@@ -41,7 +41,7 @@ static int feed(pure_link *link, const uint8_t *p, size_t n, uint64_t now)
     /* without realloc the old buffer lives on while the new one fills: it must fit beside it */
     uint64_t lim = pure_rxmem_limit(link, a.realloc ? m->body_cap : 0, PURE_MSGPARSE_MIN);
     m->cap_limit = lim > UINT32_MAX ? UINT32_MAX : (uint32_t)lim;
-    int rc = pure_msgparse_feed(m, &a, p, n, deliver, link);
+    int rc = pure_msgparse_feed_inline(m, &a, p, n, deliver, link);
     size_t done = rc == PURE_EAGAIN ? n - m->unfed : n;
     if (rc == PURE_EAGAIN && link->state == PURE_LS_OPEN && pure_rxmem_claim(link, now)) {
         /* the link is now the one exempt from the budget: it goes on */

@@ -55,6 +55,12 @@ static int reserve(pure_msgparse *m, const pure_alloc *a, uint32_t need)
 int pure_msgparse_feed(pure_msgparse *m, const pure_alloc *a, const uint8_t *p, size_t n,
                        pure_msg_fn fn, void *arg)
 {
+    return pure_msgparse_feed_inline(m, a, p, n, fn, arg);
+}
+
+int pure_msgparse_feed_slow(pure_msgparse *m, const pure_alloc *a, const uint8_t *p, size_t n,
+                            pure_msg_fn fn, void *arg)
+{
     const uint8_t *end = p + n;
     m->unfed = 0;
     if (!m->preamble_done) {
@@ -66,24 +72,14 @@ int pure_msgparse_feed(pure_msgparse *m, const pure_alloc *a, const uint8_t *p, 
             return PURE_EPROTO;
         m->preamble_done = 1;
         m->hdr_have = 0;
+        goto boundary;
     }
     while (p < end) {
         if (!m->in_body) {
-            /* Fast path: a whole message inside this piece is delivered where it lies. */
             if (m->hdr_have == 0 && end - p >= 4) {
-                uint32_t len = pure_get_u32be(p);
-                if (len > m->max_len)
-                    return PURE_EMSGSIZE;
-                if ((size_t)(end - p - 4) >= len) {
-                    int stop = fn(arg, p + 4, len);
-                    p += 4 + (size_t)len;
-                    if (stop) {
-                        m->unfed = (size_t)(end - p);
-                        return 1;
-                    }
-                    continue;
-                }
-                m->body_len = len;
+                /* at a boundary: the fast path left this message, which is not whole here (or
+                 * whose length is over max_len) */
+                m->body_len = pure_get_u32be(p);
                 p += 4;
             } else {
                 while (p < end && m->hdr_have < 4)
@@ -92,9 +88,9 @@ int pure_msgparse_feed(pure_msgparse *m, const pure_alloc *a, const uint8_t *p, 
                     return 0;
                 m->body_len = pure_get_u32be(m->hdr);
                 m->hdr_have = 0;
-                if (m->body_len > m->max_len)
-                    return PURE_EMSGSIZE;
             }
+            if (m->body_len > m->max_len)
+                return PURE_EMSGSIZE;
             m->in_body = 1;
             m->body_have = 0;
         }
@@ -127,9 +123,15 @@ int pure_msgparse_feed(pure_msgparse *m, const pure_alloc *a, const uint8_t *p, 
                 m->unfed = (size_t)(end - p);
                 return 1;
             }
+            goto boundary;
         }
     }
     return 0;
+boundary: /* whole messages may follow: back to the fast path with what is left */
+    if (p == end)
+        return 0;
+    m->unfed = (size_t)(end - p);
+    return PURE_MSGPARSE_AT_BOUNDARY;
 }
 
 void pure_msgparse_abandon(pure_msgparse *m)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "alloc.h"
+#include "varint.h"
 
 /* The smallest assembly buffer (a message shorter than this gets one of its own length). */
 #define PURE_MSGPARSE_MIN 4096u
@@ -46,6 +47,51 @@ void pure_msgparse_init(pure_msgparse *m, uint32_t max_len);
  * once the limit allows it. Whole messages in the piece and empty messages never allocate. */
 int pure_msgparse_feed(pure_msgparse *m, const pure_alloc *a, const uint8_t *p, size_t n,
                        pure_msg_fn fn, void *arg);
+
+/* What pure_msgparse_feed_slow returns when it has brought the parser back to a message boundary
+ * with bytes of the piece left (m->unfed of them): the caller goes on with its fast path. */
+#define PURE_MSGPARSE_AT_BOUNDARY 2
+/* pure_msgparse_feed's slow path: the preamble, a length prefix or a message spread over pieces,
+ * a length over max_len. Returns as pure_msgparse_feed, or PURE_MSGPARSE_AT_BOUNDARY. */
+int pure_msgparse_feed_slow(pure_msgparse *m, const pure_alloc *a, const uint8_t *p, size_t n,
+                            pure_msg_fn fn, void *arg);
+
+/* pure_msgparse_feed, inline (it is that function's body): whole messages lying in the piece are
+ * delivered where they lie by a direct call of fn, which a caller naming its own callback gets
+ * inlined, and everything else goes to pure_msgparse_feed_slow. A receiver of small messages
+ * spends its time in this loop: out of line, with an indirect call per message, the drain's
+ * server spent ~46 instructions a 61-byte message in the framer and the callback (callgrind). */
+static inline __attribute__((always_inline)) int
+pure_msgparse_feed_inline(pure_msgparse *m, const pure_alloc *a, const uint8_t *p, size_t n,
+                          pure_msg_fn fn, void *arg)
+{
+    const uint8_t *end = p + n;
+    for (;;) {
+        if (m->preamble_done && !m->in_body && m->hdr_have == 0) {
+            uint32_t max_len = m->max_len;
+            while (end - p >= 4) {
+                uint32_t len = pure_get_u32be(p);
+                /* a message not whole here, or one over max_len (an error): the slow path's */
+                if (len > max_len || (size_t)(end - p - 4) < len)
+                    break;
+                int stop = fn(arg, p + 4, len);
+                p += 4 + (size_t)len;
+                if (stop) {
+                    m->unfed = (size_t)(end - p);
+                    return 1;
+                }
+            }
+            if (p == end) {
+                m->unfed = 0;
+                return 0;
+            }
+        }
+        int rc = pure_msgparse_feed_slow(m, a, p, (size_t)(end - p), fn, arg);
+        if (rc != PURE_MSGPARSE_AT_BOUNDARY)
+            return rc;
+        p = end - m->unfed;
+    }
+}
 /* Drops the message in progress (its sender cancelled it): the parser is at a boundary again
  * and its assembly buffer is kept for the next. */
 void pure_msgparse_abandon(pure_msgparse *m);

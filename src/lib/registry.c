@@ -235,6 +235,8 @@ pure_link *pure_ctx_pending_pop(pure_ctx *ctx)
             ctx->pending_tail = NULL;
         l->in_pending = 0;
         l->pending_next = NULL;
+        if (l->b) /* pure_link_send's next message puts it back on the list (link.c) */
+            l->b->send_fast_end = 0;
     }
     return l;
 }

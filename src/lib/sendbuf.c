@@ -87,12 +87,8 @@ void pure_sendbuf_copy(const pure_sendbuf *s, uint64_t off, uint8_t *dst, size_t
         memcpy(dst + first, s->buf, len - first);
 }
 
-uint32_t pure_sendbuf_get_u32(const pure_sendbuf *s, uint64_t off)
+uint32_t pure_sendbuf_get_u32_wrapped(const pure_sendbuf *s, uint64_t off)
 {
-    uint64_t i = off & (s->cap - 1);
-    const uint8_t *p = s->buf + i;
-    if (i + 4 <= s->cap)
-        return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
     uint8_t b[4];
     pure_sendbuf_copy(s, off, b, 4);
     return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];

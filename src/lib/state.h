@@ -112,6 +112,13 @@ typedef struct pure_busy {
     uint16_t ce_received, ce_peer;
     uint8_t ce_peer_synced;
     uint64_t acked_sent_time;
+    /* link.c: channel 0's stream offset up to which pure_link_send may append a message with no
+     * test but its size and the gate: the least of the ring's contiguous room, send_backlog and
+     * send_queue when send_slow last wrote, bounds that only loosen as packets go and ACKs come.
+     * 0 (every send through send_slow) from the start, and again whenever the ring is given back
+     * (pure_link_release_buffers) or the link leaves the send list (pure_ctx_pending_pop: the
+     * fast path does not put it back). */
+    uint64_t send_fast_end;
 } pure_busy;
 
 /* What only the initiator's handshake needs: freed once the link is open. */

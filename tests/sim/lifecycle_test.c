@@ -436,6 +436,45 @@ static void test_connect_errors_within_handshake_timeout(void)
     world_free(w);
 }
 
+/* A message sent after the link's send list was flushed and everything was acknowledged goes
+ * out at once: pure_link_send's fast path (link.c) may not append to a link that is off the send
+ * list, or the message waits for whatever puts the link back (here nothing would). Then a run
+ * of small messages, most through the fast path, arrives whole and in order. */
+static int sv0_has(void *arg)
+{
+    return W->sv[0].messages >= *(int *)arg;
+}
+
+static void test_send_after_flush_goes_out(void)
+{
+    world *w = world_new(11);
+    connect_one(w, 0);
+    CHECK(sim_run(w->s, established0, w, 5 * SIM_S));
+    pure_link *l = w->c[0].link;
+    CHECK_EQ(pure_link_send(l, "one", 3), 0);
+    sim_run(w->s, NULL, NULL, sim_now(w->s) + 200 * SIM_MS); /* delivered and acknowledged */
+    CHECK_EQ(w->sv[0].messages, 1);
+    CHECK_EQ(pure_link_backlog(l), 0);
+    uint64_t t0 = sim_now(w->s);
+    CHECK_EQ(pure_link_send(l, "two", 3), 1);
+    int want = 2;
+    CHECK(sim_run(w->s, sv0_has, &want, t0 + 30 * SIM_MS)); /* one way is 10 ms */
+    CHECK_EQ(w->sv[0].messages, 2);
+    sim_run(w->s, NULL, NULL, sim_now(w->s) + 200 * SIM_MS);
+    /* again, now with a run of messages each side of a flush */
+    uint8_t m[61] = {0};
+    for (int round = 0; round < 3; round++) {
+        t0 = sim_now(w->s);
+        for (int i = 0; i < 100; i++)
+            CHECK(pure_link_send(l, m, sizeof m) >= 0);
+        want += 100;
+        CHECK(sim_run(w->s, sv0_has, &want, t0 + 30 * SIM_MS));
+        CHECK_EQ(w->sv[0].messages, want);
+        sim_run(w->s, NULL, NULL, sim_now(w->s) + 200 * SIM_MS);
+    }
+    world_free(w);
+}
+
 int main(void)
 {
     RUN(test_ack_fills_small_packet_then_ping);
@@ -449,5 +488,6 @@ int main(void)
     RUN(test_watch_ends_on_idle_link);
     RUN(test_graceful_close_to_dead_peer);
     RUN(test_connect_errors_within_handshake_timeout);
+    RUN(test_send_after_flush_goes_out);
     return pure_test_finish();
 }

@@ -538,6 +538,49 @@ static void test_cap_limit(void)
     }
 }
 
+/* A piece that starts inside a message, as nearly every packet of a stream of small messages
+ * does: the message is assembled (the slow path), the whole ones after it are delivered in place
+ * (the fast path), and a stop on any of them leaves exactly the bytes after it unfed. */
+static void test_split_then_whole(void)
+{
+    static const size_t sizes[] = {9, 61, 61, 0, 61, 20};
+    uint8_t b[400];
+    size_t n = build(b, sizes, 6);
+    size_t cut = 4 + 4 + 5; /* inside the first message's body */
+    for (int stop = 0; stop <= 6; stop++) {
+        seen s = {0};
+        s.stop_at = stop;
+        pure_msgparse m;
+        pure_msgparse_init(&m, 1000);
+        CHECK_EQ(pure_msgparse_feed(&m, &A, b, cut, on_msg, &s), 0);
+        CHECK_EQ(s.count, 0);
+        /* the second piece ends 10 bytes into the last message */
+        size_t piece = n - cut - 10;
+        s.lo = b + cut;
+        s.hi = b + cut + piece;
+        int rc = pure_msgparse_feed(&m, &A, b + cut, piece, on_msg, &s);
+        if (stop == 0 || stop == 6) {
+            CHECK_EQ(rc, 0);
+            CHECK_EQ(m.unfed, 0);
+            CHECK_EQ(s.count, 5);
+            CHECK_EQ(s.in_place, 4); /* all but the assembled first */
+            CHECK(!pure_msgparse_at_boundary(&m));
+            CHECK_EQ(pure_msgparse_feed(&m, &A, b + cut + piece, 10, on_msg, &s), stop ? 1 : 0);
+            CHECK(matches(&s, sizes, 6));
+        } else {
+            CHECK_EQ(rc, 1);
+            CHECK_EQ(s.count, stop);
+            size_t after = 4; /* the end of message `stop` in the stream */
+            for (int k = 0; k < stop; k++)
+                after += 4 + sizes[k];
+            CHECK_EQ(m.unfed, cut + piece - after);
+            CHECK(pure_msgparse_at_boundary(&m));
+        }
+        pure_msgparse_free(&m, &A);
+    }
+    CHECK_EQ(t_live, 0);
+}
+
 int main(void)
 {
     RUN(test_preamble);
@@ -546,6 +589,7 @@ int main(void)
     RUN(test_zero_length);
     RUN(test_max_size);
     RUN(test_stop);
+    RUN(test_split_then_whole);
     RUN(test_alloc_failure);
     RUN(test_memory_follows_bytes);
     RUN(test_small_buffers_kept);
