@@ -403,7 +403,7 @@ static struct rx_clock rx_clock_now(void)
  * None, or one from the future (the real-time clock stepped), is now. */
 static uint64_t rx_arrival(const struct rx_clock *k, const struct timespec *ts)
 {
-    if (!ts || ts->tv_sec < 0)
+    if (ts->tv_sec < 0)
         return k->now;
     uint64_t t = (uint64_t)ts->tv_sec * 1000000000u + (uint64_t)ts->tv_nsec;
     if (t >= k->real)

@@ -185,6 +185,7 @@ int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
     if (!ctx)
         return PURE_ENOMEM;
     memset(ctx, 0, sizeof *ctx);
+    ctx->arrived = UINT64_MAX; /* no read under way: pure_rx_time gives its caller's now */
     ctx->s = *s;
     ctx->alloc = a;
     pure_registry_init(ctx);
@@ -422,29 +423,6 @@ int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment,
     return n;
 }
 
-int pure_ctx_read_ecn(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, unsigned ecn,
-                      uint64_t now)
-{
-    if (!ctx)
-        return PURE_EINVAL;
-    /* Read by the link that authenticates the packet; a callback that re-enters with another
-     * datagram sets its own, and the outer one has counted its mark by then. */
-    ctx->rx_ecn = (uint8_t)(ecn & 3);
-    int rc = pure_ctx_read(ctx, from, d, n, now);
-    ctx->rx_ecn = 0;
-    return rc;
-}
-
-int pure_ctx_read_at(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, unsigned ecn,
-                     uint64_t arrived, uint64_t now)
-{
-    if (!ctx)
-        return PURE_EINVAL;
-    ctx->rx_at = arrived < now ? arrived : now; /* a time after now is taken as now */
-    ctx->rx_has_at = 1;
-    return pure_ctx_read_ecn(ctx, from, d, n, ecn, now);
-}
-
 static int read_datagram(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
 {
     if (!from || (!d && n))
@@ -521,19 +499,33 @@ static int read_datagram(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_
     return rc;
 }
 
-int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
+int pure_ctx_read_at(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, unsigned ecn,
+                     uint64_t arrived, uint64_t now)
 {
     if (!ctx)
         return PURE_EINVAL;
-    uint64_t outer_arrived = ctx->arrived; /* a callback may read another datagram */
-    uint8_t outer_reading = ctx->reading;
-    ctx->arrived = ctx->rx_has_at ? ctx->rx_at : now; /* pure_rx_time */
-    ctx->reading = 1;
-    ctx->rx_has_at = 0;
+    /* The datagram's ECN bits and arrival, read by the link that authenticates the packet; a
+     * callback that re-enters with another datagram sets its own, and the outer one has used
+     * them by then. */
+    uint64_t outer_arrived = ctx->arrived;
+    uint8_t outer_ecn = ctx->rx_ecn;
+    ctx->arrived = arrived < now ? arrived : now; /* a time after now is taken as now */
+    ctx->rx_ecn = (uint8_t)(ecn & 3);
     int rc = read_datagram(ctx, from, d, n, now);
     ctx->arrived = outer_arrived;
-    ctx->reading = outer_reading;
+    ctx->rx_ecn = outer_ecn;
     return rc;
+}
+
+int pure_ctx_read_ecn(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, unsigned ecn,
+                      uint64_t now)
+{
+    return pure_ctx_read_at(ctx, from, d, n, ecn, now, now);
+}
+
+int pure_ctx_read(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
+{
+    return pure_ctx_read_at(ctx, from, d, n, 0, now, now);
 }
 
 int pure_ctx_unreachable(pure_ctx *ctx, const pure_addr *addr, int kind, const uint8_t *quoted,

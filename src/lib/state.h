@@ -335,16 +335,13 @@ struct pure_ctx {
     pure_link *flight_head, *flight_tail;
     /* links closed during this call, freed at its end */
     pure_link *dead;
-    int depth;         /* nesting of public calls (callbacks may re-enter) */
-    uint8_t rx_ecn;    /* the ECN bits of the datagram being read (pure_ctx_read_ecn) */
-    uint8_t rx_has_at; /* pure_ctx_read_at gave rx_at for the next read */
-    uint64_t rx_at;    /* when that datagram reached the host */
-    uint8_t reading;   /* pure_ctx_read runs: `arrived` is meaningful */
-    uint64_t arrived;  /* when the datagram being read reached the host (its `now` unless
-                          pure_ctx_read_at said earlier): see pure_rx_time */
-    int freeing;       /* pure_ctx_free runs: no new links (on_closed may try) */
-    int walking;       /* pure_ctx_links runs: the link table must not change shape */
-    int drain;         /* pure_ctx_drain ran: INITs are refused with RESP status "moved" */
+    int depth;        /* nesting of public calls (callbacks may re-enter) */
+    uint8_t rx_ecn;   /* the ECN bits of the datagram being read (pure_ctx_read_at) */
+    uint64_t arrived; /* when the datagram being read reached the host (pure_ctx_read_at;
+                         UINT64_MAX outside a read): see pure_rx_time */
+    int freeing;      /* pure_ctx_free runs: no new links (on_closed may try) */
+    int walking;      /* pure_ctx_links runs: the link table must not change shape */
+    int drain;        /* pure_ctx_drain ran: INITs are refused with RESP status "moved" */
 
     /* the burst pure_ctx_write returned last, in case the I/O layer cannot send it */
     uint32_t last_burst_link;
@@ -383,7 +380,7 @@ struct pure_ctx {
  * thousand links) counts as this side's delay, not the path's. `now` outside a read. */
 static inline uint64_t pure_rx_time(const pure_ctx *ctx, uint64_t now)
 {
-    return ctx->reading && ctx->arrived < now ? ctx->arrived : now;
+    return ctx->arrived < now ? ctx->arrived : now;
 }
 
 #endif
