@@ -21,6 +21,15 @@
  * arriving in clumps add to it (at 1 ms, 0.5% random loss on a 50 Mbit/s path kept 68% of it;
  * at 2 ms, 85%; a 10-packet queue at 50 Mbit/s still shows at 2.4 ms) */
 #define PURE_QUEUE_MIN 2000000ull
+/* 10 ms: a queue standing this deep when a packet is lost is congestion, however deep the queue
+ * was lately. The recent maximum lets a window grow into a deep drop-tail buffer until its
+ * losses come with most of the buffer's delay; but the maximum slow start leaves (60-140 ms under
+ * CoDel at 40 ms) decays over seconds, and meanwhile an AQM's drops at 8-16 ms read as random:
+ * CoDel escalated while Pure held its window (40 of a drain's 53 drops taken as random, median
+ * queueing 5.3 ms). An AQM holds its target at 5 ms; twice that leaves random loss at a queue of a
+ * few milliseconds unanswered (0.5% random loss at 1 BDP: 39.2 -> 41.1 Mbit/s in the simulator,
+ * whose queue it keeps shorter). */
+#define PURE_QUEUE_CAP 10000000ull
 
 int pure_recovery_on_sent(pure_link *link, const pure_sent *s)
 {
@@ -37,8 +46,9 @@ int pure_recovery_on_sent(pure_link *link, const pure_sent *s)
 
 /* Is a loss a sign of congestion? Evidence is the queue: a loss while the latest RTT (less the
  * peer's reported ACK delay) stands well above the path's minimum, by more than half the
- * queueing delay seen lately and by at least 2 ms, is the queue overflowing or an AQM acting (a
- * switch's shallow buffer fills at 2.4 ms at 50 Mbit/s, CoDel drops above 5 ms); a loss with no
+ * queueing delay seen lately (or by PURE_QUEUE_CAP) and by at least 2 ms, is the queue
+ * overflowing or an AQM acting (a switch's shallow buffer fills at 2.4 ms at 50 Mbit/s, CoDel
+ * drops above 5 ms); a loss with no
  * such queue (a radio, a corrupting link, a policer far from full) is taken as random: sent
  * again, the window kept, in the spirit of TCP Veno. Half the recent maximum rather than a fixed
  * share of the RTT: a path whose queue never grows past a few milliseconds is judged by that
@@ -53,6 +63,8 @@ static int loss_is_congestion(pure_link *link)
         return 1;
     uint64_t queueing = link->latest_adjusted > r->min ? link->latest_adjusted - r->min : 0;
     uint64_t threshold = link->b->qdelay_max / 2;
+    if (threshold > PURE_QUEUE_CAP)
+        threshold = PURE_QUEUE_CAP;
     if (threshold < PURE_QUEUE_MIN)
         threshold = PURE_QUEUE_MIN;
     return queueing > threshold || link->b->loss_rate > PURE_LOSS_RATE_CONGESTED;

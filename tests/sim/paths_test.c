@@ -250,6 +250,32 @@ static void test_codel_keeps_queue_short(void)
     sim_free(s);
 }
 
+/* CoDel from a cold start, slow start included (the first 4.5 s, as long as a 1,500 x 16 KiB
+ * drain takes): slow start leaves a queue of 60-140 ms before CoDel's drops end it, and the
+ * decaying maximum of queueing delay that loss_is_congestion weighs against kept CoDel's later
+ * drops at 8-16 ms looking random for a second and more (before PURE_QUEUE_CAP: 40 of 53 drops
+ * taken as random, median queueing 5.3 ms over the run, as on real sockets). */
+static void test_codel_after_slow_start(void)
+{
+    int fwd, rev;
+    sim *s = bottleneck_sim(1, 0, &fwd, &rev);
+    flow f;
+    flow_add(&f, s, fwd, rev);
+    sim_run(s, NULL, NULL, 4500 * SIM_MS);
+    sim_bottleneck_stats bs;
+    sim_bottleneck_stats_get(s, fwd, &bs);
+    pure_link_stats st;
+    pure_link_stats_get(f.cl, &st);
+    printf(
+        "  CoDel from a cold start: queueing median %.1f ms, %llu losses, %llu taken as random\n",
+        (double)bs.qdelay_median / 1e6, (unsigned long long)st.packets_lost,
+        (unsigned long long)st.random_losses);
+    CHECK(bs.qdelay_median <= 4 * SIM_MS);
+    CHECK(st.packets_lost > 0);
+    CHECK(st.random_losses * 4 <= st.packets_lost);
+    sim_free(s);
+}
+
 /* CoDel marking ECN-capable packets CE instead of dropping them (fq_codel's default): Pure hears
  * the marks as congestion, so the queue stays near the target with no loss at all. Before Pure
  * read ECN, the marks changed nothing: CoDel marked on while the queue grew to its 1000-packet
@@ -353,6 +379,7 @@ int main(void)
     RUN(test_deeper_queues);
     RUN(test_random_loss_keeps_the_link);
     RUN(test_codel_keeps_queue_short);
+    RUN(test_codel_after_slow_start);
     RUN(test_codel_ecn_marks);
     RUN(test_two_flows_share);
     RUN(test_beside_cubic_under_codel);
