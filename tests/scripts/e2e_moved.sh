@@ -12,10 +12,16 @@ pure="$(cd "$1" && pwd)/pure"
 tmp=$(mktemp -d) sp="" cp=""
 trap '[ -n "$sp" ] && kill $sp 2>/dev/null; [ -n "$cp" ] && kill $cp 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"' EXIT
 fail=0
+# waits until the server has accepted the drain link (--verbose), then lets it stream a moment: a
+# fixed half second was not always enough on a loaded machine for the client to have connected
+streaming() {
+    for _ in $(seq 200); do grep -q "accepted drain" "$tmp/s.err" 2>/dev/null && break; sleep 0.05; done
+    sleep 0.3
+}
 # run FLAG: serve with FLAG, stream to it, SIGTERM the server; the client's stderr in $tmp/c.err
 run() {
     : >"$tmp/s.out"
-    "$pure" serve --listen 127.0.0.1:0 --ephemeral --threads 1 --services drain $1 >"$tmp/s.out" 2>"$tmp/s.err" &
+    "$pure" serve --listen 127.0.0.1:0 --ephemeral --threads 1 --services drain --verbose $1 >"$tmp/s.out" 2>"$tmp/s.err" &
     sp=$!
     for _ in $(seq 400); do grep -q "public_key.*}" "$tmp/s.out" 2>/dev/null && break; sleep 0.05; done # the whole line, not its first bytes
     local port key
@@ -23,7 +29,7 @@ run() {
     key=$(sed -n 's/.*"public_key": *"\([^"]*\)".*/\1/p' "$tmp/s.out")
     timeout 20 "$pure" drain "127.0.0.1:$port" 50000000 1000 --peer-key "$key" >"$tmp/c.out" 2>"$tmp/c.err" &
     cp=$!
-    sleep 0.5
+    streaming
     kill -TERM $sp; wait $sp; sp=""
     wait $cp; crc=$?; cp=""
 }
@@ -40,14 +46,14 @@ else
     echo "e2e_moved: FAIL without the flag the client saw a drain: $(cat "$tmp/c.err")" >&2; fail=1
 fi
 for t in 1 2; do
-    "$pure" serve --listen 127.0.0.1:0 --ephemeral --threads $t --services drain,echo >"$tmp/s.out" 2>"$tmp/s.err" &
+    "$pure" serve --listen 127.0.0.1:0 --ephemeral --threads $t --services drain,echo --verbose >"$tmp/s.out" 2>"$tmp/s.err" &
     sp=$!
     for _ in $(seq 400); do grep -q "public_key.*}" "$tmp/s.out" 2>/dev/null && break; sleep 0.05; done # the whole line, not its first bytes
     port=$(sed -n 's/.*"port": *\([0-9]*\).*/\1/p' "$tmp/s.out")
     key=$(sed -n 's/.*"public_key": *"\([^"]*\)".*/\1/p' "$tmp/s.out")
     timeout 20 "$pure" drain "127.0.0.1:$port" 50000000 1000 --peer-key "$key" >"$tmp/c.out" 2>"$tmp/c.err" &
     cp=$!
-    sleep 0.5
+    streaming
     kill -USR2 $sp
     wait $cp; crc=$?; cp=""
     t0=$(date +%s%N)
