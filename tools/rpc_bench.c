@@ -650,15 +650,18 @@ static int cmd_client(int argc, char **argv)
         }
     if (open == 0)
         open = 1;
-    char extra[600];
+    pure_ctx_stats cs; /* the client's bursts: how many datagrams each sendmsg carried */
+    pure_ctx_stats_get(c.ctx, &cs);
+    char extra[700];
     snprintf(extra, sizeof extra,
              ", \"packets_lost\": %" PRIu64 ", \"ptos\": %" PRIu64 ", \"bytes_resent\": %" PRIu64
              ", \"rate_skipped\": %" PRIu64 ", \"packets_sent\": %" PRIu64
              ", \"packets_received\": %" PRIu64 ", \"paced_bursts\": %" PRIu64
              ", \"random_losses\": %" PRIu64 ", \"cwnd_mean\": %" PRIu64
-             ", \"srtt_mean_us\": %" PRIu64 ", \"rtt_min_mean_us\": %" PRIu64,
+             ", \"srtt_mean_us\": %" PRIu64 ", \"rtt_min_mean_us\": %" PRIu64
+             ", \"datagrams_out\": %" PRIu64 ", \"bursts_out\": %" PRIu64,
              lost, ptos, resent, c.rate_skipped, psent, precv, paced, rnd, cwnd / open,
-             srtt / open / 1000, rtt_min / open / 1000);
+             srtt / open / 1000, rtt_min / open / 1000, cs.datagrams_out, cs.bursts_out);
     c.r.extra = extra;
     /* Close every link so the server sees clean ends, then report. */
     c.closing = 1;
