@@ -659,13 +659,17 @@ typedef struct pure_guard_stats {
                                         call on the context */
     uint64_t in_flight_peak;         /* the most in_flight was at the end of a call */
     uint64_t in_flight_waits;        /* times a link with data to send waited for the context's
-                                        max_in_flight (pure_ctx_set_max_in_flight) */
+                                        max_in_flight (pure_ctx_set_max_in_flight): in the
+                                        queue, or held above its share */
     /* ---- since the version reply (0.2) ---- */
     uint64_t inits_other_version; /* INITs of a protocol version this context does not speak
                                      (answered with a VERSION reply, unless silent, under
                                      load or over the REJECT rate) */
     uint64_t versions_bad;        /* VERSION replies dropped: forged, from the wrong address,
                                      or listing our own version */
+    /* ---- since fair shares of the flight limit (0.2) ---- */
+    uint64_t in_flight_wakes; /* links woken from the queue for the context's max_in_flight to
+                                 take a turn (a link within its share needs none) */
 } pure_guard_stats;
 
 /* Copies up to `size` bytes of the context's guard counters into st. */
@@ -673,8 +677,11 @@ PURE_API void pure_ctx_guard_stats_get(const pure_ctx *ctx, pure_guard_stats *st
 
 /* Limits the bytes all the context's links together may have in flight (sent, neither
  * acknowledged nor declared lost) to `bytes`; 0 (the default) sets no limit. Each link's own
- * congestion window still applies; above this limit links with data wait, oldest first, and new
- * data stays in their send rings. Probes and ACKs are never held back.
+ * congestion window still applies. When the limit is reached, each link may still keep its fair
+ * share in flight (the limit divided among the links that have packets in flight or wait for
+ * room), so a link whose reply just arrived sends its next one at once; a link above its share
+ * waits for its own ACKs, and links with nothing in flight take turns, oldest first. New data
+ * stays in the send rings meanwhile. Probes and ACKs are never held back.
  *
  * Why: the links share one socket, and so do the peer's. Many links each within its own window
  * can together put more in flight than the receiving socket's buffer holds; the kernel then

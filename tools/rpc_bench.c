@@ -221,10 +221,15 @@ static int cmd_serve(int argc, char **argv)
         fprintf(stderr, "rpc_bench serve: the loop failed: %s (%s)\n", pure_strerror(rc),
                 strerror(errno));
     server s = {0};
-    pure_loop_stats io = {0}; /* summed over the loops: packets and wakeups per request */
+    pure_loop_stats io = {0};      /* summed over the loops: packets and wakeups per request */
+    uint64_t waits = 0, wakes = 0; /* links held back by the flight limit, woken from its queue */
     for (unsigned t = 0; t < n; t++) {
         pure_loop_stats ls;
         pure_loop_stats_get(loops[t], &ls);
+        pure_guard_stats gs;
+        memset(&gs, 0, sizeof gs);
+        pure_ctx_guard_stats_get(ctx[t], &gs, sizeof gs);
+        waits += gs.in_flight_waits, wakes += gs.in_flight_wakes;
         io.packets_sent += ls.packets_sent, io.datagrams_received += ls.datagrams_received;
         io.wakeups += ls.wakeups, io.timer_wakeups += ls.timer_wakeups, io.timeouts += ls.timeouts;
         if (n == 1)
@@ -245,6 +250,7 @@ static int cmd_serve(int argc, char **argv)
     printf(", \"packets_sent\": %" PRIu64 ", \"datagrams_received\": %" PRIu64
            ", \"wakeups\": %" PRIu64 ", \"timer_wakeups\": %" PRIu64 ", \"timeouts\": %" PRIu64,
            io.packets_sent, io.datagrams_received, io.wakeups, io.timer_wakeups, io.timeouts);
+    printf(", \"in_flight_waits\": %" PRIu64 ", \"in_flight_wakes\": %" PRIu64, waits, wakes);
     if (n > 1) {
         printf(", \"per_thread_requests\": [");
         for (unsigned t = 0; t < n; t++)
@@ -652,16 +658,22 @@ static int cmd_client(int argc, char **argv)
         open = 1;
     pure_ctx_stats cs; /* the client's bursts: how many datagrams each sendmsg carried */
     pure_ctx_stats_get(c.ctx, &cs);
-    char extra[700];
+    pure_guard_stats gs; /* the context-wide flight limit: how often links waited for it */
+    memset(&gs, 0, sizeof gs);
+    pure_ctx_guard_stats_get(c.ctx, &gs, sizeof gs);
+    char extra[900];
     snprintf(extra, sizeof extra,
              ", \"packets_lost\": %" PRIu64 ", \"ptos\": %" PRIu64 ", \"bytes_resent\": %" PRIu64
              ", \"rate_skipped\": %" PRIu64 ", \"packets_sent\": %" PRIu64
              ", \"packets_received\": %" PRIu64 ", \"paced_bursts\": %" PRIu64
              ", \"random_losses\": %" PRIu64 ", \"cwnd_mean\": %" PRIu64
              ", \"srtt_mean_us\": %" PRIu64 ", \"rtt_min_mean_us\": %" PRIu64
-             ", \"datagrams_out\": %" PRIu64 ", \"bursts_out\": %" PRIu64,
+             ", \"datagrams_out\": %" PRIu64 ", \"bursts_out\": %" PRIu64
+             ", \"in_flight_waits\": %" PRIu64 ", \"in_flight_wakes\": %" PRIu64
+             ", \"in_flight_peak\": %" PRIu64,
              lost, ptos, resent, c.rate_skipped, psent, precv, paced, rnd, cwnd / open,
-             srtt / open / 1000, rtt_min / open / 1000, cs.datagrams_out, cs.bursts_out);
+             srtt / open / 1000, rtt_min / open / 1000, cs.datagrams_out, cs.bursts_out,
+             gs.in_flight_waits, gs.in_flight_wakes, gs.in_flight_peak);
     c.r.extra = extra;
     /* Close every link so the server sees clean ends, then report. */
     c.closing = 1;

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* flight.h: the context-wide limit on bytes in flight (pure_ctx_set_max_in_flight): the sum of
  * every link's congestion-controlled packets in flight (ctx->flight, each packet charged its size
- * plus PURE_FLIGHT_PACKET_COST), the links that wait for it to fall, oldest first, and their
- * wake-up.
+ * plus PURE_FLIGHT_PACKET_COST), each link's fair share of it (the limit over the links with
+ * packets in flight or waiting for room), the links held above their share until their own ACKs
+ * bring them within, the links with nothing in flight that wait their turn, oldest first, and
+ * their wake-up.
  *
  * Why: all of a context's links share one socket, and so do the peer's. A thousand links each
  * within its own window can together put more in flight than that socket's receive buffer holds;
@@ -26,11 +28,14 @@
 #define PURE_FLIGHT_TURN 4
 
 /* A congestion-controlled packet of `size` bytes went out, or left flight (acknowledged, lost
- * or discarded); each is counted in the link's share and the context's sum. */
+ * or discarded); each is counted in the link's share and the context's sum. A held link that
+ * pure_flight_gone finds within its share again is marked pending. */
 void pure_flight_sent(pure_link *link, uint64_t size);
 void pure_flight_gone(pure_link *link, uint64_t size);
 /* May the link put more stream data in flight? 1 if the context is under its limit (or has
- * none); else 0, and the link joins the wait list (once) to be woken by pure_flight_wake. */
+ * none) with nobody queued, or the link is within its fair share, or it was woken for its turn;
+ * else 0: a link with packets in flight is held until pure_flight_gone finds it within its share
+ * (or with nothing left in flight), one without joins the queue (once) for pure_flight_wake. */
 int pure_flight_allowed(pure_link *link);
 /* The link's burst is built: a turn given by pure_flight_wake is used up. */
 void pure_flight_turn_end(pure_link *link);

@@ -94,6 +94,8 @@ typedef struct pure_busy {
     pure_link *flight_prev, *flight_next;
     uint8_t flight_waiting;
     uint8_t flight_woken;   /* woken from that list: packets it may send ahead of those waiting */
+    uint8_t flight_held;    /* above its share: asks again when its ACKs bring it within */
+    uint8_t flight_counted; /* counted in ctx->flight_links (has a charge, waits or is held) */
     uint64_t flight_charge; /* this link's share of ctx->flight */
     uint32_t orphaned;      /* a former owner: what it held then, counted in ctx->rx_orphaned */
     uint32_t closing_heard; /* CLOSING: the peer's packets since (CLOSE resent on powers of 2) */
@@ -332,6 +334,7 @@ struct pure_ctx {
     /* flight.c: what every link has in flight (bytes and a cost per packet), the limit (0:
      * none), and the links waiting for it to fall */
     uint64_t flight, max_in_flight;
+    uint64_t flight_links; /* links with a share of flight, or waiting for one */
     pure_link *flight_head, *flight_tail;
     /* links closed during this call, freed at its end */
     pure_link *dead;
