@@ -223,6 +223,7 @@ static int cmd_serve(int argc, char **argv)
     server s = {0};
     pure_loop_stats io = {0};      /* summed over the loops: packets and wakeups per request */
     uint64_t waits = 0, wakes = 0; /* links held back by the flight limit, woken from its queue */
+    uint64_t bursts = 0;           /* sendmsg calls (pure_ctx_write results) */
     for (unsigned t = 0; t < n; t++) {
         pure_loop_stats ls;
         pure_loop_stats_get(loops[t], &ls);
@@ -230,6 +231,9 @@ static int cmd_serve(int argc, char **argv)
         memset(&gs, 0, sizeof gs);
         pure_ctx_guard_stats_get(ctx[t], &gs, sizeof gs);
         waits += gs.in_flight_waits, wakes += gs.in_flight_wakes;
+        pure_ctx_stats cs;
+        pure_ctx_stats_get(ctx[t], &cs);
+        bursts += cs.bursts_out;
         io.packets_sent += ls.packets_sent, io.datagrams_received += ls.datagrams_received;
         io.wakeups += ls.wakeups, io.timer_wakeups += ls.timer_wakeups, io.timeouts += ls.timeouts;
         if (n == 1)
@@ -250,7 +254,9 @@ static int cmd_serve(int argc, char **argv)
     printf(", \"packets_sent\": %" PRIu64 ", \"datagrams_received\": %" PRIu64
            ", \"wakeups\": %" PRIu64 ", \"timer_wakeups\": %" PRIu64 ", \"timeouts\": %" PRIu64,
            io.packets_sent, io.datagrams_received, io.wakeups, io.timer_wakeups, io.timeouts);
-    printf(", \"in_flight_waits\": %" PRIu64 ", \"in_flight_wakes\": %" PRIu64, waits, wakes);
+    printf(", \"in_flight_waits\": %" PRIu64 ", \"in_flight_wakes\": %" PRIu64
+           ", \"bursts_out\": %" PRIu64,
+           waits, wakes, bursts);
     if (n > 1) {
         printf(", \"per_thread_requests\": [");
         for (unsigned t = 0; t < n; t++)
