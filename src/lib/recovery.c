@@ -266,6 +266,10 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
 {
     if (acks_skipped(link, ack))
         return PURE_RECOVERY_FORGED;
+    /* The next message's length prefix, which release_acked reads once the walk below is done:
+     * with thousands of busy links it was written long ago and is cold in the ring. */
+    if (!link->msg_len_known && link->msg_boundary < link->sb.end)
+        pure_sendbuf_prefetch(&link->sb, link->msg_boundary);
     pure_rtb_iter it;
     if (pure_rtb_acked_begin(&link->rtb, &it, ack) != 0)
         return 0; /* acknowledges a packet never sent: ignore the frame */
