@@ -523,6 +523,16 @@ PURE_API int pure_ctx_read_ecn(pure_ctx *ctx, const pure_addr *from, uint8_t *da
 PURE_API int pure_ctx_read_at(pure_ctx *ctx, const pure_addr *from, uint8_t *data, size_t len,
                               unsigned ecn, uint64_t arrived, uint64_t now);
 
+/* After a batch of reads, tells the core whether the I/O layer's socket still holds datagrams
+ * it has not read (more != 0: it stopped at its read budget) or was drained (0). While it holds
+ * some, a probe timeout due after the arrival of the newest datagram read (pure_ctx_read_at's
+ * `arrived`) waits: the ACK it waits for may be among the unread datagrams, and a loop that
+ * falls behind its socket would otherwise probe every link at once (10,000 links did, at a
+ * 30 ms stall, and the probes deepened the queue). Time a backlog holds a probe back is what
+ * the socket queue adds to every datagram. An I/O layer that never calls this keeps RFC 9002's
+ * timers as they are. pure_loop calls it after every wakeup's reads. */
+PURE_API void pure_ctx_read_backlog(pure_ctx *ctx, int more);
+
 /* Writes the next burst of datagrams for one destination into buf (cap bytes; at least
  * max_udp_payload). Every datagram in the burst is *segment bytes long except possibly the last,
  * so the caller can send the burst with one UDP_SEGMENT sendmsg, or split it. Returns the burst's
@@ -667,9 +677,11 @@ typedef struct pure_guard_stats {
                                      load or over the REJECT rate) */
     uint64_t versions_bad;        /* VERSION replies dropped: forged, from the wrong address,
                                      or listing our own version */
-    /* ---- since fair shares of the flight limit (0.2) ---- */
+    /* ---- since fair shares of the flight limit and read backlogs (0.2) ---- */
     uint64_t in_flight_wakes; /* links woken from the queue for the context's max_in_flight to
                                  take a turn (a link within its share needs none) */
+    uint64_t ptos_deferred;   /* probe timeouts held back while the I/O layer's socket held
+                                 unread datagrams (pure_ctx_read_backlog) */
 } pure_guard_stats;
 
 /* Copies up to `size` bytes of the context's guard counters into st. */

@@ -328,6 +328,7 @@ int pure_loop_run(pure_loop *l, uint64_t timeout_ns)
         l->st.wakeups++;
         if (n == 0)
             l->st.timer_wakeups++;
+        int backlog = 0; /* the read budget ran out: the socket holds more */
         for (int i = 0; i < n; i++) {
             int fd = ev[i].data.fd;
             if (fd == l->udp.fd) {
@@ -335,8 +336,11 @@ int pure_loop_run(pure_loop *l, uint64_t timeout_ns)
                     rc = flush(l, pure_now()); /* the held burst first */
                 if (ev[i].events & EPOLLERR)   /* ICMP errors queued (IP_RECVERR) */
                     pure_udp_errors(&l->udp, l->ctx);
-                if (!rc && (ev[i].events & EPOLLIN))
-                    rc = pure_udp_recv(&l->udp, l->ctx, READ_BUDGET) < 0 ? PURE_EIO : 0;
+                if (!rc && (ev[i].events & EPOLLIN)) {
+                    int r = pure_udp_recv(&l->udp, l->ctx, READ_BUDGET);
+                    rc = r < 0 ? PURE_EIO : 0;
+                    backlog = r > 0;
+                }
                 if (rc)
                     return rc;
             } else if (fd == l->evfd) {
@@ -351,7 +355,9 @@ int pure_loop_run(pure_loop *l, uint64_t timeout_ns)
                     }
             }
         }
-        /* all reads of this wakeup are in: now timers, then one round of writes */
+        /* all reads of this wakeup are in: now timers (a probe timeout past what was read waits
+         * while the socket holds more), then one round of writes */
+        pure_ctx_read_backlog(l->ctx, backlog);
         now = pure_now();
         if (pure_ctx_deadline(l->ctx) <= now) {
             pure_ctx_timeout(l->ctx, now);

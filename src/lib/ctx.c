@@ -186,6 +186,7 @@ int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
         return PURE_ENOMEM;
     memset(ctx, 0, sizeof *ctx);
     ctx->arrived = UINT64_MAX; /* no read under way: pure_rx_time gives its caller's now */
+    ctx->read_horizon = UINT64_MAX;
     ctx->s = *s;
     ctx->alloc = a;
     pure_registry_init(ctx);
@@ -324,6 +325,12 @@ static void rx_wake(pure_ctx *ctx, uint64_t now)
     pure_rxmem_wake_begin(ctx, &w);
     for (pure_link *l; (l = pure_rxmem_wake_next(ctx, &w)) != NULL;)
         pure_link_recv_unheld(l, now);
+}
+
+void pure_ctx_read_backlog(pure_ctx *ctx, int more)
+{
+    if (ctx)
+        ctx->read_horizon = more ? ctx->newest_arrival : UINT64_MAX;
 }
 
 void pure_ctx_timeout(pure_ctx *ctx, uint64_t now)
@@ -510,6 +517,8 @@ int pure_ctx_read_at(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_t n,
     uint64_t outer_arrived = ctx->arrived;
     uint8_t outer_ecn = ctx->rx_ecn;
     ctx->arrived = arrived < now ? arrived : now; /* a time after now is taken as now */
+    if (ctx->arrived > ctx->newest_arrival)
+        ctx->newest_arrival = ctx->arrived;
     ctx->rx_ecn = (uint8_t)(ecn & 3);
     int rc = read_datagram(ctx, from, d, n, now);
     ctx->arrived = outer_arrived;

@@ -14,6 +14,7 @@
 #include "recovery.h"
 #include "registry.h"
 #include "rekey.h"
+#include "timers.h"
 
 #define PURE_LOSS_RATE_CONGESTED (65536 / 5) /* 20% */
 /* 2 ms: less is the sender's own doing, not a queue to answer: a burst of 1 ms of the pacing
@@ -308,6 +309,7 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
         rtt_sample(link, ack, largest_sent, now);
     pure_cc_on_acked(&link->b->cc, acked_bytes, largest_time, now, &link->rtt, link->app_limited);
     link->pto_count = 0;
+    link->b->pto_not_before = 0; /* progress: a probe held back for a read backlog is moot */
     int flags = PURE_RECOVERY_ACKED | release_acked(link) |
                 (fin_now ? PURE_RECOVERY_STREAM_ACKED : 0); /* a graceful close may wait on it */
     int chan_moved = chan_acked ? pure_link_chan_after_ack(link) : 0;
@@ -417,6 +419,15 @@ void pure_recovery_on_timeout(pure_link *link, uint64_t now)
     }
     if (pure_rtb_in_flight(&link->rtb) == 0)
         return;
+    /* The socket still holds datagrams that arrived after those read (pure_ctx_read_backlog),
+     * and this timeout fell due after the newest of them: its ACK may be waiting there. Ask
+     * again once the reads have caught up by as much as they are behind. */
+    uint64_t horizon = link->ctx->read_horizon;
+    if (horizon < now && pure_timer_deadline(link, PURE_TIMER_RECOVERY, now) > horizon) {
+        link->b->pto_not_before = now + (now - horizon);
+        link->ctx->guard.ptos_deferred++;
+        return;
+    }
     /* Probe timeout: send up to two ack-eliciting packets, ignoring the congestion window. If
      * nothing new or lost waits, resend the oldest outstanding data; from the second timeout in
      * a row, resend it anyway, ahead of other lost bytes: the peer acknowledged nothing the

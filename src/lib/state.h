@@ -93,15 +93,16 @@ typedef struct pure_busy {
     /* flight.c: the context's list of links waiting for max_in_flight, oldest first */
     pure_link *flight_prev, *flight_next;
     uint8_t flight_waiting;
-    uint8_t flight_woken;   /* woken from that list: packets it may send ahead of those waiting */
-    uint8_t flight_held;    /* above its share: asks again when its ACKs bring it within */
-    uint8_t flight_counted; /* counted in ctx->flight_links (has a charge, waits or is held) */
-    uint64_t flight_charge; /* this link's share of ctx->flight */
-    uint32_t orphaned;      /* a former owner: what it held then, counted in ctx->rx_orphaned */
-    uint32_t closing_heard; /* CLOSING: the peer's packets since (CLOSE resent on powers of 2) */
-    pure_path path;         /* path.c */
-    uint64_t qdelay_max;    /* recovery.c: queueing delay seen lately (a decaying maximum) */
-    uint32_t loss_rate;     /* recovery.c: EWMA of lost packets, 1/65536ths */
+    uint8_t flight_woken;    /* woken from that list: packets it may send ahead of those waiting */
+    uint8_t flight_held;     /* above its share: asks again when its ACKs bring it within */
+    uint8_t flight_counted;  /* counted in ctx->flight_links (has a charge, waits or is held) */
+    uint64_t flight_charge;  /* this link's share of ctx->flight */
+    uint64_t pto_not_before; /* a probe timeout held back by a read backlog goes no sooner */
+    uint32_t orphaned;       /* a former owner: what it held then, counted in ctx->rx_orphaned */
+    uint32_t closing_heard;  /* CLOSING: the peer's packets since (CLOSE resent on powers of 2) */
+    pure_path path;          /* path.c */
+    uint64_t qdelay_max;     /* recovery.c: queueing delay seen lately (a decaying maximum) */
+    uint32_t loss_rate;      /* recovery.c: EWMA of lost packets, 1/65536ths */
     /* recovery.c: a packet number skipped now and then, which an honest peer never acknowledges
      * (RFC 9000 section 21.4: optimistic ACKs) */
     uint64_t skip_at; /* skip this packet number (0: not drawn yet) */
@@ -338,13 +339,16 @@ struct pure_ctx {
     pure_link *flight_head, *flight_tail;
     /* links closed during this call, freed at its end */
     pure_link *dead;
-    int depth;        /* nesting of public calls (callbacks may re-enter) */
-    uint8_t rx_ecn;   /* the ECN bits of the datagram being read (pure_ctx_read_at) */
-    uint64_t arrived; /* when the datagram being read reached the host (pure_ctx_read_at;
-                         UINT64_MAX outside a read): see pure_rx_time */
-    int freeing;      /* pure_ctx_free runs: no new links (on_closed may try) */
-    int walking;      /* pure_ctx_links runs: the link table must not change shape */
-    int drain;        /* pure_ctx_drain ran: INITs are refused with RESP status "moved" */
+    int depth;               /* nesting of public calls (callbacks may re-enter) */
+    uint8_t rx_ecn;          /* the ECN bits of the datagram being read (pure_ctx_read_at) */
+    uint64_t newest_arrival; /* the latest arrival of a datagram read (pure_ctx_read_at) */
+    uint64_t read_horizon;   /* pure_ctx_read_backlog: the socket holds datagrams that arrived
+                                after this (UINT64_MAX: drained, or never said) */
+    uint64_t arrived;        /* when the datagram being read reached the host (pure_ctx_read_at;
+                                UINT64_MAX outside a read): see pure_rx_time */
+    int freeing;             /* pure_ctx_free runs: no new links (on_closed may try) */
+    int walking;             /* pure_ctx_links runs: the link table must not change shape */
+    int drain;               /* pure_ctx_drain ran: INITs are refused with RESP status "moved" */
 
     /* the burst pure_ctx_write returned last, in case the I/O layer cannot send it */
     uint32_t last_burst_link;

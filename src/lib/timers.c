@@ -97,7 +97,8 @@ static uint64_t recovery_deadline(const pure_link *link)
         return UINT64_MAX;
     uint64_t pto = pure_rtt_pto(&link->rtt, link->ctx->s.max_ack_delay);
     uint32_t shift = link->pto_count < 16 ? link->pto_count : 16;
-    return pure_rtb_last_eliciting_sent(&link->rtb) + (pto << shift);
+    uint64_t at = pure_rtb_last_eliciting_sent(&link->rtb) + (pto << shift);
+    return link->b && link->b->pto_not_before > at ? link->b->pto_not_before : at;
 }
 
 static uint64_t open_deadline(const pure_link *link, enum pure_timer t, uint64_t now)

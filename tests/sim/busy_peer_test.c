@@ -9,6 +9,7 @@
  * the RTT estimate that probe timeouts use keeps both hosts' waits, and a busy receiver does not
  * answer every packet with an ACK of its own. */
 #include <stdio.h>
+#include <string.h>
 
 #include "sim_app.h"
 #include "state.h"
@@ -88,9 +89,39 @@ static void test_busy_sender(void)
     CHECK(blind.path_rtt > RTT + 5 * SIM_MS);
 }
 
+/* The sender's loop stalls in the middle of a transfer: from then on every datagram waits 100 ms
+ * in its socket, longer than a probe timeout of the 10 ms path. The ACKs are there, unread, and
+ * the loop says so (pure_ctx_read_backlog): no probe timeout fires for them. Without, every
+ * link of a busy loop probed at once (10,000 links of the RPC benchmark after a 30 ms stall),
+ * and the probes deepened the queue. */
+static void test_stall_defers_probes(void)
+{
+    sim_app *a = sim_app_new(12, 8000, 1000, 1000, NULL);
+    sim_path p = {.delay = RTT / 2, .bandwidth = 200000000ull, .queue = 1 << 20};
+    sim_set_path(a->s, a->cli, a->srv, &p);
+    sim_set_path(a->s, a->srv, a->cli, &p);
+    CHECK_EQ(sim_app_connect(a, NULL, NULL), 0);
+    sim_app_run(a, 200 * SIM_MS);
+    CHECK(a->cl != NULL);
+    uint64_t ptos0 = a->cl->st.ptos;
+    sim_set_busy(a->s, a->cli, 100 * SIM_MS, 1);
+    int ok = sim_app_run(a, 60 * SIM_S) && sim_app_ok(a) && a->client_error == 0;
+    pure_guard_stats g;
+    memset(&g, 0, sizeof g);
+    pure_ctx_guard_stats_get(sim_ctx(a->s, a->cli), &g, sizeof g);
+    uint64_t ptos = a->cl->st.ptos - ptos0;
+    printf("  stalled sender: %llu probe timeouts, %llu deferred\n", (unsigned long long)ptos,
+           (unsigned long long)g.ptos_deferred);
+    CHECK(ok);
+    CHECK_EQ(ptos, 0);
+    CHECK(g.ptos_deferred > 0);
+    sim_app_free(a);
+}
+
 int main(void)
 {
     RUN(test_busy_receiver);
     RUN(test_busy_sender);
+    RUN(test_stall_defers_probes);
     return pure_test_finish();
 }

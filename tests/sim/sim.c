@@ -82,6 +82,7 @@ struct sim {
     int icmp;              /* sim_set_icmp */
     uint64_t busy[MAX_EP]; /* sim_set_busy: how long a datagram waits to be read (0: not) */
     uint8_t busy_stamps[MAX_EP];
+    uint32_t held_n[MAX_EP]; /* datagrams waiting behind a busy endpoint's backlog */
 };
 
 void sim_set_busy(sim *s, int ep, uint64_t backlog, int stamps)
@@ -674,10 +675,13 @@ int sim_run(sim *s, int (*done)(void *), void *arg, uint64_t until)
                 g.held = 1;
                 g.arrived = g.at;
                 g.at += s->busy[g.to];
+                s->held_n[g.to]++;
                 heap_push(s, g);
                 continue;
             }
             /* the receiver sees the sender's current address (rebinding shows up here) */
+            if (g.held)
+                s->held_n[g.to]--;
             pure_addr src = g.spoofed ? g.src : s->addr[g.from];
             uint64_t arrived = g.held && s->busy_stamps[g.to] ? g.arrived : s->now;
             if (s->dead[g.to])
@@ -692,10 +696,15 @@ int sim_run(sim *s, int (*done)(void *), void *arg, uint64_t until)
         for (int i = 0; i < s->n; i++) {
             if (ep_deadline(s, i) > s->now)
                 continue;
-            if (s->agent[i])
+            if (s->agent[i]) {
                 s->agent[i]->timeout(s->agent_arg[i], s->now);
-            else
-                pure_ctx_timeout(s->ctx[i], s->now);
+                continue;
+            }
+            /* a busy endpoint's loop says when its socket holds datagrams it has not read, as
+             * pure_loop does after its reads */
+            if (s->busy[i] || s->held_n[i])
+                pure_ctx_read_backlog(s->ctx[i], s->held_n[i] > 0);
+            pure_ctx_timeout(s->ctx[i], s->now);
         }
         for (int i = 0; i < s->n; i++)
             flush(s, i);

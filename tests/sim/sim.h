@@ -131,7 +131,9 @@ void sim_set_icmp(sim *s, int on);
 /* The endpoint's loop is saturated: every datagram waits `backlog` ns in its socket queue before
  * it is read, as behind a server's queue of other links' datagrams. With `stamps` the endpoint
  * is told each datagram's arrival time (pure_ctx_read_at, as pure_loop passes the kernel's
- * receive timestamps); without, only the time it read it. backlog 0: reads at once. */
+ * receive timestamps); without, only the time it read it. backlog 0: reads at once. Before
+ * its timers run, a busy endpoint is told whether datagrams wait unread
+ * (pure_ctx_read_backlog). */
 void sim_set_busy(sim *s, int ep, uint64_t backlog, int stamps);
 /* A hook that sees (and may record) every datagram a path accepts; may be NULL. */
 void sim_set_tap(sim *s, void (*tap)(void *arg, int from, int to, const uint8_t *d, size_t n),
