@@ -86,6 +86,8 @@ static PyObject *ctx_on_readable(CtxObject *c, PyObject *unused)
     c->in_io = 1;
     c->lst.wakeups++;
     int rc = pure_udp_recv(&c->udp, c->ctx, READ_BUDGET);
+    /* the budget ran out: probe timeouts past what was read wait for the rest (as loop.c) */
+    pure_ctx_read_backlog(c->ctx, rc > 0);
     run_timers(c);
     int f = pyp_ctx_flush(c);
     c->in_io = 0;
