@@ -37,6 +37,12 @@ int pure_acktr_on_packet(pure_acktr *t, const pure_alloc *a, uint64_t pn, int el
         t->now = 1;
     if (t->now || t->unacked >= ack_every)
         return 1;
+    /* The first packet waiting has waited PURE_ACK_SPACING (it armed the deadline): acknowledge
+     * now rather than let a slow path's window free in chunks of max_ack_delay. */
+    if (t->deadline != UINT64_MAX && now >= t->deadline - max_ack_delay + PURE_ACK_SPACING) {
+        t->now = 1;
+        return 1;
+    }
     if (t->deadline == UINT64_MAX)
         t->deadline = now + max_ack_delay;
     return 0;

@@ -14,6 +14,15 @@
 #include "ranges.h"
 #include "wire.h"
 
+/* An ACK is sent once the first packet waiting for one has waited this long, when another packet
+ * arrives. On a fast path ack_every packets come first and nothing changes; on a slow one (50
+ * Mbit/s is about 4 full packets a millisecond) the sender hears every few packets instead of
+ * every max_ack_delay, and its window frees as the path delivers rather than in chunks of two
+ * dozen packets. The chunks cost it the link: at a 10-packet queue, 40 ms, the bytes it
+ * counted in flight ran 8-15 packets under its window, and after each reduction the window had
+ * to climb past them before the link was busy (docs/congestion.md, "ACK spacing"). */
+#define PURE_ACK_SPACING 1000000ull /* 1 ms */
+
 typedef struct pure_acktr {
     pure_ranges pns;       /* packet numbers received, at most PURE_ACK_MAX_RANGES ranges */
     uint64_t largest_time; /* when the largest packet number so far arrived */
@@ -32,8 +41,9 @@ void pure_acktr_free(pure_acktr *t, const pure_alloc *a);
  * reported is measured from it, socket queue included) (storage through a); `eliciting` if it
  * carried a frame that needs an ACK. A packet number that does not fit (the ranges are full, or
  * memory ran out) pushes the oldest range out. Returns 1 if an ACK is due at once (the packet is
- * eliciting and it left a gap or came out of order, pure_acktr_ack_now was called, or ack_every
- * eliciting packets are now unacknowledged): send one. Otherwise returns 0, having armed the
+ * eliciting and it left a gap or came out of order, pure_acktr_ack_now was called, ack_every
+ * eliciting packets are now unacknowledged, or the first of them was read PURE_ACK_SPACING or
+ * more before `now`): send one. Otherwise returns 0, having armed the
  * deadline at now + max_ack_delay for an eliciting packet if it was not armed: from the read, not
  * the arrival, or a busy loop whose packets all waited longer than max_ack_delay would answer
  * every packet with an ACK of its own and get busier. */

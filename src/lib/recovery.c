@@ -22,15 +22,17 @@
  * arriving in clumps add to it (at 1 ms, 0.5% random loss on a 50 Mbit/s path kept 68% of it;
  * at 2 ms, 85%; a 10-packet queue at 50 Mbit/s still shows at 2.4 ms) */
 #define PURE_QUEUE_MIN 2000000ull
-/* 10 ms: a queue standing this deep when a packet is lost is congestion, however deep the queue
+/* 6 ms: a queue standing this deep when a packet is lost is congestion, however deep the queue
  * was lately. The recent maximum lets a window grow into a deep drop-tail buffer until its
  * losses come with most of the buffer's delay; but the maximum slow start leaves (60-140 ms under
- * CoDel at 40 ms) decays over seconds, and meanwhile an AQM's drops at 8-16 ms read as random:
- * CoDel escalated while Pure held its window (40 of a drain's 53 drops taken as random, median
- * queueing 5.3 ms). An AQM holds its target at 5 ms; twice that leaves random loss at a queue of a
- * few milliseconds unanswered (0.5% random loss at 1 BDP: 39.2 -> 41.1 Mbit/s in the simulator,
- * whose queue it keeps shorter). */
-#define PURE_QUEUE_CAP 10000000ull
+ * CoDel at 40 ms) decays over seconds, and meanwhile an AQM's drops read as random: CoDel
+ * escalated while Pure held its window (40 of a drain's 53 drops taken as random, median
+ * queueing 5.3 ms). An AQM holds its target at 5 ms, and its drops are seen a round trip after
+ * it acted, when its queue has shrunk: with ACKs every PURE_ACK_SPACING (acktr.h) the RTT samples
+ * follow that shrinking closely, and at 10 ms a cold start's CoDel drops seen at 7-10 ms read as
+ * random (3 of 11). Random loss keeps its lead: with those ACKs its queue stays near 1 ms, and
+ * 0.5% random loss at 1 BDP gives the same 42-44 Mbit/s in the simulator at 5, 6, 8 or 10 ms. */
+#define PURE_QUEUE_CAP 6000000ull
 
 int pure_recovery_on_sent(pure_link *link, const pure_sent *s)
 {

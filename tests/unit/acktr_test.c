@@ -75,6 +75,29 @@ static void test_split_merge_and_delay(void)
     CHECK_EQ(t_live, 0);
 }
 
+/* A slow path: packets a little under a millisecond apart, fewer than ack_every of them. The
+ * first one that finds the first waiting packet PURE_ACK_SPACING old makes the ACK due; before,
+ * all of them waited for the deadline. */
+static void test_spacing(void)
+{
+    pure_acktr t;
+    pure_acktr_init(&t);
+    uint64_t gap = PURE_ACK_SPACING * 2 / 3;
+    CHECK_EQ(rx(&t, 0, 1, 1000), 0);
+    CHECK_EQ(rx(&t, 1, 1, 1000 + gap), 0);
+    CHECK_EQ(rx(&t, 2, 0, 1000 + 2 * gap), 0); /* not eliciting: owes nothing itself */
+    CHECK(!pure_acktr_due(&t, EVERY));
+    CHECK_EQ(rx(&t, 3, 1, 1000 + 2 * gap), 1);
+    CHECK(pure_acktr_due(&t, EVERY));
+    pure_acktr_on_sent(&t);
+    /* counted from the first packet left waiting after the ACK, not from the last ACK */
+    CHECK_EQ(rx(&t, 4, 1, 1000 + 5 * gap), 0);
+    CHECK_EQ(rx(&t, 5, 1, 1000 + 5 * gap + PURE_ACK_SPACING - 1), 0);
+    CHECK_EQ(rx(&t, 6, 1, 1000 + 5 * gap + PURE_ACK_SPACING), 1);
+    pure_acktr_free(&t, &A);
+    CHECK_EQ(t_live, 0);
+}
+
 static void test_every_ping_force(void)
 {
     pure_acktr t;
@@ -210,11 +233,11 @@ static void test_random_against_model(void)
     /* the model: the largest packet number seen and when, eliciting packets since the last ACK,
      * when the first of them came, and whether something asked for an ACK at once */
     int64_t largest = -1;
-    uint64_t largest_at = 0, first_unacked_at = 0, now = 0, next = 0;
+    uint64_t largest_at = 0, armed_from = UINT64_MAX, now = 0, next = 0;
     uint32_t unacked = 0;
-    int immediate = 0, bad = 0, gaps = 0, fills = 0, by_timer = 0, by_count = 0;
+    int immediate = 0, bad = 0, gaps = 0, fills = 0, by_timer = 0, by_count = 0, by_spacing = 0;
     for (int step = 0; step < 200000 && !bad && next < U - 64; step++) {
-        now += rnd() % 2000000; /* up to 2 ms between events */
+        now += rnd() % 8 ? rnd() % 2000000 : rnd() % 8000000; /* up to 2 ms, some to 8 ms */
         int op = (int)(rnd() % 20);
         if (op < 14) { /* a packet: mostly the next one, some skipped ahead, some late */
             uint64_t pn = next;
@@ -234,31 +257,35 @@ static void test_random_against_model(void)
                 largest = (int64_t)pn;
                 largest_at = now;
             }
+            int spaced = elic && armed_from != UINT64_MAX && now >= armed_from + PURE_ACK_SPACING;
             if (elic) {
-                if (!unacked)
-                    first_unacked_at = now;
                 unacked++;
                 immediate |= want_now;
             }
-            int due = elic && (immediate || unacked >= EVERY);
-            by_count += due && !immediate;
+            int due = elic && (immediate || unacked >= EVERY || spaced);
+            by_count += due && !immediate && unacked >= EVERY;
+            by_spacing += due && !immediate && unacked < EVERY;
+            immediate |= spaced;
+            if (elic && !due && armed_from == UINT64_MAX)
+                armed_from = now; /* the deadline is armed by the first packet left waiting */
             if (rx(&t, pn, elic, now) != due)
                 bad = 1;
         } else if (op < 16) { /* a PING in the next packet */
             pure_acktr_ack_now(&t);
             immediate = 1;
         } else if (op < 18) { /* the timer */
-            uint64_t at =
-                unacked && !immediate && unacked < EVERY ? first_unacked_at + DELAY : UINT64_MAX;
-            if (pure_acktr_deadline(&t) != at && !(immediate || unacked >= EVERY))
-                bad = 1; /* a deadline only while an ACK waits, from the first packet waiting */
-            /* (a deadline armed before the ACK became due at once stays, and may still fire) */
-            int fires = at != UINT64_MAX && now >= at, armed = pure_acktr_deadline(&t) <= now;
-            if (pure_acktr_on_timer(&t, now) != (fires || armed))
+            /* a deadline only while an ACK waits, from the first packet left waiting (one armed
+             * before the ACK became due at once stays, and may still fire) */
+            uint64_t at = armed_from != UINT64_MAX ? armed_from + DELAY : UINT64_MAX;
+            if (pure_acktr_deadline(&t) != at)
+                bad = 1;
+            int fires = at != UINT64_MAX && now >= at;
+            if (pure_acktr_on_timer(&t, now) != fires)
                 bad = 1;
             if (fires) {
                 immediate = 1;
-                by_timer++;
+                armed_from = UINT64_MAX;
+                by_timer += unacked > 0;
             }
         } else { /* a packet goes out: with an ACK if one is owed, now or later */
             if (pure_acktr_wanted(&t) != (unacked > 0 || immediate))
@@ -271,6 +298,7 @@ static void test_random_against_model(void)
                 pure_acktr_on_sent(&t);
                 unacked = 0;
                 immediate = 0;
+                armed_from = UINT64_MAX;
                 if (pure_acktr_deadline(&t) != UINT64_MAX || pure_acktr_due(&t, EVERY))
                     bad = 1;
             }
@@ -283,7 +311,10 @@ static void test_random_against_model(void)
             fprintf(stderr, "acktr model mismatch at step %d (op %d)\n", step, op);
     }
     CHECK_EQ(bad, 0);
-    CHECK(gaps > 100 && fills > 100 && by_timer > 100 && by_count > 100 && dropped_runs > 100);
+    printf("  %d gaps, %d fills, ACKs due by the timer %d, by count %d, by spacing %d\n", gaps,
+           fills, by_timer, by_count, by_spacing);
+    CHECK(gaps > 100 && fills > 100 && by_timer > 100 && by_count > 100 && by_spacing > 100 &&
+          dropped_runs > 100);
     pure_acktr_free(&t, &A);
     CHECK_EQ(t_live, 0);
 }
@@ -291,6 +322,7 @@ static void test_random_against_model(void)
 int main(void)
 {
     RUN(test_split_merge_and_delay);
+    RUN(test_spacing);
     RUN(test_every_ping_force);
     RUN(test_bound_and_alloc_failure);
     RUN(test_random_against_model);
