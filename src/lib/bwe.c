@@ -4,6 +4,13 @@
 
 #define NS 1000000000ull
 
+/* bytes over span ns, per second; span > 0 */
+static uint64_t rate(uint64_t bytes, uint64_t span)
+{
+    /* bytes < 2^40 in any real interval; saturate rather than wrap beyond */
+    return bytes < (1ull << 33) ? bytes * NS / span : bytes / span * NS;
+}
+
 void pure_bwe_on_ack(pure_bwe *e, uint64_t bytes, uint64_t now, uint64_t srtt, int app_limited)
 {
     if (!e->started || now < e->start) {
@@ -11,7 +18,22 @@ void pure_bwe_on_ack(pure_bwe *e, uint64_t bytes, uint64_t now, uint64_t srtt, i
         e->start = now;
         e->acked = 0;
         e->limited = 0;
+        e->q_start = now;
+        e->q_acked = 0;
+        e->q_limited = 0;
         return; /* the bytes of this ACK were sent before the interval began */
+    }
+    /* the quarter-RTT intervals of peak_bps */
+    e->q_acked += bytes;
+    e->q_limited |= (uint8_t)(app_limited != 0);
+    uint64_t qspan = now - e->q_start;
+    if (qspan >= (srtt / 4 > PURE_BWE_MIN_INTERVAL ? srtt / 4 : PURE_BWE_MIN_INTERVAL)) {
+        uint64_t qbps = rate(e->q_acked, qspan);
+        if (!e->q_limited && qbps > e->peak_bps)
+            e->peak_bps = qbps;
+        e->q_start = now;
+        e->q_acked = 0;
+        e->q_limited = 0;
     }
     e->acked += bytes;
     e->limited |= (uint8_t)(app_limited != 0);
@@ -19,8 +41,7 @@ void pure_bwe_on_ack(pure_bwe *e, uint64_t bytes, uint64_t now, uint64_t srtt, i
              min = srtt > PURE_BWE_MIN_INTERVAL ? srtt : PURE_BWE_MIN_INTERVAL;
     if (span < min)
         return;
-    /* acked < 2^40 in any real interval; saturate rather than wrap beyond */
-    uint64_t bps = e->acked < (1ull << 33) ? e->acked * NS / span : e->acked / span * NS;
+    uint64_t bps = rate(e->acked, span);
     int expired = srtt && now - e->max_at > PURE_BWE_WINDOW_RTTS * srtt;
     if (bps >= e->max_bps || (expired && !e->limited))
         e->max_bps = bps, e->max_at = now;
@@ -31,13 +52,14 @@ void pure_bwe_on_ack(pure_bwe *e, uint64_t bytes, uint64_t now, uint64_t srtt, i
     e->limited = 0;
 }
 
+uint64_t pure_bwe_bytes(uint64_t bps, uint64_t ns)
+{
+    /* bps < 2^40 (a terabyte a second) and ns < 2^36 in practice: split to stay in 64 bits
+     * whatever they are */
+    return bps / 1000 * (ns / 1000) / 1000 + bps % 1000 * (ns / 1000) / 1000000;
+}
+
 uint64_t pure_bwe_floor(const pure_bwe *e, uint64_t min_rtt)
 {
-    if (!e->max_bps || !min_rtt)
-        return 0;
-    /* max_bps < 2^40 (a terabyte a second) and min_rtt < 2^36 ns in practice: split to stay in
-     * 64 bits whatever they are */
-    uint64_t bdp = e->max_bps / 1000 * (min_rtt / 1000) / 1000 +
-                   e->max_bps % 1000 * (min_rtt / 1000) / 1000000;
-    return bdp / PURE_BWE_FLOOR_DEN * PURE_BWE_FLOOR_NUM;
+    return pure_bwe_bytes(e->max_bps, min_rtt) / PURE_BWE_FLOOR_DEN * PURE_BWE_FLOOR_NUM;
 }

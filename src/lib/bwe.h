@@ -30,14 +30,25 @@ typedef struct pure_bwe {
     uint64_t max_at;  /* when it was taken */
     uint64_t acked;   /* bytes acknowledged since `start` */
     uint64_t start;   /* the current interval's start; valid if started */
+    /* The highest delivery rate over any interval of max(srtt / 4, PURE_BWE_MIN_INTERVAL) not
+     * app-limited, since the estimate began: what the path carried when slow start ended
+     * (recovery.c). A whole-RTT interval lags it: the last one slow start completes before its
+     * first loss is seen spans the round trip in which the window still grew, half the rate. */
+    uint64_t peak_bps;
+    uint64_t q_acked; /* bytes acknowledged since q_start, the current short interval's start */
+    uint64_t q_start;
     uint8_t started;
-    uint8_t limited; /* the sender was app-limited during the interval */
+    uint8_t limited;   /* the sender was app-limited during the interval */
+    uint8_t q_limited; /* the sender was app-limited during the short interval */
 } pure_bwe;
 
 /* bytes were newly acknowledged at `now`; srtt is the smoothed RTT (0: none yet). An interval of
  * at least max(srtt, PURE_BWE_MIN_INTERVAL) ends in a sample; a sample taken while app-limited
  * (the sender had less to send than the window allowed) can only raise the maximum. */
 void pure_bwe_on_ack(pure_bwe *e, uint64_t bytes, uint64_t now, uint64_t srtt, int app_limited);
+
+/* bps bytes per second for ns nanoseconds, in bytes. */
+uint64_t pure_bwe_bytes(uint64_t bps, uint64_t ns);
 
 /* The window a congestion response must leave at least: PURE_BWE_FLOOR of max_bps * min_rtt,
  * in bytes (0 without a sample or an RTT). */

@@ -73,6 +73,36 @@ static int loss_is_congestion(pure_link *link)
     return queueing > threshold || link->b->loss_rate > PURE_LOSS_RATE_CONGESTED;
 }
 
+/* The first slow start ends (its first congestion response just ran). Its window doubled in the
+ * round trip the loss took to be seen, so beta of it is still up to 1.5 times what the path
+ * holds: the packets sent after the reduction are lost too, two more reductions follow, and the
+ * window ends below the BDP (a quarter-BDP queue at 40 ms: 458 -> 320 -> 225 -> 157 packets, the
+ * BDP 170). On a shallow queue, where the loss came with less queueing than half the minimum RTT,
+ * take the window no higher than what the path delivered: the fastest quarter-RTT delivery rate
+ * (bwe.h) times the smoothed RTT, which counts the queue; and make it CUBIC's plateau. Not on a
+ * deep one: a flow joining another's standing queue sees only its own small share delivered, and
+ * a deep buffer's long cycles would hold it there (two flows at 4 BDP in paths_test: Jain 0.94,
+ * 0.64 without this condition). */
+static void exit_at_hold(pure_link *link)
+{
+    pure_cc *cc = &link->b->cc;
+    const pure_rtt *r = &link->rtt;
+    if (!r->has_sample || !cc->bwe.peak_bps)
+        return;
+    uint64_t queueing = link->latest_adjusted > r->min ? link->latest_adjusted - r->min : 0;
+    if (queueing > r->min / 2)
+        return;
+    uint64_t hold = pure_bwe_bytes(cc->bwe.peak_bps, r->smoothed);
+    uint64_t min = (uint64_t)PURE_CC_MIN_PACKETS * cc->mss;
+    if (hold < min)
+        hold = min;
+    if (hold >= cc->cwnd)
+        return;
+    cc->cwnd = cc->ssthresh = hold;
+    if (cc->ops == &pure_cc_cubic_ops)
+        cc->u.cubic.w_max = cc->u.cubic.cwnd_prior = hold;
+}
+
 /* Loss rate as an exponentially weighted average over packets, in 1/65536ths. */
 static void loss_rate_update(pure_link *link, int lost)
 {
@@ -137,7 +167,11 @@ static void on_lost(pure_link *link, const pure_sent *e, uint64_t now)
         pure_cc_on_discarded(&link->b->cc, e->size);
         link->st.random_losses++;
     } else {
-        pure_cc_on_lost(&link->b->cc, e->size, e->time, now);
+        pure_cc *cc = &link->b->cc;
+        int first = cc->ssthresh == UINT64_MAX;
+        pure_cc_on_lost(cc, e->size, e->time, now);
+        if (first && cc->ssthresh != UINT64_MAX)
+            exit_at_hold(link);
     }
     link->st.packets_lost++;
     requeue(link, e);

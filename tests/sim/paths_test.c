@@ -22,6 +22,7 @@ typedef struct result {
     double steady_mbps; /* from 1 s on */
     double loss_pct;    /* of the datagrams Pure sent on the bottleneck from 1 s on (slow
                            start's overshoot is once per transfer, not the steady state) */
+    uint64_t lost;      /* datagrams lost on the bottleneck in the whole transfer */
 } result;
 
 typedef struct run {
@@ -83,33 +84,42 @@ static result drain(uint64_t seed, uint64_t queue_packets, double loss)
     res.mbps = MSGS * bits / ((double)r.done_at / 1e9) / 1e6;
     res.steady_mbps = (double)(MSGS - r.at_1s) * bits / ((double)(r.done_at - SIM_S) / 1e9) / 1e6;
     res.loss_pct = 100.0 * (double)(ps->lost - at_1s.lost) / (double)(ps->sent - at_1s.sent);
+    res.lost = ps->lost;
     sim_free(r.s);
     return res;
 }
 
 static void show(const char *path, uint64_t seed, result r)
 {
-    printf(
-        "  %-24s seed %llu: %5.1f Mbit/s (%5.1f from 1 s), %.2f%% of its packets lost from 1 s\n",
-        path, (unsigned long long)seed, r.mbps, r.steady_mbps, r.loss_pct);
+    printf("  %-24s seed %llu: %5.1f Mbit/s (%5.1f from 1 s), %.2f%% of its packets lost from 1 s, "
+           "%llu in all\n",
+           path, (unsigned long long)seed, r.mbps, r.steady_mbps, r.loss_pct,
+           (unsigned long long)r.lost);
 }
 
-/* A switch's shallow buffer: Pure must fill most of the link without overflowing it. */
+/* A switch's shallow buffer: Pure must fill most of the link without overflowing it. Slow start's
+ * overshoot is paid once: it ends at what the path delivered (recovery.c, exit_at_hold), not at
+ * 0.7 of a window that doubled while the loss was on its way back (before: 274-276 packets lost
+ * at 10 packets, 364 at 20); and ACKs every millisecond (acktr.h, PURE_ACK_SPACING) free the
+ * window as the path delivers (before: 37.1-38.4 Mbit/s from 1 s at 10 packets, 43.0 at 20). */
 static void test_shallow_queue(void)
 {
     for (uint64_t seed = 1; seed <= 3; seed++) {
         result r = drain(seed, 10, 0);
         show("10-packet queue", seed, r);
-        CHECK(r.steady_mbps >= 35.0); /* before: 8.7 */
+        CHECK(r.steady_mbps >= 43.0); /* before: 8.7, then 37.1-38.4 */
         CHECK(r.loss_pct < 2.0);      /* before: 4.8% */
+        CHECK(r.lost <= 250);         /* before: 274-276 */
         r = drain(seed, 20, 0);
         show("20-packet queue", seed, r);
-        CHECK(r.steady_mbps >= 38.0);
+        CHECK(r.steady_mbps >= 45.0); /* before: 43.0 */
         CHECK(r.loss_pct < 2.0);
+        CHECK(r.lost <= 250); /* before: 364 */
     }
 }
 
-/* From a quarter of the BDP up, the link is kept busy. */
+/* From a quarter of the BDP up, the link is kept busy; at a quarter BDP the whole transfer, slow
+ * start's overshoot included, gets 90% of it (before: 44.4 Mbit/s, 366 packets lost). */
 static void test_deeper_queues(void)
 {
     static const uint64_t q[] = {42, 170, 680};
@@ -119,6 +129,10 @@ static void test_deeper_queues(void)
         snprintf(name, sizeof name, "%llu-packet queue", (unsigned long long)q[i]);
         show(name, 1, r);
         CHECK(r.steady_mbps >= 45.0); /* 90% of the link */
+        if (q[i] == 42) {
+            CHECK(r.mbps >= 45.0);
+            CHECK(r.lost <= 250);
+        }
     }
 }
 
@@ -316,7 +330,8 @@ static void test_codel_ecn_marks(void)
 /* Two Pure flows, the second starting 1 s after the first, share a bottleneck fairly. */
 static void test_two_flows_share(void)
 {
-    static const uint32_t queues[] = {20, 42, 0};
+    static const uint32_t queues[] = {20, 42, 0, 680};
+    static const char *names[] = {"20-packet queue", "0.25 BDP", "CoDel", "4 BDP"};
     for (size_t i = 0; i < sizeof queues / sizeof *queues; i++) {
         int fwd, rev;
         sim *s = bottleneck_sim(2, queues[i], &fwd, &rev);
@@ -328,12 +343,12 @@ static void test_two_flows_share(void)
         uint64_t a0 = a.bytes, b0 = b.bytes;
         sim_run(s, NULL, NULL, END);
         double x = mbit(a.bytes - a0), y = mbit(b.bytes - b0);
-        printf("  two Pure flows, %s: %.1f + %.1f Mbit/s, Jain %.3f\n",
-               queues[i] == 20 ? "20-packet queue"
-               : queues[i]     ? "0.25 BDP"
-                               : "CoDel",
-               x, y, jain(x, y));
-        CHECK(jain(x, y) >= 0.95);
+        printf("  two Pure flows, %s: %.1f + %.1f Mbit/s, Jain %.3f\n", names[i], x, y, jain(x, y));
+        /* Behind 4 BDP a CUBIC cycle is seconds long and the first flow's head start lasts (two
+         * reference CUBIC flows: 0.88 in paths_sim --controls); the second flow must not be held
+         * at the share it measured when its slow start ended (recovery.c, exit_at_hold only on
+         * a shallow queue: 0.70 without that condition). */
+        CHECK(jain(x, y) >= (queues[i] == 680 ? 0.9 : 0.95));
         CHECK(x + y >= 42.5); /* 85% of the link */
         sim_free(s);
     }

@@ -463,6 +463,39 @@ static void test_cubic_app_limited_restarts_epoch(void)
     CHECK(cc.u.cubic.k_ms > 0 && cc.u.cubic.origin == 100000);
 }
 
+/* The delivery rate's peak over quarter-RTT intervals (bwe.h), which the first slow start's exit
+ * is taken from (recovery.c): a whole-RTT interval that straddles a speed-up reads half of it; a
+ * burst of ACKs shorter than PURE_BWE_MIN_INTERVAL is not a rate; app-limited intervals say
+ * nothing. */
+static void test_bwe_peak(void)
+{
+    pure_bwe e = {0};
+    uint64_t now = 1000, srtt = 40 * MS;
+    pure_bwe_on_ack(&e, 0, now, srtt, 0); /* starts the intervals */
+    /* 20 ms at 1 MB/s, then 20 ms at 3 MB/s: ACKs of 1000 B every 1 ms, then every 1/3 ms */
+    for (int i = 0; i < 20; i++)
+        pure_bwe_on_ack(&e, 1000, now += MS, srtt, 0);
+    for (int i = 0; i < 61; i++)
+        pure_bwe_on_ack(&e, 1000, now += MS / 3, srtt, 0);
+    CHECK(e.max_bps >= 1900000 && e.max_bps <= 2100000);   /* the 40 ms interval: the mean */
+    CHECK(e.peak_bps >= 2900000 && e.peak_bps <= 3100000); /* a 10 ms one: the new rate */
+    CHECK_EQ(pure_bwe_bytes(e.peak_bps, srtt), e.peak_bps / 25);
+    /* on a 1 ms path (quarter: 250 us), 100 ACKs of 1000 B within 0.5 ms (a GRO batch) are
+     * measured over PURE_BWE_MIN_INTERVAL, not as 200 MB/s */
+    pure_bwe g = {0};
+    pure_bwe_on_ack(&g, 0, now, MS, 0);
+    for (int i = 0; i < 100; i++)
+        pure_bwe_on_ack(&g, 1000, now += 5000, MS, 0);
+    pure_bwe_on_ack(&g, 1000, now += MS / 2, MS, 0);
+    CHECK(g.peak_bps >= 100000000 && g.peak_bps <= 102000000);
+    /* an app-limited sender's fast ACKs are not the path's rate */
+    pure_bwe f = {0};
+    pure_bwe_on_ack(&f, 0, now, srtt, 0);
+    for (int i = 0; i < 60; i++)
+        pure_bwe_on_ack(&f, 1000, now += MS / 3, srtt, 1);
+    CHECK_EQ(f.peak_bps, 0);
+}
+
 int main(void)
 {
     RUN(test_init_and_flight);
@@ -483,5 +516,6 @@ int main(void)
     RUN(test_cubic_growth_capped_per_rtt);
     RUN(test_cubic_persistent_then_convex);
     RUN(test_cubic_app_limited_restarts_epoch);
+    RUN(test_bwe_peak);
     return pure_test_finish();
 }
