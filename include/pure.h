@@ -295,7 +295,9 @@ typedef struct pure_settings {
                                      link (default 0: none; set it on one side only) */
     uint64_t handshake_timeout;   /* ns before an unanswered handshake fails (default 10 s) */
     uint64_t max_ack_delay;       /* ns a receiver may hold an ACK (default 5 ms) */
-    uint32_t ack_every;           /* ACK after this many ack-eliciting packets (default 24) */
+    uint32_t ack_every;           /* ACK after this many ack-eliciting packets (default 24), or
+                                     once the first of them has waited 1 ms, whichever comes
+                                     first */
     int congestion;               /* PURE_CC_CUBIC (default) or PURE_CC_NEWRENO */
     uint32_t max_links;           /* links per context (default 1,000,000) */
     uint32_t handshake_load;      /* a cookie is demanded while more handshakes than this are
