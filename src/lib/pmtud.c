@@ -84,6 +84,7 @@ void pure_pmtud_init(pure_pmtud *p, uint16_t base, uint16_t limit, uint16_t size
     *p = (pure_pmtud){.base = base, .limit = limit < base ? base : limit};
     p->max = p->limit;
     p->size = size < base ? base : size > p->limit ? p->limit : size;
+    p->full_seen = 0; /* packets of the old size say nothing of the new */
     if (p->limit <= base)
         return; /* DISABLED */
     if (parked) {
@@ -183,6 +184,7 @@ int pure_pmtud_on_probe_acked(pure_pmtud *p, uint16_t size, uint64_t now)
     /* An acknowledged probe proves its size, whichever search sent it. */
     if (size > p->size && size <= p->max) {
         p->size = size;
+        p->full_seen = 0; /* packets of the old size say nothing of the new */
         p->bh_lost = 0;
         changed = 1;
         if (p->state != PURE_PMTUD_SEARCHING) /* a late one, after a black hole or a hint */
@@ -212,6 +214,7 @@ int pure_pmtud_on_probe_lost(pure_pmtud *p, uint16_t size, uint64_t now)
 static void black_hole(pure_pmtud *p)
 {
     p->size = p->base;
+    p->full_seen = 0; /* packets of the old size say nothing of the new */
     p->queued = p->flying = 0;
     p->bh_lost = 0;
     p->resume = 1;
@@ -223,21 +226,31 @@ void pure_pmtud_ack_begin(pure_pmtud *p)
     p->acked_full = p->acked_small = 0;
 }
 
-void pure_pmtud_on_acked(pure_pmtud *p, uint16_t size, uint64_t now)
+void pure_pmtud_on_acked(pure_pmtud *p, uint16_t size, uint64_t sent, uint64_t now)
 {
     if (p->state == PURE_PMTUD_DISABLED)
         return;
-    if (size >= p->size)
+    if (size >= p->size) {
         p->acked_full = 1;
-    else
+        if (!p->full_seen || sent > p->full_sent)
+            p->full_sent = sent;
+        p->full_seen = 1;
+    } else {
         p->acked_small = 1;
+    }
     if (p->state == PURE_PMTUD_ERROR || (p->state == PURE_PMTUD_BASE && p->resume))
         search(p, now); /* the path carries packets again */
 }
 
-void pure_pmtud_on_lost(pure_pmtud *p, uint16_t size)
+void pure_pmtud_on_lost(pure_pmtud *p, uint16_t size, uint64_t sent)
 {
     if (p->state == PURE_PMTUD_DISABLED || size < p->size || p->size <= p->base)
+        return;
+    /* A full-size packet sent later than this one was acknowledged: the size gets through, and
+     * this one fell to something else (a queue that overflowed: slow start's tail is found by
+     * the time threshold, when the queue has drained and what is acknowledged beside it may be
+     * small retransmitted pieces). */
+    if (p->full_seen && sent <= p->full_sent)
         return;
     if (p->bh_lost < UINT8_MAX)
         p->bh_lost++;
@@ -273,8 +286,10 @@ void pure_pmtud_on_refused(pure_pmtud *p, uint16_t size, uint64_t now)
 {
     if (size < p->base)
         size = p->base;
-    if (p->size > size)
+    if (p->size > size) {
         p->size = size;
+        p->full_seen = 0; /* packets of the old size say nothing of the new */
+    }
     if (p->max > size)
         p->max = size;
     p->bh_lost = 0;
@@ -287,8 +302,10 @@ int pure_pmtud_on_ptb(pure_pmtud *p, uint16_t size, uint64_t now)
     if (p->state == PURE_PMTUD_DISABLED || size < p->base || size >= p->max)
         return 0;
     p->max = size;
-    if (p->size > size)
+    if (p->size > size) {
         p->size = p->base; /* the hinted size is confirmed by a probe before data uses it */
+        p->full_seen = 0;  /* packets of the old size say nothing of the new */
+    }
     p->bh_lost = 0;
     search(p, now);
     return 1;

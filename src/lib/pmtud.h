@@ -61,6 +61,8 @@ typedef struct pure_pmtud {
     uint16_t flying;     /* ladder steps probed, fate unknown */
     uint8_t state;       /* enum pure_pmtud_state */
     uint8_t idle_rounds; /* rounds in a row that raised nothing */
+    uint64_t full_sent;  /* send time of the latest-sent full-size packet acknowledged */
+    uint8_t full_seen;   /* full_sent is valid (for the size in use) */
     uint8_t bh_lost;     /* full-size packets lost since one was last acknowledged */
     uint8_t round_lost;  /* a probe of this round was lost */
     uint8_t acked_full, acked_small; /* the ACK being read acknowledged full-size / smaller ones */
@@ -98,12 +100,13 @@ int pure_pmtud_on_probe_lost(pure_pmtud *p, uint16_t size, uint64_t now);
 
 /* An ACK is read: pure_pmtud_ack_begin, then pure_pmtud_on_acked for each packet it acknowledges
  * that was not a probe and pure_pmtud_on_lost for each packet (not a probe) declared lost (also
- * outside an ACK, by time), then pure_pmtud_ack_end. A black hole: full-size packets lost since
- * the last one acknowledged, and an ACK that acknowledges only smaller ones. ack_end returns 1
- * if the size in use changed (it fell to the base). */
+ * outside an ACK, by time), each with the time it was sent, then pure_pmtud_ack_end. A black
+ * hole: full-size packets lost since the last one acknowledged, none sent after them
+ * acknowledged, and an ACK that acknowledges only smaller ones. ack_end returns 1 if the size in
+ * use changed (it fell to the base). */
 void pure_pmtud_ack_begin(pure_pmtud *p);
-void pure_pmtud_on_acked(pure_pmtud *p, uint16_t size, uint64_t now);
-void pure_pmtud_on_lost(pure_pmtud *p, uint16_t size);
+void pure_pmtud_on_acked(pure_pmtud *p, uint16_t size, uint64_t sent, uint64_t now);
+void pure_pmtud_on_lost(pure_pmtud *p, uint16_t size, uint64_t sent);
 int pure_pmtud_ack_end(pure_pmtud *p);
 
 /* A probe timeout fired, the pto_count-th in a row. Returns 1 if the size in use changed (a black

@@ -148,9 +148,9 @@ static int pmtud_on_fate(pure_link *link, const pure_sent *e, int lost, uint64_t
     } else if (probe) {
         pure_pmtud_on_probe_acked(p, e->size, now);
     } else if (lost) {
-        pure_pmtud_on_lost(p, e->size);
+        pure_pmtud_on_lost(p, e->size, e->time);
     } else {
-        pure_pmtud_on_acked(p, e->size, now);
+        pure_pmtud_on_acked(p, e->size, e->time, now);
     }
     pure_recovery_mss_sync(link);
     return probe;

@@ -23,6 +23,7 @@ typedef struct result {
     double loss_pct;    /* of the datagrams Pure sent on the bottleneck from 1 s on (slow
                            start's overshoot is once per transfer, not the steady state) */
     uint64_t lost;      /* datagrams lost on the bottleneck in the whole transfer */
+    int size_fell;      /* the datagram size fell after the search had raised it (every 5 ms) */
 } result;
 
 typedef struct run {
@@ -74,10 +75,24 @@ static result drain(uint64_t seed, uint64_t queue_packets, double loss)
     static uint8_t m[SIZE];
     for (int i = 0; i < MSGS; i++)
         CHECK(pure_link_send(l, m, sizeof m) >= 0);
-    sim_run(r.s, NULL, NULL, 1 * SIM_S);
+    uint64_t top = 0;
+    int fell = 0;
+    pure_link_stats ls;
+    for (uint64_t t = 5 * SIM_MS; t <= 1 * SIM_S; t += 5 * SIM_MS) {
+        sim_run(r.s, NULL, NULL, t);
+        pure_link_stats_get(l, &ls);
+        fell |= ls.datagram_size < top;
+        top = ls.datagram_size > top ? ls.datagram_size : top;
+    }
     r.at_1s = r.got;
     sim_stats at_1s = *sim_path_stats(r.s, c, sv);
-    CHECK(sim_run(r.s, all_in, NULL, 120 * SIM_S));
+    for (uint64_t t = 1 * SIM_S + 5 * SIM_MS; !all_in(NULL) && t < 120 * SIM_S; t += 5 * SIM_MS) {
+        sim_run(r.s, all_in, NULL, t);
+        pure_link_stats_get(l, &ls);
+        fell |= ls.datagram_size < top;
+        top = ls.datagram_size > top ? ls.datagram_size : top;
+    }
+    CHECK(all_in(NULL));
     const sim_stats *ps = sim_path_stats(r.s, c, sv);
     result res;
     double bits = (double)(SIZE + 4) * 8;
@@ -85,6 +100,7 @@ static result drain(uint64_t seed, uint64_t queue_packets, double loss)
     res.steady_mbps = (double)(MSGS - r.at_1s) * bits / ((double)(r.done_at - SIM_S) / 1e9) / 1e6;
     res.loss_pct = 100.0 * (double)(ps->lost - at_1s.lost) / (double)(ps->sent - at_1s.sent);
     res.lost = ps->lost;
+    res.size_fell = fell;
     sim_free(r.s);
     return res;
 }
@@ -92,9 +108,9 @@ static result drain(uint64_t seed, uint64_t queue_packets, double loss)
 static void show(const char *path, uint64_t seed, result r)
 {
     printf("  %-24s seed %llu: %5.1f Mbit/s (%5.1f from 1 s), %.2f%% of its packets lost from 1 s, "
-           "%llu in all\n",
+           "%llu in all%s\n",
            path, (unsigned long long)seed, r.mbps, r.steady_mbps, r.loss_pct,
-           (unsigned long long)r.lost);
+           (unsigned long long)r.lost, r.size_fell ? "; the datagram size fell" : "");
 }
 
 /* A switch's shallow buffer: Pure must fill most of the link without overflowing it. Slow start's
@@ -110,11 +126,13 @@ static void test_shallow_queue(void)
         CHECK(r.steady_mbps >= 43.0); /* before: 8.7, then 37.1-38.4 */
         CHECK(r.loss_pct < 2.0);      /* before: 4.8% */
         CHECK(r.lost <= 250);         /* before: 274-276 */
+        CHECK(!r.size_fell);          /* congestion is no black hole (pmtud.c) */
         r = drain(seed, 20, 0);
         show("20-packet queue", seed, r);
         CHECK(r.steady_mbps >= 45.0); /* before: 43.0 */
         CHECK(r.loss_pct < 2.0);
         CHECK(r.lost <= 250); /* before: 364 */
+        CHECK(!r.size_fell);  /* before: slow start's tail fell to 1200 */
     }
 }
 
@@ -129,6 +147,7 @@ static void test_deeper_queues(void)
         snprintf(name, sizeof name, "%llu-packet queue", (unsigned long long)q[i]);
         show(name, 1, r);
         CHECK(r.steady_mbps >= 45.0); /* 90% of the link */
+        CHECK(!r.size_fell);          /* before: at 42 packets, slow start's tail fell to 1200 */
         if (q[i] == 42) {
             CHECK(r.mbps >= 45.0);
             CHECK(r.lost <= 250);
@@ -144,6 +163,7 @@ static void test_random_loss_keeps_the_link(void)
         result r = drain(seed, 170, 0.005);
         show("1 BDP, 0.5% random loss", seed, r);
         CHECK(r.steady_mbps >= 35.0); /* 70% */
+        CHECK(!r.size_fell);
         r = drain(seed, 170, 0.02);
         show("1 BDP, 2% random loss", seed, r);
         CHECK(r.steady_mbps >= 25.0); /* 50% */

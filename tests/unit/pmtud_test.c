@@ -165,35 +165,49 @@ static void found(pure_pmtud *p, uint16_t size)
     CHECK_EQ(pure_pmtud_size(p), size);
 }
 
-/* One ACK that acknowledges packets of these sizes (0 ends the list). Returns ack_end's answer. */
-static int ack(pure_pmtud *p, uint64_t now, uint16_t s1, uint16_t s2)
+/* One ACK at `now` that acknowledges packets of these sizes (0 ends the list), sent at `sent`.
+ * Returns ack_end's answer. */
+static int ack_sent(pure_pmtud *p, uint64_t now, uint64_t sent, uint16_t s1, uint16_t s2)
 {
     pure_pmtud_ack_begin(p);
     if (s1)
-        pure_pmtud_on_acked(p, s1, now);
+        pure_pmtud_on_acked(p, s1, sent, now);
     if (s2)
-        pure_pmtud_on_acked(p, s2, now);
+        pure_pmtud_on_acked(p, s2, sent, now);
     return pure_pmtud_ack_end(p);
+}
+
+static int ack(pure_pmtud *p, uint64_t now, uint16_t s1, uint16_t s2)
+{
+    return ack_sent(p, now, now, s1, s2);
 }
 
 /* Full-size packets vanish and an ACK acknowledges only smaller ones: back to the base; the
  * search resumes at the next acknowledgement and finds the new, smaller size. Full-size packets
- * acknowledged with the losses (congestion), fewer losses, or small packets' losses do not
- * count. */
+ * acknowledged with the losses (congestion), fewer losses, small packets' losses, or losses of
+ * packets sent before a full-size packet that was acknowledged (slow start's tail, found by the
+ * time threshold once its queue drained) do not count. Times: packets are sent at S + k ms. */
 static void test_black_hole_by_loss(void)
 {
+    const uint64_t ms = 1000000;
     pure_pmtud p;
     found(&p, LIMIT);
     for (int i = 0; i < PURE_PMTUD_BH_LOSSES; i++)
-        pure_pmtud_on_lost(&p, LIMIT);
-    CHECK_EQ(ack(&p, S, 100, LIMIT), 0); /* full-size packets still arrive */
+        pure_pmtud_on_lost(&p, LIMIT, S + (uint64_t)i * ms);
+    CHECK_EQ(ack_sent(&p, S + 50 * ms, S + 4 * ms, 100, LIMIT), 0); /* full-size still arrive */
     for (int i = 0; i < PURE_PMTUD_BH_LOSSES - 1; i++)
-        pure_pmtud_on_lost(&p, LIMIT);
-    pure_pmtud_on_lost(&p, 500); /* a small packet's loss: not the size */
-    CHECK_EQ(ack(&p, S, 100, 0), 0);
+        pure_pmtud_on_lost(&p, LIMIT, S + (uint64_t)(5 + i) * ms);
+    pure_pmtud_on_lost(&p, 500, S + 8 * ms); /* a small packet's loss: not the size */
+    CHECK_EQ(ack_sent(&p, S + 60 * ms, S + 9 * ms, 100, 0), 0);
     CHECK_EQ(pure_pmtud_size(&p), LIMIT);
-    pure_pmtud_on_lost(&p, LIMIT);
-    CHECK_EQ(ack(&p, S, 100, BASE), 1);
+    /* the tail of a congestion event: full-size packets sent before one that was acknowledged
+     * (at S + 4 ms), declared lost late, beside small retransmissions acknowledged */
+    for (int i = 0; i < 10; i++)
+        pure_pmtud_on_lost(&p, LIMIT, S + 3 * ms);
+    CHECK_EQ(ack_sent(&p, S + 70 * ms, S + 20 * ms, 100, 0), 0);
+    CHECK_EQ(pure_pmtud_size(&p), LIMIT);
+    pure_pmtud_on_lost(&p, LIMIT, S + 21 * ms); /* the third since S + 4 ms */
+    CHECK_EQ(ack_sent(&p, S + 80 * ms, S + 22 * ms, 100, BASE), 1);
     CHECK_EQ(pure_pmtud_size(&p), BASE);
     CHECK_EQ(p.state, PURE_PMTUD_BASE);
     CHECK_EQ(pure_pmtud_probe_size(&p, S), 0); /* waits for the path to answer */
@@ -203,11 +217,11 @@ static void test_black_hole_by_loss(void)
     CHECK_EQ(pure_pmtud_size(&p), 1252);
     /* at the base there is nothing to fall back to */
     for (int i = 0; i < 10; i++)
-        pure_pmtud_on_lost(&p, 1252);
-    CHECK_EQ(ack(&p, S, 100, 0), 1);
+        pure_pmtud_on_lost(&p, 1252, S + 100 * ms);
+    CHECK_EQ(ack(&p, S + 200 * ms, 100, 0), 1);
     for (int i = 0; i < 10; i++)
-        pure_pmtud_on_lost(&p, BASE);
-    CHECK_EQ(ack(&p, S, 100, 0), 0);
+        pure_pmtud_on_lost(&p, BASE, S + 201 * ms);
+    CHECK_EQ(ack(&p, S + 300 * ms, 100, 0), 0);
 }
 
 /* Probe timeouts in a row with full-size packets: a black hole (every packet of a bulk transfer is
