@@ -84,7 +84,6 @@ void pure_pmtud_init(pure_pmtud *p, uint16_t base, uint16_t limit, uint16_t size
     *p = (pure_pmtud){.base = base, .limit = limit < base ? base : limit};
     p->max = p->limit;
     p->size = size < base ? base : size > p->limit ? p->limit : size;
-    p->full_seen = 0; /* packets of the old size say nothing of the new */
     if (p->limit <= base)
         return; /* DISABLED */
     if (parked) {

@@ -49,10 +49,11 @@ enum pure_pmtud_state {
  * links): a flood of forged ones costs little. */
 #define PURE_PMTUD_PTB_PER_S 100
 
-/* One link's search (part of its busy state only: 32 bytes). All zero is DISABLED at size 0:
+/* One link's search (part of its busy state only: 40 bytes). All zero is DISABLED at size 0:
  * start it with pure_pmtud_init. */
 typedef struct pure_pmtud {
     uint64_t raise_at;   /* COMPLETE: search again from this time */
+    uint64_t full_sent;  /* send time of the latest-sent full-size packet acknowledged */
     uint16_t size;       /* the datagram size in use: the confirmed PLPMTU */
     uint16_t base;       /* BASE_PLPMTU: every path carries it */
     uint16_t limit;      /* the configured maximum (max_udp_payload) */
@@ -61,13 +62,12 @@ typedef struct pure_pmtud {
     uint16_t flying;     /* ladder steps probed, fate unknown */
     uint8_t state;       /* enum pure_pmtud_state */
     uint8_t idle_rounds; /* rounds in a row that raised nothing */
-    uint64_t full_sent;  /* send time of the latest-sent full-size packet acknowledged */
-    uint8_t full_seen;   /* full_sent is valid (for the size in use) */
     uint8_t bh_lost;     /* full-size packets lost since one was last acknowledged */
     uint8_t round_lost;  /* a probe of this round was lost */
     uint8_t acked_full, acked_small; /* the ACK being read acknowledged full-size / smaller ones */
     uint8_t resume;      /* BASE after a black hole: search once a packet is acknowledged */
     uint8_t ladder_done; /* this search probed the whole ladder already */
+    uint8_t full_seen;   /* full_sent is valid (for the size in use) */
 } pure_pmtud;
 
 /* Starts a search state: base and limit are datagram sizes (limit >= base), size the size the
