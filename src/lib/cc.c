@@ -107,6 +107,17 @@ void pure_cc_on_persistent_congestion(pure_cc *cc, uint64_t now)
     cc->ops->on_persistent_congestion(cc, now);
 }
 
+void pure_cc_cap(pure_cc *cc, uint64_t window)
+{
+    if (window < min_window(cc))
+        window = min_window(cc);
+    if (window >= cc->cwnd)
+        return;
+    cc->cwnd = cc->ssthresh = window;
+    if (cc->ops->on_cap)
+        cc->ops->on_cap(cc);
+}
+
 void pure_cc_on_discarded(pure_cc *cc, uint64_t bytes)
 {
     flight_remove(cc, bytes);
@@ -175,4 +186,5 @@ const struct pure_cc_ops pure_cc_newreno_ops = {
     .on_congestion = newreno_on_congestion,
     .on_persistent_congestion = newreno_on_persistent_congestion,
     .on_app_limited = NULL,
+    .on_cap = NULL,
 };

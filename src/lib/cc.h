@@ -85,6 +85,9 @@ struct pure_cc_ops {
     /* Optional (may be NULL): an acknowledgement arrived while the sender was app-limited, so
      * time is passing without the window being tested; CUBIC restarts its epoch. */
     void (*on_app_limited)(pure_cc *cc, uint64_t now);
+    /* Optional (may be NULL): pure_cc_cap just lowered cwnd and ssthresh to what the path holds;
+     * CUBIC makes it the plateau of its next epoch. */
+    void (*on_cap)(pure_cc *cc);
 };
 
 /* Sets up a controller: cwnd = 10 * mss, ssthresh unbounded, nothing in flight, no recovery
@@ -124,6 +127,11 @@ int pure_cc_on_congestion(pure_cc *cc, uint64_t sent_time, uint64_t now);
  * losses): the window falls to 2 * mss and the recovery period is forgotten, so the next loss
  * reduces again. */
 void pure_cc_on_persistent_congestion(pure_cc *cc, uint64_t now);
+
+/* Lowers the window (and ssthresh) to `window` bytes (at least the minimum window) if it is above
+ * it: what the path was measured to hold when the first slow start ended (recovery.c). The
+ * controller takes it as its last maximum. Nothing changes if cwnd is already at or below it. */
+void pure_cc_cap(pure_cc *cc, uint64_t window);
 
 /* Removes `bytes` from flight without a congestion signal (keys discarded, link closed). */
 void pure_cc_on_discarded(pure_cc *cc, uint64_t bytes);

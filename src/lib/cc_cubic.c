@@ -182,10 +182,18 @@ static void cubic_on_app_limited(pure_cc *cc, uint64_t now)
     cc->u.cubic.in_epoch = 0;
 }
 
+static void cubic_on_cap(pure_cc *cc)
+{
+    /* The window the path holds is the maximum to plateau at, not the overshoot it replaced. */
+    cc->u.cubic.w_max = cc->u.cubic.cwnd_prior = cc->cwnd;
+    cc->u.cubic.in_epoch = 0;
+}
+
 const struct pure_cc_ops pure_cc_cubic_ops = {
     .name = "cubic",
     .on_ack = cubic_on_ack,
     .on_congestion = cubic_on_congestion,
     .on_persistent_congestion = cubic_on_persistent_congestion,
     .on_app_limited = cubic_on_app_limited,
+    .on_cap = cubic_on_cap,
 };

@@ -47,6 +47,13 @@ int pure_recovery_on_sent(pure_link *link, const pure_sent *s)
     return 0;
 }
 
+/* The queueing delay the latest RTT sample shows: its excess over the path's minimum, less the
+ * peer's reported ACK delay (valid once the RTT has a sample). */
+static uint64_t queueing_now(const pure_link *link)
+{
+    return link->latest_adjusted > link->rtt.min ? link->latest_adjusted - link->rtt.min : 0;
+}
+
 /* Is a loss a sign of congestion? Evidence is the queue: a loss while the latest RTT (less the
  * peer's reported ACK delay) stands well above the path's minimum, by more than half the
  * queueing delay seen lately (or by PURE_QUEUE_CAP) and by at least 2 ms, is the queue
@@ -61,10 +68,9 @@ int pure_recovery_on_sent(pure_link *link, const pure_sent *s)
  * (cc.c, bwe.h). */
 static int loss_is_congestion(pure_link *link)
 {
-    const pure_rtt *r = &link->rtt;
-    if (!r->has_sample)
+    if (!link->rtt.has_sample)
         return 1;
-    uint64_t queueing = link->latest_adjusted > r->min ? link->latest_adjusted - r->min : 0;
+    uint64_t queueing = queueing_now(link);
     uint64_t threshold = link->b->qdelay_max / 2;
     if (threshold > PURE_QUEUE_CAP)
         threshold = PURE_QUEUE_CAP;
@@ -79,7 +85,7 @@ static int loss_is_congestion(pure_link *link)
  * window ends below the BDP (a quarter-BDP queue at 40 ms: 458 -> 320 -> 225 -> 157 packets, the
  * BDP 170). On a shallow queue, where the loss came with less queueing than half the minimum RTT,
  * take the window no higher than what the path delivered: the fastest quarter-RTT delivery rate
- * (bwe.h) times the smoothed RTT, which counts the queue; and make it CUBIC's plateau. Not on a
+ * (bwe.h) times the smoothed RTT, which counts the queue (pure_cc_cap: CUBIC's plateau). Not on a
  * deep one: a flow joining another's standing queue sees only its own small share delivered, and
  * a deep buffer's long cycles would hold it there (two flows at 4 BDP in paths_test: Jain 0.94,
  * 0.64 without this condition). */
@@ -87,20 +93,8 @@ static void exit_at_hold(pure_link *link)
 {
     pure_cc *cc = &link->b->cc;
     const pure_rtt *r = &link->rtt;
-    if (!r->has_sample || !cc->bwe.peak_bps)
-        return;
-    uint64_t queueing = link->latest_adjusted > r->min ? link->latest_adjusted - r->min : 0;
-    if (queueing > r->min / 2)
-        return;
-    uint64_t hold = pure_bwe_bytes(cc->bwe.peak_bps, r->smoothed);
-    uint64_t min = (uint64_t)PURE_CC_MIN_PACKETS * cc->mss;
-    if (hold < min)
-        hold = min;
-    if (hold >= cc->cwnd)
-        return;
-    cc->cwnd = cc->ssthresh = hold;
-    if (cc->ops == &pure_cc_cubic_ops)
-        cc->u.cubic.w_max = cc->u.cubic.cwnd_prior = hold;
+    if (r->has_sample && cc->bwe.peak_bps && queueing_now(link) <= r->min / 2)
+        pure_cc_cap(cc, pure_bwe_bytes(cc->bwe.peak_bps, r->smoothed));
 }
 
 /* Loss rate as an exponentially weighted average over packets, in 1/65536ths. */

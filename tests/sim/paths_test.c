@@ -49,6 +49,26 @@ static int all_in(void *arg)
     return R->got >= MSGS;
 }
 
+/* The link's datagram size, sampled every 5 ms: did it ever fall below what the search had
+ * reached? */
+typedef struct size_watch {
+    uint64_t top;
+    int fell;
+} size_watch;
+
+/* Runs the drain until `until` or until every message is in, watching the datagram size. */
+static void run_watching(run *r, pure_link *l, size_watch *w, uint64_t until)
+{
+    pure_link_stats ls;
+    for (uint64_t t = sim_now(r->s) + 5 * SIM_MS; t <= until && !all_in(NULL); t += 5 * SIM_MS) {
+        sim_run(r->s, all_in, NULL, t);
+        pure_link_stats_get(l, &ls);
+        w->fell |= ls.datagram_size < w->top;
+        if (ls.datagram_size > w->top)
+            w->top = ls.datagram_size;
+    }
+}
+
 static result drain(uint64_t seed, uint64_t queue_packets, double loss)
 {
     run r = {0};
@@ -75,23 +95,11 @@ static result drain(uint64_t seed, uint64_t queue_packets, double loss)
     static uint8_t m[SIZE];
     for (int i = 0; i < MSGS; i++)
         CHECK(pure_link_send(l, m, sizeof m) >= 0);
-    uint64_t top = 0;
-    int fell = 0;
-    pure_link_stats ls;
-    for (uint64_t t = 5 * SIM_MS; t <= 1 * SIM_S; t += 5 * SIM_MS) {
-        sim_run(r.s, NULL, NULL, t);
-        pure_link_stats_get(l, &ls);
-        fell |= ls.datagram_size < top;
-        top = ls.datagram_size > top ? ls.datagram_size : top;
-    }
+    size_watch w = {0};
+    run_watching(&r, l, &w, 1 * SIM_S);
     r.at_1s = r.got;
     sim_stats at_1s = *sim_path_stats(r.s, c, sv);
-    for (uint64_t t = 1 * SIM_S + 5 * SIM_MS; !all_in(NULL) && t < 120 * SIM_S; t += 5 * SIM_MS) {
-        sim_run(r.s, all_in, NULL, t);
-        pure_link_stats_get(l, &ls);
-        fell |= ls.datagram_size < top;
-        top = ls.datagram_size > top ? ls.datagram_size : top;
-    }
+    run_watching(&r, l, &w, 120 * SIM_S);
     CHECK(all_in(NULL));
     const sim_stats *ps = sim_path_stats(r.s, c, sv);
     result res;
@@ -100,7 +108,7 @@ static result drain(uint64_t seed, uint64_t queue_packets, double loss)
     res.steady_mbps = (double)(MSGS - r.at_1s) * bits / ((double)(r.done_at - SIM_S) / 1e9) / 1e6;
     res.loss_pct = 100.0 * (double)(ps->lost - at_1s.lost) / (double)(ps->sent - at_1s.sent);
     res.lost = ps->lost;
-    res.size_fell = fell;
+    res.size_fell = w.fell;
     sim_free(r.s);
     return res;
 }

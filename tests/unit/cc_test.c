@@ -496,6 +496,35 @@ static void test_bwe_peak(void)
     CHECK_EQ(f.peak_bps, 0);
 }
 
+/* pure_cc_cap: the window and ssthresh fall to the cap (never below the minimum window, never
+ * raised), and CUBIC's next epoch plateaus there instead of at the overshoot it replaced. */
+static void test_cap(void)
+{
+    pure_cc cc;
+    pure_cc_init(&cc, PURE_CC_CUBIC, MSS, 0);
+    cc.cwnd = 458 * MSS;
+    CHECK_EQ(pure_cc_on_congestion(&cc, 0, MS), 0);
+    CHECK_EQ(cc.cwnd, 320 * MSS + 600); /* 0.7 of 458 packets */
+    pure_cc_cap(&cc, 212 * MSS);
+    CHECK_EQ(cc.cwnd, 212 * MSS);
+    CHECK_EQ(cc.ssthresh, 212 * MSS);
+    CHECK_EQ(cc.u.cubic.w_max, 212 * MSS);
+    pure_cc_cap(&cc, 300 * MSS); /* never raises */
+    CHECK_EQ(cc.cwnd, 212 * MSS);
+    pure_rtt r = rtt_of(40 * MS);
+    pure_cc_on_sent(&cc, MSS);
+    pure_cc_on_acked(&cc, MSS, 2 * MS, 50 * MS, &r, 0); /* the epoch starts on the plateau */
+    CHECK_EQ(cc.u.cubic.k_ms, 0);
+    CHECK_EQ(cc.u.cubic.origin, 212 * MSS);
+    pure_cc_cap(&cc, 1); /* the minimum window at least */
+    CHECK_EQ(cc.cwnd, (uint64_t)PURE_CC_MIN_PACKETS * MSS);
+    pure_cc n;
+    pure_cc_init(&n, PURE_CC_NEWRENO, MSS, 0);
+    pure_cc_cap(&n, 5 * MSS);
+    CHECK_EQ(n.cwnd, 5 * MSS);
+    CHECK_EQ(n.ssthresh, 5 * MSS);
+}
+
 int main(void)
 {
     RUN(test_init_and_flight);
@@ -517,5 +546,6 @@ int main(void)
     RUN(test_cubic_persistent_then_convex);
     RUN(test_cubic_app_limited_restarts_epoch);
     RUN(test_bwe_peak);
+    RUN(test_cap);
     return pure_test_finish();
 }
