@@ -1973,7 +1973,12 @@ def paths_alone(impl, path, rtt, n, time_limit, ecn):
     return res
 
 
-def paths_shared(group, path, rtt, total, time_limit, warmup, ecn):
+def jain(xs):
+    """Jain's fairness index of the flows' shares."""
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs)) if any(xs) else 0.0
+
+
+def paths_shared(group, path, rtt, total, time_limit, warmup, ecn, late=0.0):
     """K flows into one bottleneck, started one after another (each once the previous one has
     reached udpfwd, so that the n-th client maps to the n-th flow and, with two kinds of server,
     to its own server). Each flow's share is its bytes forwarded to the server over the window
@@ -2059,12 +2064,30 @@ def paths_shared(group, path, rtt, total, time_limit, warmup, ecn):
                            f"give more --fair-n")
         span = w[-1][0] - w[0][0]
         res["window_s"] = span
-        shares, app = [], []
-        for i, (rep, err) in enumerate(reps):
-            wire = (w[-1][1][i] - w[0][1][i]) * 8 / span / 1e6
-            frac = rep["bytes"] / pc[i]["up"]["bytes_out"] if rep and pc[i]["up"]["bytes_out"] else None
-            app.append(frac)
-            shares.append(wire * frac if frac else wire)
+        app = [rep["bytes"] / pc[i]["up"]["bytes_out"] if rep and pc[i]["up"]["bytes_out"] else None
+               for i, (rep, _) in enumerate(reps)]
+
+        def shares_between(a, b):
+            """Each flow's goodput (Mbit/s) between two samples."""
+            return [(b[1][i] - a[1][i]) * 8 / (b[0] - a[0]) / 1e6 * (app[i] or 1.0) for i in range(len(kinds))]
+        shares = shares_between(w[0], w[-1])
+        # each flow's goodput second by second from the last start to the first end, and over the
+        # part of the window from `late` seconds after the last start (when the window reaches past it)
+        tl, last = [], None
+        for s in (s for s in samples if t_all <= s[0] <= first_end):
+            if last is None or s[0] - last[0] >= 1.0:
+                if last is not None:
+                    tl.append([round(last[0] - t_all, 2)] + [round(x, 2) for x in shares_between(last, s)])
+                last = s
+        res["timeline"] = tl
+        wl = [s for s in w if s[0] >= t_all + late]
+        if late > 0 and len(wl) >= 2 and wl[-1][0] - wl[0][0] >= 1.0:
+            res["late_mbit"] = shares_between(wl[0], wl[-1])
+            res["late_window_s"] = wl[-1][0] - wl[0][0]
+            res["late_ratio"] = (max(res["late_mbit"]) / min(res["late_mbit"]) if min(res["late_mbit"]) > 0
+                                 else float("inf"))
+            res["late_jain"] = jain(res["late_mbit"])
+            res["late_s"] = late
         res["flow_mbit"] = shares
         res["app_fraction"] = app
         res["flow_errors"] = [e for _, e in reps]
@@ -2072,7 +2095,7 @@ def paths_shared(group, path, rtt, total, time_limit, warmup, ecn):
         res["aggregate_mbit"] = sum(shares)
         res["link_pct"] = 100.0 * res["aggregate_mbit"] / PATHS_RATE_MBIT
         res["ratio"] = max(shares) / min(shares) if min(shares) > 0 else float("inf")
-        res["jain"] = sum(shares) ** 2 / (len(shares) * sum(x * x for x in shares)) if any(shares) else 0.0
+        res["jain"] = jain(shares)
         if not alive:
             raise RunError("a server died during the run")
         if bad:
@@ -2106,6 +2129,10 @@ def paths_args(p):
                         f"quick {PATHS_FAIR_N_QUICK})")
     p.add_argument("--warmup", type=float, default=None,
                    help="seconds after the last flow starts before a sharing window opens (default 2, quick 0)")
+    p.add_argument("--late", type=float, default=None,
+                   help="seconds after the last flow starts from which the sharing cells also report each "
+                        "flow's goodput to the first end, once the flows have had time to converge (default 0: "
+                        "not reported)")
     p.add_argument("--rounds", type=int, default=None, help="rounds per cell (default 1)")
     p.add_argument("--time-limit", type=float, default=None,
                    help="seconds a flow may take before it is killed and the cell marked unfinished "
@@ -2154,6 +2181,20 @@ def paths_targets(rows):
                              "ratio", lambda r: r["ratio"] <= 1.5 and r["link_pct"] >= 85,
                              lambda r: " / ".join(f"{x:.1f}" for x in r["flow_mbit"]) +
                              f" Mbit/s ({r['ratio']:.2f}×), aggregate {r['link_pct']:.1f}%"))
+    # the same pairs once converged (--late): reported beside the window above, never instead of it
+    for path in ["q20", "q1bdp", "codel"]:
+        for g in ("2pure", "pure+quinn", "pure+ngtcp2", "quinn+pure", "ngtcp2+pure"):
+            r = cell("shared", g, path)
+            if r is None or r.get("late_ratio") is None:
+                continue
+            if g == "2pure":
+                out.append(check(f"sharing, {path}, from {r['late_s']:g} s: two Pure flows Jain ≥ 0.95", r,
+                                 "late_jain", lambda r: r["late_jain"] >= 0.95, lambda r: f"{r['late_jain']:.3f}"))
+            else:
+                out.append(check(f"sharing, {path}, from {r['late_s']:g} s: {g} within 1.5×", r, "late_ratio",
+                                 lambda r: r["late_ratio"] <= 1.5,
+                                 lambda r: " / ".join(f"{x:.1f}" for x in r["late_mbit"]) +
+                                 f" Mbit/s ({r['late_ratio']:.2f}×)"))
     return out
 
 
@@ -2200,8 +2241,9 @@ def paths_main(args):
     fair_n = args.fair_n or (PATHS_FAIR_N_QUICK if quick else PATHS_FAIR_N)
     warmup = args.warmup if args.warmup is not None else (0.0 if quick else 2.0)
     rounds = args.rounds or 1
-    if n < 1 or fair_n < 1 or rounds < 1 or warmup < 0:
-        sys.exit("run.py paths: --n, --fair-n, --rounds >= 1, --warmup >= 0")
+    late = args.late or 0.0
+    if n < 1 or fair_n < 1 or rounds < 1 or warmup < 0 or late < 0:
+        sys.exit("run.py paths: --n, --fair-n, --rounds >= 1, --warmup, --late >= 0")
     limit_alone = args.time_limit or (20.0 if quick else 30.0)
     limit_fair = args.time_limit or (20.0 if quick else 90.0)
 
@@ -2239,14 +2281,17 @@ def paths_main(args):
         for rtt in fair_rtts:
             for path in fair_paths:
                 for g in groups:
-                    r = paths_shared(g, path, rtt, fair_n, limit_fair, warmup, args.ecn)
+                    r = paths_shared(g, path, rtt, fair_n, limit_fair, warmup, args.ecn, late)
                     r["round"] = rnd
                     runs.append(r)
                     tag = f"[paths {rtt:g} ms {path:<8} round {rnd}/{rounds}] {g:<11}"
                     if r.get("flow_mbit"):
+                        lt = (f"; from {late:g} s {' + '.join(f'{x:.1f}' for x in r['late_mbit'])}  max/min "
+                              f"{r['late_ratio']:.2f}  Jain {r['late_jain']:.3f} over {r['late_window_s']:.1f} s"
+                              if "late_mbit" in r else "")
                         log(f"{tag} {' + '.join(f'{x:.1f}' for x in r['flow_mbit'])} = {r['aggregate_mbit']:.1f} Mbit/s "
                             f"({r['link_pct']:.1f}%)  max/min {r['ratio']:.2f}  Jain {r['jain']:.3f}  "
-                            f"over {r['window_s']:.1f} s" + ("" if r["ok"] else f"  FAILED: {r['error']}"))
+                            f"over {r['window_s']:.1f} s" + lt + ("" if r["ok"] else f"  FAILED: {r['error']}"))
                     else:
                         log(f"{tag} FAILED: {r['error']}")
     rows = paths_summarize(runs)
@@ -2256,8 +2301,9 @@ def paths_main(args):
              f"{paths_bdp(40)} datagrams of {PATHS_DATAGRAM} B at 40 ms); alone: {n} x 16 KiB, goodput = the drain's "
              f"bytes / its seconds, loss = udpfwd's drops in the data direction / datagrams in, queueing = the data "
              f"direction's; sharing: {fair_n} x 16 KiB over the flows, started one after another, each flow's "
-             f"goodput over the window from {warmup:g} s after the last start to the first end; median of "
-             f"{rounds} round(s).")
+             f"goodput over the window from {warmup:g} s after the last start to the first end" +
+             (f" (and, in the late columns, from {late:g} s after it)" if late else "") +
+             f"; median of {rounds} round(s).")
     log("")
     log(title)
     log("\n".join(text_table(hdr_a, body_a)))
@@ -2272,6 +2318,7 @@ def paths_main(args):
         log("  " + t)
     meta = {"quick": quick, "rounds": rounds, "rate_mbit": PATHS_RATE_MBIT, "rtt_ms": rtts, "fair_rtt_ms": fair_rtts,
             "alone_paths": alone_paths, "fair_paths": fair_paths, "n": n, "fair_n": fair_n, "warmup_s": warmup,
+            "late_s": late,
             "ecn": args.ecn, "environment": environment(), "skipped": skipped, "broken": broken,
             "elapsed_s": round(time.monotonic() - t0, 1),
             "udpfwd": {p: " ".join(paths_fwd_args(p, 40, args.ecn)) for p in dict.fromkeys(alone_paths + fair_paths)},
@@ -2294,7 +2341,7 @@ def paths_summarize(runs):
         ok = [r for r in rs if r["ok"]]
         row = {"kind": kind, "impl": impl, "path": path, "rtt_ms": rtt, "runs": len(rs), "ok_runs": len(ok)}
         for k in ("mbit", "link_pct", "loss_pct", "q50_ms", "q95_ms", "seconds", "aggregate_mbit", "ratio", "jain",
-                  "window_s"):
+                  "window_s", "late_ratio", "late_jain", "late_window_s", "late_s"):
             v = [r[k] for r in ok if r.get(k) is not None]
             if v:
                 row[k] = med(v)
@@ -2302,6 +2349,9 @@ def paths_summarize(runs):
             row["flows"] = ok[0]["flows"]
             row["flow_mbit"] = [med([r["flow_mbit"][i] for r in ok]) for i in range(len(ok[0]["flows"]))]
             row["loss_pct_flows"] = [med([r["loss_pct_flows"][i] for r in ok]) for i in range(len(ok[0]["flows"]))]
+            late = [r for r in ok if r.get("late_mbit")]
+            if late:
+                row["late_mbit"] = [med([r["late_mbit"][i] for r in late]) for i in range(len(ok[0]["flows"]))]
         errs = [r for r in rs if not r["ok"]]
         if errs:
             row["error"] = errs[0]["error"][:300]
@@ -2334,6 +2384,17 @@ def paths_tables(rows):
             body_a.append(head + ["FAILED", "", "", "", "", ""] + tail)
     hdr_s = ["RTT ms", "path", "flows", "each flow Mbit/s", "aggregate", "% link", "max/min", "Jain",
              "each flow's loss %", "queue p50 ms", "queue p95 ms", "window s", "runs"]
+    # --late: each flow's goodput from that many seconds after the last start, once converged
+    hdr_late = (["from late s: each flow Mbit/s", "max/min", "Jain", "late window s"]
+                if any(r.get("late_mbit") for r in rows) else [])
+
+    def late_cols(r):
+        if not hdr_late:
+            return []
+        if not r.get("late_mbit"):
+            return [""] * len(hdr_late)
+        return [f"from {r['late_s']:g} s: " + " / ".join(f"{x:.1f}" for x in r["late_mbit"]),
+                f"{r['late_ratio']:.2f}", f"{r['late_jain']:.3f}", f1(r["late_window_s"])]
     body_s = []
     for r in rows:
         if r["kind"] != "shared":
@@ -2344,10 +2405,10 @@ def paths_tables(rows):
             body_s.append(head + [" / ".join(f"{k} {x:.1f}" for k, x in zip(r["flows"], r["flow_mbit"])),
                                   f1(r["aggregate_mbit"]), f1(r["link_pct"]), f"{r['ratio']:.2f}", f"{r['jain']:.3f}",
                                   " / ".join(f"{x:.2f}" for x in r["loss_pct_flows"]), f1(r["q50_ms"]),
-                                  f1(r["q95_ms"]), f1(r["window_s"])] + tail)
+                                  f1(r["q95_ms"]), f1(r["window_s"])] + late_cols(r) + tail)
         else:
-            body_s.append(head + ["FAILED"] + [""] * 8 + tail)
-    return hdr_a, body_a, hdr_s, body_s
+            body_s.append(head + ["FAILED"] + [""] * (8 + len(hdr_late)) + tail)
+    return hdr_a, body_a, hdr_s[:-1] + hdr_late + hdr_s[-1:], body_s
 
 
 def paths_write(outdir, meta, runs, rows, title, alone, shared, tlines):

@@ -1035,8 +1035,8 @@ typedef struct pure_link_stats {
     uint64_t packets_sent, packets_received, bytes_sent, bytes_received;
     uint64_t packets_lost, bytes_retransmitted, ptos;
     uint64_t random_losses; /* losses not taken as congestion: no queueing delay above
-                               max(2 ms, min(10 ms, half the queueing seen lately))
-                               (docs/congestion.md) */
+                               max(2 ms, min(6 ms, half the queueing seen lately)) and a
+                               loss rate of 20% or less (docs/congestion.md) */
     /* messages_sent and messages_acked count channel 0's messages (the ids pure_link_send
      * returns and on_acked reports; pure_link_channel_unacked gives another channel's);
      * messages_received counts the messages delivered on every channel (datagrams not included) */

@@ -6,7 +6,8 @@
 # Asserts that the run exits 0 and reports, for Pure (CUBIC and NewReno) and each peer whose binary exists, a row per
 # path with a goodput above 0 and at most the link's 50 Mbit/s (+5%), a loss rate and a queueing
 # delay that make sense (0 <= loss <= 100, 0 <= p50 <= p95); and for each sharing row a share per
-# flow above 0, an aggregate at most the link, Jain's index in (0, 1]; and that it wrote its
+# flow above 0, an aggregate at most the link, Jain's index in (0, 1], the same from 0.5 s on (--late)
+# and a second-by-second timeline; and that it wrote its
 # json, md and png. Timing is not asserted: a loaded machine changes the figures, not the checks.
 # Builds the ngtcp2 peer if it can (quick, as rpc_smoke does); quinn only when its binary exists
 # (its first cargo build takes minutes: peers/quinn/build.sh). Exits 77 when udpfwd or pure is
@@ -37,7 +38,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 rc=0
 timeout 150 "$py" "$root/bench/run.py" paths --quick --no-build --build-dir "$build" --only "$rows" --out "$tmp" \
-    --json >"$tmp/out.txt" 2>"$tmp/err.txt" || rc=$?
+    --fair-n 1200 --late 0.5 --json >"$tmp/out.txt" 2>"$tmp/err.txt" || rc=$?
 grep '^\[paths' "$tmp/out.txt" || true
 "$py" - "$tmp" "$rows" "$rc" <<'EOF'
 import glob, json, os, sys
@@ -76,6 +77,17 @@ for group in [r for r in rows if r == "2pure" or "+" in r]:
           and all(f > 0 for f in r["flow_mbit"]) and r["aggregate_mbit"] <= LINK * 1.05 and 0 < r["jain"] <= 1)
     check(ok, "%s sharing q1bdp: %s" % (group, r and {k: r.get(k) for k in ("flow_mbit", "aggregate_mbit", "jain",
                                                                              "error")}))
+    # --late 0.5: each flow's share from 0.5 s after the last start, and a second-by-second timeline
+    ok = (r is not None and len(r.get("late_mbit", [])) == 2 and all(f > 0 for f in r["late_mbit"])
+          and 0 < r.get("late_jain", 0) <= 1 and r.get("late_s") == 0.5 and r.get("late_window_s", 0) >= 1.0)
+    check(ok, "%s sharing q1bdp from 0.5 s: %s" % (group, r and {k: r.get(k) for k in ("late_mbit", "late_jain",
+                                                                                     "late_window_s")}))
+    files = glob.glob(os.path.join(tmp, "paths-*.json"))
+    runs = [x for x in (json.load(open(files[0]))["runs"] if files else [])
+            if x.get("kind") == "shared" and x.get("impl") == group]
+    tl = runs[0].get("timeline", []) if runs else []
+    check(len(tl) >= 1 and all(len(t) == 3 and t[0] >= 0 for t in tl),
+          "%s sharing q1bdp: a timeline of [seconds, flow 1, flow 2] (%d rows)" % (group, len(tl)))
 for ext in ("json", "md", "png"):
     check(len(glob.glob(os.path.join(tmp, "paths-*." + ext))) == 1, "wrote paths-*.%s" % ext)
 if failures:
