@@ -1820,7 +1820,10 @@ PATHS_GROUPS = {"2pure": ["pure", "pure"], "4pure": ["pure"] * 4, "pure+quinn": 
                 "2quinn": ["quinn", "quinn"], "2ngtcp2": ["ngtcp2", "ngtcp2"],
                 "quinn+ngtcp2": ["quinn", "ngtcp2"], "ngtcp2+quinn": ["ngtcp2", "quinn"]}
 PATHS_N, PATHS_N_QUICK = 1500, 150       # messages of 16 KiB per alone run
-PATHS_FAIR_N, PATHS_FAIR_N_QUICK = 6000, 600  # messages per sharing run, over all its flows
+# messages per sharing run, over all its flows: 20,000 x 16 KiB is ~55 s at half the link each,
+# long enough for CUBIC to converge at 1 BDP (K ~ 5 s) and be measured after (PATHS_LATE)
+PATHS_FAIR_N, PATHS_FAIR_N_QUICK = 20000, 600
+PATHS_LATE = 15.0  # seconds after the last start from which the converged shares are taken
 PATHS_SIZE = 16384
 
 
@@ -2131,12 +2134,12 @@ def paths_args(p):
                    help="seconds after the last flow starts before a sharing window opens (default 2, quick 0)")
     p.add_argument("--late", type=float, default=None,
                    help="seconds after the last flow starts from which the sharing cells also report each "
-                        "flow's goodput to the first end, once the flows have had time to converge (default 0: "
-                        "not reported)")
+                        f"flow's goodput to the first end, once the flows have had time to converge (default "
+                        f"{PATHS_LATE:g}; quick 0: not reported)")
     p.add_argument("--rounds", type=int, default=None, help="rounds per cell (default 1)")
     p.add_argument("--time-limit", type=float, default=None,
                    help="seconds a flow may take before it is killed and the cell marked unfinished "
-                        "(default 30 alone, 90 sharing; quick 20)")
+                        "(default 30 alone, 150 sharing; quick 20)")
     p.add_argument("--ecn", action="store_true", help="CoDel marks ECN-capable datagrams (udpfwd --ecn) "
                                                       "instead of dropping them")
 
@@ -2241,11 +2244,11 @@ def paths_main(args):
     fair_n = args.fair_n or (PATHS_FAIR_N_QUICK if quick else PATHS_FAIR_N)
     warmup = args.warmup if args.warmup is not None else (0.0 if quick else 2.0)
     rounds = args.rounds or 1
-    late = args.late or 0.0
+    late = args.late if args.late is not None else (0.0 if quick else PATHS_LATE)
     if n < 1 or fair_n < 1 or rounds < 1 or warmup < 0 or late < 0:
         sys.exit("run.py paths: --n, --fair-n, --rounds >= 1, --warmup, --late >= 0")
     limit_alone = args.time_limit or (20.0 if quick else 30.0)
-    limit_fair = args.time_limit or (20.0 if quick else 90.0)
+    limit_fair = args.time_limit or (20.0 if quick else 150.0)
 
     need = [paths_impl(i) for i in PATHS_IMPLS
             if i in chosen or any(i in PATHS_GROUPS[g] for g in chosen if g in PATHS_GROUPS)]
