@@ -14,7 +14,9 @@
  * measured, and it makes a row take a second or two).
  *
  * With --controls it runs instead, per row, the controls for "Pure + CUBIC": two reference flows
- * (the second 2 s later), and the reference first with Pure 2 s later.
+ * (the second 2 s later), and the reference first with Pure 2 s later. --ref ngtcp2-0.12 makes
+ * the reference flows the simulator's model of ngtcp2 0.12's CUBIC (sim_ref.h) and adds, with
+ * --controls, that model first beside an RFC 9438 CUBIC flow.
  *
  * With --drain N it runs instead what `pure drain HOST:PORT N 16384` does through
  * `udpfwd --rate ... --queue-packets ... --delay ...`: Pure alone sends N 16 KiB messages, and it
@@ -22,7 +24,7 @@
  * to compare with the real-socket run (bench/README.md).
  *
  * Usage: paths_sim [--rate MBIT] [--rtt MS] [--seconds S] [--drain N] [--json] [--controls]
- * [ROW...] ROW is one of the names printed in the first column (all by default). */
+ * [--ref cubic|ngtcp2-0.12] [ROW...] ROW is one of the names printed in the first column (all by default). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -175,11 +177,20 @@ static void cell_route(cell *c, int a, int b)
     sim_path_bottleneck(c->s, b, a, c->rev);
 }
 
-static sim_ref *cell_ref(cell *c, uint64_t start)
+/* The reference flows' controller (--ref): the simulator's RFC 9438 CUBIC, or its model of
+ * ngtcp2 0.12's (sim_ref.h). */
+static int ref_cc = SIM_REF_CUBIC;
+
+static sim_ref *cell_ref_cc(cell *c, int cc, uint64_t start)
 {
-    sim_ref *r = sim_ref_new(c->s, SIM_REF_CUBIC, PKT, start);
+    sim_ref *r = sim_ref_new(c->s, cc, PKT, start);
     cell_route(c, sim_ref_sender(r), sim_ref_receiver(r));
     return r;
+}
+
+static sim_ref *cell_ref(cell *c, uint64_t start)
+{
+    return cell_ref_cc(c, ref_cc, start);
 }
 
 static uint64_t ref_bytes(const sim_ref *r)
@@ -311,8 +322,10 @@ static void run_row(const row *r, uint64_t rate, uint64_t rtt, uint64_t end, res
 
 /* The controls for "Pure + CUBIC": does the flow that starts first keep the larger share for any
  * flow, or only when it is Pure? Two reference CUBIC flows (the second 2 s later), and the
- * reference CUBIC flow first with Pure 2 s later. */
-static void run_controls(const row *r, uint64_t rate, uint64_t rtt, uint64_t end, double out[4])
+ * reference CUBIC flow first with Pure 2 s later. With --ref ngtcp2-0.12 the reference is that
+ * model, and out[4], out[5] are it first with an RFC 9438 CUBIC flow 2 s later (as quinn beside
+ * ngtcp2 through udpfwd). */
+static void run_controls(const row *r, uint64_t rate, uint64_t rtt, uint64_t end, double out[6])
 {
     uint64_t span = end - WARMUP;
     {
@@ -345,6 +358,20 @@ static void run_controls(const row *r, uint64_t rate, uint64_t rtt, uint64_t end
         sim_ref_free(ref);
         sim_free(c.s);
         free(f.msg);
+    }
+    out[4] = out[5] = 0;
+    if (ref_cc != SIM_REF_CUBIC) {
+        cell c;
+        cell_new(&c, r, rate, rtt, 7);
+        sim_ref *a = cell_ref(&c, 0), *b = cell_ref_cc(&c, SIM_REF_CUBIC, 2 * SIM_S);
+        sim_run(c.s, NULL, NULL, WARMUP);
+        uint64_t a0 = ref_bytes(a), b0 = ref_bytes(b);
+        sim_run(c.s, NULL, NULL, end);
+        out[4] = mbit(ref_bytes(a) - a0, span);
+        out[5] = mbit(ref_bytes(b) - b0, span);
+        sim_ref_free(a);
+        sim_ref_free(b);
+        sim_free(c.s);
     }
 }
 
@@ -409,11 +436,16 @@ int main(int argc, char **argv)
             json = 1;
         else if (strcmp(argv[i], "--controls") == 0)
             controls = 1;
+        else if (strcmp(argv[i], "--ref") == 0 && i + 1 < argc && strcmp(argv[i + 1], "cubic") == 0)
+            ref_cc = SIM_REF_CUBIC, i++;
+        else if (strcmp(argv[i], "--ref") == 0 && i + 1 < argc &&
+                 strcmp(argv[i + 1], "ngtcp2-0.12") == 0)
+            ref_cc = SIM_REF_CUBIC_NGTCP2_012, i++;
         else if (argv[i][0] != '-' && nonly < 16)
             only[nonly++] = argv[i];
         else {
             fprintf(stderr, "usage: paths_sim [--rate MBIT] [--rtt MS] [--seconds S] [--drain N] "
-                            "[--json] [--controls] [ROW...]\n");
+                            "[--json] [--controls] [--ref cubic|ngtcp2-0.12] [ROW...]\n");
             return 2;
         }
     }
@@ -458,16 +490,22 @@ int main(int argc, char **argv)
         if (!want)
             continue;
         if (controls) {
-            double c[4];
+            double c[6];
             run_controls(r, rate, rtt, end, c);
             double ja = (c[0] + c[1]) * (c[0] + c[1]) / (2 * (c[0] * c[0] + c[1] * c[1]));
+            const char *ref = ref_cc == SIM_REF_CUBIC ? "CUBIC" : "ngtcp2-0.12";
             if (json)
-                printf("{\"row\": \"%s\", \"two_cubic_mbit\": [%.2f, %.2f], \"two_cubic_jain\": "
-                       "%.3f, \"cubic_then_pure_mbit\": [%.2f, %.2f]}\n",
-                       r->name, c[0], c[1], ja, c[2], c[3]);
-            else
+                printf("{\"row\": \"%s\", \"ref\": \"%s\", \"two_ref_mbit\": [%.2f, %.2f], "
+                       "\"two_ref_jain\": %.3f, \"ref_then_pure_mbit\": [%.2f, %.2f], "
+                       "\"ref_then_cubic_mbit\": [%.2f, %.2f]}\n",
+                       r->name, ref, c[0], c[1], ja, c[2], c[3], c[4], c[5]);
+            else if (ref_cc == SIM_REF_CUBIC)
                 printf("%-9s | 2 x CUBIC %6.1f %6.1f (Jain %.2f) | CUBIC first %6.1f, Pure %6.1f\n",
                        r->name, c[0], c[1], ja, c[2], c[3]);
+            else
+                printf("%-9s | 2 x %s %6.1f %6.1f (Jain %.2f) | %s first %6.1f, Pure %6.1f | %s "
+                       "first %6.1f, CUBIC %6.1f\n",
+                       r->name, ref, c[0], c[1], ja, ref, c[2], c[3], ref, c[4], c[5]);
             fflush(stdout);
             continue;
         }

@@ -18,7 +18,13 @@
 
 enum {
     SIM_REF_NEWRENO = 0,
-    SIM_REF_CUBIC = 1
+    SIM_REF_CUBIC = 1,
+    /* CUBIC as ngtcp2 0.12 computes its congestion-avoidance target (the stand-in for ngtcp2 in
+     * bench/run.py paths): W(t) times (t + srtt) in seconds where RFC 9438 takes W(t + srtt),
+     * held to [cwnd, 1.5 cwnd], so from about a second into each epoch the window grows by half
+     * per round trip (docs/congestion.md, "Sharing, once converged"). A model of that one
+     * formula, to show in virtual time what it does to a flow beside it; all else as CUBIC. */
+    SIM_REF_CUBIC_NGTCP2_012 = 2
 };
 
 typedef struct sim_ref_stats {
