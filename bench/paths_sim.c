@@ -24,7 +24,8 @@
  * to compare with the real-socket run (bench/README.md).
  *
  * Usage: paths_sim [--rate MBIT] [--rtt MS] [--seconds S] [--drain N] [--json] [--controls]
- * [--ref cubic|ngtcp2-0.12] [ROW...] ROW is one of the names printed in the first column (all by default). */
+ * [--ref cubic|ngtcp2-0.12] [ROW...] ROW is one of the names printed in the first column (all by
+ * default). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>

@@ -118,8 +118,8 @@ static void on_acked(sim_ref *r, uint64_t pn, uint64_t now)
         if (cubic_w(r, t) < r->w_est) {
             r->cwnd = r->w_est;
         } else {
-            double target = r->cc == SIM_REF_CUBIC_NGTCP2_012 ? cubic_w(r, t) * (t + rtt)
-                                                                  : cubic_w(r, t + rtt);
+            double target =
+                r->cc == SIM_REF_CUBIC_NGTCP2_012 ? cubic_w(r, t) * (t + rtt) : cubic_w(r, t + rtt);
             if (target < r->cwnd)
                 target = r->cwnd;
             if (target > 1.5 * r->cwnd)
@@ -321,8 +321,8 @@ static const sim_agent_ops rcv_ops = {rcv_read, rcv_deadline, rcv_timeout};
 
 sim_ref *sim_ref_new(sim *s, int cc, uint32_t size, uint64_t start)
 {
-    if ((cc != SIM_REF_NEWRENO && cc != SIM_REF_CUBIC && cc != SIM_REF_CUBIC_NGTCP2_012) || size < 17 ||
-        size > 1472)
+    if ((cc != SIM_REF_NEWRENO && cc != SIM_REF_CUBIC && cc != SIM_REF_CUBIC_NGTCP2_012) ||
+        size < 17 || size > 1472)
         return NULL;
     sim_ref *r = calloc(1, sizeof *r);
     if (!r)
