@@ -321,6 +321,24 @@ static void run_row(const row *r, uint64_t rate, uint64_t rtt, uint64_t end, res
     }
 }
 
+/* Two reference flows through the row's path, controller cc_a from 0 s and cc_b from 2 s:
+ * each one's Mbit/s from WARMUP to end in out[0], out[1]. */
+static void two_refs(const row *r, uint64_t rate, uint64_t rtt, uint64_t end, uint64_t seed,
+                     int cc_a, int cc_b, double out[2])
+{
+    cell c;
+    cell_new(&c, r, rate, rtt, seed);
+    sim_ref *a = cell_ref_cc(&c, cc_a, 0), *b = cell_ref_cc(&c, cc_b, 2 * SIM_S);
+    sim_run(c.s, NULL, NULL, WARMUP);
+    uint64_t a0 = ref_bytes(a), b0 = ref_bytes(b);
+    sim_run(c.s, NULL, NULL, end);
+    out[0] = mbit(ref_bytes(a) - a0, end - WARMUP);
+    out[1] = mbit(ref_bytes(b) - b0, end - WARMUP);
+    sim_ref_free(a);
+    sim_ref_free(b);
+    sim_free(c.s);
+}
+
 /* The controls for "Pure + CUBIC": does the flow that starts first keep the larger share for any
  * flow, or only when it is Pure? Two reference CUBIC flows (the second 2 s later), and the
  * reference CUBIC flow first with Pure 2 s later. With --ref ngtcp2-0.12 the reference is that
@@ -329,19 +347,7 @@ static void run_row(const row *r, uint64_t rate, uint64_t rtt, uint64_t end, res
 static void run_controls(const row *r, uint64_t rate, uint64_t rtt, uint64_t end, double out[6])
 {
     uint64_t span = end - WARMUP;
-    {
-        cell c;
-        cell_new(&c, r, rate, rtt, 5);
-        sim_ref *a = cell_ref(&c, 0), *b = cell_ref(&c, 2 * SIM_S);
-        sim_run(c.s, NULL, NULL, WARMUP);
-        uint64_t a0 = ref_bytes(a), b0 = ref_bytes(b);
-        sim_run(c.s, NULL, NULL, end);
-        out[0] = mbit(ref_bytes(a) - a0, span);
-        out[1] = mbit(ref_bytes(b) - b0, span);
-        sim_ref_free(a);
-        sim_ref_free(b);
-        sim_free(c.s);
-    }
+    two_refs(r, rate, rtt, end, 5, ref_cc, ref_cc, out);
     {
         cell c;
         cell_new(&c, r, rate, rtt, 6);
@@ -361,19 +367,8 @@ static void run_controls(const row *r, uint64_t rate, uint64_t rtt, uint64_t end
         free(f.msg);
     }
     out[4] = out[5] = 0;
-    if (ref_cc != SIM_REF_CUBIC) {
-        cell c;
-        cell_new(&c, r, rate, rtt, 7);
-        sim_ref *a = cell_ref(&c, 0), *b = cell_ref_cc(&c, SIM_REF_CUBIC, 2 * SIM_S);
-        sim_run(c.s, NULL, NULL, WARMUP);
-        uint64_t a0 = ref_bytes(a), b0 = ref_bytes(b);
-        sim_run(c.s, NULL, NULL, end);
-        out[4] = mbit(ref_bytes(a) - a0, span);
-        out[5] = mbit(ref_bytes(b) - b0, span);
-        sim_ref_free(a);
-        sim_ref_free(b);
-        sim_free(c.s);
-    }
+    if (ref_cc != SIM_REF_CUBIC)
+        two_refs(r, rate, rtt, end, 7, ref_cc, SIM_REF_CUBIC, out + 4);
 }
 
 static int drained(void *arg)
