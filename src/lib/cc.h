@@ -51,6 +51,8 @@ struct pure_cc_cubic {
     uint64_t est_rem;     /* fractional W_est growth carried between acknowledgements */
     uint64_t cwnd_rem;    /* fractional cwnd growth carried between acknowledgements */
     uint8_t in_epoch;     /* a congestion-avoidance epoch is running (cleared by reductions) */
+    uint8_t w_max_est;    /* w_max is pure_cc_cap's estimate of what the path holds, not yet a
+                             window the path was seen to lose at from below it (cc_cubic.c) */
 };
 
 typedef struct pure_cc {

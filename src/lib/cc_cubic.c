@@ -151,12 +151,19 @@ static void cubic_on_congestion(pure_cc *cc, uint64_t sent_time, uint64_t now)
     c->cwnd_prior = cc->cwnd;
     /* Fast convergence (RFC 9438 4.7): a loss below the previous maximum means a new flow is
      * taking a share, so plan to plateau lower, at (1 + beta) / 2 of this window, releasing
-     * bandwidth sooner. */
-    if (cc->cwnd < c->w_max)
+     * bandwidth sooner. Not against pure_cc_cap's maximum (the first slow start's exit on a
+     * shallow queue), which is an estimate from a quarter-RTT delivery rate: when it reads high
+     * (243 packets on a path that holds 212, real timers) the first loss below it is that
+     * error, not a new flow, and fast convergence would plateau 15% below what the path holds
+     * (1.2 s under the BDP in a 4.4 s drain). The estimate stays one while losses come at or
+     * above it; the first below it sets w_max without fast convergence. */
+    uint64_t w_max = c->w_max;
+    if (cc->cwnd < w_max && !c->w_max_est)
         c->w_max =
             cc->cwnd * (PURE_CUBIC_BETA_DEN + PURE_CUBIC_BETA_NUM) / (2 * PURE_CUBIC_BETA_DEN);
     else
         c->w_max = cc->cwnd;
+    c->w_max_est = c->w_max_est && cc->cwnd >= w_max;
     cc->ssthresh = cc->cwnd * PURE_CUBIC_BETA_NUM / PURE_CUBIC_BETA_DEN;
     if (cc->ssthresh < floor)
         cc->ssthresh = floor;
@@ -171,6 +178,7 @@ static void cubic_on_persistent_congestion(pure_cc *cc, uint64_t now)
     /* RFC 9438 4.8: after a timeout the first epoch uses K = 0 and the window at its start as
      * W_max; forgetting w_max makes epoch_begin do exactly that. */
     c->w_max = 0;
+    c->w_max_est = 0;
     c->in_epoch = 0;
 }
 
@@ -186,6 +194,7 @@ static void cubic_on_cap(pure_cc *cc)
 {
     /* The window the path holds is the maximum to plateau at, not the overshoot it replaced. */
     cc->u.cubic.w_max = cc->u.cubic.cwnd_prior = cc->cwnd;
+    cc->u.cubic.w_max_est = 1;
     cc->u.cubic.in_epoch = 0;
 }
 

@@ -525,6 +525,38 @@ static void test_cap(void)
     CHECK_EQ(n.ssthresh, 5 * MSS);
 }
 
+/* A cap's maximum is an estimate: the first loss below it sets W_max to that window without
+ * fast convergence (a cap read high is not a new flow); losses at or above it keep it an
+ * estimate; after the first loss below it, fast convergence works as before. */
+static void test_cap_no_fast_convergence(void)
+{
+    pure_cc cc;
+    pure_cc_init(&cc, PURE_CC_CUBIC, MSS, 0);
+    cc.cwnd = 400 * MSS;
+    pure_cc_on_congestion(&cc, 0, MS);
+    pure_cc_cap(&cc, 243 * MSS); /* read high: the path holds 212 */
+    /* a second reduction at the cap (retransmissions into the still-full queue) */
+    CHECK_EQ(pure_cc_on_congestion(&cc, 2 * MS, 3 * MS), 0);
+    CHECK_EQ(cc.u.cubic.w_max, 243 * MSS);
+    CHECK_EQ(cc.u.cubic.w_max_est, 1);
+    CHECK_EQ(cc.cwnd, 243 * MSS * 7 / 10);
+    /* grown back to 214 packets, a loss: below the estimate, no fast convergence */
+    cc.cwnd = 214 * MSS;
+    pure_cc_on_congestion(&cc, 4 * MS, 5 * MS);
+    CHECK_EQ(cc.u.cubic.w_max, 214 * MSS); /* fast convergence would say 181.9 packets */
+    CHECK_EQ(cc.u.cubic.w_max_est, 0);
+    CHECK_EQ(cc.cwnd, 214 * MSS * 7 / 10);
+    /* the next loss below that maximum is a share being taken: fast convergence */
+    cc.cwnd = 200 * MSS;
+    pure_cc_on_congestion(&cc, 6 * MS, 7 * MS);
+    CHECK_EQ(cc.u.cubic.w_max, 200 * MSS * 17 / 20);
+    /* persistent congestion forgets the estimate with the maximum */
+    pure_cc_cap(&cc, 100 * MSS);
+    CHECK_EQ(cc.u.cubic.w_max_est, 1);
+    pure_cc_on_persistent_congestion(&cc, 8 * MS);
+    CHECK_EQ(cc.u.cubic.w_max_est, 0);
+}
+
 int main(void)
 {
     RUN(test_init_and_flight);
@@ -547,5 +579,6 @@ int main(void)
     RUN(test_cubic_app_limited_restarts_epoch);
     RUN(test_bwe_peak);
     RUN(test_cap);
+    RUN(test_cap_no_fast_convergence);
     return pure_test_finish();
 }
