@@ -143,14 +143,16 @@ typedef struct cli_client_opts {
     int stats;                  /* --stats */
     uint64_t channel;           /* --channel N (0 to PURE_MAX_CHANNELS) */
     int congestion;             /* --cc cubic|newreno: PURE_CC_*, 0 when not given */
+    uint64_t stats_every;       /* --stats-every SECONDS, in ns (0: not given; else >= 1 ms) */
 } cli_client_opts;
 
-#define CLI_OPT_KEY 1u      /* --key */
-#define CLI_OPT_SERVICE 2u  /* --service (checked: 1 to 63 bytes) */
-#define CLI_OPT_STATS 4u    /* --stats */
-#define CLI_OPT_SIZE 8u     /* --size */
-#define CLI_OPT_CHANNEL 16u /* --channel */
-#define CLI_OPT_CC 32u      /* --cc cubic|newreno (the sender's congestion controller) */
+#define CLI_OPT_KEY 1u          /* --key */
+#define CLI_OPT_SERVICE 2u      /* --service (checked: 1 to 63 bytes) */
+#define CLI_OPT_STATS 4u        /* --stats */
+#define CLI_OPT_SIZE 8u         /* --size */
+#define CLI_OPT_CHANNEL 16u     /* --channel */
+#define CLI_OPT_CC 32u          /* --cc cubic|newreno (the sender's congestion controller) */
+#define CLI_OPT_STATS_EVERY 64u /* --stats-every SECONDS (a stats line every SECONDS) */
 
 /* Parses cmd's options: --peer-key, --timeout, --handshake-timeout and --help always, the others
  * where `allow` has them (any other is an unknown option). Returns -1 with optind at the first

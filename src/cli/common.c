@@ -47,14 +47,16 @@ int cli_client_options(const char *cmd, const char *help, unsigned allow, int ar
                                          {"handshake-timeout", required_argument, NULL, 'H'},
                                          {"channel", required_argument, NULL, 'c'},
                                          {"cc", required_argument, NULL, 'C'},
+                                         {"stats-every", required_argument, NULL, 'E'},
                                          {"help", no_argument, NULL, 'h'},
                                          {NULL, 0, NULL, 0}};
     /* the options only some commands take, by the flag in `allow` that admits them */
     static const struct {
         int c;
         unsigned flag;
-    } optional[] = {{'k', CLI_OPT_KEY},  {'S', CLI_OPT_SERVICE}, {'s', CLI_OPT_STATS},
-                    {'z', CLI_OPT_SIZE}, {'c', CLI_OPT_CHANNEL}, {'C', CLI_OPT_CC}};
+    } optional[] = {{'k', CLI_OPT_KEY},        {'S', CLI_OPT_SERVICE}, {'s', CLI_OPT_STATS},
+                    {'z', CLI_OPT_SIZE},       {'c', CLI_OPT_CHANNEL}, {'C', CLI_OPT_CC},
+                    {'E', CLI_OPT_STATS_EVERY}};
     int c, idx;
     opterr = 0;
     optind = 1;
@@ -95,6 +97,11 @@ int cli_client_options(const char *cmd, const char *help, unsigned allow, int ar
             else
                 return cli_usage(cmd, "--cc '%s' is not a congestion controller (cubic or newreno)",
                                  optarg);
+            break;
+        case 'E':
+            if (cli_parse_seconds(optarg, &o->stats_every) || o->stats_every < 1000000u)
+                return cli_usage(
+                    cmd, "--stats-every '%s' is not a number of seconds (0.001 or more)", optarg);
             break;
         case 'h': fputs(help, stdout); return CLI_OK;
         default: return cli_bad_option(cmd, c, argv);

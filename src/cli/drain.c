@@ -10,7 +10,7 @@
 static const char drain_help[] =
     "usage: pure drain HOST:PORT N SIZE --peer-key PUBKEY [--key FILE]\n"
     "                  [--timeout SECONDS] [--handshake-timeout SECONDS] [--stats]\n"
-    "                  [--cc cubic|newreno]\n"
+    "                  [--cc cubic|newreno] [--stats-every SECONDS]\n"
     "\n"
     "Opens one link to the drain service of pure serve at HOST:PORT, sends N messages of\n"
     "SIZE body bytes (byte i of each body is i % 251), finishes the stream, waits for the\n"
@@ -34,6 +34,13 @@ static const char drain_help[] =
     "                      retransmissions, datagrams per sendmsg/recvmsg, GRO)\n"
     "  --cc cubic|newreno  the congestion controller of our side, the sender's (default\n"
     "                      cubic; docs/congestion.md)\n"
+    "  --stats-every SECONDS\n"
+    "                      every SECONDS (0.001 or more) while the link is open, one JSON\n"
+    "                      line on stderr with the sender's view: t (seconds since\n"
+    "                      start), cwnd, bytes_in_flight, rtt_us, rtt_min_us,\n"
+    "                      packets_sent, packets_lost, random_losses, messages_sent,\n"
+    "                      messages_acked, datagram_size, paced_bursts, ecn_ce_reported\n"
+    "                      (docs/cli.md; how a path's window moves: docs/congestion.md)\n"
     "\n"
     "exit codes: 0 the server counted N messages and N*SIZE bytes; 1 it counted otherwise,\n"
     "            the link failed or the timeout passed; 2 usage error; 3 refused (unknown\n"
@@ -142,6 +149,52 @@ static void on_closed(pure_link *link, void *user, const pure_close_info *info)
     pure_loop_stop(d->loop);
 }
 
+/* --stats-every: one JSON line of the link's sender-side counters on stderr (stdout keeps the
+ * one result line scripts read). */
+static void print_link_stats(const drain *d, uint64_t t_ns)
+{
+    pure_link_stats s;
+    pure_link_stats_get(d->link, &s);
+    fprintf(stderr,
+            "{\"stats\": \"link\", \"t\": %.3f, \"cwnd\": %llu, \"bytes_in_flight\": %llu, "
+            "\"rtt_us\": %.1f, \"rtt_min_us\": %.1f, \"packets_sent\": %llu, "
+            "\"packets_lost\": %llu, \"random_losses\": %llu, \"messages_sent\": %llu, "
+            "\"messages_acked\": %llu, \"datagram_size\": %llu, \"paced_bursts\": %llu, "
+            "\"ecn_ce_reported\": %llu}\n",
+            (double)t_ns / 1e9, (unsigned long long)s.cwnd, (unsigned long long)s.bytes_in_flight,
+            (double)s.rtt_ns / 1e3, (double)s.rtt_min_ns / 1e3, (unsigned long long)s.packets_sent,
+            (unsigned long long)s.packets_lost, (unsigned long long)s.random_losses,
+            (unsigned long long)s.messages_sent, (unsigned long long)s.messages_acked,
+            (unsigned long long)s.datagram_size, (unsigned long long)s.paced_bursts,
+            (unsigned long long)s.ecn_ce_reported);
+}
+
+/* Runs the loop until the link closes, a signal stops it or `timeout` has passed since t0; with
+ * `every` (ns, 0: none), prints a stats line at each multiple of it after t0 while the link is
+ * open (ticks the loop was too busy for are skipped, not printed late in a row). */
+static int drain_run(drain *d, uint64_t t0, uint64_t timeout, uint64_t every)
+{
+    if (!every)
+        return pure_loop_run(d->loop, timeout);
+    uint64_t end = timeout > UINT64_MAX - t0 ? UINT64_MAX : t0 + timeout, next = t0 + every;
+    for (;;) {
+        uint64_t now = pure_now();
+        if (now >= end)
+            return 0;
+        uint64_t until = next < end ? next : end;
+        int rc = pure_loop_run(d->loop, until > now ? until - now : 0);
+        if (rc)
+            return rc;
+        if (d->closed || !d->link || cli_signals_received())
+            return 0;
+        now = pure_now();
+        if (now >= next) {
+            print_link_stats(d, now - t0);
+            next += every * ((now - next) / every + 1);
+        }
+    }
+}
+
 static const pure_callbacks callbacks = {
     .on_established = on_established,
     .on_message = on_message,
@@ -152,7 +205,8 @@ static const pure_callbacks callbacks = {
 int cli_drain(int argc, char **argv)
 {
     cli_client_opts o = {.timeout = 300ull * 1000000000u};
-    int orc = cli_client_options("drain", drain_help, CLI_OPT_KEY | CLI_OPT_STATS | CLI_OPT_CC,
+    int orc = cli_client_options("drain", drain_help,
+                                 CLI_OPT_KEY | CLI_OPT_STATS | CLI_OPT_CC | CLI_OPT_STATS_EVERY,
                                  argc, argv, &o);
     if (orc >= 0)
         return orc;
@@ -209,7 +263,7 @@ int cli_drain(int argc, char **argv)
         d.code = CLI_FAIL;
     } else {
         pump(&d);
-        rc = pure_loop_run(d.loop, timeout);
+        rc = drain_run(&d, t0, timeout, o.stats_every);
     }
     uint64_t t1 = pure_now();
     double cpu = cli_cpu_seconds() - cpu0;
