@@ -14,8 +14,9 @@
  * measured, and it makes a row take a second or two).
  *
  * With --controls it runs instead, per row, the controls for "Pure + CUBIC": two reference flows
- * (the second 2 s later), and the reference first with Pure 2 s later. --ref ngtcp2-0.12 makes
- * the reference flows the simulator's model of ngtcp2 0.12's CUBIC (sim_ref.h) and adds, with
+ * (the second 2 s later), and the reference first with Pure 2 s later. --ref ngtcp2-0.12 (or
+ * quinn-0.9) makes the reference flows the simulator's model of ngtcp2 0.12's (quinn 0.9's) CUBIC
+ * (sim_ref.h) and adds, with
  * --controls, that model first beside an RFC 9438 CUBIC flow.
  *
  * With --drain N it runs instead what `pure drain HOST:PORT N 16384` does through
@@ -24,8 +25,8 @@
  * to compare with the real-socket run (bench/README.md).
  *
  * Usage: paths_sim [--rate MBIT] [--rtt MS] [--seconds S] [--drain N] [--json] [--controls]
- * [--ref cubic|ngtcp2-0.12] [ROW...] ROW is one of the names printed in the first column (all by
- * default). */
+ * [--ref cubic|ngtcp2-0.12|quinn-0.9] [ROW...] ROW is one of the names printed in the first column
+ * (all by default). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -179,7 +180,7 @@ static void cell_route(cell *c, int a, int b)
 }
 
 /* The reference flows' controller (--ref): the simulator's RFC 9438 CUBIC, or its model of
- * ngtcp2 0.12's (sim_ref.h). */
+ * ngtcp2 0.12's or quinn 0.9's (sim_ref.h). */
 static int ref_cc = SIM_REF_CUBIC;
 
 static sim_ref *cell_ref_cc(cell *c, int cc, uint64_t start)
@@ -341,9 +342,9 @@ static void two_refs(const row *r, uint64_t rate, uint64_t rtt, uint64_t end, ui
 
 /* The controls for "Pure + CUBIC": does the flow that starts first keep the larger share for any
  * flow, or only when it is Pure? Two reference CUBIC flows (the second 2 s later), and the
- * reference CUBIC flow first with Pure 2 s later. With --ref ngtcp2-0.12 the reference is that
- * model, and out[4], out[5] are it first with an RFC 9438 CUBIC flow 2 s later (as quinn beside
- * ngtcp2 through udpfwd). */
+ * reference CUBIC flow first with Pure 2 s later. With --ref ngtcp2-0.12 (quinn-0.9) the reference
+ * is that model, and out[4], out[5] are it first with an RFC 9438 CUBIC flow 2 s later (as quinn
+ * beside ngtcp2 through udpfwd). */
 static void run_controls(const row *r, uint64_t rate, uint64_t rtt, uint64_t end, double out[6])
 {
     uint64_t span = end - WARMUP;
@@ -437,11 +438,14 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--ref") == 0 && i + 1 < argc &&
                  strcmp(argv[i + 1], "ngtcp2-0.12") == 0)
             ref_cc = SIM_REF_CUBIC_NGTCP2_012, i++;
+        else if (strcmp(argv[i], "--ref") == 0 && i + 1 < argc &&
+                 strcmp(argv[i + 1], "quinn-0.9") == 0)
+            ref_cc = SIM_REF_CUBIC_QUINN_09, i++;
         else if (argv[i][0] != '-' && nonly < 16)
             only[nonly++] = argv[i];
         else {
             fprintf(stderr, "usage: paths_sim [--rate MBIT] [--rtt MS] [--seconds S] [--drain N] "
-                            "[--json] [--controls] [--ref cubic|ngtcp2-0.12] [ROW...]\n");
+                            "[--json] [--controls] [--ref cubic|ngtcp2-0.12|quinn-0.9] [ROW...]\n");
             return 2;
         }
     }
@@ -489,7 +493,9 @@ int main(int argc, char **argv)
             double c[6];
             run_controls(r, rate, rtt, end, c);
             double ja = (c[0] + c[1]) * (c[0] + c[1]) / (2 * (c[0] * c[0] + c[1] * c[1]));
-            const char *ref = ref_cc == SIM_REF_CUBIC ? "CUBIC" : "ngtcp2-0.12";
+            const char *ref = ref_cc == SIM_REF_CUBIC              ? "CUBIC"
+                              : ref_cc == SIM_REF_CUBIC_NGTCP2_012 ? "ngtcp2-0.12"
+                                                                   : "quinn-0.9";
             if (json)
                 printf("{\"row\": \"%s\", \"ref\": \"%s\", \"two_ref_mbit\": [%.2f, %.2f], "
                        "\"two_ref_jain\": %.3f, \"ref_then_pure_mbit\": [%.2f, %.2f], "

@@ -140,7 +140,7 @@ static void reduce(sim_ref *r, uint64_t now)
         /* fast convergence (section 4.7): a flow whose window fell short of its last W_max
          * releases bandwidth to newer flows */
         r->w_max = r->cwnd < r->w_max ? r->cwnd * (1 + CUBIC_BETA) / 2 : r->cwnd;
-        r->cwnd *= CUBIC_BETA;
+        r->cwnd = (r->cc == SIM_REF_CUBIC_QUINN_09 ? r->w_max : r->cwnd) * CUBIC_BETA;
         if (r->cwnd < MIN_CWND)
             r->cwnd = MIN_CWND;
         r->k = r->w_max > r->cwnd ? cbrt((r->w_max - r->cwnd) / CUBIC_C) : 0;
@@ -321,7 +321,8 @@ static const sim_agent_ops rcv_ops = {rcv_read, rcv_deadline, rcv_timeout};
 
 sim_ref *sim_ref_new(sim *s, int cc, uint32_t size, uint64_t start)
 {
-    if ((cc != SIM_REF_NEWRENO && cc != SIM_REF_CUBIC && cc != SIM_REF_CUBIC_NGTCP2_012) ||
+    if ((cc != SIM_REF_NEWRENO && cc != SIM_REF_CUBIC && cc != SIM_REF_CUBIC_NGTCP2_012 &&
+         cc != SIM_REF_CUBIC_QUINN_09) ||
         size < 17 || size > 1472)
         return NULL;
     sim_ref *r = calloc(1, sizeof *r);

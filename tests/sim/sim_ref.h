@@ -24,7 +24,13 @@ enum {
      * held to [cwnd, 1.5 cwnd], so from about a second into each epoch the window grows by half
      * per round trip (docs/congestion.md, "Sharing, once converged"). A model of that one
      * formula, to show in virtual time what it does to a flow beside it; all else as CUBIC. */
-    SIM_REF_CUBIC_NGTCP2_012 = 2
+    SIM_REF_CUBIC_NGTCP2_012 = 2,
+    /* CUBIC as quinn 0.9 reduces its window (the stand-in for quinn in bench/run.py paths,
+     * quinn-proto 0.9.2 congestion/cubic.rs): the window falls to beta times W_max *after* fast
+     * convergence, so a loss below the last maximum takes it to 0.7 * 0.85 = 0.595 of itself
+     * where RFC 9438 takes 0.7 and lowers only the plateau. A model of that one rule; all else
+     * as CUBIC. */
+    SIM_REF_CUBIC_QUINN_09 = 3
 };
 
 typedef struct sim_ref_stats {
