@@ -20,7 +20,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 "$py" - "$fwd" "$tmp" <<'EOF'
-import json, os, select, signal, socket, subprocess, sys, time
+import json, os, select, signal, socket, struct, subprocess, sys, time
+
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux's value (SCM_TIMESTAMPNS too)
 
 FWD, TMP = sys.argv[1], sys.argv[2]
 LO = "127.0.0.1"
@@ -49,6 +51,25 @@ def recv_all(s):
         except (BlockingIOError, ConnectionRefusedError):
             return out
 
+def recv_stamped(s):
+    """(data, address, arrival time) for everything waiting: the time the kernel received the
+    datagram (SO_TIMESTAMPNS, set on s), not when this process got round to reading it (on a
+    loaded machine that lags by 100 ms and more, which reads as a slower rate)."""
+    out = []
+    while True:
+        try:
+            data, anc, _, addr = s.recvmsg(65536, 256)
+        except (BlockingIOError, ConnectionRefusedError):
+            return out
+        at = None
+        for level, typ, val in anc:
+            if level == socket.SOL_SOCKET and typ == SO_TIMESTAMPNS and len(val) >= 16:
+                sec, nsec = struct.unpack("qq", val[:16])
+                at = sec + nsec / 1e9
+        if at is None:
+            raise SystemExit("udpfwd_servers: no SO_TIMESTAMPNS arrival time from the kernel")
+        out.append((data, addr, at))
+
 def usage_run(args):
     """(exit status, stderr) of udpfwd with args; (None, ...) if it was still running after 3 s."""
     try:
@@ -67,6 +88,8 @@ rc, err = usage_run(["--clients", "32"] + sum([["--to", "%s:%d" % (LO, 9 + i)] f
 check(rc == 2 and "at most 16" in err, "a 17th --to exits 2 (%s: %s)" % (rc, err[:120]))
 
 A, B = sock(), sock()
+for srv in (A, B):
+    srv.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
 stats = os.path.join(TMP, "stats.json")
 p = subprocess.Popen([FWD, "--listen", LO + ":0", "--to", "%s:%d" % (LO, A.getsockname()[1]),
                       "--to", "%s:%d" % (LO, B.getsockname()[1]), "--clients", "2",
@@ -96,15 +119,15 @@ while time.monotonic() - t0 < 1.5:
         sent += 1
     select.select([A, B], [], [], 0.002)
     for name, srv in (("A", A), ("B", B)):
-        for data, addr in recv_all(srv):
-            got[name].append((data[:1], time.monotonic()))
+        for data, addr, t in recv_stamped(srv):
+            got[name].append((data[:1], t))
             srv.sendto(name.encode() + data[:5], addr)  # a reply naming its server
 end = time.monotonic() + 0.3
 while time.monotonic() < end:
     select.select([A, B], [], [], 0.05)
     for name, srv in (("A", A), ("B", B)):
-        for data, addr in recv_all(srv):
-            got[name].append((data[:1], time.monotonic()))
+        for data, addr, t in recv_stamped(srv):
+            got[name].append((data[:1], t))
             srv.sendto(name.encode() + data[:5], addr)
 time.sleep(0.1)
 e1 = [d for d, _ in recv_all(c1)]
