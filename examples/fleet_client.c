@@ -26,6 +26,7 @@
  *     the rest are sent again to the survivors. The director must stop sending new links to the
  *     dead server (a health check regenerates its ruleset: scripts/fleet_nft.sh --drain ID).
  *
+ * Says "all N links established" on stderr once every stream's first handshake is done.
  * Prints one JSON line: streams complete, messages confirmed by the servers' counts on the
  * links that finished, read by drained servers (PURE_EMOVED's first_unacked), acknowledged by
  * servers that died, resent, links moved / refused / timed out, the first and last timeout
@@ -54,6 +55,7 @@ typedef struct stream {
     uint64_t retry_at;  /* when to connect again (0: now) */
     unsigned refusals;  /* consecutive refused handshakes, for the pause */
     int open, finished, done, failed;
+    int ever_open; /* counted in `established` */
 } stream;
 
 typedef struct totals {
@@ -81,6 +83,12 @@ static struct {
          .size = 64,
          .idle = 2000 * MS,
          .deadline = 60000 * MS};
+
+/* Streams whose first link completed its handshake, over every socket's thread: when it reaches
+ * sockets x links the client says so on stderr, so a test can wait for every handshake to finish
+ * before it changes the path (a rebinding mid-handshake sends the INIT's retry to another server).
+ */
+static unsigned established;
 
 static uint64_t wall_ns(void)
 {
@@ -116,6 +124,12 @@ static void on_established(pure_link *link, void *user)
     stream *st = user;
     st->open = 1;
     st->refusals = 0;
+    if (!st->ever_open) {
+        st->ever_open = 1;
+        if (__atomic_add_fetch(&established, 1, __ATOMIC_RELAXED) == cfg.sockets * cfg.links)
+            fprintf(stderr, "fleet_client: %.3f s: all %u links established\n",
+                    (double)(pure_now() - cfg.t0) / 1e9, cfg.sockets * cfg.links);
+    }
 }
 
 /* The drain service's answer to the end of the stream: how many messages this link delivered. */

@@ -106,6 +106,18 @@ clients() { # start both clients
         cpid+=($!)
     done
 }
+# Every stream's first handshake done before the path changes under it: a handshake still under way
+# when the rebinding flips the source port resends its INIT from the new port, which the director
+# may hash to another server (a second accepted link that the client never uses)
+established() { # established: wait (up to 20 s) until both clients say every link is established
+    for _ in $(seq 1000); do
+        grep -q "all $((sockets * links)) links established" "$tmp/c0.$round.err" &&
+            grep -q "all $((sockets * links)) links established" "$tmp/c1.$round.err" &&
+            { sleep 0.25; return 0; } # and the servers' stats lines newer than the last accept
+        sleep 0.02
+    done
+    bad "round $round: not every link was established within 20 s: $(cat "$tmp/c0.$round.err" "$tmp/c1.$round.err" | head -3)"
+}
 wait_clients() { local rc=0; for x in "${cpid[@]}"; do wait "$x" || rc=1; done; return $rc; }
 want=$((2 * sockets * links * msgs)) nlinks=$((2 * sockets * links))
 check_client() { # ROUND: both clients completed every stream, each adding up exactly
@@ -120,6 +132,7 @@ declare -a acc0 msg0
 for i in 0 1 2; do acc0[$i]=$(total accepted $i); msg0[$i]=$(total messages_received $i); done
 clients
 sleep 0.8
+established
 for i in 0 1; do
     ip netns exec ${p}c$i nft -f - <<EOF
 table ip rebind {
@@ -157,6 +170,7 @@ for i in 0 1; do ip netns exec ${p}c$i nft delete table ip rebind; done
 for i in 0 1 2; do acc0[$i]=$(total accepted $i); msg0[$i]=$(total messages_received $i); done
 clients
 sleep 0.8
+established
 "$gen" --vip $vip:$port "${servers[@]}" --stateless --drain 1 | ip netns exec $d nft -f -
 kill -USR2 ${spid[1]}
 sleep 0.2
@@ -185,6 +199,7 @@ start_server 1
 for i in 0 1; do msg0[$i]=$(total messages_received $i); done
 clients
 sleep 0.8
+established
 had=$(($(total links 2)))
 t_kill=$(date +%s%N)
 kill -9 ${spid[2]}; wait ${spid[2]} 2>/dev/null; spid[2]=0
