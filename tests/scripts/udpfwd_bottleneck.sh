@@ -19,15 +19,14 @@ set -euo pipefail
 if [ $# -ne 1 ]; then echo "usage: $0 BUILD_DIR" >&2; exit 2; fi
 fwd=$(cd "$1" && pwd)/udpfwd
 if [ ! -x "$fwd" ]; then echo "udpfwd_bottleneck: $fwd not built" >&2; exit 1; fi
-py=/usr/bin/python3
+py=/usr/bin/python3 here=$(cd "$(dirname "$0")" && pwd) # udpstamp.py
 [ -x "$py" ] || py=python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 cat >"$tmp/bottleneck.py" <<'EOF'
-import json, os, random, select, signal, socket, struct, subprocess, sys, time
-
-SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux's value (SCM_TIMESTAMPNS too)
+import json, os, random, select, signal, socket, subprocess, sys, time
+from udpstamp import recv_stamped, stamp
 
 FWD, TMP = sys.argv[1], sys.argv[2]
 failures = []
@@ -60,10 +59,7 @@ class Fwd:
         self.server = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         bigbuf(self.server)
         self.server.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
-        # arrival times from the kernel, not from when this process got round to reading: on a
-        # loaded machine (CI's ASan pass beside other tests) the reads lag by 100 ms and more,
-        # which read as a slower rate
-        self.server.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        stamp(self.server)  # arrival times from the kernel (udpstamp.py)
         self.server.bind((LO, 0))
         cmd = [FWD, "--listen", LO + ":0", "--to", "%s:%d" % (LO, self.server.getsockname()[1]),
                "--stats", self.stats_path, "--seed", "1"] + args
@@ -78,24 +74,8 @@ class Fwd:
         return c
 
     def recv_all(self):
-        """(payload, source address, ECN bits, arrival time) for everything waiting: the time
-        the kernel received the datagram (SO_TIMESTAMPNS), in seconds."""
-        out = []
-        while True:
-            try:
-                data, anc, _, addr = self.server.recvmsg(65536, 256, socket.MSG_DONTWAIT)
-            except BlockingIOError:
-                return out
-            tos, at = 0, None
-            for level, typ, val in anc:
-                if level == socket.IPPROTO_IP and typ == socket.IP_TOS:
-                    tos = val[0]
-                elif level == socket.SOL_SOCKET and typ == SO_TIMESTAMPNS and len(val) >= 16:
-                    sec, nsec = struct.unpack("qq", val[:16])
-                    at = sec + nsec / 1e9
-            if at is None:
-                raise SystemExit("udpfwd_bottleneck: no SO_TIMESTAMPNS arrival time from the kernel")
-            out.append((data, addr, tos & 3, at))
+        """(payload, source address, ECN bits, arrival time) for everything waiting."""
+        return recv_stamped(self.server, "udpfwd_bottleneck")
 
     def stats(self):
         with open(self.stats_path) as f:
@@ -395,5 +375,5 @@ print("udpfwd_bottleneck: all passed", flush=True)
 EOF
 
 start=$(date +%s)
-"$py" "$tmp/bottleneck.py" "$fwd" "$tmp"
+PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" "$py" "$tmp/bottleneck.py" "$fwd" "$tmp"
 echo "udpfwd_bottleneck: $(( $(date +%s) - start )) s" >&2

@@ -14,15 +14,14 @@ set -euo pipefail
 if [ $# -ne 1 ]; then echo "usage: $0 BUILD_DIR" >&2; exit 2; fi
 fwd=$(cd "$1" && pwd)/udpfwd
 if [ ! -x "$fwd" ]; then echo "udpfwd_servers: $fwd not built" >&2; exit 1; fi
-py=/usr/bin/python3
+py=/usr/bin/python3 here=$(cd "$(dirname "$0")" && pwd) # udpstamp.py
 [ -x "$py" ] || py=python3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-"$py" - "$fwd" "$tmp" <<'EOF'
-import json, os, select, signal, socket, struct, subprocess, sys, time
-
-SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # Linux's value (SCM_TIMESTAMPNS too)
+PYTHONDONTWRITEBYTECODE=1 PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" "$py" - "$fwd" "$tmp" <<'EOF'
+import json, os, select, signal, socket, subprocess, sys, time
+from udpstamp import recv_stamped, stamp
 
 FWD, TMP = sys.argv[1], sys.argv[2]
 LO = "127.0.0.1"
@@ -51,25 +50,6 @@ def recv_all(s):
         except (BlockingIOError, ConnectionRefusedError):
             return out
 
-def recv_stamped(s):
-    """(data, address, arrival time) for everything waiting: the time the kernel received the
-    datagram (SO_TIMESTAMPNS, set on s), not when this process got round to reading it (on a
-    loaded machine that lags by 100 ms and more, which reads as a slower rate)."""
-    out = []
-    while True:
-        try:
-            data, anc, _, addr = s.recvmsg(65536, 256)
-        except (BlockingIOError, ConnectionRefusedError):
-            return out
-        at = None
-        for level, typ, val in anc:
-            if level == socket.SOL_SOCKET and typ == SO_TIMESTAMPNS and len(val) >= 16:
-                sec, nsec = struct.unpack("qq", val[:16])
-                at = sec + nsec / 1e9
-        if at is None:
-            raise SystemExit("udpfwd_servers: no SO_TIMESTAMPNS arrival time from the kernel")
-        out.append((data, addr, at))
-
 def usage_run(args):
     """(exit status, stderr) of udpfwd with args; (None, ...) if it was still running after 3 s."""
     try:
@@ -89,7 +69,7 @@ check(rc == 2 and "at most 16" in err, "a 17th --to exits 2 (%s: %s)" % (rc, err
 
 A, B = sock(), sock()
 for srv in (A, B):
-    srv.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+    stamp(srv)  # arrival times from the kernel (udpstamp.py)
 stats = os.path.join(TMP, "stats.json")
 p = subprocess.Popen([FWD, "--listen", LO + ":0", "--to", "%s:%d" % (LO, A.getsockname()[1]),
                       "--to", "%s:%d" % (LO, B.getsockname()[1]), "--clients", "2",
@@ -119,14 +99,14 @@ while time.monotonic() - t0 < 1.5:
         sent += 1
     select.select([A, B], [], [], 0.002)
     for name, srv in (("A", A), ("B", B)):
-        for data, addr, t in recv_stamped(srv):
+        for data, addr, _, t in recv_stamped(srv, "udpfwd_servers"):
             got[name].append((data[:1], t))
             srv.sendto(name.encode() + data[:5], addr)  # a reply naming its server
 end = time.monotonic() + 0.3
 while time.monotonic() < end:
     select.select([A, B], [], [], 0.05)
     for name, srv in (("A", A), ("B", B)):
-        for data, addr, t in recv_stamped(srv):
+        for data, addr, _, t in recv_stamped(srv, "udpfwd_servers"):
             got[name].append((data[:1], t))
             srv.sendto(name.encode() + data[:5], addr)
 time.sleep(0.1)
