@@ -180,8 +180,26 @@ static void cell_route(cell *c, int a, int b)
 }
 
 /* The reference flows' controller (--ref): the simulator's RFC 9438 CUBIC, or its model of
- * ngtcp2 0.12's or quinn 0.9's (sim_ref.h). */
-static int ref_cc = SIM_REF_CUBIC;
+ * ngtcp2 0.12's or quinn 0.9's (sim_ref.h); refs[ref] names it on the command line and in the
+ * tables (refs[ref_i]). */
+static const struct {
+    const char *arg, *label;
+    int cc;
+} refs[] = {{"cubic", "CUBIC", SIM_REF_CUBIC},
+            {"ngtcp2-0.12", "ngtcp2-0.12", SIM_REF_CUBIC_NGTCP2_012},
+            {"quinn-0.9", "quinn-0.9", SIM_REF_CUBIC_QUINN_09}};
+static size_t ref_i; /* refs[0], CUBIC, by default */
+
+/* Selects the reference named arg (refs[].arg); returns 0, or -1 if there is none. */
+static int ref_select(const char *arg)
+{
+    for (size_t i = 0; i < sizeof refs / sizeof *refs; i++)
+        if (strcmp(arg, refs[i].arg) == 0) {
+            ref_i = i;
+            return 0;
+        }
+    return -1;
+}
 
 static sim_ref *cell_ref_cc(cell *c, int cc, uint64_t start)
 {
@@ -192,7 +210,7 @@ static sim_ref *cell_ref_cc(cell *c, int cc, uint64_t start)
 
 static sim_ref *cell_ref(cell *c, uint64_t start)
 {
-    return cell_ref_cc(c, ref_cc, start);
+    return cell_ref_cc(c, refs[ref_i].cc, start);
 }
 
 static uint64_t ref_bytes(const sim_ref *r)
@@ -348,7 +366,7 @@ static void two_refs(const row *r, uint64_t rate, uint64_t rtt, uint64_t end, ui
 static void run_controls(const row *r, uint64_t rate, uint64_t rtt, uint64_t end, double out[6])
 {
     uint64_t span = end - WARMUP;
-    two_refs(r, rate, rtt, end, 5, ref_cc, ref_cc, out);
+    two_refs(r, rate, rtt, end, 5, refs[ref_i].cc, refs[ref_i].cc, out);
     {
         cell c;
         cell_new(&c, r, rate, rtt, 6);
@@ -368,8 +386,8 @@ static void run_controls(const row *r, uint64_t rate, uint64_t rtt, uint64_t end
         free(f.msg);
     }
     out[4] = out[5] = 0;
-    if (ref_cc != SIM_REF_CUBIC)
-        two_refs(r, rate, rtt, end, 7, ref_cc, SIM_REF_CUBIC, out + 4);
+    if (refs[ref_i].cc != SIM_REF_CUBIC)
+        two_refs(r, rate, rtt, end, 7, refs[ref_i].cc, SIM_REF_CUBIC, out + 4);
 }
 
 static int drained(void *arg)
@@ -433,14 +451,8 @@ int main(int argc, char **argv)
             json = 1;
         else if (strcmp(argv[i], "--controls") == 0)
             controls = 1;
-        else if (strcmp(argv[i], "--ref") == 0 && i + 1 < argc && strcmp(argv[i + 1], "cubic") == 0)
-            ref_cc = SIM_REF_CUBIC, i++;
-        else if (strcmp(argv[i], "--ref") == 0 && i + 1 < argc &&
-                 strcmp(argv[i + 1], "ngtcp2-0.12") == 0)
-            ref_cc = SIM_REF_CUBIC_NGTCP2_012, i++;
-        else if (strcmp(argv[i], "--ref") == 0 && i + 1 < argc &&
-                 strcmp(argv[i + 1], "quinn-0.9") == 0)
-            ref_cc = SIM_REF_CUBIC_QUINN_09, i++;
+        else if (strcmp(argv[i], "--ref") == 0 && i + 1 < argc && ref_select(argv[i + 1]) == 0)
+            i++;
         else if (argv[i][0] != '-' && nonly < 16)
             only[nonly++] = argv[i];
         else {
@@ -493,21 +505,19 @@ int main(int argc, char **argv)
             double c[6];
             run_controls(r, rate, rtt, end, c);
             double ja = (c[0] + c[1]) * (c[0] + c[1]) / (2 * (c[0] * c[0] + c[1] * c[1]));
-            const char *ref = ref_cc == SIM_REF_CUBIC              ? "CUBIC"
-                              : ref_cc == SIM_REF_CUBIC_NGTCP2_012 ? "ngtcp2-0.12"
-                                                                   : "quinn-0.9";
+            const char *label = refs[ref_i].label;
             if (json)
                 printf("{\"row\": \"%s\", \"ref\": \"%s\", \"two_ref_mbit\": [%.2f, %.2f], "
                        "\"two_ref_jain\": %.3f, \"ref_then_pure_mbit\": [%.2f, %.2f], "
                        "\"ref_then_cubic_mbit\": [%.2f, %.2f]}\n",
-                       r->name, ref, c[0], c[1], ja, c[2], c[3], c[4], c[5]);
-            else if (ref_cc == SIM_REF_CUBIC)
+                       r->name, label, c[0], c[1], ja, c[2], c[3], c[4], c[5]);
+            else if (refs[ref_i].cc == SIM_REF_CUBIC)
                 printf("%-9s | 2 x CUBIC %6.1f %6.1f (Jain %.2f) | CUBIC first %6.1f, Pure %6.1f\n",
                        r->name, c[0], c[1], ja, c[2], c[3]);
             else
                 printf("%-9s | 2 x %s %6.1f %6.1f (Jain %.2f) | %s first %6.1f, Pure %6.1f | %s "
                        "first %6.1f, CUBIC %6.1f\n",
-                       r->name, ref, c[0], c[1], ja, ref, c[2], c[3], ref, c[4], c[5]);
+                       r->name, label, c[0], c[1], ja, label, c[2], c[3], label, c[4], c[5]);
             fflush(stdout);
             continue;
         }
