@@ -24,6 +24,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import resource
 import signal
 import statistics
@@ -54,12 +55,39 @@ RESULTS = os.path.join(ROOT, "bench", "results")
 class Impl:
     def __init__(self, name, bin, build, serve, drain, passes=None, desc="", echo=None, ping=None, hs=None):
         self.name, self.bin, self.build = name, bin, build
-        self.serve, self.drain, self.passes, self.desc = serve, drain, passes or {}, desc
+        self.serve, self.drain, self.passes, self._desc = serve, drain, passes or {}, desc
         self.echo, self.ping, self.hs = echo, ping, hs
 
     @property
     def path(self):
         return os.path.join(BUILD, self.bin)
+
+    @property
+    def desc(self):
+        """What the row is; an ngtcp2 row names the library its binary was built against."""
+        v = ngtcp2_version() if "ngtcp2 0.12" in self._desc else None
+        return self._desc.replace("ngtcp2 0.12", "ngtcp2 " + v) if v else self._desc
+
+
+_NGTCP2_VERSION = {}
+
+
+def ngtcp2_version():
+    """The ngtcp2 version the peer binary reports in its --help ("0.12.1" from Debian's package; a 1.x
+    when peers/ngtcp2/build.sh ran with NGTCP2_PREFIX), or None if there is no binary yet."""
+    path = os.path.join(PEERS_OUT, "ngtcp2")
+    try:
+        key = (path, os.stat(path).st_mtime_ns)
+    except OSError:
+        return None
+    if key not in _NGTCP2_VERSION:
+        try:
+            out = subprocess.run([path, "--help"], capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.SubprocessError):
+            out = ""
+        m = re.search(r"\(ngtcp2 ([0-9][0-9.]*) \+", out)
+        _NGTCP2_VERSION[key] = m.group(1) if m else None
+    return _NGTCP2_VERSION[key]
 
 
 PEER_PING = ["ping", "{port}", "{n}", "{size}"]
@@ -2421,7 +2449,7 @@ def paths_write(outdir, meta, runs, rows, title, alone, shared, tlines):
         json.dump({"experiment": "paths", **meta, "runs": runs, "summary": rows}, f, indent=1)
     env = meta["environment"]
     md = [f"# paths: {env.get('date', '')} (git {env.get('git', '?')}, {env.get('cpus')} CPUs, {env.get('cpu', '')})",
-          "", title, ""]
+          "", title, "", "Rows: " + "; ".join(f"{k} = {v['desc']}" for k, v in meta["impls"].items()) + ".", ""]
     for hdr, body in (alone, shared):
         if body:
             md += ["| " + " | ".join(hdr) + " |", "|" + "|".join("---:" for _ in hdr) + "|"]

@@ -581,10 +581,11 @@ static void log_printf_cb(void *user_data, const char *fmt, ...)
     fputc('\n', stderr);
 }
 
-static void fill_settings(ngtcp2_settings *s, ngtcp2_transport_params *tp, int server)
+static void fill_settings(ngtcp2_settings *s, ngtcp2_transport_params *tp, int server,
+                          ngtcp2_tstamp initial_ts)
 {
     ngtcp2_settings_default(s);
-    s->initial_ts = now_ns();
+    s->initial_ts = initial_ts; /* a server's: its first packet's */
     s->max_tx_udp_payload_size = MAX_PAYLOAD;
     s->no_tx_udp_payload_size_shaping = 1;
     s->no_pmtud = 1;
@@ -906,7 +907,7 @@ static void server_reset_state(peer *p)
 
 /* Server: makes a connection for a client's first Initial packet. */
 static int server_accept(peer *p, const uint8_t *pkt, size_t len,
-                         const struct sockaddr_storage *from, socklen_t fromlen)
+                         const struct sockaddr_storage *from, socklen_t fromlen, ngtcp2_tstamp ts)
 {
     ngtcp2_pkt_hd hd;
     ngtcp2_callbacks cb;
@@ -940,8 +941,8 @@ static int server_accept(peer *p, const uint8_t *pkt, size_t len,
     p->odcid = hd.dcid;
 
     fill_callbacks(&cb, 1);
-    fill_settings(&s, &tp, 1);
-    tp.original_dcid = hd.dcid;
+    fill_settings(&s, &tp, 1, ts);
+    NQ_SET_ORIGINAL_DCID(&tp, hd.dcid);
 
     path.local.addr = (struct sockaddr *)&p->local;
     path.local.addrlen = p->locallen;
@@ -976,7 +977,7 @@ static void feed(peer *p, const uint8_t *pkt, size_t len, const struct sockaddr_
                 !cid_is_ours(p, vc.dcid, vc.dcidlen))
                 need_new = 1;
         }
-        if (need_new && server_accept(p, pkt, len, from, fromlen) != 0)
+        if (need_new && server_accept(p, pkt, len, from, fromlen, ts) != 0)
             return;
     }
     if (!p->conn || p->conn_done)
@@ -1353,7 +1354,7 @@ static void client_conn_new(peer *p)
     scid.datalen = SCID_LEN;
     gnutls_rnd(GNUTLS_RND_RANDOM, scid.data, scid.datalen);
     fill_callbacks(&cb, 0);
-    fill_settings(&s, &tp, 0);
+    fill_settings(&s, &tp, 0, now_ns());
     path.local.addr = (struct sockaddr *)&p->local;
     path.local.addrlen = p->locallen;
     path.remote.addr = (struct sockaddr *)&p->remote;

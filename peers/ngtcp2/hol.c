@@ -497,7 +497,7 @@ static int h_accept(hpeer *p, const uint8_t *pkt, size_t len, const struct socka
     ngtcp2_transport_params tp;
     h_callbacks(&cb, 1);
     h_settings(&s, &tp, 1);
-    tp.original_dcid = hd.dcid;
+    NQ_SET_ORIGINAL_DCID(&tp, hd.dcid);
     ngtcp2_path path = {{(struct sockaddr *)&p->local, p->locallen},
                         {(struct sockaddr *)&p->remote, p->remotelen},
                         NULL};
@@ -593,9 +593,13 @@ static void h_wait(hpeer *p, uint64_t wake, int pending)
         if (e < wake)
             wake = e;
         if (pending) {
+#if NGTCP2_VERSION_NUM >= 0x010000
+            uint64_t d = 100000; /* 1.x keeps its pacing rate to itself */
+#else
             ngtcp2_conn_stat cs;
             ngtcp2_conn_get_conn_stat(p->conn, &cs);
             uint64_t d = cs.pacing_rate > 0 ? (uint64_t)(H_PAYLOAD / cs.pacing_rate) : 100000;
+#endif
             if (d < 20000)
                 d = 20000;
             if (d > 1000000)
@@ -832,9 +836,14 @@ int hol_client_main(int argc, char **argv)
     ngtcp2_conn_stat cs;
     ngtcp2_conn_get_conn_stat(p->conn, &cs);
     char extra[256];
+#if NGTCP2_VERSION_NUM >= 0x010000 /* 1.x does not report its probe timeouts */
+    snprintf(extra, sizeof extra, ", \"rtt_us\": %.1f, \"min_rtt_us\": %.1f, \"cwnd\": %" PRIu64,
+             cs.smoothed_rtt / 1e3, cs.min_rtt / 1e3, cs.cwnd);
+#else
     snprintf(extra, sizeof extra,
              ", \"rtt_us\": %.1f, \"min_rtt_us\": %.1f, \"cwnd\": %" PRIu64 ", \"ptos\": %zu",
              cs.smoothed_rtt / 1e3, cs.min_rtt / 1e3, cs.cwnd, cs.pto_count);
+#endif
     if (p->failed)
         fprintf(stderr, "%s hol-client: %s\n", hprog, p->err);
     else if (!c.answered_query)

@@ -222,10 +222,11 @@ static void fill_callbacks(ngtcp2_callbacks *cb, int server)
     nq_fill_callbacks(cb, server, handshake_completed_cb, recv_stream_data_cb, new_cid_cb);
 }
 
-static void fill_settings(ngtcp2_settings *st, ngtcp2_transport_params *tp, int server)
+static void fill_settings(ngtcp2_settings *st, ngtcp2_transport_params *tp, int server,
+                          ngtcp2_tstamp initial_ts)
 {
     ngtcp2_settings_default(st);
-    st->initial_ts = nq_now();
+    st->initial_ts = initial_ts; /* a server's: its first packet's */
     st->max_tx_udp_payload_size = PAYLOAD;
     st->no_pmtud = 1;
     st->handshake_timeout = 120 * NGTCP2_SECONDS;
@@ -325,7 +326,7 @@ static iconn *conn_alloc(side *s)
 
 /* Server: a client's first Initial. */
 static iconn *server_accept(side *s, const uint8_t *pkt, size_t len, struct sockaddr_storage *from,
-                            socklen_t fromlen)
+                            socklen_t fromlen, ngtcp2_tstamp ts)
 {
     ngtcp2_pkt_hd hd;
     ngtcp2_callbacks cb;
@@ -347,8 +348,8 @@ static iconn *server_accept(side *s, const uint8_t *pkt, size_t len, struct sock
     }
     nq_make_cid(&scid, c->idx);
     fill_callbacks(&cb, 1);
-    fill_settings(&st, &tp, 1);
-    tp.original_dcid = hd.dcid;
+    fill_settings(&st, &tp, 1, ts);
+    NQ_SET_ORIGINAL_DCID(&tp, hd.dcid);
     path.local.addr = (struct sockaddr *)&s->local;
     path.local.addrlen = s->locallen;
     path.remote.addr = (struct sockaddr *)from;
@@ -386,7 +387,7 @@ static void feed(side *s, uint8_t *pkt, size_t len, struct sockaddr_storage *fro
         if (v)
             c = s->conns[v - 1];
         else
-            c = server_accept(s, pkt, len, from, fromlen);
+            c = server_accept(s, pkt, len, from, fromlen, ts);
     }
     if (!c)
         return;
@@ -586,7 +587,7 @@ static int client_connect(side *s)
     gnutls_rnd(GNUTLS_RND_RANDOM, dcid.data, dcid.datalen);
     nq_make_cid(&scid, c->idx);
     fill_callbacks(&cb, 0);
-    fill_settings(&st, &tp, 0);
+    fill_settings(&st, &tp, 0, nq_now());
     path.local.addr = (struct sockaddr *)&s->local;
     path.local.addrlen = s->locallen;
     path.remote.addr = (struct sockaddr *)&s->remote;

@@ -421,10 +421,11 @@ static void fill_callbacks(ngtcp2_callbacks *cb, int server)
     cb->acked_stream_data_offset = acked_cb;
 }
 
-static void fill_settings(ngtcp2_settings *st, ngtcp2_transport_params *tp, int server)
+static void fill_settings(ngtcp2_settings *st, ngtcp2_transport_params *tp, int server,
+                          ngtcp2_tstamp initial_ts)
 {
     ngtcp2_settings_default(st);
-    st->initial_ts = nq_now();
+    st->initial_ts = initial_ts; /* a server's: its first packet's */
     st->max_tx_udp_payload_size = MQ_MAX_PAYLOAD;
     st->no_tx_udp_payload_size_shaping = 1;
     st->no_pmtud = 1;
@@ -452,7 +453,7 @@ static int conn_tls(side *s, rconn *c)
 
 /* Server: a client's first Initial. */
 static rconn *srv_accept(side *s, const uint8_t *pkt, size_t len,
-                         const struct sockaddr_storage *from, socklen_t fromlen)
+                         const struct sockaddr_storage *from, socklen_t fromlen, ngtcp2_tstamp ts)
 {
     ngtcp2_pkt_hd hd;
     ngtcp2_callbacks cb;
@@ -475,8 +476,8 @@ static rconn *srv_accept(side *s, const uint8_t *pkt, size_t len,
     c->odcid = hd.dcid;
     nq_make_cid(&scid, c->idx);
     fill_callbacks(&cb, 1);
-    fill_settings(&st, &tp, 1);
-    tp.original_dcid = hd.dcid;
+    fill_settings(&st, &tp, 1, ts);
+    NQ_SET_ORIGINAL_DCID(&tp, hd.dcid);
     int rv = ngtcp2_conn_server_new(&c->conn, &hd.scid, &scid, &path, hd.version, &cb, &st, &tp,
                                     NULL, c);
     if (rv != 0) {
@@ -500,7 +501,7 @@ static void feed(side *s, uint8_t *pkt, size_t len, struct sockaddr_storage *fro
         c = idx < s->nconns ? s->conns[idx] : NULL;
     } else if (s->server && (pkt[0] & 0x80)) {
         uint32_t v = nq_cidmap_find(&s->od, vc.dcid, vc.dcidlen);
-        c = v ? s->conns[v - 1] : srv_accept(s, pkt, len, from, fromlen);
+        c = v ? s->conns[v - 1] : srv_accept(s, pkt, len, from, fromlen, ts);
     }
     if (!c)
         return;
@@ -655,7 +656,7 @@ int mq_connect(side *s)
     nq_rand_cb(dcid.data, dcid.datalen, NULL);
     nq_make_cid(&scid, c->idx);
     fill_callbacks(&cb, 0);
-    fill_settings(&st, &tp, 0);
+    fill_settings(&st, &tp, 0, nq_now());
     int rv = ngtcp2_conn_client_new(&c->conn, &dcid, &scid, &path, NGTCP2_PROTO_VER_V1, &cb, &st,
                                     &tp, NULL, c);
     if (rv != 0) {

@@ -15,6 +15,28 @@
 #include <ngtcp2/ngtcp2.h>
 #include <ngtcp2/ngtcp2_crypto.h>
 
+/* The peer is written against Debian's ngtcp2 0.12. Built against 1.x from source
+ * (build.sh with NGTCP2_PREFIX; README.md), the names 1.0 changed map to theirs here, and a
+ * server's transport parameters say they carry the original DCID, which 1.x requires. (1.x also
+ * asserts that no timestamp precedes settings.initial_ts: a server's is its first packet's.) */
+#if NGTCP2_VERSION_NUM >= 0x010000
+#define ngtcp2_connection_close_error ngtcp2_ccerr
+#define ngtcp2_connection_close_error_default ngtcp2_ccerr_default
+#define ngtcp2_connection_close_error_set_application_error ngtcp2_ccerr_set_application_error
+#define ngtcp2_connection_close_error_set_transport_error_liberr ngtcp2_ccerr_set_liberr
+#define NGTCP2_CONNECTION_CLOSE_ERROR_CODE_TYPE_APPLICATION NGTCP2_CCERR_TYPE_APPLICATION
+#define ngtcp2_conn_get_connection_close_error(conn, ccerr)                                        \
+    (*(ccerr) = *ngtcp2_conn_get_ccerr(conn))
+#define ngtcp2_conn_is_in_closing_period ngtcp2_conn_in_closing_period
+#define ngtcp2_conn_is_in_draining_period ngtcp2_conn_in_draining_period
+#define ngtcp2_conn_stat ngtcp2_conn_info
+#define ngtcp2_conn_get_conn_stat ngtcp2_conn_get_conn_info
+#define NQ_SET_ORIGINAL_DCID(tp, dcid)                                                             \
+    ((tp)->original_dcid = (dcid), (tp)->original_dcid_present = 1)
+#else
+#define NQ_SET_ORIGINAL_DCID(tp, dcid) ((tp)->original_dcid = (dcid))
+#endif
+
 #ifndef UDP_SEGMENT
 #define UDP_SEGMENT 103
 #endif
