@@ -311,11 +311,15 @@ void pure_ctx_set_max_in_flight(pure_ctx *ctx, uint64_t bytes)
 
 uint64_t pure_ctx_deadline(const pure_ctx *ctx)
 {
+    /* Refiling the deadlines the last datagrams moved (pure_timers_defer) and settling the heap's
+     * top (timerheap.h: deadlines moved later) change what the heap holds, not what the context
+     * would do: to the application it is unchanged. */
+    pure_ctx *c = (pure_ctx *)ctx;
+    if (c->timer_dirty_n)
+        pure_timers_flush(c);
     if (ctx->ctl_len || ctx->pending_head)
         return ctx->now; /* something is queued: write now */
-    /* Settling the heap's top (timerheap.h: deadlines moved later) changes no deadline, only where
-     * an entry sits: to the application the context is unchanged. */
-    return pure_timerheap_min((pure_timerheap *)&ctx->timers);
+    return pure_timerheap_min(&c->timers);
 }
 
 /* Memory came free while links were held back by max_receive_memory: wake them (rxmem.c). */
@@ -336,6 +340,8 @@ void pure_ctx_read_backlog(pure_ctx *ctx, int more)
 void pure_ctx_timeout(pure_ctx *ctx, uint64_t now)
 {
     ctx->depth++;
+    if (ctx->timer_dirty_n)
+        pure_timers_flush(ctx); /* at the time those datagrams were read */
     ctx->now = now;
     /* Take every due link off the heap first, then run them: a timer that re-arms itself at or
      * before `now` runs at the next call, never in a loop here. */
@@ -464,7 +470,7 @@ static int read_datagram(pure_ctx *ctx, const pure_addr *from, uint8_t *d, size_
             if (!was_notified && l->closed_notified)
                 rc = PURE_ECLOSED;
             if (l->state != PURE_LS_CLOSED)
-                pure_timers_update(l, now);
+                pure_timers_defer(l); /* refiled once for a batch (timers.h) */
             break;
         }
         case PURE_PKT_INIT:

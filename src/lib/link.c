@@ -300,6 +300,8 @@ int pure_link_finish(pure_link *link)
 void pure_link_end_call(pure_ctx *ctx)
 {
     if (--ctx->depth == 0) {
+        if (ctx->dead && ctx->timer_dirty_n)
+            pure_timers_flush(ctx); /* no freed link stays listed */
         while (ctx->dead) {
             pure_link *l = ctx->dead;
             ctx->dead = l->dead_next;

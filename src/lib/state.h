@@ -296,6 +296,8 @@ typedef struct pure_ctl {
 } pure_ctl;
 
 #define PURE_CTL_QUEUE 64
+/* Links whose timer waits to be refiled (pure_timers_defer); more flush the oldest first. */
+#define PURE_TIMER_DIRTY_MAX 16
 
 struct pure_ctx {
     pure_settings s;
@@ -329,6 +331,10 @@ struct pure_ctx {
 
     /* timers: a min-heap of links by deadline (each link's deadline and heap_pos) */
     pure_timerheap timers;
+    /* links whose deadline a datagram may have moved and that is not yet refiled (timers.c,
+     * pure_timers_defer): a batch of datagrams for one link recomputes it once */
+    pure_link *timer_dirty[PURE_TIMER_DIRTY_MAX];
+    uint32_t timer_dirty_n;
 
     /* links with something to send */
     pure_link *pending_head, *pending_tail;

@@ -170,6 +170,31 @@ void pure_timers_update(pure_link *link, uint64_t now)
     pure_ctx_timer_set(link->ctx, link, d);
 }
 
+void pure_timers_defer(pure_link *link)
+{
+    pure_ctx *ctx = link->ctx;
+    uint32_t n = ctx->timer_dirty_n;
+    if (n && ctx->timer_dirty[n - 1] == link)
+        return; /* the common case: the next datagram of the same link */
+    if (n == PURE_TIMER_DIRTY_MAX) {
+        pure_timers_flush(ctx);
+        n = 0;
+    }
+    ctx->timer_dirty[n] = link;
+    ctx->timer_dirty_n = n + 1;
+}
+
+void pure_timers_flush(pure_ctx *ctx)
+{
+    /* One link may be listed twice (datagrams of two links interleaved): refiled twice, no harm. */
+    for (uint32_t i = 0; i < ctx->timer_dirty_n; i++) {
+        pure_link *l = ctx->timer_dirty[i];
+        if (l->state != PURE_LS_CLOSED)
+            pure_timers_update(l, ctx->now);
+    }
+    ctx->timer_dirty_n = 0;
+}
+
 void pure_timers_went_idle(pure_link *link, uint64_t now)
 {
     if (link->release_at == UINT64_MAX)

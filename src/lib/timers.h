@@ -35,6 +35,14 @@ enum pure_timer {
  * timer heap. Called after every event that may move a timer. */
 void pure_timers_update(pure_link *link, uint64_t now);
 
+/* pure_timers_update, later: the link's deadline is refiled when the context's heap is next
+ * read (pure_ctx_deadline, pure_ctx_timeout) or a link is freed, so a batch of datagrams for one
+ * link recomputes it once instead of once a datagram. The link must not be CLOSED. */
+void pure_timers_defer(pure_link *link);
+
+/* Refiles every deferred deadline (pure_timers_defer) at ctx->now; closed links are skipped. */
+void pure_timers_flush(pure_ctx *ctx);
+
 /* When the timer fires (UINT64_MAX: not armed in the link's present state). */
 uint64_t pure_timer_deadline(const pure_link *link, enum pure_timer t, uint64_t now);
 

@@ -329,6 +329,7 @@ typedef struct ep {
     uint64_t rng;
     int established, closed, close_error, accepted;
     char accepted_service[64];
+    pure_link *accepted_link;
 } ep;
 
 static int ep_random(void *user, uint8_t *buf, size_t len)
@@ -346,6 +347,7 @@ static int on_accept(pure_link *l, const char *service, const uint8_t key[PURE_K
     (void)key;
     ep *e = u;
     e->accepted++;
+    e->accepted_link = l;
     snprintf(e->accepted_service, sizeof e->accepted_service, "%s", service);
     pure_link_set_user(l, e);
     return 0;
@@ -571,6 +573,54 @@ static void test_read_junk_counted(void)
     pure_ctx_free(r.ctx);
 }
 
+/* One datagram from i to r (the first of i's next burst); returns what pure_ctx_read did. */
+static int one_datagram(ep *i, ep *r, uint64_t now)
+{
+    static uint8_t buf[65536];
+    size_t seg;
+    pure_addr to;
+    int64_t n = pure_ctx_write(i->ctx, buf, sizeof buf, &seg, &to, now);
+    CHECK(n > 0);
+    if (n <= 0)
+        return PURE_EINVAL;
+    return pure_ctx_read(r->ctx, &i->addr, buf, (size_t)n < seg ? (size_t)n : seg, now);
+}
+
+/* A datagram's effect on its link's timer is refiled once for a batch of datagrams
+ * (pure_timers_defer), not once each; pure_ctx_deadline must still answer with it at once, and a
+ * link closed before anything read the heap must not be refiled after it was freed (ASan). */
+static void test_deadline_after_read(void)
+{
+    ep r, i;
+    ep_init(&r, 0x70, 1);
+    ep_init(&i, 0x71, 0);
+    CHECK_EQ(pure_ctx_add_service(r.ctx, "svc"), 0);
+    pure_link *l = NULL;
+    CHECK_EQ(pure_connect(i.ctx, &r.addr, pure_ctx_public_key(r.ctx), "svc", &i, &l, 0), 0);
+    pump(&i, &r, 0);
+    CHECK_EQ(i.established, 1);
+    CHECK(r.accepted_link != NULL);
+    pure_settings s;
+    base_settings(&s);
+    uint64_t now = 1000000;
+    uint64_t idle = pure_ctx_deadline(r.ctx);
+    CHECK(idle > now + s.max_ack_delay);
+    /* a message arrives: its ACK is due max_ack_delay later, and the deadline says so */
+    CHECK(pure_link_send(l, "hello", 5) >= 0);
+    CHECK_EQ(one_datagram(&i, &r, now), 0);
+    CHECK_EQ(pure_ctx_deadline(r.ctx), now + s.max_ack_delay);
+    /* another, then the peer's CLOSE ends r's link (freed at the end of that read) before
+     * anything asks for the deadline */
+    CHECK(pure_link_send(l, "again", 5) >= 0);
+    CHECK_EQ(one_datagram(&i, &r, now + 1000), 0);
+    CHECK_EQ(pure_link_abort(l, 0, "done"), 0);
+    CHECK_EQ(one_datagram(&i, &r, now + 2000), PURE_ECLOSED);
+    CHECK_EQ(r.closed, 1);
+    CHECK_EQ(pure_ctx_deadline(r.ctx), UINT64_MAX); /* nothing is left */
+    pure_ctx_free(i.ctx);
+    pure_ctx_free(r.ctx);
+}
+
 static void test_write_buffer_too_small(void)
 {
     ep r;
@@ -594,6 +644,7 @@ int main(void)
     RUN(test_base64);
     RUN(test_service_and_allow_list);
     RUN(test_read_junk_counted);
+    RUN(test_deadline_after_read);
     RUN(test_write_buffer_too_small);
     return pure_test_finish();
 }
