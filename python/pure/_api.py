@@ -185,9 +185,11 @@ class Server:
         return self._d.c.stats()
 
     def close(self) -> None:
-        """Stops accepting links and closes every open one gracefully (each handler's
-        ``async for`` ends once the messages already sent have arrived). ``wait_closed`` waits
-        for the handlers and frees the socket."""
+        """Stops accepting links and closes every open one gracefully: what this side sent is
+        delivered first, each handler's ``async for`` ends after the messages that arrived
+        before the close, and a client whose messages were still on their way learns which
+        from its link's ``unacked()`` (and its errors' ``unacked``). ``wait_closed`` waits for
+        the handlers and frees the socket."""
         if self._closing:
             return
         self._closing = True
