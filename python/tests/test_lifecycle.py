@@ -19,14 +19,20 @@ def counting_service(seen, ended):
     return count
 
 
-async def test_server_close_ends_links_gracefully(keys):
+async def serve_and_send_100(keys, seen, ended):
+    """A server counting what each link brings, and a client that sent it 100 messages."""
     priv, pub = keys
-    seen, ended = [], []
     server = await pure.serve("127.0.0.1:0", private_key=priv,
                               services={"c": counting_service(seen, ended)}, allow_any=True)
     link = await pure.connect(f"127.0.0.1:{server.port}", server_key=pub, service="c")
     for _ in range(100):
         await link.send(b"x" * 100)
+    return server, link
+
+
+async def test_server_close_ends_links_gracefully(keys):
+    seen, ended = [], []
+    server, link = await serve_and_send_100(keys, seen, ended)
     while not seen or seen[-1] < 100:  # every message has arrived
         await asyncio.sleep(0.001)
     server.close()
@@ -43,13 +49,8 @@ async def test_server_close_overtaking_messages(keys):
     """A close that overtakes messages still on their way loses none silently: the handler
     ends after those that arrived, and the client learns which were never acknowledged. (This
     test once expected all 100 delivered, and failed whenever the close won the race.)"""
-    priv, pub = keys
     seen, ended = [], []
-    server = await pure.serve("127.0.0.1:0", private_key=priv,
-                              services={"c": counting_service(seen, ended)}, allow_any=True)
-    link = await pure.connect(f"127.0.0.1:{server.port}", server_key=pub, service="c")
-    for _ in range(100):
-        await link.send(b"x" * 100)
+    server, link = await serve_and_send_100(keys, seen, ended)
     while not server.links:
         await asyncio.sleep(0.001)
     server.close()
