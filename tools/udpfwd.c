@@ -83,17 +83,24 @@ struct dir_stats {
 };
 
 struct qent {
-    uint64_t enq; /* when it entered the queue */
-    uint32_t slot;
+    uint64_t t; /* when it entered the queue; once served, when it left it */
+    uint32_t slot, len;
 };
 
-/* A direction's bottleneck: a FIFO ring of slots (a duplicated datagram is in it twice). */
+/* A direction's bottleneck: a FIFO ring of slots (a duplicated datagram is in it twice). The
+ * first `served` entries have left the queue already, at times later than the newest arrival
+ * admitted: the forwarder serves up to its clock, while datagrams that arrived before those
+ * times may still wait in its socket (a stall); they stay counted, as they were in the queue
+ * when those datagrams arrived, until an arrival passes their time (bneck_retire). */
 struct bneck {
     struct qent *q;
     uint32_t head, len, cap;
-    uint64_t bytes;
-    uint64_t busy_until; /* the link serialises until then */
-    bool idle_seen;      /* CoDel was told the queue was found empty */
+    uint32_t served;
+    uint64_t bytes;        /* of the datagrams waiting */
+    uint64_t served_bytes; /* of the first `served` */
+    uint64_t newest;       /* the newest arrival admitted */
+    uint64_t busy_until;   /* the link serialises until then */
+    bool idle_seen;        /* CoDel was told the queue was found empty */
     struct codel cd;
     struct qdelay_hist *hist;
 };
@@ -173,6 +180,28 @@ static uint64_t now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* When a datagram reached the forwarder's socket, on now_ns()'s clock: the kernel's receive time
+ * (SO_TIMESTAMPNS, CLOCK_REALTIME) moved back from now by its age. So a stall of this process
+ * (a busy machine) delays datagrams, as any forwarding does, but does not idle the emulated link
+ * while they wait in the socket: the bottleneck serves them from the moment they arrived. None,
+ * or a time from the future (the wall clock stepped), is now. */
+static uint64_t arrival_ns(struct msghdr *m, uint64_t now)
+{
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c != NULL; c = CMSG_NXTHDR(m, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS ||
+            c->cmsg_len < CMSG_LEN(sizeof(struct timespec)))
+            continue;
+        struct timespec ts, real;
+        memcpy(&ts, CMSG_DATA(c), sizeof ts);
+        clock_gettime(CLOCK_REALTIME, &real);
+        int64_t age = (int64_t)(real.tv_sec - ts.tv_sec) * 1000000000 + (real.tv_nsec - ts.tv_nsec);
+        if (age <= 0 || (uint64_t)age >= now)
+            return now;
+        return now - (uint64_t)age;
+    }
+    return now;
 }
 
 static void logmsg(const char *fmt, ...)
@@ -672,7 +701,8 @@ static int udp_socket(int family)
     /* each datagram's TOS / traffic class comes with it, so its ECN bits can be forwarded (and
      * marked) */
     int on = 1;
-    (void)setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof on); /* IPv4, or v4-mapped on v6 */
+    (void)setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof on);     /* IPv4, or v4-mapped on v6 */
+    (void)setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on); /* arrival_ns */
     if (family == AF_INET6)
         (void)setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &on, sizeof on);
     return fd;
@@ -784,8 +814,8 @@ static void stats_write_to(struct fwd *w, FILE *f)
     uint32_t pending[2] = {0, 0};
     for (uint32_t i = 0; i < w->nheap; i++)
         pending[w->slots[w->heap[i].slot].dir]++;
-    pending[UP] += w->d[UP].b.len;
-    pending[DOWN] += w->d[DOWN].b.len;
+    pending[UP] += w->d[UP].b.len - w->d[UP].b.served;
+    pending[DOWN] += w->d[DOWN].b.len - w->d[DOWN].b.served;
     fprintf(f, "{\"elapsed\": %.3f, \"seed\": %" PRIu64 ", ", (double)(now_ns() - w->start) / 1e9,
             w->seed);
     dir_json(f, "up", &w->d[UP].st, w->d[UP].b.hist);
@@ -1004,31 +1034,49 @@ static void schedule(struct fwd *w, struct dir_state *d, uint32_t idx, uint64_t 
 
 /* ---- the bottleneck: a FIFO served at the direction's rate ---- */
 
-/* One copy of slot idx enters the queue at now, or is dropped at its tail. */
+/* Forgets the served entries that had left the queue by time t. */
+static void bneck_retire(struct bneck *b, uint64_t t)
+{
+    while (b->served > 0 && b->q[b->head].t <= t) {
+        b->served_bytes -= b->q[b->head].len;
+        b->head = (b->head + 1) % b->cap;
+        b->len--;
+        b->served--;
+    }
+}
+
+/* One copy of slot idx enters the queue at now (when it arrived), or is dropped at its tail. */
 static void bneck_push(struct fwd *w, struct dir_state *d, uint32_t idx, uint64_t now)
 {
     struct bneck *b = &d->b;
     uint32_t len = w->slots[idx].len;
+    if (now > b->newest)
+        b->newest = now;
+    bneck_retire(b, now);
+    if (b->len == b->cap && b->served > 0)
+        bneck_retire(b, b->q[b->head].t); /* the ring is full: forget the oldest left */
     if ((d->f.queue_packets && b->len >= d->f.queue_packets) ||
-        (d->f.queue_bytes && b->bytes + len > d->f.queue_bytes) || b->len == b->cap) {
+        (d->f.queue_bytes && b->bytes + b->served_bytes + len > d->f.queue_bytes) ||
+        b->len == b->cap) {
         d->st.queue_drop++;
         client_st(w, idx)->dropped++;
         slot_release(w, idx);
         return;
     }
-    b->q[(b->head + b->len) % b->cap] = (struct qent){.enq = now, .slot = idx};
+    b->q[(b->head + b->len) % b->cap] = (struct qent){.t = now, .slot = idx, .len = len};
     b->len++;
     b->bytes += len;
     if (b->len > d->st.queue_max)
         d->st.queue_max = b->len;
 }
 
-/* When the head of the queue leaves it: once the link is free, and not before it arrived. */
+/* When the first waiting datagram leaves the queue: once the link is free, and not before it
+ * arrived. */
 static uint64_t bneck_next(const struct bneck *b)
 {
-    if (b->len == 0)
+    if (b->len == b->served)
         return UINT64_MAX;
-    uint64_t enq = b->q[b->head].enq;
+    uint64_t enq = b->q[(b->head + b->served) % b->cap].t;
     return b->busy_until > enq ? b->busy_until : enq;
 }
 
@@ -1039,7 +1087,8 @@ static void bneck_serve(struct fwd *w, struct dir_state *d, uint64_t now)
 {
     struct bneck *b = &d->b;
     for (;;) {
-        if (b->len == 0) {
+        bneck_retire(b, b->newest);
+        if (b->len == b->served) {
             /* the link's next dequeue finds the queue empty (RFC 8289's dequeue of NULL) */
             if (!b->idle_seen && b->busy_until <= now) {
                 codel_empty(&b->cd);
@@ -1050,19 +1099,21 @@ static void bneck_serve(struct fwd *w, struct dir_state *d, uint64_t now)
         uint64_t t = bneck_next(b);
         if (t > now)
             return;
-        struct qent e = b->q[b->head];
-        struct slot *s = &w->slots[e.slot];
-        b->head = (b->head + 1) % b->cap;
-        b->len--;
-        b->bytes -= s->len;
+        struct qent *e = &b->q[(b->head + b->served) % b->cap];
+        struct slot *s = &w->slots[e->slot];
+        uint32_t idx = e->slot;
+        uint64_t sojourn = t - e->t;
+        e->t = t; /* it leaves the queue now (bneck_retire) */
+        b->served++;
+        b->bytes -= e->len;
+        b->served_bytes += e->len;
         b->idle_seen = false;
-        uint64_t sojourn = t - e.enq;
         if (d->f.codel) {
             int v = codel_judge(&b->cd, t, sojourn, b->bytes, s->ecn != 0);
             if (v == CODEL_DROP) {
                 d->st.codel_drop++;
-                client_st(w, e.slot)->dropped++;
-                slot_release(w, e.slot);
+                client_st(w, idx)->dropped++;
+                slot_release(w, idx);
                 continue;
             }
             if (v == CODEL_MARK) {
@@ -1072,7 +1123,7 @@ static void bneck_serve(struct fwd *w, struct dir_state *d, uint64_t now)
         }
         qdelay_add(b->hist, sojourn);
         b->busy_until = t + (uint64_t)s->len * 8 * 1000000000u / d->f.rate;
-        schedule(w, d, e.slot, b->busy_until);
+        schedule(w, d, idx, b->busy_until);
     }
 }
 
@@ -1200,7 +1251,7 @@ static void read_socket(struct fwd *w, int dir, uint32_t ci)
         uint8_t *buf = have_slot ? w->slots[idx].buf : w->scratch;
         struct sockaddr_storage from;
         union {
-            char b[CMSG_SPACE(sizeof(int)) * 2];
+            char b[CMSG_SPACE(sizeof(int)) * 2 + CMSG_SPACE(sizeof(struct timespec))];
             struct cmsghdr align;
         } ctl;
         struct iovec iov = {.iov_base = buf, .iov_len = SLOT_BYTES};
@@ -1222,6 +1273,7 @@ static void read_socket(struct fwd *w, int dir, uint32_t ci)
             return;
         }
         uint64_t now = now_ns();
+        uint64_t arrived = arrival_ns(&m, now);
         struct dir_state *d = &w->d[dir];
         d->st.in++;
         d->st.bytes_in += (uint64_t)n;
@@ -1248,7 +1300,9 @@ static void read_socket(struct fwd *w, int dir, uint32_t ci)
         w->slots[idx].refs = 1;
         w->slots[idx].ecn = recv_ecn(&m);
         w->slots[idx].client = (uint16_t)client;
-        admit(w, idx, now);
+        if (d->f.rate != 0)
+            bneck_serve(w, d, arrived); /* the queue as it was when this one arrived */
+        admit(w, idx, arrived);
         if (d->f.rate != 0)
             bneck_serve(w, d, now); /* an idle link takes it at once */
         flush_due(w, now);          /* keeps undelayed datagrams prompt and in order */

@@ -5,7 +5,8 @@
 #  - a 20 Mbit/s stream through --rate-up 10mbit --queue-packets-up 20 arrives at 10 Mbit/s
 #    (+-10%), the excess is dropped at the tail and counted, the queue holds at most 20 and the
 #    queueing delay is the 20 datagrams' serialisation time; --queue-bytes keeps 10 of a burst;
-#  - at 50 Mbit/s (a 1472-byte datagram every 235 us) the rate holds to +-5%;
+#  - at 50 Mbit/s (a 1472-byte datagram every 235 us) the rate holds to +-5%, also when the
+#    forwarder is stopped for 100 ms mid-stream (a stall serves from the kernel's arrival times);
 #  - a window-based AIMD sender (reacting to losses, and to CE marks echoed back) through a
 #    10 Mbit/s link with a 1000-datagram queue: without CoDel the median queueing delay is
 #    hundreds of ms; with --codel near the 5 ms target; with --codel --ecn and ECT(0) datagrams
@@ -25,7 +26,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 cat >"$tmp/bottleneck.py" <<'EOF'
-import json, os, random, select, signal, socket, subprocess, sys, time
+import json, os, random, select, signal, socket, subprocess, sys, threading, time
 from udpstamp import recv_stamped, stamp
 
 FWD, TMP = sys.argv[1], sys.argv[2]
@@ -159,6 +160,25 @@ sent, got = stream(f, c, 60e6, 1472, 1.0)
 st = f.stop()["up"]
 r = rate_of(got)
 check(47.5e6 <= r <= 52.5e6, "--rate 50mbit: %d of %d arrived at %.2f Mbit/s" % (len(got), sent, r / 1e6))
+
+# 2b. A stall of the forwarder (stopped for 100 ms mid-stream, as a busy machine deschedules it)
+#     does not idle the link: what waited in its socket is served from when it arrived (the
+#     kernel's receive times), so the rate holds over the second and the queue stays in bounds.
+f = Fwd(["--rate", "50mbit", "--queue-packets", "100"])
+c = f.client()
+def stall(p=f.p):
+    p.send_signal(signal.SIGSTOP)
+    time.sleep(0.1)
+    p.send_signal(signal.SIGCONT)
+t = threading.Timer(0.4, stall)
+t.start()
+sent, got = stream(f, c, 60e6, 1472, 1.0)
+t.join()
+st = f.stop()["up"]
+r = rate_of(got)
+check(47.5e6 <= r <= 52.5e6, "--rate 50mbit, stopped 100 ms: %d of %d arrived at %.2f Mbit/s"
+      % (len(got), sent, r / 1e6))
+check(st["queue_max"] <= 100, "... the queue held at most 100 (%d)" % st["queue_max"])
 
 # 3. A window-based AIMD sender (slow start until the first congestion signal; then halves once
 #    per round trip on a loss or an echoed CE mark, grows by one datagram per round trip) through
