@@ -12,34 +12,41 @@
 # ngtcp2, zmq and grpc are skipped if their packages are missing); rpc_bench comes from the CMake
 # build. For zmq and grpc, also: a client given another server's key or certificate exits
 # non-zero at once, saying why (CURVE and TLS refuse the handshake; nothing hangs).
+# With PURE_SMOKE_PEERS=0 only Pure's rows run (no peer is built).
 # Usage: tests/scripts/rpc_smoke.sh BUILD_DIR
 set -euo pipefail
 if [ $# -ne 1 ]; then echo "usage: $0 BUILD_DIR" >&2; exit 2; fi
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "$1" && pwd)
 [ -x "$build/rpc_bench" ] || { echo "rpc_smoke: $build/rpc_bench not built" >&2; exit 1; }
-"$root/peers/tls/build.sh" "$build/peers" >/dev/null
-impls="pure tls"
-if "$root/peers/ngtcp2/build.sh" "$build/peers" >/dev/null 2>&1; then
-    impls="$impls ngtcp2"
+# PURE_SMOKE_PEERS=0: Pure's rows alone (scripts/test.sh's sanitized pass: the peers are other
+# projects' code, unsanitized, and ran in the first pass)
+if [ "${PURE_SMOKE_PEERS:-1}" = 0 ]; then
+    impls="pure"
 else
-    echo "rpc_smoke: note: peers/ngtcp2 does not build here (libngtcp2-dev missing?): ngtcp2 row skipped"
-fi
-# quinn only when its binary exists: its first cargo build takes minutes (peers/quinn/build.sh)
-[ -x "$build/peers/quinn" ] && impls="$impls quinn"
-# the incumbents (issue #21): their build.sh exits 3 when the Debian packages are absent (then
-# the row is skipped); any other build failure is a failure here
-for peer in zmq grpc; do
-    rc=0; "$root/peers/$peer/build.sh" "$build/peers" >"$build/peers/$peer.build.log" 2>&1 || rc=$?
-    if [ $rc -eq 0 ]; then
-        impls="$impls $peer"
-    elif [ $rc -eq 3 ]; then
-        echo "rpc_smoke: note: $(tail -1 "$build/peers/$peer.build.log"): $peer row skipped"
+    "$root/peers/tls/build.sh" "$build/peers" >/dev/null
+    impls="pure tls"
+    if "$root/peers/ngtcp2/build.sh" "$build/peers" >/dev/null 2>&1; then
+        impls="$impls ngtcp2"
     else
-        echo "rpc_smoke: FAIL peers/$peer/build.sh (exit $rc):" >&2; tail -20 "$build/peers/$peer.build.log" >&2
-        exit 1
+        echo "rpc_smoke: note: peers/ngtcp2 does not build here (libngtcp2-dev missing?): ngtcp2 row skipped"
     fi
-done
+    # quinn only when its binary exists: its first cargo build takes minutes (peers/quinn/build.sh)
+    [ -x "$build/peers/quinn" ] && impls="$impls quinn"
+    # the incumbents (issue #21): their build.sh exits 3 when the Debian packages are absent (then
+    # the row is skipped); any other build failure is a failure here
+    for peer in zmq grpc; do
+        rc=0; "$root/peers/$peer/build.sh" "$build/peers" >"$build/peers/$peer.build.log" 2>&1 || rc=$?
+        if [ $rc -eq 0 ]; then
+            impls="$impls $peer"
+        elif [ $rc -eq 3 ]; then
+            echo "rpc_smoke: note: $(tail -1 "$build/peers/$peer.build.log"): $peer row skipped"
+        else
+            echo "rpc_smoke: FAIL peers/$peer/build.sh (exit $rc):" >&2; tail -20 "$build/peers/$peer.build.log" >&2
+            exit 1
+        fi
+    done
+fi
 tmp=$(mktemp -d)
 srv=""
 cleanup() { [ -n "$srv" ] && kill "$srv" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
