@@ -10,7 +10,7 @@
  * callback contract, what each close reports, and that every allocation was freed.
  * PURE_SIM_SEEDS sets the seeds per scenario (default 20, as every simulator test: a lost-FIN
  * bug planted in the close path first failed here on seed 4; at most 64), PURE_SOAK_SEEDS the
- * same for this test alone (scripts/test.sh gives it 10, and the sanitized run 2: a seed takes
+ * same for this test alone (scripts/test.sh gives it 10, and the sanitized run 1: a seed takes
  * a minute there), PURE_SOAK_MESSAGES the long run's total (default 10,000,000; scripts/test.sh
  * runs 2,000,000, and 300,000 sanitized). */
 #include <stdio.h>
