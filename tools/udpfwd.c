@@ -182,28 +182,6 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* When a datagram reached the forwarder's socket, on now_ns()'s clock: the kernel's receive time
- * (SO_TIMESTAMPNS, CLOCK_REALTIME) moved back from now by its age. So a stall of this process
- * (a busy machine) delays datagrams, as any forwarding does, but does not idle the emulated link
- * while they wait in the socket: the bottleneck serves them from the moment they arrived. None,
- * or a time from the future (the wall clock stepped), is now. */
-static uint64_t arrival_ns(struct msghdr *m, uint64_t now)
-{
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c != NULL; c = CMSG_NXTHDR(m, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS ||
-            c->cmsg_len < CMSG_LEN(sizeof(struct timespec)))
-            continue;
-        struct timespec ts, real;
-        memcpy(&ts, CMSG_DATA(c), sizeof ts);
-        clock_gettime(CLOCK_REALTIME, &real);
-        int64_t age = (int64_t)(real.tv_sec - ts.tv_sec) * 1000000000 + (real.tv_nsec - ts.tv_nsec);
-        if (age <= 0 || (uint64_t)age >= now)
-            return now;
-        return now - (uint64_t)age;
-    }
-    return now;
-}
-
 static void logmsg(const char *fmt, ...)
 {
     va_list ap;
@@ -702,7 +680,7 @@ static int udp_socket(int family)
      * marked) */
     int on = 1;
     (void)setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &on, sizeof on);     /* IPv4, or v4-mapped on v6 */
-    (void)setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on); /* arrival_ns */
+    (void)setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on); /* recv_meta */
     if (family == AF_INET6)
         (void)setsockopt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, &on, sizeof on);
     return fd;
@@ -1188,21 +1166,38 @@ static bool same_addr(const struct sockaddr_storage *a, socklen_t alen,
     return alen == blen && memcmp(a, b, alen) == 0;
 }
 
-/* The ECN bits of a received datagram, from its IP_TOS / IPV6_TCLASS control message. */
-static uint8_t recv_ecn(struct msghdr *m)
+/* What a received datagram's control messages say, in one walk: its ECN bits (IP_TOS /
+ * IPV6_TCLASS) and when it reached the forwarder's socket, on now_ns()'s clock: the kernel's
+ * receive time (SO_TIMESTAMPNS, CLOCK_REALTIME) moved back from now by its age. So a stall of
+ * this process (a busy machine) delays datagrams, as any forwarding does, but does not idle the
+ * emulated link while they wait in the socket: the bottleneck serves them from the moment they
+ * arrived. No timestamp, or one from the future (the wall clock stepped), is now. */
+static void recv_meta(struct msghdr *m, uint64_t now, uint8_t *ecn, uint64_t *arrived)
 {
+    bool have_ecn = false; /* the first TOS / traffic class message counts */
+    *ecn = 0;
+    *arrived = now;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c != NULL; c = CMSG_NXTHDR(m, c)) {
-        if (!((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) ||
-              (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS)))
-            continue;
-        int v = 0;
-        if (c->cmsg_len >= CMSG_LEN(sizeof(int)))
-            memcpy(&v, CMSG_DATA(c), sizeof v);
-        else if (c->cmsg_len >= CMSG_LEN(1))
-            v = *(const uint8_t *)CMSG_DATA(c); /* IP_TOS comes as one byte */
-        return (uint8_t)(v & 3);
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS &&
+            c->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+            struct timespec ts, real;
+            memcpy(&ts, CMSG_DATA(c), sizeof ts);
+            clock_gettime(CLOCK_REALTIME, &real);
+            int64_t age =
+                (int64_t)(real.tv_sec - ts.tv_sec) * 1000000000 + (real.tv_nsec - ts.tv_nsec);
+            if (age > 0 && (uint64_t)age < now)
+                *arrived = now - (uint64_t)age;
+        } else if (!have_ecn && ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) ||
+                                 (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS))) {
+            have_ecn = true;
+            int v = 0;
+            if (c->cmsg_len >= CMSG_LEN(sizeof(int)))
+                memcpy(&v, CMSG_DATA(c), sizeof v);
+            else if (c->cmsg_len >= CMSG_LEN(1))
+                v = *(const uint8_t *)CMSG_DATA(c); /* IP_TOS comes as one byte */
+            *ecn = (uint8_t)(v & 3);
+        }
     }
-    return 0;
 }
 
 /* The client a datagram from `from` belongs to: with --clients 1 the one client, who becomes
@@ -1273,7 +1268,6 @@ static void read_socket(struct fwd *w, int dir, uint32_t ci)
             return;
         }
         uint64_t now = now_ns();
-        uint64_t arrived = arrival_ns(&m, now);
         struct dir_state *d = &w->d[dir];
         d->st.in++;
         d->st.bytes_in += (uint64_t)n;
@@ -1298,7 +1292,8 @@ static void read_socket(struct fwd *w, int dir, uint32_t ci)
         w->slots[idx].len = (uint32_t)n;
         w->slots[idx].dir = (uint8_t)dir;
         w->slots[idx].refs = 1;
-        w->slots[idx].ecn = recv_ecn(&m);
+        uint64_t arrived;
+        recv_meta(&m, now, &w->slots[idx].ecn, &arrived);
         w->slots[idx].client = (uint16_t)client;
         if (d->f.rate != 0)
             bneck_serve(w, d, arrived); /* the queue as it was when this one arrived */
