@@ -360,7 +360,7 @@ static inline void hol_print(hol_client *c, int mode, uint64_t t_from, uint64_t 
            hol_mode_names[mode], c->sent_in_window, c->n_rtt, hol_pct_us(c->rtt, c->n_rtt, 0.5),
            hol_pct_us(c->rtt, c->n_rtt, 0.99), hol_pct_us(c->rtt, c->n_rtt, 0.999),
            c->n_rtt ? (double)c->rtt[c->n_rtt - 1] / 1e3 : -1,
-           (double)c->query_bytes * 8 / 1e6 / secs, secs, c->query_bytes,
+           secs > 0 ? (double)c->query_bytes * 8 / 1e6 / secs : 0.0, secs, c->query_bytes,
            c->answered_query ? "true" : "false", extra);
     fflush(stdout);
     if (!c->n_rtt)

@@ -38,7 +38,8 @@
 #include <openssl/ssl.h>
 
 #define RBUF (64u * 1024u)
-#define WMAX (256u * 1024u) /* plaintext handed to one SSL_write */
+#define WMAX (256u * 1024u)          /* plaintext handed to one SSL_write */
+#define WRITE_BUDGET (1024u * 1024u) /* the client's writes in one turn of its loop */
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig)
@@ -80,11 +81,16 @@ static void set_nonblock(int fd)
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
-/* SSL_read until it would block; feeds the frames. 1 at the end of the stream, 0, or -1. */
+/* SSL_read until it would block or READ_BUDGET bytes are in; feeds the frames. 1 at the end of
+ * the stream, 0, or -1. The budget returns to the caller's loop while a sender outpaces it (on
+ * loopback the bulk can arrive as fast as it is read, for seconds): the server must write its
+ * echoes and log the bulk with the time it came, not once when the stream pauses. What stays in
+ * OpenSSL's buffer is not seen by poll: the caller polls with no wait while SSL_pending. */
+#define READ_BUDGET (1024u * 1024u)
 static int read_all(SSL *ssl, hol_framer *fr, hol_small_fn fn, void *arg, uint64_t *bulk)
 {
     static uint8_t buf[RBUF];
-    for (;;) {
+    for (size_t taken = 0; taken < READ_BUDGET;) {
         size_t got = 0;
         if (SSL_read_ex(ssl, buf, sizeof buf, &got) != 1) {
             int e = SSL_get_error(ssl, 0);
@@ -95,7 +101,9 @@ static int read_all(SSL *ssl, hol_framer *fr, hol_small_fn fn, void *arg, uint64
         }
         if (hol_feed(fr, buf, got, fn, arg, bulk))
             return -1;
+        taken += got;
     }
+    return 0;
 }
 
 /* Writes p[*off..len) as far as the socket takes it. 1 when all is written, 0 when it would
@@ -172,7 +180,7 @@ static void serve_conn(SSL_CTX *ctx, int fd, const char *cc)
     int rc = 0;
     while (!g_stop && rc == 0) {
         struct pollfd pfd = {fd, POLLIN | (s.out_off < s.out_len ? POLLOUT : 0), 0};
-        if (poll(&pfd, 1, 200) < 0 && errno != EINTR)
+        if (poll(&pfd, 1, SSL_pending(ssl) > 0 ? 0 : 200) < 0 && errno != EINTR)
             break;
         uint64_t bulk = 0;
         rc = read_all(ssl, &fr, srv_small, &s, &bulk);
@@ -328,9 +336,15 @@ static int cmd_client(int argc, char **argv)
         }
         if (t_to && bulk_on && (hol_all_answered(&c) || now >= drain_end))
             bulk_on = 0; /* the window's answers are in (or given up on): the bulk stops */
-        /* the next frame(s): due requests first, then bulk, and at the end the query */
-        int w = 1;
-        while (w == 1) {
+        /* the next frame(s): due requests first, then bulk, and at the end the query. At most
+         * WRITE_BUDGET bytes a turn: a server that reads as fast as this writes would keep the
+         * loop here with a stale clock (requests taken late, the window's ends missed). */
+        int w = 1, more = 0;
+        for (size_t turn = 0; w == 1; turn += cur_len) {
+            if (turn >= WRITE_BUDGET) {
+                more = 1;
+                break;
+            }
             if (!cur) {
                 size_t n = hol_take_due(&c, now, reqbuf, sizeof reqbuf);
                 if (n)
@@ -374,6 +388,8 @@ static int cmd_client(int argc, char **argv)
             wake = now + 5000000;
         if (query_state == 1 && query_end < wake)
             wake = query_end;
+        if (more || SSL_pending(ssl) > 0)
+            wake = 0; /* a budget stopped the writes or read_all: no sleep */
         now = hol_now_ns();
         struct timespec ts = {0, 0};
         if (wake > now)
