@@ -22,9 +22,13 @@
  * With --drain N it runs instead what `pure drain HOST:PORT N 16384` does through
  * `udpfwd --rate ... --queue-packets ... --delay ...`: Pure alone sends N 16 KiB messages, and it
  * prints the time from connecting until the server has them all, and the bottleneck's counters,
- * to compare with the real-socket run (bench/README.md).
+ * to compare with the real-socket run (bench/README.md). --trace MS (with --drain) prints to
+ * stderr, every MS of virtual time, the link's window, bytes in flight (both in packets of 1,472
+ * bytes), smoothed and minimum RTT, the goodput over the step and the losses so far: where a
+ * drain loses its time (docs/congestion.md).
  *
- * Usage: paths_sim [--rate MBIT] [--rtt MS] [--seconds S] [--drain N] [--json] [--controls]
+ * Usage: paths_sim [--rate MBIT] [--rtt MS] [--seconds S] [--drain N [--trace MS]] [--json]
+ * [--controls]
  * [--ref cubic|ngtcp2-0.12|quinn-0.9] [ROW...] ROW is one of the names printed in the first column
  * (all by default). */
 #include <inttypes.h>
@@ -397,7 +401,8 @@ static int drained(void *arg)
 }
 
 /* Pure alone drains n messages through the row's path. */
-static void drain_row(const row *r, uint64_t rate, uint64_t rtt, uint64_t n, int json)
+static void drain_row(const row *r, uint64_t rate, uint64_t rtt, uint64_t n, int json,
+                      uint64_t trace_ns)
 {
     cell c;
     cell_new(&c, r, rate, rtt, 1);
@@ -406,7 +411,26 @@ static void drain_row(const row *r, uint64_t rate, uint64_t rtt, uint64_t n, int
     f.limit = n;
     cell_route(&c, f.cli, f.srv);
     pflow_connect(&f);
-    int ok = sim_run(c.s, drained, &f, 600 * SIM_S);
+    int ok;
+    if (trace_ns) {
+        /* every trace_ns of virtual time: the window, the flight, the RTTs in packets of PKT
+         * bytes and ms, the goodput over the step, and the losses so far (to stderr) */
+        uint64_t t = 0, b0 = 0;
+        while (!(ok = sim_run(c.s, drained, &f, t += trace_ns)) && t < 600 * SIM_S) {
+            pure_link_stats q;
+            pflow_stats(&f, &q);
+            fprintf(stderr,
+                    "%7.3f s  cwnd %6.1f  in flight %6.1f  srtt %6.1f ms  min %5.1f ms  "
+                    "%6.1f Mbit/s  lost %" PRIu64 " (random %" PRIu64 ")\n",
+                    (double)t / 1e9, (double)q.cwnd / PKT, (double)q.bytes_in_flight / PKT,
+                    (double)q.rtt_ns / 1e6, (double)q.rtt_min_ns / 1e6,
+                    (double)(f.bytes - b0) * 8 / ((double)trace_ns / 1e9) / 1e6, q.packets_lost,
+                    q.random_losses);
+            b0 = f.bytes;
+        }
+    } else {
+        ok = sim_run(c.s, drained, &f, 600 * SIM_S);
+    }
     double secs = (double)sim_now(c.s) / 1e9;
     pure_link_stats st;
     pflow_stats(&f, &st);
@@ -435,7 +459,7 @@ int main(int argc, char **argv)
 {
     double rate_mbit = 50, rtt_ms = 40, seconds = 25;
     int json = 0, controls = 0;
-    uint64_t drain = 0;
+    uint64_t drain = 0, trace_ms = 0;
     const char *only[16];
     int nonly = 0;
     for (int i = 1; i < argc; i++) {
@@ -447,6 +471,9 @@ int main(int argc, char **argv)
             seconds = atof(argv[++i]);
         else if (strcmp(argv[i], "--drain") == 0 && i + 1 < argc)
             drain = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--trace") == 0 && i + 1 < argc &&
+                 (trace_ms = strtoull(argv[i + 1], NULL, 10)) > 0 && trace_ms <= 10000)
+            i++;
         else if (strcmp(argv[i], "--json") == 0)
             json = 1;
         else if (strcmp(argv[i], "--controls") == 0)
@@ -456,8 +483,10 @@ int main(int argc, char **argv)
         else if (argv[i][0] != '-' && nonly < 16)
             only[nonly++] = argv[i];
         else {
-            fprintf(stderr, "usage: paths_sim [--rate MBIT] [--rtt MS] [--seconds S] [--drain N] "
-                            "[--json] [--controls] [--ref cubic|ngtcp2-0.12|quinn-0.9] [ROW...]\n");
+            fprintf(
+                stderr,
+                "usage: paths_sim [--rate MBIT] [--rtt MS] [--seconds S] [--drain N] "
+                "[--trace MS] [--json] [--controls] [--ref cubic|ngtcp2-0.12|quinn-0.9] [ROW...]\n");
             return 2;
         }
     }
@@ -480,7 +509,7 @@ int main(int argc, char **argv)
             for (int k = 0; k < nonly; k++)
                 want |= strcmp(only[k], rows[i].name) == 0;
             if (want)
-                drain_row(&rows[i], rate, rtt, drain, json);
+                drain_row(&rows[i], rate, rtt, drain, json, trace_ms * 1000000ull);
         }
         return 0;
     }
