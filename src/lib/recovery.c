@@ -187,25 +187,59 @@ static void detect_lost(pure_link *link, uint64_t now)
 }
 
 /* Counts whole messages below the acknowledged point (for on_closed's report) before the send
- * buffer forgets them. */
+ * buffer forgets them. The walk reads each message's length prefix back from the ring, so it
+ * runs once per acknowledged message: its state is kept in locals (the link's fields are stored
+ * once at the end) and a prefix that does not wrap around the ring's end is one load. */
 static void count_acked_messages(pure_link *link, uint64_t acked_to)
 {
-    while (link->msg_boundary + 4 <= acked_to) {
-        if (!link->msg_len_known) {
-            link->msg_len = pure_sendbuf_get_u32(&link->sb, link->msg_boundary);
-            link->msg_len_known = 1;
-        }
-        uint64_t end = link->msg_boundary + 4 + link->msg_len;
+    const pure_sendbuf *sb = &link->sb;
+    uint64_t at = link->msg_boundary, n = link->msgs_acked;
+    if (at + 4 > acked_to)
+        goto tail;
+    if (link->msg_len_known) { /* read while it straddled an earlier release point */
+        uint64_t end = at + 4 + link->msg_len;
         if (end > acked_to)
-            break;
-        link->msgs_acked++;
-        link->msg_boundary = end;
+            return;
+        n++;
+        at = end;
         link->msg_len_known = 0;
     }
-    if (!link->msg_len_known && link->msg_boundary + 4 <= link->sb.end &&
-        link->msg_boundary + 4 > acked_to && link->msg_boundary < acked_to) {
+    while (at + 4 <= acked_to) {
+        uint64_t i = at & (sb->cap - 1);
+        uint32_t len;
+        if (i + 4 > sb->cap) { /* the prefix wraps around the ring's end */
+            len = pure_sendbuf_get_u32_wrapped(sb, at);
+            if (at + 4 + len > acked_to)
+                goto partial;
+            n++;
+            at += 4 + (uint64_t)len;
+            continue;
+        }
+        /* The prefixes that start before the ring's end (or the acknowledged point): each is
+         * a load, a byte swap and two comparisons. */
+        const uint8_t *q = sb->buf + i;
+        uint64_t stop = acked_to - at < sb->cap - i ? acked_to : at + (sb->cap - i);
+        while (at + 4 <= stop) {
+            len = (uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3];
+            uint64_t step = 4 + (uint64_t)len;
+            if (at + step > acked_to)
+                goto partial;
+            n++;
+            at += step;
+            q += step;
+        }
+        continue;
+    partial:
+        link->msg_len = len; /* its start is held; the rest of it is not acknowledged yet */
+        link->msg_len_known = 1;
+        break;
+    }
+    link->msg_boundary = at;
+    link->msgs_acked = n;
+tail:
+    if (!link->msg_len_known && at + 4 <= sb->end && at + 4 > acked_to && at < acked_to) {
         /* the length prefix straddles the release point: read it while it is held */
-        link->msg_len = pure_sendbuf_get_u32(&link->sb, link->msg_boundary);
+        link->msg_len = pure_sendbuf_get_u32(sb, at);
         link->msg_len_known = 1;
     }
 }
