@@ -15,6 +15,7 @@
 #include "registry.h"
 #include "rekey.h"
 #include "timers.h"
+#include "varint.h"
 
 #define PURE_LOSS_RATE_CONGESTED (65536 / 5) /* 20% */
 /* 2 ms: less is the sender's own doing, not a queue to answer: a burst of 1 ms of the pacing
@@ -220,7 +221,7 @@ static void count_acked_messages(pure_link *link, uint64_t acked_to)
         const uint8_t *q = sb->buf + i;
         uint64_t stop = acked_to - at < sb->cap - i ? acked_to : at + (sb->cap - i);
         while (at + 4 <= stop) {
-            len = (uint32_t)q[0] << 24 | (uint32_t)q[1] << 16 | (uint32_t)q[2] << 8 | q[3];
+            len = pure_get_u32be(q);
             uint64_t step = 4 + (uint64_t)len;
             if (at + step > acked_to)
                 goto partial;
