@@ -91,7 +91,7 @@ uint32_t pure_sendbuf_get_u32_wrapped(const pure_sendbuf *s, uint64_t off)
 {
     uint8_t b[4];
     pure_sendbuf_copy(s, off, b, 4);
-    return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+    return pure_get_u32be(b);
 }
 
 void pure_sendbuf_release(pure_sendbuf *s, uint64_t new_base)

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "alloc.h"
+#include "varint.h"
 
 typedef struct pure_sendbuf {
     uint8_t *buf;
@@ -31,9 +32,6 @@ void pure_sendbuf_free(pure_sendbuf *s, const pure_alloc *a);
 /* pure_sendbuf_get_u32 where the four bytes wrap around the ring's end. */
 uint32_t pure_sendbuf_get_u32_wrapped(const pure_sendbuf *s, uint64_t off);
 
-/* Reads a big-endian u32 at stream offset off (off + 4 <= end). Inline: the sender reads every
- * acknowledged message's length prefix to count them (recovery.c), ~11 instructions a message
- * through a call (callgrind, pure drain of 61-byte messages). */
 /* Starts loading the byte at stream offset off (held) into the cache: a hint, no effect on
  * the contents. */
 static inline void pure_sendbuf_prefetch(const pure_sendbuf *s, uint64_t off)
@@ -42,13 +40,15 @@ static inline void pure_sendbuf_prefetch(const pure_sendbuf *s, uint64_t off)
         __builtin_prefetch(s->buf + (off & (s->cap - 1)));
 }
 
+/* Reads a big-endian u32 at stream offset off (off + 4 <= end). Inline: the sender reads every
+ * acknowledged message's length prefix to count them (recovery.c), ~11 instructions a message
+ * through a call (callgrind, pure drain of 61-byte messages). */
 static inline uint32_t pure_sendbuf_get_u32(const pure_sendbuf *s, uint64_t off)
 {
     uint64_t i = off & (s->cap - 1);
     if (i + 4 > s->cap)
         return pure_sendbuf_get_u32_wrapped(s, off);
-    const uint8_t *p = s->buf + i;
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+    return pure_get_u32be(s->buf + i);
 }
 
 #endif
