@@ -296,9 +296,15 @@ int cli_read_key_file(const char *cmd, const char *path, uint8_t key[PURE_KEY_LE
                 (unsigned)(st.st_mode & 07777), path);
     char buf[256], what[300];
     size_t n = fread(buf, 1, sizeof buf - 1, f);
+    int err = ferror(f) ? errno : 0; /* a directory opens, and its read fails: EISDIR */
     int big = !feof(f);
     fclose(f);
     buf[n] = 0;
+    if (err) {
+        memset(buf, 0, sizeof buf);
+        fprintf(stderr, "pure %s: cannot read key file %s: %s\n", cmd, path, strerror(err));
+        return CLI_USAGE;
+    }
     snprintf(what, sizeof what, "key file %s", path);
     int rc = big ? (fprintf(stderr,
                             "pure %s: key file %s does not hold a private key: it is "

@@ -74,9 +74,15 @@ int cli_pubkey(int argc, char **argv)
         return rc;
     char buf[256];
     size_t n = fread(buf, 1, sizeof buf - 1, stdin);
+    int err = ferror(stdin) ? errno : 0; /* stdin a directory (< DIR): EISDIR */
     int big = !feof(stdin);
     buf[n] = 0;
     uint8_t priv[PURE_KEY_LEN], pub[PURE_KEY_LEN];
+    if (err) {
+        memset(buf, 0, sizeof buf);
+        fprintf(stderr, "pure pubkey: cannot read stdin: %s\n", strerror(err));
+        return CLI_USAGE;
+    }
     if (big) {
         fprintf(stderr, "pure pubkey: stdin is not a private key: more than one key's text\n");
         return CLI_USAGE;

@@ -664,6 +664,12 @@ static int load_allow(pure_ctx *ctx, const char *path)
         }
         keys++;
     }
+    if (ferror(f)) { /* a directory opens, and its read fails (EISDIR): not an empty list */
+        int err = errno;
+        fclose(f);
+        fprintf(stderr, "pure serve: cannot read the --allow file %s: %s\n", path, strerror(err));
+        return CLI_USAGE;
+    }
     fclose(f);
     if (keys == 0)
         fprintf(stderr, "pure serve: warning: %s lists no keys: every client will be refused\n",

@@ -163,6 +163,19 @@ expect "serve bad listen" 2 "--listen 'localhost' is not an address" "$pure" ser
 expect "serve unknown service" 2 "unknown service 'ftp'" "$pure" serve --listen 127.0.0.1:0 --ephemeral --services echo,ftp
 printf 'garbage\n' >"$tmp/bad.allow"
 expect "serve bad allow file" 2 "bad.allow line 1 is not a public key" "$pure" serve --listen 127.0.0.1:0 --key "$tmp/server.key" --allow "$tmp/bad.allow"
+# a directory where a file belongs opens, and its read fails: an error saying so, not "larger
+# than one key", not an empty allow list that starts a server refusing every client
+mkdir -p "$tmp/adir"
+expect "key file is a directory" 2 "cannot read key file $tmp/adir: Is a directory" "$pure" serve --listen 127.0.0.1:0 --key "$tmp/adir" --allow-any
+expect "allow file is a directory" 2 "cannot read the --allow file $tmp/adir: Is a directory" "$pure" serve --listen 127.0.0.1:0 --key "$tmp/server.key" --allow "$tmp/adir"
+rc=0
+timeout 10 "$pure" pubkey <"$tmp/adir" >"$tmp/out" 2>"$tmp/err" || rc=$?
+if [ "$rc" -ne 2 ] || ! grep -qF "cannot read stdin: Is a directory" "$tmp/err"; then
+    echo "e2e_errors: FAIL pubkey stdin is a directory: exit $rc (want 2), stderr: $(cat "$tmp/err")" >&2
+    fail=1
+else
+    echo "e2e_errors: ok pubkey stdin is a directory: $(head -1 "$tmp/err")"
+fi
 expect "unknown command" 2 "unknown command 'frob'" "$pure" frob
 expect "bench with an argument" 2 "no benchmark 'x'" "$pure" bench x
 for cmd in keygen pubkey serve drain send bench; do
