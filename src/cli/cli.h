@@ -6,6 +6,7 @@
 #define PURE_CLI_H
 
 #include <getopt.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "pure.h"
@@ -82,6 +83,11 @@ int cli_parse_key(const char *cmd, const char *what, const char *text, uint8_t k
  * CLI_USAGE. */
 int cli_read_private_key(const char *cmd, const char *what, const char *text,
                          uint8_t key[PURE_KEY_LEN]);
+
+/* Reads what a key's text may take from f into buf (cap bytes, NUL-terminated): 0, or 1 when f
+ * holds more than cap - 1 bytes, or -errno when the read fails (a directory opens, and its
+ * read fails with EISDIR). */
+int cli_read_small(FILE *f, char *buf, size_t cap);
 
 /* Reads a private key file (as written by `pure keygen`); warns on stderr if the file is
  * readable by its group or others; on error prints the file name and the problem and returns

@@ -280,6 +280,15 @@ int cli_read_private_key(const char *cmd, const char *what, const char *text,
     return CLI_USAGE;
 }
 
+int cli_read_small(FILE *f, char *buf, size_t cap)
+{
+    size_t n = fread(buf, 1, cap - 1, f);
+    buf[n] = 0;
+    if (ferror(f))
+        return -errno;
+    return !feof(f);
+}
+
 int cli_read_key_file(const char *cmd, const char *path, uint8_t key[PURE_KEY_LEN])
 {
     FILE *f = fopen(path, "r");
@@ -295,14 +304,11 @@ int cli_read_key_file(const char *cmd, const char *path, uint8_t key[PURE_KEY_LE
                 cmd, path, (st.st_mode & 007) ? "everyone" : "its group",
                 (unsigned)(st.st_mode & 07777), path);
     char buf[256], what[300];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    int err = ferror(f) ? errno : 0; /* a directory opens, and its read fails: EISDIR */
-    int big = !feof(f);
+    int big = cli_read_small(f, buf, sizeof buf);
     fclose(f);
-    buf[n] = 0;
-    if (err) {
+    if (big < 0) {
         memset(buf, 0, sizeof buf);
-        fprintf(stderr, "pure %s: cannot read key file %s: %s\n", cmd, path, strerror(err));
+        fprintf(stderr, "pure %s: cannot read key file %s: %s\n", cmd, path, strerror(-big));
         return CLI_USAGE;
     }
     snprintf(what, sizeof what, "key file %s", path);

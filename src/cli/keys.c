@@ -73,14 +73,11 @@ int cli_pubkey(int argc, char **argv)
     if (rc >= 0)
         return rc;
     char buf[256];
-    size_t n = fread(buf, 1, sizeof buf - 1, stdin);
-    int err = ferror(stdin) ? errno : 0; /* stdin a directory (< DIR): EISDIR */
-    int big = !feof(stdin);
-    buf[n] = 0;
+    int big = cli_read_small(stdin, buf, sizeof buf);
     uint8_t priv[PURE_KEY_LEN], pub[PURE_KEY_LEN];
-    if (err) {
+    if (big < 0) {
         memset(buf, 0, sizeof buf);
-        fprintf(stderr, "pure pubkey: cannot read stdin: %s\n", strerror(err));
+        fprintf(stderr, "pure pubkey: cannot read stdin: %s\n", strerror(-big));
         return CLI_USAGE;
     }
     if (big) {
