@@ -374,7 +374,7 @@ static int64_t write_link(pure_ctx *ctx, pure_link *l, uint8_t *buf, size_t cap,
     int64_t n = pure_link_write(l, buf, cap, segment, now, pad);
     if (n > 0)
         pure_link_check_writable(l); /* what was queued is on its way: maybe more fits */
-    if ((n > 0 || pad) && pure_link_wants_send(l, now))
+    if ((n > 0 || pad == PURE_WRITE_PAD || pad == PURE_WRITE_JOIN) && pure_link_wants_send(l, now))
         pure_ctx_mark_pending(ctx, l);
     pure_timers_update(l, now);
     return n;
@@ -390,6 +390,7 @@ int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment,
     ctx->depth++;
     ctx->now = now;
     int64_t n = 0;
+    size_t lead_mss = 0; /* the first link's packet size: a larger burst is a PMTU probe */
     const pure_ctl *c = pure_ctx_ctl_pop(ctx);
     if (c) {
         memcpy(buf, c->data, c->len);
@@ -404,26 +405,31 @@ int64_t pure_ctx_write(pure_ctx *ctx, uint8_t *buf, size_t cap, size_t *segment,
         if (l->state == PURE_LS_CLOSED)
             continue;
         uint64_t first_pn = pure_rtb_next_pn(&l->rtb);
-        n = write_link(ctx, l, buf, cap, segment, now, 0);
+        int lead = ctx->pending_head && pure_addr_equal(&ctx->pending_head->peer, &l->peer);
+        n = write_link(ctx, l, buf, cap, segment, now, lead ? PURE_WRITE_LEAD : PURE_WRITE_OWN);
         if (n > 0) {
+            lead_mss = l->mss;
             ctx->last_burst_link = l->local_index;
             ctx->last_burst_pn = first_pn;
             *to = l->peer;
         }
     }
-    /* More links sending to the same address join a burst of small packets, each padded to its
-     * segment size: a listener answering many links of one peer, or many links waking at once,
-     * then costs one sendmsg per burst instead of one per link, and reaches the peer as a few
-     * GRO buffers instead of a flood of datagrams that overflows its socket. Only small
-     * segments: nobody's ACK is padded to a full-size packet. */
+    /* More links sending to the same address join the burst: a listener answering many links of
+     * one peer, or many links waking at once, then costs one sendmsg per burst instead of one per
+     * link, and reaches the peer as a few GRO buffers instead of a flood of datagrams that
+     * overflows its socket. Small segments take one packet of each link, padded to the segment
+     * size; larger ones take each link's packets of exactly that size, and one shorter packet
+     * ends the burst: nobody's ACK is padded to a full-size packet. */
     size_t seg = *segment;
-    while (n > 0 && seg <= PURE_COALESCE_MAX && (size_t)n % seg == 0 && cap - (size_t)n >= seg &&
+    while (n > 0 && seg <= lead_mss && (size_t)n % seg == 0 && cap - (size_t)n >= seg &&
            ctx->pending_head && pure_addr_equal(&ctx->pending_head->peer, to)) {
         pure_link *l = pure_ctx_pending_pop(ctx);
         if (l->state == PURE_LS_CLOSED)
             continue;
-        size_t seg2 = 0;
-        int64_t m = write_link(ctx, l, buf + n, seg, &seg2, now, 1);
+        int small = seg <= PURE_COALESCE_MAX;
+        size_t seg2 = seg;
+        int64_t m = write_link(ctx, l, buf + n, small ? seg : cap - (size_t)n, &seg2, now,
+                               small ? PURE_WRITE_PAD : PURE_WRITE_JOIN);
         if (m <= 0)
             break; /* this one cannot join (not open, or nothing fits): it goes next time */
         n += m;

@@ -185,11 +185,33 @@ static int put_stream_data(pure_link *link, pure_pkt *k, pure_sent *rec, int who
 
 /* What build_packet makes: a packet padded to the size asked (to join a burst of that segment
  * size), a path MTU probe (a PING padded to the size: nothing else, so its likely loss costs
- * nothing to send again). */
+ * nothing to send again), a packet padded to the size only if it falls short by at most
+ * JOIN_SLACK of it (joining a burst of large segments: a few bytes keep the burst going, more
+ * would be waste, and the short packet ends the burst instead), a packet that, if short, is
+ * padded by JOIN_HEADROOM of its length (the first of a burst others may join: their packets,
+ * a few bytes longer than this one, then fit). */
 enum {
     BUILD_PAD = 1,
-    BUILD_PMTU_PROBE = 2
+    BUILD_PMTU_PROBE = 2,
+    BUILD_PAD_NEAR = 4,
+    BUILD_HEADROOM = 8
 };
+#define JOIN_SLACK(size) ((size) / 8)
+#define JOIN_HEADROOM(len) ((len) / 16)
+
+/* The padding build_packet's mode asks for, once the frames are in. */
+static void pad_packet(pure_pkt *k, const uint8_t *out, size_t size, int mode)
+{
+    if ((mode & BUILD_HEADROOM) && k->p < k->end) {
+        size_t more = JOIN_HEADROOM((size_t)(k->p - out) + PURE_TAG_LEN);
+        if (more < (size_t)(k->end - k->p))
+            k->end = k->p + more;
+        pure_pkt_pad(k);
+    }
+    if ((mode & (BUILD_PAD | BUILD_PMTU_PROBE)) ||
+        ((mode & BUILD_PAD_NEAR) && (size_t)(k->end - k->p) <= JOIN_SLACK(size)))
+        pure_pkt_pad(k); /* to join a burst of this segment size */
+}
 
 /* Builds and seals one packet of at most `size` bytes at out. Every frame goes through the
  * checked writer (pure_pkt), so a packet that an ACK already filled takes nothing more. Returns
@@ -202,7 +224,6 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
     pure_pkt k = {out + PURE_DATA_HEADER, out + size - PURE_TAG_LEN};
     pure_sent rec = {.time = now};
     uint8_t eliciting = 0;
-    int pad = mode != 0;
 
     if (mode & BUILD_PMTU_PROBE) {
         if (pure_pkt_ping(&k) != 0)
@@ -256,8 +277,7 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
         eliciting = 1;
     if (k.p == out + PURE_DATA_HEADER)
         return 0;
-    if (pad) /* to join a burst of this segment size */
-        pure_pkt_pad(&k);
+    pad_packet(&k, out, size, mode);
     pure_recovery_before_seal(link);
     size_t total = seal_packet(link, out, k.p);
     if (total == 0)
@@ -385,10 +405,40 @@ static int data_allowed(pure_link *link, size_t size, size_t n, int *cwnd_blocke
     return 1;
 }
 
+/* The size of the link's packets in this write, with cap lowered to what an unvalidated path's
+ * amplification limit leaves; 0: none may go. */
+static size_t packet_size(pure_link *link, size_t *cap, int pad, size_t join_seg)
+{
+    size_t mss = link->mss;
+    if (link->path_unvalidated) {
+        uint64_t budget = PURE_AMPLIFICATION * link->amp_received;
+        budget = budget > link->amp_sent ? budget - link->amp_sent : 0;
+        if (budget < PURE_DATA_HEADER + PURE_TAG_LEN + 64)
+            return 0;
+        if (*cap > budget)
+            *cap = (size_t)budget;
+        if (mss > *cap)
+            mss = *cap;
+    }
+    if (pad == PURE_WRITE_PAD)
+        mss = *cap < mss ? *cap : mss; /* the one packet is exactly cap bytes */
+    if (join_seg) {
+        if (join_seg > mss)
+            return 0; /* the burst's segments are larger than this link's path takes */
+        mss = join_seg;
+    }
+    /* A probe timeout's packets go at the size every path carries: if full-size packets fall into
+     * a black hole, these still draw an ACK, which shows it (pmtud.c) a round trip later. */
+    if (link->probe_pending && link->pto_count > 0 && mss > PURE_MIN_UDP_PAYLOAD)
+        mss = PURE_MIN_UDP_PAYLOAD;
+    return mss;
+}
+
 int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segment, uint64_t now,
                         int pad)
 {
-    if (pad && link->state != PURE_LS_OPEN)
+    size_t join_seg = pad == PURE_WRITE_JOIN ? *segment : 0;
+    if ((pad == PURE_WRITE_PAD || pad == PURE_WRITE_JOIN) && link->state != PURE_LS_OPEN)
         return 0;
     if (link->state != PURE_LS_OPEN)
         return write_control(link, buf, cap, segment, now);
@@ -396,30 +446,16 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
         return 0;
     if (!link->rk && pure_rekey_due(link, now))
         pure_rekey_start(link, now); /* data keeps flowing under the current keys meanwhile */
-    if (!pad) {
+    if (pad == PURE_WRITE_OWN || pad == PURE_WRITE_LEAD) {
         int64_t probe = write_pmtu_probe(link, buf, cap, segment, now);
         if (probe > 0)
             return probe;
     }
-    size_t mss = link->mss;
+    size_t mss = packet_size(link, &cap, pad, join_seg);
+    if (mss == 0)
+        return 0;
     size_t n = 0, seg = 0;
-    if (link->path_unvalidated) {
-        uint64_t budget = PURE_AMPLIFICATION * link->amp_received;
-        budget = budget > link->amp_sent ? budget - link->amp_sent : 0;
-        if (budget < PURE_DATA_HEADER + PURE_TAG_LEN + 64)
-            return 0;
-        if (cap > budget)
-            cap = (size_t)budget;
-        if (mss > cap)
-            mss = cap;
-    }
     int cwnd_blocked = 0;
-    if (pad)
-        mss = cap < mss ? cap : mss; /* the one packet is exactly cap bytes */
-    /* A probe timeout's packets go at the size every path carries: if full-size packets fall into
-     * a black hole, these still draw an ACK, which shows it (pmtud.c) a round trip later. */
-    if (link->probe_pending && link->pto_count > 0 && mss > PURE_MIN_UDP_PAYLOAD)
-        mss = PURE_MIN_UDP_PAYLOAD;
     while (cap - n >= (seg ? seg : mss)) {
         size_t size = seg ? seg : mss;
         if (link->keys_packets + 1 >= link->ctx->s.rekey_after_packets) {
@@ -432,7 +468,11 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
         int allow_data = data_allowed(link, size, n, &cwnd_blocked, now);
         if (!allow_data && !ack_due(link) && !control_due(link))
             break;
-        size_t built = build_packet(link, buf + n, size, allow_data, pad ? BUILD_PAD : 0, now);
+        int mode = pad == PURE_WRITE_PAD              ? BUILD_PAD
+                   : join_seg                         ? BUILD_PAD_NEAR
+                   : pad == PURE_WRITE_LEAD && n == 0 ? BUILD_HEADROOM
+                                                      : 0;
+        size_t built = build_packet(link, buf + n, size, allow_data, mode, now);
         if (built == 0)
             break;
         if (link->probe_pending)
@@ -445,14 +485,14 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
             break; /* a short packet ends the burst */
         }
         n += built;
-        if (built < size || pad)
+        if (built < size || pad == PURE_WRITE_PAD)
             break;
     }
     if (link->path_unvalidated)
         link->amp_sent += n;
     /* Two full packets or more: the link has more to say than a small packet holds, and a larger
      * size would help; the first search starts (later ones on their own, pmtud.c). */
-    if (!pad && seg == link->mss && n >= 2 * seg)
+    if ((pad == PURE_WRITE_OWN || pad == PURE_WRITE_LEAD) && seg == link->mss && n >= 2 * seg)
         pure_pmtud_on_burst(&link->b->pmtud, now);
     pure_flight_turn_end(link);
     /* App-limited: the window was not what held us back. */
