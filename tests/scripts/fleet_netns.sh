@@ -8,7 +8,7 @@
 # examples/fleet_client (6 sockets x 25 streams each: 300 links; every stream a numbered run of
 # messages to the drain service, resent from first_unacked on PURE_EMOVED / PURE_ETIMEDOUT).
 # Servers answer from the shared address straight back (direct server return). Three rounds:
-#   spread+rebind  300 links spread over the three servers within +-25% (the INIT hash); half-way
+#   spread+rebind  300 links spread over the three servers within +-40% (the INIT hash); half-way
 #                  every client's source port changes (a stateless nft rule in each client
 #                  namespace xors it with 0x2000 both ways: a NAT rebinding), and every link stays
 #                  on its server (routed by its index): no link fails, moves or is opened again,
@@ -149,7 +149,10 @@ EOF
 done
 wait_clients
 settle
-spread=() got=0 lo=$((nlinks / 3 * 3 / 4)) hi=$((nlinks / 3 * 5 / 4)) inrange=1
+# Each link lands on a server by a hash of its INIT: binomial, 100 +- 8.2 a server at 300 links.
+# Within +-25% (3 sigma) failed about one run in 150 by chance alone; +-40% (4.9 sigma) almost
+# never does, and still fails a hash that favours a server.
+spread=() got=0 lo=$((nlinks / 3 * 3 / 5)) hi=$((nlinks / 3 * 7 / 5)) inrange=1
 for i in 0 1 2; do
     n=$(($(total accepted $i) - acc0[i])); spread+=($n)
     [ $n -ge $lo ] && [ $n -le $hi ] || inrange=0
