@@ -183,7 +183,7 @@ int main(int argc, char **argv)
     printf("{\"messages\": %llu, \"size\": %zu, \"bytes\": %llu, \"seconds\": %.3f, "
            "\"cpu_us_per_message\": %.4f, \"crypto\": \"%s\"}\n",
            (unsigned long long)b.received, b.size, (unsigned long long)b.bytes, secs,
-           cpu * 1e6 / (double)n, null_crypto ? "null" : "openssl");
+           cpu * 1e6 / (double)n, null_crypto ? "null" : "default");
     int ok = !b.failed && b.received == n;
     pure_ctx_free(b.cli);
     pure_ctx_free(b.srv);

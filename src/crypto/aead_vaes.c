@@ -254,8 +254,67 @@ TARGET static __m128i ghash(const vaes_key *k, __m128i y, const uint8_t *p, size
         c3 = _mm512_aesenclast_epi128(c3, K[10]);                                                  \
     } while (0)
 
-/* XORs the keystream of counters 2, 3, ... under nonce into n bytes at p. */
-TARGET static void ctr(const vaes_key *k, const uint8_t nonce[PURE_NONCE_LEN], uint8_t *p, size_t n)
+/* The 64 bits [lo, hi) of a mask, 0 <= lo <= hi <= 64. */
+static inline __mmask64 mask_range(size_t lo, size_t hi)
+{
+    return mask_for(hi) & ~mask_for(lo);
+}
+
+/* A cursor over the runs of one packet (crypto.h's pure_aead_src), in order of at. */
+typedef struct runs_cursor {
+    const pure_aead_src *r;
+    const pure_aead_src *end;
+} runs_cursor;
+
+/* The plaintext of the n <= 64 bytes at offset o of data (the rest of the register zero): read in
+ * place where no run covers them, from a run's source where one does. The common windows (all
+ * in place, or all inside one run) take one load; a window where regions meet takes one masked
+ * load per region (a masked load touches no byte outside its mask, so the address of a run's
+ * window may lie before or after the run's source). */
+TARGET static inline __m512i window(const uint8_t *data, size_t o, size_t n, runs_cursor *c)
+{
+    while (c->r < c->end && c->r->at + c->r->len <= o)
+        c->r++;
+    __mmask64 all = mask_for(n);
+    if (c->r == c->end || c->r->at >= o + n)
+        return _mm512_maskz_loadu_epi8(all, data + o);
+    if (c->r->at <= o && c->r->at + c->r->len >= o + n)
+        return _mm512_maskz_loadu_epi8(all, (const void *)((uintptr_t)c->r->src + (o - c->r->at)));
+    __m512i v = _mm512_setzero_si512();
+    __mmask64 taken = 0;
+    for (const pure_aead_src *r = c->r; r < c->end && r->at < o + n; r++) {
+        size_t lo = r->at > o ? r->at - o : 0;
+        size_t hi = r->at + r->len < o + n ? r->at + r->len - o : n;
+        __mmask64 m = mask_range(lo, hi);
+        const void *from = (const void *)((uintptr_t)r->src - r->at + o);
+        v = _mm512_or_si512(v, _mm512_maskz_loadu_epi8(m, from));
+        taken |= m;
+    }
+    return _mm512_or_si512(v, _mm512_maskz_loadu_epi8(all & ~taken, data + o));
+}
+
+/* Where the 256 bytes at offset o of data come from when they are all in place or all in one
+ * run (data + o, or that run's source there), else NULL (fewer than 256 bytes left, or regions
+ * meet inside them: one register at a time then). */
+static inline const uint8_t *whole_chunk(const uint8_t *data, size_t o, size_t len, runs_cursor *c)
+{
+    if (len - o < 256)
+        return NULL;
+    while (c->r < c->end && c->r->at + c->r->len <= o)
+        c->r++;
+    if (c->r == c->end || c->r->at >= o + 256)
+        return data + o;
+    if (c->r->at <= o && c->r->at + c->r->len >= o + 256)
+        return c->r->src + (o - c->r->at);
+    return NULL;
+}
+
+/* Encrypts (or decrypts) len bytes at data in CTR mode, counters 2, 3, ... under nonce, in place
+ * except that each run's bytes are read from its source: data[runs[i].at, + runs[i].len) =
+ * runs[i].src xor the keystream there. Runs are in order and do not overlap (the caller checked).
+ * One pass over the packet: every keystream block is made once, whichever region it covers. */
+TARGET static void ctr(const vaes_key *k, const uint8_t nonce[PURE_NONCE_LEN], uint8_t *data,
+                       size_t len, const pure_aead_src *runs, size_t nruns)
 {
     __m512i K[11];
     for (int r = 0; r < 11; r++)
@@ -269,30 +328,33 @@ TARGET static void ctr(const vaes_key *k, const uint8_t nonce[PURE_NONCE_LEN], u
         _mm_loadu_si128((const __m128i *)b), _mm_loadu_si128((const __m128i *)bswap_bytes)));
     rev = _mm512_add_epi32(rev, _mm512_set_epi32(0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 0));
     const __m512i four = _mm512_set_epi32(0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4, 0, 0, 0, 4);
-    while (n) {
+    runs_cursor cur = {runs, runs + nruns};
+    size_t o = 0;
+    while (o < len) {
         __m512i r1 = _mm512_add_epi32(rev, four), r2 = _mm512_add_epi32(r1, four),
                 r3 = _mm512_add_epi32(r2, four);
         __m512i c0 = _mm512_shuffle_epi8(rev, bs), c1 = _mm512_shuffle_epi8(r1, bs),
                 c2 = _mm512_shuffle_epi8(r2, bs), c3 = _mm512_shuffle_epi8(r3, bs);
         rev = _mm512_add_epi32(r3, four);
         AES_ROUNDS4(c0, c1, c2, c3);
-        if (n >= 256) {
-            _mm512_storeu_si512(p, _mm512_xor_si512(_mm512_loadu_si512(p), c0));
-            _mm512_storeu_si512(p + 64, _mm512_xor_si512(_mm512_loadu_si512(p + 64), c1));
-            _mm512_storeu_si512(p + 128, _mm512_xor_si512(_mm512_loadu_si512(p + 128), c2));
-            _mm512_storeu_si512(p + 192, _mm512_xor_si512(_mm512_loadu_si512(p + 192), c3));
-            p += 256;
-            n -= 256;
+        const uint8_t *from = whole_chunk(data, o, len, &cur);
+        if (from) {
+            uint8_t *p = data + o;
+            _mm512_storeu_si512(p, _mm512_xor_si512(_mm512_loadu_si512(from), c0));
+            _mm512_storeu_si512(p + 64, _mm512_xor_si512(_mm512_loadu_si512(from + 64), c1));
+            _mm512_storeu_si512(p + 128, _mm512_xor_si512(_mm512_loadu_si512(from + 128), c2));
+            _mm512_storeu_si512(p + 192, _mm512_xor_si512(_mm512_loadu_si512(from + 192), c3));
+            o += 256;
             continue;
         }
-        /* the tail, a register at a time: the keystream moves down c3 -> c0 rather than
-         * through an array, which would put it on the stack */
-        while (n) {
-            __mmask64 m = mask_for(n);
-            _mm512_mask_storeu_epi8(p, m, _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, p), c0));
-            size_t step = n < 64 ? n : 64;
-            p += step;
-            n -= step;
+        /* a register at a time: the keystream moves down c3 -> c0 rather than through an
+         * array, which would put it on the stack */
+        for (int j = 0; j < 4 && o < len; j++) {
+            size_t n = len - o < 64 ? len - o : 64;
+            __m512i v =
+                nruns ? window(data, o, n, &cur) : _mm512_maskz_loadu_epi8(mask_for(n), data + o);
+            _mm512_mask_storeu_epi8(data + o, mask_for(n), _mm512_xor_si512(v, c0));
+            o += n;
             c0 = c1, c1 = c2, c2 = c3;
         }
     }
@@ -457,9 +519,27 @@ TARGET int pure_vaes_aead_seal(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN]
     __m128i mask = tag_mask(k, nonce);
     publish(&mask);
     if (len)
-        ctr(k, nonce, data, len);
+        ctr(k, nonce, data, len, NULL, 0);
     _mm_storeu_si128((__m128i *)tag, tag_of(k, &mask, ad, adlen, data, len));
     wipe_vec(&mask, sizeof mask); /* E(K, J0): kept across the GHASH call, so on the stack */
+    return 0;
+}
+
+TARGET int pure_vaes_aead_seal_from(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN],
+                                    const uint8_t *ad, size_t adlen, uint8_t *data, size_t len,
+                                    const pure_aead_src *runs, size_t nruns,
+                                    uint8_t tag[PURE_TAG_LEN])
+{
+    if (a == NULL || a->impl == NULL || nonce == NULL || tag == NULL || (data == NULL && len) ||
+        (ad == NULL && adlen) || (runs == NULL && nruns) || !pure_aead_runs_valid(len, runs, nruns))
+        return PURE_EINVAL;
+    vaes_key *k = a->impl;
+    __m128i mask = tag_mask(k, nonce);
+    publish(&mask);
+    if (len)
+        ctr(k, nonce, data, len, runs, nruns);
+    _mm_storeu_si128((__m128i *)tag, tag_of(k, &mask, ad, adlen, data, len));
+    wipe_vec(&mask, sizeof mask);
     return 0;
 }
 
@@ -483,7 +563,7 @@ TARGET int pure_vaes_aead_open(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN]
         return PURE_ECRYPTO;
     }
     if (len)
-        ctr(k, nonce, data, len);
+        ctr(k, nonce, data, len, NULL, 0);
     return 0;
 }
 
@@ -512,6 +592,14 @@ int pure_vaes_aead_seal(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const
     (void)a, (void)nonce, (void)ad, (void)adlen, (void)data, (void)len, (void)tag;
     return PURE_EINVAL;
 }
+int pure_vaes_aead_seal_from(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
+                             size_t adlen, uint8_t *data, size_t len, const pure_aead_src *runs,
+                             size_t nruns, uint8_t tag[PURE_TAG_LEN])
+{
+    (void)a, (void)nonce, (void)ad, (void)adlen, (void)data, (void)len, (void)runs, (void)nruns;
+    (void)tag;
+    return PURE_EINVAL;
+}
 int pure_vaes_aead_open(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
                         size_t adlen, uint8_t *data, size_t len, const uint8_t tag[PURE_TAG_LEN])
 {
@@ -527,4 +615,5 @@ const pure_aead_impl pure_aead_vaes = {
     .free = pure_vaes_aead_free,
     .seal = pure_vaes_aead_seal,
     .open = pure_vaes_aead_open,
+    .seal_from = pure_vaes_aead_seal_from,
 };

@@ -14,10 +14,13 @@ int pure_vaes_aead_init(pure_aead *a, enum pure_aead_alg alg, const uint8_t *key
 void pure_vaes_aead_free(pure_aead *a);
 int pure_vaes_aead_seal(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
                         size_t adlen, uint8_t *data, size_t len, uint8_t tag[PURE_TAG_LEN]);
+int pure_vaes_aead_seal_from(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
+                             size_t adlen, uint8_t *data, size_t len, const pure_aead_src *runs,
+                             size_t nruns, uint8_t tag[PURE_TAG_LEN]);
 int pure_vaes_aead_open(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
                         size_t adlen, uint8_t *data, size_t len, const uint8_t tag[PURE_TAG_LEN]);
 
-/* The four functions above as one AEAD implementation (what crypto_default.c picks). */
+/* The functions above as one AEAD implementation (what crypto_default.c picks). */
 extern const pure_aead_impl pure_aead_vaes;
 
 #endif

@@ -36,6 +36,14 @@ typedef struct pure_aead {
     uint8_t alg;
 } pure_aead;
 
+/* A run of a packet's plaintext that is not in the packet yet: len bytes at src, which seal
+ * into data[at, at + len) (pure_crypto.aead_seal_from). */
+typedef struct pure_aead_src {
+    const uint8_t *src;
+    size_t at;
+    size_t len;
+} pure_aead_src;
+
 /* One AEAD implementation: the four aead functions of a backend (contracts as in pure_crypto
  * below). Every implementation's init sets a->ops to itself as soon as a is non-NULL, so a
  * context that init refused still has ops whose seal, open and free refuse it safely. */
@@ -47,6 +55,10 @@ typedef struct pure_aead_impl {
                 uint8_t *data, size_t len, uint8_t tag[PURE_TAG_LEN]);
     int (*open)(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad, size_t adlen,
                 uint8_t *data, size_t len, const uint8_t tag[PURE_TAG_LEN]);
+    /* Optional (NULL: the runs are copied in and seal does the rest). */
+    int (*seal_from)(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
+                     size_t adlen, uint8_t *data, size_t len, const pure_aead_src *runs,
+                     size_t nruns, uint8_t tag[PURE_TAG_LEN]);
 } pure_aead_impl;
 
 /* A crypto backend. Every function returns 0 on success or a negative PURE_E* code. */
@@ -78,6 +90,14 @@ typedef struct pure_crypto {
      * buffer, whatever the backend (most decrypt before they can check the tag). */
     int (*aead_open)(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
                      size_t adlen, uint8_t *data, size_t len, const uint8_t tag[PURE_TAG_LEN]);
+    /* Optional (NULL: pure_aead_seal_from copies the runs in and calls aead_seal). As aead_seal,
+     * but out of place for the runs: the plaintext of data[runs[i].at, + runs[i].len) is read
+     * from runs[i].src, and data there receives the ciphertext (what it held before is never
+     * read). Runs are in order of at, do not overlap, and lie within len. A packet's stream
+     * bytes go from the send ring straight into the packet, sealed, without a copy first. */
+    int (*aead_seal_from)(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad,
+                          size_t adlen, uint8_t *data, size_t len, const pure_aead_src *runs,
+                          size_t nruns, uint8_t tag[PURE_TAG_LEN]);
 } pure_crypto;
 
 /* The default backend, what a context uses unless told otherwise (src/crypto/crypto_default.c):
@@ -101,6 +121,23 @@ void pure_crypto_null_seed(uint64_t seed);
  * material ikm, derive out1 and, if out2 is non-NULL, out2 (each 32 bytes). */
 void pure_hkdf2(const pure_crypto *c, uint8_t out1[PURE_HASH_LEN], uint8_t out2[PURE_HASH_LEN],
                 const uint8_t ck[PURE_HASH_LEN], const uint8_t *ikm, size_t ikmlen);
+
+/* Seals as c->aead_seal_from does (crypto.h), through it when the backend has one, else by
+ * copying the runs into data and sealing in place with seal (c's aead_seal, or an
+ * implementation's seal: pure_aead_seal_copying). PURE_EINVAL for runs out of order, overlapping
+ * or beyond len. */
+int pure_aead_seal_from(const pure_crypto *c, pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN],
+                        const uint8_t *ad, size_t adlen, uint8_t *data, size_t len,
+                        const pure_aead_src *runs, size_t nruns, uint8_t tag[PURE_TAG_LEN]);
+typedef int (*pure_aead_seal_fn)(pure_aead *a, const uint8_t nonce[PURE_NONCE_LEN],
+                                 const uint8_t *ad, size_t adlen, uint8_t *data, size_t len,
+                                 uint8_t tag[PURE_TAG_LEN]);
+int pure_aead_seal_copying(pure_aead_seal_fn seal, pure_aead *a,
+                           const uint8_t nonce[PURE_NONCE_LEN], const uint8_t *ad, size_t adlen,
+                           uint8_t *data, size_t len, const pure_aead_src *runs, size_t nruns,
+                           uint8_t tag[PURE_TAG_LEN]);
+/* 1 if runs are in order of at, do not overlap, lie within len and have a source when not empty. */
+int pure_aead_runs_valid(size_t len, const pure_aead_src *runs, size_t nruns);
 
 /* Overwrites n bytes at p with zeros in a way the compiler cannot elide. */
 void pure_wipe(void *p, size_t n);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* link_send.c: building a link's packets: a burst of equal-sized packets (one GSO send) each
- * holding an ACK when one is owed, control frames, and as much stream data as fits, copied once
- * from the send buffer and sealed in place. */
+ * holding an ACK when one is owed, control frames, and as much stream data as fits, sealed from
+ * the send buffer straight into the packet (or copied there first, where the AEAD cannot). */
 #include <string.h>
 
 #include "flight.h"
@@ -100,10 +100,19 @@ static uint64_t next_run(pure_link *link, uint64_t *off, int *is_retx)
     return lim > link->send_next ? lim - link->send_next : 0;
 }
 
+/* Stream bytes a packet takes from the send ring: where each piece goes in the packet (dst)
+ * and comes from (src). Nothing is copied while the packet is built; the seal reads them. */
+typedef struct ring_runs {
+    const uint8_t *src[2];
+    uint8_t *dst[2];
+    size_t len[2];
+    int n;
+} ring_runs;
+
 /* Seals the packet whose plaintext runs from out + PURE_DATA_HEADER to end under the link's
- * transmit keys and the next packet number. Returns the sealed length, or 0 if it could not be
- * sealed (no keys). */
-static size_t seal_packet(pure_link *link, uint8_t *out, const uint8_t *end)
+ * transmit keys and the next packet number, its ring runs (NULL: none) read from the ring.
+ * Returns the sealed length, or 0 if it could not be sealed (no keys). */
+static size_t seal_packet(pure_link *link, uint8_t *out, const uint8_t *end, const ring_runs *rr)
 {
     pure_ctx *ctx = link->ctx;
     uint64_t pn = pure_rtb_next_pn(&link->rtb);
@@ -116,16 +125,21 @@ static size_t seal_packet(pure_link *link, uint8_t *out, const uint8_t *end)
     if (link->keys_packets >= ctx->s.rekey_after_packets)
         return 0;
     pure_aead *aead = pure_keys_aead(ctx, &link->tx);
-    if (!aead || ctx->crypto->aead_seal(aead, nonce, out, PURE_DATA_HEADER, out + PURE_DATA_HEADER,
-                                        plen, out + PURE_DATA_HEADER + plen) != 0)
+    uint8_t *data = out + PURE_DATA_HEADER;
+    pure_aead_src runs[2];
+    int n = rr ? rr->n : 0;
+    for (int i = 0; i < n; i++)
+        runs[i] = (pure_aead_src){rr->src[i], (size_t)(rr->dst[i] - data), rr->len[i]};
+    if (!aead || pure_aead_seal_from(ctx->crypto, aead, nonce, out, PURE_DATA_HEADER, data, plen,
+                                     runs, (size_t)n, data + plen) != 0)
         return 0;
     link->keys_packets++;
     return PURE_DATA_HEADER + plen + PURE_TAG_LEN;
 }
 
-/* Adds as much stream data as fits (lost bytes first, then new ones). Returns 1 if a DATA frame
- * went in, filling *rec. */
-static int put_data(pure_link *link, pure_pkt *k, pure_sent *rec)
+/* Adds as much stream data as fits (lost bytes first, then new ones): its frame header now, its
+ * bytes as ring runs for the seal. Returns 1 if a DATA frame went in, filling *rec. */
+static int put_data(pure_link *link, pure_pkt *k, pure_sent *rec, ring_runs *rr)
 {
     uint64_t off;
     int retx, fits;
@@ -140,7 +154,9 @@ static int put_data(pure_link *link, pure_pkt *k, pure_sent *rec)
     uint8_t *body = pure_pkt_data(k, off, len, fin_here);
     if (!body)
         return 0;
-    pure_sendbuf_copy(&link->sb, off, body, (size_t)len);
+    rr->n = pure_sendbuf_pieces(&link->sb, off, (size_t)len, rr->src, rr->len);
+    rr->dst[0] = body;
+    rr->dst[1] = body + rr->len[0];
     /* A shorter length may have needed a shorter varint: pad so a full packet is exactly full
      * and the GSO burst goes on. */
     if (full)
@@ -165,10 +181,10 @@ static int put_data(pure_link *link, pure_pkt *k, pure_sent *rec)
  * (a padded packet joining a burst of small ones) only a run that fits wholly goes: a link whose
  * channel sent a small message first would otherwise cut its own bulk on another channel into
  * packets of that small size, for the rest of the burst. */
-static int put_stream_data(pure_link *link, pure_pkt *k, pure_sent *rec, int whole)
+static int put_stream_data(pure_link *link, pure_pkt *k, pure_sent *rec, int whole, ring_runs *rr)
 {
     if (!link->chans)
-        return put_data(link, k, rec);
+        return put_data(link, k, rec, rr);
     int ch = pure_chans_pick(link->chans, has_data0(link));
     if (ch == 0) {
         uint64_t off;
@@ -178,7 +194,7 @@ static int put_stream_data(pure_link *link, pure_pkt *k, pure_sent *rec, int who
             if (pure_pkt_data_fit(k, off, want, &fits) < want)
                 return 0;
         }
-        return put_data(link, k, rec);
+        return put_data(link, k, rec, rr);
     }
     return ch > 0 && pure_link_chan_put_data(link, ch, k, rec, whole);
 }
@@ -223,6 +239,7 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
         return 0;
     pure_pkt k = {out + PURE_DATA_HEADER, out + size - PURE_TAG_LEN};
     pure_sent rec = {.time = now};
+    ring_runs rr = {.n = 0};
     uint8_t eliciting = 0;
 
     if (mode & BUILD_PMTU_PROBE) {
@@ -273,13 +290,13 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
         rec.flags |= PURE_SENT_DATAGRAM;
         eliciting = 1;
     }
-    if (allow_data && put_stream_data(link, &k, &rec, (mode & BUILD_PAD) != 0))
+    if (allow_data && put_stream_data(link, &k, &rec, (mode & BUILD_PAD) != 0, &rr))
         eliciting = 1;
     if (k.p == out + PURE_DATA_HEADER)
         return 0;
     pad_packet(&k, out, size, mode);
     pure_recovery_before_seal(link);
-    size_t total = seal_packet(link, out, k.p);
+    size_t total = seal_packet(link, out, k.p, &rr);
     if (total == 0)
         return 0;
     if (eliciting)
@@ -334,7 +351,7 @@ static int64_t write_control(pure_link *link, uint8_t *buf, size_t cap, size_t *
         pure_pkt_delivered(&k, link->recv_next) != 0)
         return 0;
     pure_link_chan_put_delivered(link, &k); /* and of each channel, as many as fit */
-    size_t total = seal_packet(link, buf, k.p);
+    size_t total = seal_packet(link, buf, k.p, NULL);
     if (total == 0)
         return 0;
     pure_rtb_skip(&link->rtb); /* nothing is recorded or acknowledged after a CLOSE */

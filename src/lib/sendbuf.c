@@ -76,15 +76,29 @@ int pure_sendbuf_write(pure_sendbuf *s, const pure_alloc *a, const void *x, size
     return 0;
 }
 
-void pure_sendbuf_copy(const pure_sendbuf *s, uint64_t off, uint8_t *dst, size_t len)
+int pure_sendbuf_pieces(const pure_sendbuf *s, uint64_t off, size_t len, const uint8_t *p[2],
+                        size_t n[2])
 {
     if (!len)
-        return;
+        return 0;
     uint64_t i = off & (s->cap - 1);
     size_t first = (size_t)(s->cap - i) < len ? (size_t)(s->cap - i) : len;
-    memcpy(dst, s->buf + i, first);
-    if (first < len)
-        memcpy(dst + first, s->buf, len - first);
+    p[0] = s->buf + i, n[0] = first;
+    if (first == len)
+        return 1;
+    p[1] = s->buf, n[1] = len - first;
+    return 2;
+}
+
+void pure_sendbuf_copy(const pure_sendbuf *s, uint64_t off, uint8_t *dst, size_t len)
+{
+    const uint8_t *p[2];
+    size_t n[2];
+    int k = pure_sendbuf_pieces(s, off, len, p, n);
+    for (int j = 0; j < k; j++) {
+        memcpy(dst, p[j], n[j]);
+        dst += n[j];
+    }
 }
 
 uint32_t pure_sendbuf_get_u32_wrapped(const pure_sendbuf *s, uint64_t off)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* sendbuf.h: the send buffer, a ring of stream bytes from the lowest unacknowledged offset to the
- * last byte the application wrote. Packets are built by copying out of it by stream offset, so a
- * retransmission is just another copy of the same offsets. */
+ * last byte the application wrote. Packets are built from it by stream offset (sealed straight
+ * from the ring where the AEAD can, else copied), so a retransmission is the same offsets again. */
 #ifndef PURE_SENDBUF_H
 #define PURE_SENDBUF_H
 
@@ -24,6 +24,11 @@ int pure_sendbuf_write(pure_sendbuf *s, const pure_alloc *a, const void *x, size
                        const void *y, size_t ylen, uint64_t limit);
 /* Copies len bytes starting at stream offset off (base <= off, off + len <= end) to dst. */
 void pure_sendbuf_copy(const pure_sendbuf *s, uint64_t off, uint8_t *dst, size_t len);
+/* Where len bytes from stream offset off (base <= off, off + len <= end) lie in the ring: one
+ * piece, or two where they wrap around its end. Fills p[] and n[]; returns how many (0 for len
+ * 0). */
+int pure_sendbuf_pieces(const pure_sendbuf *s, uint64_t off, size_t len, const uint8_t *p[2],
+                        size_t n[2]);
 /* Forgets everything below new_base (acknowledged). */
 void pure_sendbuf_release(pure_sendbuf *s, uint64_t new_base);
 /* Frees the ring if it is empty (an idle link keeps no buffer); keeps offsets. */

@@ -518,7 +518,7 @@ static void test_default_chooses_at_init(void)
     CHECK(a.ops == library);
     /* every later call goes where ops points, whatever the CPU or the algorithm */
     const pure_aead_impl *chosen = a.ops;
-    pure_aead_impl spy = {"spy", NULL, spy_free, spy_seal, spy_open};
+    pure_aead_impl spy = {"spy", NULL, spy_free, spy_seal, spy_open, NULL};
     a.ops = &spy;
     CHECK_EQ(c->aead_seal(&a, nonce, NULL, 0, buf, sizeof buf, tag), 1);
     CHECK_EQ(c->aead_open(&a, nonce, NULL, 0, buf, sizeof buf, tag), 1);
@@ -538,6 +538,56 @@ static void test_default_chooses_at_init(void)
     c->aead_free(&z);
 }
 
+/* pure_aead_seal_from (a packet's stream bytes sealed from the send ring) on every backend: the
+ * default (out of place where the key's implementation can), OpenSSL's and the null one (no
+ * aead_seal_from: the runs are copied in first) each give what sealing the whole plaintext in
+ * place gives, for a ring's two pieces at odd offsets; bad runs are refused before anything is
+ * sealed. */
+static void test_seal_from_every_backend(void)
+{
+    const pure_crypto *all[] = {&pure_crypto_default, &pure_crypto_openssl, &pure_crypto_null};
+    for (size_t b = 0; b < sizeof all / sizeof *all; b++) {
+        const pure_crypto *c = all[b];
+        uint8_t key[16] = {5, 5, 5}, nonce[12] = {1, 2, 3}, ad[13] = {9};
+        static uint8_t plain[1500], want[1500], got[1500], ring[4096];
+        for (size_t len = 0; len < sizeof plain; len += 37) {
+            for (size_t i = 0; i < len; i++)
+                plain[i] = (uint8_t)(i * 31 + len);
+            /* a frame header of up to 11 bytes in the packet, then the ring's bytes in two pieces
+             * (its end, then its start), then padding */
+            size_t head = len < 11 ? len : 11, body = (len - head) * 3 / 4, cut = body / 3;
+            memcpy(ring + sizeof ring - cut, plain + head, cut);
+            memcpy(ring, plain + head + cut, body - cut);
+            pure_aead_src runs[2] = {{ring + sizeof ring - cut, head, cut},
+                                     {ring, head + cut, body - cut}};
+            memcpy(want, plain, len);
+            memcpy(got, plain, len);
+            memset(got + head, 0x5A, body);
+            pure_aead a1, a2;
+            uint8_t t1[16], t2[16];
+            CHECK_EQ(c->aead_init(&a1, PURE_AEAD_AES128_GCM, key), 0);
+            CHECK_EQ(c->aead_init(&a2, PURE_AEAD_AES128_GCM, key), 0);
+            CHECK_EQ(c->aead_seal(&a1, nonce, ad, sizeof ad, want, len, t1), 0);
+            CHECK_EQ(pure_aead_seal_from(c, &a2, nonce, ad, sizeof ad, got, len, runs, 2, t2), 0);
+            CHECK(memcmp(want, got, len) == 0 && memcmp(t1, t2, 16) == 0);
+            CHECK_EQ(c->aead_open(&a2, nonce, ad, sizeof ad, got, len, t2), 0);
+            CHECK(memcmp(got, plain, len) == 0);
+            if (len > 20) {
+                pure_aead_src bad[2] = {{ring, 5, 10}, {ring, 8, 2}};
+                memcpy(got, want, len);
+                CHECK_EQ(pure_aead_seal_from(c, &a2, nonce, ad, sizeof ad, got, len, bad, 2, t2),
+                         PURE_EINVAL);
+                CHECK(memcmp(got, want, len) == 0); /* nothing copied or sealed */
+                bad[0] = (pure_aead_src){ring, len - 1, 2};
+                CHECK_EQ(pure_aead_seal_from(c, &a2, nonce, ad, sizeof ad, got, len, bad, 1, t2),
+                         PURE_EINVAL);
+            }
+            c->aead_free(&a1);
+            c->aead_free(&a2);
+        }
+    }
+}
+
 int main(void)
 {
     make_aead_tables();
@@ -553,6 +603,7 @@ int main(void)
     RUN(test_failed_open_leaves_no_plaintext);
     RUN(test_context_reuse);
     RUN(test_default_chooses_at_init);
+    RUN(test_seal_from_every_backend);
     RUN(test_evp_path);
     RUN(test_bad_arguments);
     RUN(test_wipe);

@@ -86,6 +86,17 @@ static void test_wraparound(void)
     uint8_t none = 0x5a;
     pure_sendbuf_copy(&s, 9000, &none, 0); /* zero length copies nothing */
     CHECK_EQ(none, 0x5a);
+    /* where a run lies (what a packet is sealed from): one piece, or two across the wrap */
+    const uint8_t *p[2];
+    size_t n[2];
+    CHECK_EQ(pure_sendbuf_pieces(&s, 9000, 0, p, n), 0);
+    CHECK_EQ(pure_sendbuf_pieces(&s, 9000, 100, p, n), 1);
+    CHECK(p[0] == s.buf + 9000 && n[0] == 100);
+    CHECK_EQ(pure_sendbuf_pieces(&s, 16380, 10, p, n), 2);
+    CHECK(p[0] == s.buf + 16380 && n[0] == 4 && p[1] == s.buf && n[1] == 6);
+    CHECK(p[1][0] == at(16384) && p[0][3] == at(16383));
+    CHECK_EQ(pure_sendbuf_pieces(&s, 16384, 10, p, n), 1);
+    CHECK(p[0] == s.buf && n[0] == 10);
     pure_sendbuf_free(&s, &A);
     CHECK_EQ(t_live, 0);
 }
