@@ -743,7 +743,10 @@ PURE_API int pure_connect(pure_ctx *ctx, const pure_addr *to, const uint8_t peer
  *                 not keeping up);
  *   PURE_EMSGSIZE len > max_message_size;
  *   PURE_ECLOSED  the link is finishing or closing (after pure_link_finish/close);
- *   PURE_ENOMEM   the send buffer could not be allocated;
+ *   PURE_ENOMEM   the send buffer could not be allocated: nothing was queued and no
+ *                 on_writable follows, so try again later (what was accepted before is still
+ *                 delivered: a link short of memory sends nothing it could not track, and
+ *                 sends again bytes whose loss or acknowledgement it could not record);
  *   PURE_EINVAL   link is NULL, or msg is NULL with len > 0. */
 PURE_API int64_t pure_link_send(pure_link *link, const void *msg, size_t len);
 

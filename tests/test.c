@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <stdlib.h>
 #include <string.h>
 
 #include "test.h"
@@ -9,6 +10,9 @@ static int tests_passed, tests_failed;
 
 void pure_test_run(const char *name, void (*fn)(void))
 {
+    const char *only = getenv("PURE_TEST_ONLY"); /* a part of the names to run (while debugging) */
+    if (only && *only && !strstr(name, only))
+        return;
     int before = pure_test_failures;
     fn();
     if (pure_test_failures == before) {

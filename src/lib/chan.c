@@ -145,16 +145,28 @@ void pure_chan_on_sent(pure_chan *c, const pure_alloc *a, uint64_t off, uint64_t
         c->send_next = pure_ranges_contiguous_end(&c->acked, off + len);
 }
 
+/* Bytes from off on must go again and the set that would say so could not grow (no memory): as
+ * recovery.c's resend_from for channel 0, everything sent from there goes again as if new. */
+static void resend_from(pure_chan *c, uint64_t off)
+{
+    if (off < c->sb.base)
+        off = c->sb.base;
+    if (off < c->send_next)
+        c->send_next = off;
+}
+
 void pure_chan_on_acked(pure_chan *c, const pure_alloc *a, uint64_t off, uint64_t len)
 {
-    if (off + len > c->sb.base)
-        pure_ranges_add(&c->acked, a, off < c->sb.base ? c->sb.base : off, off + len);
+    uint64_t from = off < c->sb.base ? c->sb.base : off;
+    if (off + len > c->sb.base && pure_ranges_add(&c->acked, a, from, off + len) != 0)
+        resend_from(c, from); /* acknowledged again later, and recorded then */
 }
 
 void pure_chan_on_lost(pure_chan *c, const pure_alloc *a, uint64_t off, uint64_t len)
 {
-    if (off + len > c->sb.base)
-        pure_ranges_add(&c->lost, a, off < c->sb.base ? c->sb.base : off, off + len);
+    uint64_t from = off < c->sb.base ? c->sb.base : off;
+    if (off + len > c->sb.base && pure_ranges_add(&c->lost, a, from, off + len) != 0)
+        resend_from(c, from);
 }
 
 /* Counts whole messages below the acknowledged point before the buffer forgets them (as

@@ -229,6 +229,47 @@ static void pad_packet(pure_pkt *k, const uint8_t *out, size_t size, int mode)
         pure_pkt_pad(k); /* to join a burst of this segment size */
 }
 
+/* A link that could not build a packet for want of memory tries again this long after. */
+#define NOMEM_RETRY (10 * 1000000ull)
+
+/* Memory ran out before a packet could be built: the pacer's timer brings the link back (nothing
+ * else may: no packet in flight, no ACK to come). */
+static void retry_later(pure_link *link, uint64_t now)
+{
+    if (link->pace_at > now + NOMEM_RETRY)
+        link->pace_at = now + NOMEM_RETRY;
+}
+
+/* What needs memory is had before a frame goes in: once one takes the stream's bytes (or a
+ * datagram, an ACK's duty) the packet must be sealed and recorded, or they would be lost. So:
+ * the key's AEAD context, and room to record this packet and the packet number before it may
+ * skip (an ACK alone with nothing in flight is recorded in no slot: an idle link answering a
+ * keepalive allocates nothing). Returns 1, or 0 with the link's retry armed. */
+static int packet_memory(pure_link *link, int allow_data, int mode, uint64_t now)
+{
+    int recorded = pure_rtb_in_flight(&link->rtb) || allow_data || control_due(link) ||
+                   (mode & BUILD_PMTU_PROBE);
+    if (!pure_keys_aead(link->ctx, &link->tx) ||
+        (recorded && pure_rtb_reserve(&link->rtb, &link->ctx->alloc, 2) != 0)) {
+        retry_later(link, now);
+        return 0;
+    }
+    return 1;
+}
+
+/* The ACK frame the link owes, and after it the running count of CE marks once one arrived: a
+ * lost report is made good by the next, and the frame is 2 or 3 bytes. */
+static void put_ack(pure_link *link, pure_pkt *k, uint64_t now)
+{
+    uint32_t n;
+    const pure_range *r = pure_acktr_ranges(&link->acktr, &n);
+    if (pure_pkt_ack(k, r, n, pure_acktr_delay(&link->acktr, now)) == 0) {
+        pure_acktr_on_sent(&link->acktr);
+        if (link->b && link->b->ce_received && pure_link_peer_ecn(link))
+            (void)pure_pkt_ecn(k, link->b->ce_received);
+    }
+}
+
 /* Builds and seals one packet of at most `size` bytes at out. Every frame goes through the
  * checked writer (pure_pkt), so a packet that an ACK already filled takes nothing more. Returns
  * its length, or 0 if there was nothing to put in it. */
@@ -236,6 +277,8 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
                            uint64_t now)
 {
     if (size < PURE_DATA_HEADER + PURE_TAG_LEN + 1)
+        return 0;
+    if (!packet_memory(link, allow_data, mode, now))
         return 0;
     pure_pkt k = {out + PURE_DATA_HEADER, out + size - PURE_TAG_LEN};
     pure_sent rec = {.time = now};
@@ -249,15 +292,7 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
         eliciting = 1;
         allow_data = 0;
     } else if (pure_acktr_wanted(&link->acktr)) {
-        uint32_t n;
-        const pure_range *r = pure_acktr_ranges(&link->acktr, &n);
-        if (pure_pkt_ack(&k, r, n, pure_acktr_delay(&link->acktr, now)) == 0) {
-            pure_acktr_on_sent(&link->acktr);
-            /* Once a CE mark arrived, every ACK carries the running count: a lost report is
-             * made good by the next, and the frame is 2 or 3 bytes. */
-            if (link->b && link->b->ce_received && pure_link_peer_ecn(link))
-                (void)pure_pkt_ecn(&k, link->b->ce_received);
-        }
+        put_ack(link, &k, now);
     }
     if (!(mode & BUILD_PMTU_PROBE) && link->credit_pending &&
         pure_pkt_credit(&k, pure_credit_granted(&link->credit)) == 0) {
@@ -305,7 +340,7 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
         rec = (pure_sent){.time = now}; /* an ACK-only packet: nothing to retransmit */
     rec.size = (uint16_t)total;
     if (pure_recovery_on_sent(link, &rec) != 0)
-        return 0; /* no memory to track it: do not send what we could not retransmit */
+        return 0; /* not reached: packet_memory made room to record it */
     link->last_sent = now;
     link->st.packets_sent++;
     link->st.bytes_sent += total;
@@ -459,8 +494,10 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
         return 0;
     if (link->state != PURE_LS_OPEN)
         return write_control(link, buf, cap, segment, now);
-    if (pure_link_busy(link, now) != 0)
+    if (pure_link_busy(link, now) != 0) {
+        retry_later(link, now);
         return 0;
+    }
     if (!link->rk && pure_rekey_due(link, now))
         pure_rekey_start(link, now); /* data keeps flowing under the current keys meanwhile */
     if (pad == PURE_WRITE_OWN || pad == PURE_WRITE_LEAD) {

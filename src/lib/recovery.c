@@ -105,6 +105,18 @@ static void loss_rate_update(pure_link *link, int lost)
     link->b->loss_rate = lost ? r + ((65536 - r) >> 5) : r - (r >> 5);
 }
 
+/* Stream bytes from `off` on must go again, and the set that would say so (lost, or acked for
+ * bytes the peer has) could not grow: memory ran out. Nothing is forgotten: everything from off
+ * on that was sent is sent again as if new (go-back; the peer takes duplicates as duplicates),
+ * which needs no memory. */
+static void resend_from(pure_link *link, uint64_t off)
+{
+    if (off < link->sb.base)
+        off = link->sb.base;
+    if (off < link->send_next)
+        link->send_next = off;
+}
+
 /* What a packet carried that must go out again now that it will not be acknowledged: its stream
  * bytes, its FIN, its credit update, its REKEY frame. */
 static void requeue(pure_link *link, const pure_sent *e)
@@ -113,8 +125,10 @@ static void requeue(pure_link *link, const pure_sent *e)
         pure_link_chan_on_lost(link, e); /* a channel's bytes, CHAN_CREDIT frames, a datagram */
     if (e->flags & PURE_SENT_CHAN_CREDIT)
         pure_link_cancel_on_lost(link); /* and cancel frames, if it had any */
-    if (!e->chan && e->data_len)        /* channel 0's bytes, whatever else the packet held */
-        pure_ranges_add(&link->b->lost, &link->ctx->alloc, e->data_off, e->data_off + e->data_len);
+    if (!e->chan && e->data_len &&      /* channel 0's bytes, whatever else the packet held */
+        pure_ranges_add(&link->b->lost, &link->ctx->alloc, e->data_off,
+                        e->data_off + e->data_len) != 0)
+        resend_from(link, e->data_off);
     if (e->flags & PURE_SENT_FIN)
         link->fin_sent_pending = 1;
     if (e->flags & PURE_SENT_CREDIT)
@@ -358,9 +372,9 @@ int pure_recovery_on_ack(pure_link *link, const pure_ack_frame *ack, uint64_t no
         if (e->chan) {
             pure_link_chan_on_acked(link, e);
             chan_acked = 1;
-        } else if (e->data_len) {
-            pure_ranges_add(&link->b->acked, &link->ctx->alloc, e->data_off,
-                            e->data_off + e->data_len);
+        } else if (e->data_len && pure_ranges_add(&link->b->acked, &link->ctx->alloc, e->data_off,
+                                                  e->data_off + e->data_len) != 0) {
+            resend_from(link, e->data_off); /* acknowledged again later, and recorded then */
         }
         if ((e->flags & PURE_SENT_FIN) && !link->fin_acked)
             link->fin_acked = fin_now = 1;
@@ -460,8 +474,8 @@ static void resend_oldest(pure_link *link)
         to = link->send_next;
     if (to - from > link->mss)
         to = from + link->mss;
-    if (to > from)
-        pure_ranges_add(&link->b->lost, &link->ctx->alloc, from, to);
+    if (to > from && pure_ranges_add(&link->b->lost, &link->ctx->alloc, from, to) != 0)
+        resend_from(link, from);
 }
 
 void pure_recovery_probe_now(pure_link *link)

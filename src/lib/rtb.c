@@ -38,6 +38,17 @@ static int grow(pure_rtb *rtb, const pure_alloc *a, uint64_t pn)
     return 0;
 }
 
+int pure_rtb_reserve(pure_rtb *rtb, const pure_alloc *a, uint32_t n)
+{
+    if (rtb->in_flight == 0) {
+        if (rtb->cap >= n)
+            return 0;
+        rtb->lo = rtb->next_pn; /* nothing older is live: the ring starts here */
+    }
+    uint64_t last = rtb->next_pn + n - 1;
+    return last - rtb->lo >= rtb->cap ? grow(rtb, a, last) : 0;
+}
+
 int pure_rtb_on_sent(pure_rtb *rtb, const pure_alloc *a, const pure_sent *s)
 {
     uint64_t pn = rtb->next_pn;

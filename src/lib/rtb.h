@@ -78,6 +78,9 @@ void pure_rtb_init(pure_rtb *rtb);
  * ring would pass PURE_RTB_MAX_CAP entries or memory ran out; nothing was recorded and next_pn
  * is unchanged, so the caller must not send the packet. */
 int pure_rtb_on_sent(pure_rtb *rtb, const pure_alloc *a, const pure_sent *s);
+/* Makes room to record the next n packets (pure_rtb_on_sent then needs no memory for them, until
+ * the flight changes). Returns 0 or PURE_ENOMEM (as pure_rtb_on_sent would). */
+int pure_rtb_reserve(pure_rtb *rtb, const pure_alloc *a, uint32_t n);
 
 /* Takes the next packet number for a packet the buffer does not keep (the CLOSE of a closing
  * link) and returns it. Its ring slot is not written: call it only when no packet will be

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "sim.h"
+#include "support/talloc.h"
 #include "tparams.h"
 #include "test.h"
 
@@ -196,6 +197,8 @@ static int srv_claims;
 /* cx_new sends a message on this channel (if not 0) before the handshake completes. */
 static uint32_t pre_send_channel;
 
+static int cli_talloc; /* the client allocates through the test allocator (support/talloc.h) */
+
 static cx *cx_new(uint64_t seed, const sim_path *p)
 {
     cx *c = calloc(1, sizeof *c);
@@ -215,6 +218,8 @@ static cx *cx_new(uint64_t seed, const sim_path *p)
             st.max_message_size = 65536, st.recv_window = 65536;
         else
             st.version = cli_version;
+        if (!server && cli_talloc)
+            st.alloc = t_alloc, st.free = t_free, st.realloc = NULL;
         int ep = sim_add(c->s, &st);
         if (server && srv_claims) { /* a peer that announces more than it takes (a liar or a bug) */
             pure_test_wire tw = {.set_announce = 1,
@@ -383,7 +388,11 @@ static void test_priority_overtakes(void)
 
 /* Messages of random sizes on channels 0..5 under loss, reordering and duplication: every one
  * arrives whole, in order on its channel, once; then a graceful close reports nothing unacked. */
-static void test_soak_channels(void)
+/* Channels 0..NCH-1 under loss, reordering and duplication, messages up to 300 KB: each channel's
+ * messages all arrive in order and are all acknowledged. With fail_every, the client's allocations
+ * fail every fail_every-th time once the link is up (its rings, ranges, records of packets
+ * sent): a refused send is made again later, and nothing sent is lost. */
+static void soak_channels(unsigned fail_every)
 {
     sim_path p = {.delay = 5 * SIM_MS,
                   .jitter = SIM_MS,
@@ -391,7 +400,10 @@ static void test_soak_channels(void)
                   .reorder = 0.02,
                   .reorder_delay = 3 * SIM_MS,
                   .duplicate = 0.02};
+    cli_talloc = fail_every != 0;
     cx *c = cx_new(99, &p);
+    cli_talloc = 0;
+    t_fail_every = fail_every;
     CHECK(c->cl && c->sl);
     uint8_t *m = malloc(300000);
     uint64_t seq[NCH] = {0};
@@ -408,6 +420,7 @@ static void test_soak_channels(void)
         sim_run(c->s, NULL, NULL, sim_now(c->s) + 5 * SIM_MS);
     }
     sim_run(c->s, NULL, NULL, sim_now(c->s) + 30 * SIM_S);
+    t_fail_every = 0;
     CHECK_EQ(c->bad, 0);
     for (int ch = 0; ch < NCH; ch++) {
         CHECK_EQ(c->received[1][ch], seq[ch]);
@@ -424,6 +437,18 @@ static void test_soak_channels(void)
     CHECK_EQ(c->bad_acks, 0);
     free(m);
     cx_free(c);
+    CHECK_EQ(t_live, 0);
+}
+
+static void test_soak_channels(void)
+{
+    soak_channels(0);
+}
+
+static void test_soak_channels_memory_failing(void)
+{
+    soak_channels(3);
+    soak_channels(7);
 }
 
 /* Both directions carry channels 0..5 under loss (the server echoes everything): CHAN_CREDIT
@@ -707,6 +732,7 @@ int main(void)
     RUN(test_hol_independence);
     RUN(test_priority_overtakes);
     RUN(test_soak_channels);
+    RUN(test_soak_channels_memory_failing);
     RUN(test_both_ways_lossy);
     RUN(test_small_memory);
     RUN(test_datagrams_lossy);

@@ -6,11 +6,13 @@
 long t_live;
 int t_size_mismatch;
 int t_fail;
+unsigned t_fail_every;
+unsigned long t_calls;
 
 void *t_alloc(void *user, size_t n)
 {
     (void)user;
-    if (t_fail)
+    if (t_fail || (t_fail_every && ++t_calls % t_fail_every == 0))
         return NULL;
     size_t *p = malloc(n + sizeof(size_t));
     if (!p)

@@ -6,9 +6,11 @@
 
 #include <stddef.h>
 
-extern long t_live;         /* blocks allocated and not yet freed */
-extern int t_size_mismatch; /* frees whose size differed from the allocation's */
-extern int t_fail;          /* non-zero: every allocation fails */
+extern long t_live;           /* blocks allocated and not yet freed */
+extern int t_size_mismatch;   /* frees whose size differed from the allocation's */
+extern int t_fail;            /* non-zero: every allocation fails */
+extern unsigned t_fail_every; /* non-zero: every t_fail_every-th call fails (counted in t_calls) */
+extern unsigned long t_calls;
 
 void *t_alloc(void *user, size_t n);
 void t_free(void *user, void *p, size_t n);
