@@ -493,10 +493,12 @@ PURE_API const uint8_t *pure_ctx_public_key(const pure_ctx *ctx);
  * Returns 0 when the datagram was used; PURE_ECLOSED when it ended its link; or a code for a
  * datagram dropped with its link as it was: PURE_EPROTO malformed, PURE_ECRYPTO failed
  * authentication, PURE_EINVAL (NULL arguments, or an unknown link or stale packet), PURE_ENOMEM
- * (no memory for the link's buffers: the peer sends it again). After PURE_ECLOSED on_closed has
+ * (no memory for the link's buffers: the peer sends it again; running out of memory while data
+ * flows closes no link: what could not be held is not acknowledged and comes again, and bytes
+ * already acknowledged are fed again a few milliseconds later). After PURE_ECLOSED on_closed has
  * run and says why: the peer's CLOSE or refusal, or what the datagram held broke the protocol
  * (its error then PURE_EPROTO, PURE_EFLOW for data past the credit given, PURE_EMSGSIZE for a
- * message over max_message_size, PURE_ENOMEM), or a forgery reached max_failed_opens
+ * message over max_message_size), or a forgery reached max_failed_opens
  * (PURE_ECRYPTO). Drops other than PURE_ENOMEM and NULL arguments are counted in
  * pure_ctx_stats. Dropping is normal for junk from the network; the caller need not act on any
  * of these codes. */

@@ -47,6 +47,9 @@ static void on_open_timer(pure_link *link, uint64_t now)
     if (pure_timer_due(link, PURE_TIMER_PACE, now)) {
         link->pace_at = UINT64_MAX;
         pure_ctx_mark_pending(ctx, link);
+        pure_link_recv_retry(link, now); /* bytes held for want of memory, if any */
+        if (link->state != PURE_LS_OPEN)
+            return; /* delivering them ended the link (the application, or a bad stream) */
     }
     if (pure_timer_due(link, PURE_TIMER_RX_RETIRE, now))
         pure_keys_retire(link);

@@ -201,7 +201,7 @@ static int on_cancel(pure_link *link, const pure_frame *f)
     pure_chan *c = pure_link_chan_get(link, ch);
     pure_cancels *x = c ? pure_cancels_get(&c->cx, &link->ctx->alloc) : NULL;
     if (!x)
-        return PURE_ENOMEM;
+        return PURE_CANCEL_DROPPED; /* no memory to hold it: unacknowledged, it comes again */
     pure_cancel_in *in = pure_cancels_in_find(x, id);
     if (in) { /* again: the same answer */
         if (in->start != s || in->end != e)
@@ -232,7 +232,7 @@ static int on_cancel(pure_link *link, const pure_frame *f)
     }
     int err = 0;
     if (!pure_cancels_in_add(x, &link->ctx->alloc, &ent, limit, &err))
-        return err == PURE_EAGAIN ? PURE_CANCEL_DROPPED : err;
+        return err == PURE_EAGAIN || err == PURE_ENOMEM ? PURE_CANCEL_DROPPED : err;
     mark_due(link);
     if (!now_skip)
         return 0;

@@ -11,6 +11,7 @@
 #include "frame.h"
 #include "link_chan.h"
 #include "link_shared.h"
+#include "nomem.h"
 #include "registry.h"
 #include "rxmem.h"
 #include "tparams.h"
@@ -475,7 +476,9 @@ static int drain_ring(pure_link *link, uint32_t ch, pure_chan *c, uint64_t now)
         c->recv_next += chunk - (rc ? c->parse.unfed : 0);
         if (rc) {
             pure_rob_trim(&c->rob, c->recv_next);
-            stalled = rc == PURE_EAGAIN;
+            stalled = rc == PURE_EAGAIN || rc == PURE_ENOMEM;
+            if (rc == PURE_ENOMEM) /* acknowledged bytes: only a retry brings them on */
+                pure_link_rx_nomem(link, now);
             break;
         }
     }
@@ -493,7 +496,7 @@ static int drain_ring(pure_link *link, uint32_t ch, pure_chan *c, uint64_t now)
     }
     if (rc == 0)
         update_credit(link, c, ch, now);
-    return rc < 0 && rc != PURE_EAGAIN ? rc : 0;
+    return rc < 0 && rc != PURE_EAGAIN && rc != PURE_ENOMEM ? rc : 0;
 }
 
 static int on_chan_data(pure_link *link, const pure_frame *f, uint64_t now)
@@ -502,7 +505,7 @@ static int on_chan_data(pure_link *link, const pure_frame *f, uint64_t now)
     uint64_t off = f->u.chan.offset, len = f->u.chan.len, end = off + len;
     pure_chan *c = pure_link_chan_get(link, ch);
     if (!c)
-        return PURE_ENOMEM;
+        return PURE_CHAN_DROPPED; /* no memory for the channel: it comes again */
     if (end > pure_credit_granted(&c->credit))
         return PURE_EFLOW;
     if (end <= c->recv_next)
@@ -530,7 +533,7 @@ static int on_chan_data(pure_link *link, const pure_frame *f, uint64_t now)
     uint64_t skip = c->recv_next - off;
     int rc = feed(link, ch, c, f->u.chan.bytes + skip, (size_t)(len - skip));
     c->recv_next = end - (rc ? c->parse.unfed : 0);
-    if (rc == PURE_EAGAIN)
+    if (rc == PURE_EAGAIN || rc == PURE_ENOMEM)
         return PURE_CHAN_DROPPED; /* the rest comes again when there is room */
     if (rc < 0)
         return rc;
@@ -570,7 +573,7 @@ int pure_link_chan_on_frame(pure_link *link, const pure_frame *f, uint64_t now)
     case PURE_FRAME_CHAN_CREDIT: {
         pure_chan *c = pure_link_chan_get(link, (uint32_t)f->u.chan.channel);
         if (!c)
-            return PURE_ENOMEM;
+            return PURE_CHAN_DROPPED; /* unacknowledged: the peer sends its credit again */
         if (pure_credit_on_frame(&c->credit, f->u.chan.offset))
             pure_ctx_mark_pending(link->ctx, link);
         return 0;

@@ -13,6 +13,7 @@
 #include "lifecycle.h"
 #include "link_chan.h"
 #include "link_send.h"
+#include "nomem.h"
 #include "path.h"
 #include "recovery.h"
 #include "registry.h"
@@ -32,8 +33,9 @@ static int deliver(void *arg, const uint8_t *data, size_t len)
 }
 
 /* Feeds in-order bytes to the framer within the receive-memory budget (rxmem.c). Returns 0, a
- * code that closes the link, or PURE_EAGAIN: the budget let in all but the last
- * link->b->parse.unfed bytes and the link is held back. */
+ * code that closes the link, PURE_EAGAIN (the budget let in all but the last
+ * link->b->parse.unfed bytes and the link is held back) or PURE_ENOMEM (as EAGAIN, but memory
+ * itself ran out: nothing closes, the bytes come again). */
 static int feed(pure_link *link, const uint8_t *p, size_t n, uint64_t now)
 {
     pure_msgparse *m = &link->b->parse;
@@ -42,7 +44,7 @@ static int feed(pure_link *link, const uint8_t *p, size_t n, uint64_t now)
     uint64_t lim = pure_rxmem_limit(link, a.realloc ? m->body_cap : 0, PURE_MSGPARSE_MIN);
     m->cap_limit = lim > UINT32_MAX ? UINT32_MAX : (uint32_t)lim;
     int rc = pure_msgparse_feed_inline(m, &a, p, n, deliver, link);
-    size_t done = rc == PURE_EAGAIN ? n - m->unfed : n;
+    size_t done = rc == PURE_EAGAIN || rc == PURE_ENOMEM ? n - m->unfed : n;
     if (rc == PURE_EAGAIN && link->state == PURE_LS_OPEN && pure_rxmem_claim(link, now)) {
         /* the link is now the one exempt from the budget: it goes on */
         m->cap_limit = UINT32_MAX;
@@ -146,8 +148,8 @@ static int on_data(pure_link *link, const pure_frame *f, uint64_t now)
             int rc = feed(link, f->u.data.bytes + skip, (size_t)(len - skip), now);
             /* all of it, or up to where the application closed the link, or held back */
             link->recv_next = end - link->b->parse.unfed;
-            if (rc == PURE_EAGAIN) /* held back: the rest comes again when there is room */
-                return DATA_DROPPED;
+            if (rc == PURE_EAGAIN || rc == PURE_ENOMEM) /* held back, or no memory: the rest */
+                return DATA_DROPPED;                    /* comes again (not acknowledged) */
             if (rc)
                 return rc;
             if (link->state != PURE_LS_OPEN)
@@ -155,6 +157,10 @@ static int on_data(pure_link *link, const pure_frame *f, uint64_t now)
             rc = drain_ring(link, now);
             if (rc == PURE_EAGAIN)
                 return 0; /* this packet was consumed whole; the ring waits for memory */
+            if (rc == PURE_ENOMEM) {
+                pure_link_rx_nomem(link, now); /* acknowledged: the ring's bytes come no more */
+                return 0;
+            }
             if (rc || link->state != PURE_LS_OPEN)
                 return rc;
             update_credit(link, now);
@@ -186,6 +192,10 @@ void pure_link_recv_unheld(pure_link *link, uint64_t now)
     int rc = drain_ring(link, now);
     if (rc == 0 && link->state == PURE_LS_OPEN)
         rc = check_fin(link);
+    if (rc == PURE_ENOMEM) {
+        pure_link_rx_nomem(link, now);
+        return;
+    }
     if (rc && rc != PURE_EAGAIN) {
         pure_link_terminate(link, rc, (uint64_t)close_code_for(rc), pure_strerror(rc), 1, now);
         return;
@@ -201,6 +211,19 @@ void pure_link_recv_unheld(pure_link *link, uint64_t now)
     if (link->credit_pending)
         pure_ctx_mark_pending(link->ctx, link);
     pure_timers_update(link, now);
+}
+
+void pure_link_recv_retry(pure_link *link, uint64_t now)
+{
+    if (!link->b || !link->b->rx_nomem)
+        return;
+    link->b->rx_nomem = 0;
+    pure_link_recv_unheld(link, now);
+    if (link->state == PURE_LS_OPEN && pure_link_chan_stalled(link)) {
+        int rc = pure_link_chan_retry(link, now);
+        if (rc)
+            pure_link_terminate(link, rc, (uint64_t)close_code_for(rc), pure_strerror(rc), 1, now);
+    }
 }
 
 /* A packet for a link that is closing: the application heard on_closed already, so nothing in

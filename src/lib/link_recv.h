@@ -12,6 +12,9 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
 /* The link was held back by max_receive_memory and memory came free: consume what its ring
  * holds, grant the credit held back, and queue what it owes the peer. */
 void pure_link_recv_unheld(pure_link *link, uint64_t now);
+/* The retry timer fired (pace_at): feeds again the in-order bytes a ring held for want of
+ * memory (channel 0's and the channels'), if any wait. */
+void pure_link_recv_retry(pure_link *link, uint64_t now);
 /* pure_link_resume_recv: grants the credit a paused link held back, if it is due. */
 void pure_link_recv_resumed(pure_link *link, uint64_t now);
 

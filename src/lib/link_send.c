@@ -11,6 +11,7 @@
 #include "link_send.h"
 #include "keys.h"
 #include "lifecycle.h"
+#include "nomem.h"
 #include "path.h"
 #include "recovery.h"
 #include "rekey.h"
@@ -229,17 +230,6 @@ static void pad_packet(pure_pkt *k, const uint8_t *out, size_t size, int mode)
         pure_pkt_pad(k); /* to join a burst of this segment size */
 }
 
-/* A link that could not build a packet for want of memory tries again this long after. */
-#define NOMEM_RETRY (10 * 1000000ull)
-
-/* Memory ran out before a packet could be built: the pacer's timer brings the link back (nothing
- * else may: no packet in flight, no ACK to come). */
-static void retry_later(pure_link *link, uint64_t now)
-{
-    if (link->pace_at > now + NOMEM_RETRY)
-        link->pace_at = now + NOMEM_RETRY;
-}
-
 /* What needs memory is had before a frame goes in: once one takes the stream's bytes (or a
  * datagram, an ACK's duty) the packet must be sealed and recorded, or they would be lost. So:
  * the key's AEAD context, and room to record this packet and the packet number before it may
@@ -251,7 +241,7 @@ static int packet_memory(pure_link *link, int allow_data, int mode, uint64_t now
                    (mode & BUILD_PMTU_PROBE);
     if (!pure_keys_aead(link->ctx, &link->tx) ||
         (recorded && pure_rtb_reserve(&link->rtb, &link->ctx->alloc, 2) != 0)) {
-        retry_later(link, now);
+        pure_link_retry_later(link, now);
         return 0;
     }
     return 1;
@@ -495,7 +485,7 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
     if (link->state != PURE_LS_OPEN)
         return write_control(link, buf, cap, segment, now);
     if (pure_link_busy(link, now) != 0) {
-        retry_later(link, now);
+        pure_link_retry_later(link, now);
         return 0;
     }
     if (!link->rk && pure_rekey_due(link, now))

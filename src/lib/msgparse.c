@@ -101,8 +101,10 @@ int pure_msgparse_feed_slow(pure_msgparse *m, const pure_alloc *a, const uint8_t
         int rc = 0;
         if (take) {
             rc = reserve(m, a, m->body_have + (uint32_t)take);
-            if (rc == PURE_ENOMEM)
+            if (rc == PURE_ENOMEM) {
+                m->unfed = (size_t)(end - p); /* none of it taken: fed again later */
                 return rc;
+            }
             if (rc == PURE_EAGAIN && take > m->body_cap - m->body_have)
                 take = m->body_cap - m->body_have;
             if (take)

@@ -35,13 +35,15 @@ typedef struct pure_msgparse {
     /* Set by the owner before a feed: the assembly buffer may not grow past this many bytes
      * (UINT32_MAX after init: no limit). A feed that needs more stops, as zlib's avail_in. */
     uint32_t cap_limit;
-    /* After a feed returned PURE_EAGAIN or 1: bytes at the end of the piece it did not consume. */
+    /* After a feed returned PURE_EAGAIN, PURE_ENOMEM or 1: bytes at the end of the piece it did
+     * not consume. */
     size_t unfed;
 } pure_msgparse;
 
 void pure_msgparse_init(pure_msgparse *m, uint32_t max_len);
 /* Consumes n in-order bytes. Returns 0, PURE_EPROTO (bad preamble), PURE_EMSGSIZE (a length over
- * max_len), PURE_ENOMEM, 1 if fn asked to stop (the last m->unfed bytes are not consumed), or
+ * max_len), PURE_ENOMEM (the assembly buffer could not grow: as PURE_EAGAIN, the last m->unfed
+ * bytes are not consumed), 1 if fn asked to stop (the last m->unfed bytes are not consumed), or
  * PURE_EAGAIN if the assembly buffer would have to grow past cap_limit: everything but the last
  * m->unfed bytes was consumed (the buffer holds as much as cap_limit allows); feed the rest again
  * once the limit allows it. Whole messages in the piece and empty messages never allocate. */

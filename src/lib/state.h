@@ -90,6 +90,9 @@ typedef struct pure_busy {
     /* rxmem.c: the context's list of links held back by max_receive_memory, oldest first */
     pure_link *held_prev, *held_next;
     uint8_t held;
+    /* link_recv.c: in-order bytes wait in a ring for want of memory (the assembly buffer could
+     * not grow): the retry timer (pace_at) feeds them again */
+    uint8_t rx_nomem;
     /* flight.c: the context's list of links waiting for max_in_flight, oldest first */
     pure_link *flight_prev, *flight_next;
     uint8_t flight_waiting;

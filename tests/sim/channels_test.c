@@ -197,7 +197,7 @@ static int srv_claims;
 /* cx_new sends a message on this channel (if not 0) before the handshake completes. */
 static uint32_t pre_send_channel;
 
-static int cli_talloc; /* the client allocates through the test allocator (support/talloc.h) */
+static int use_talloc; /* both sides allocate through the test allocator (support/talloc.h) */
 
 static cx *cx_new(uint64_t seed, const sim_path *p)
 {
@@ -218,7 +218,7 @@ static cx *cx_new(uint64_t seed, const sim_path *p)
             st.max_message_size = 65536, st.recv_window = 65536;
         else
             st.version = cli_version;
-        if (!server && cli_talloc)
+        if (use_talloc)
             st.alloc = t_alloc, st.free = t_free, st.realloc = NULL;
         int ep = sim_add(c->s, &st);
         if (server && srv_claims) { /* a peer that announces more than it takes (a liar or a bug) */
@@ -389,9 +389,10 @@ static void test_priority_overtakes(void)
 /* Messages of random sizes on channels 0..5 under loss, reordering and duplication: every one
  * arrives whole, in order on its channel, once; then a graceful close reports nothing unacked. */
 /* Channels 0..NCH-1 under loss, reordering and duplication, messages up to 300 KB: each channel's
- * messages all arrive in order and are all acknowledged. With fail_every, the client's allocations
- * fail every fail_every-th time once the link is up (its rings, ranges, records of packets
- * sent): a refused send is made again later, and nothing sent is lost. */
+ * messages all arrive in order and are all acknowledged. With fail_every, both sides' allocations
+ * fail every fail_every-th time once the link is up (rings, ranges, records of packets sent,
+ * reorder and assembly buffers, the channels themselves): a refused send is made again later,
+ * and nothing sent is lost, nothing closes. */
 static void soak_channels(unsigned fail_every)
 {
     sim_path p = {.delay = 5 * SIM_MS,
@@ -400,9 +401,9 @@ static void soak_channels(unsigned fail_every)
                   .reorder = 0.02,
                   .reorder_delay = 3 * SIM_MS,
                   .duplicate = 0.02};
-    cli_talloc = fail_every != 0;
+    use_talloc = fail_every != 0;
     cx *c = cx_new(99, &p);
-    cli_talloc = 0;
+    use_talloc = 0;
     t_fail_every = fail_every;
     CHECK(c->cl && c->sl);
     uint8_t *m = malloc(300000);

@@ -312,7 +312,12 @@ static void test_alloc_failure(void)
     pure_msgparse_init(&m, 1000);
     memset(&s, 0, sizeof s);
     CHECK_EQ(pure_msgparse_feed(&m, &A, b, 4 + 4 + 4 + 2, on_msg, &s), PURE_ENOMEM);
+    /* the preamble and the length prefix were taken, the message's two bytes were not: fed again
+     * once memory is back, they make it whole, and nothing is lost or delivered twice */
+    CHECK_EQ(m.unfed, 2);
     t_fail = 0;
+    CHECK_EQ(pure_msgparse_feed(&m, &A, b + 4 + 4 + 4, n - 12, on_msg, &s), 0);
+    CHECK(matches(&s, SIZES, NSIZES));
     pure_msgparse_free(&m, &A);
     CHECK_EQ(t_live, 0);
     CHECK_EQ(t_size_mismatch, 0);
