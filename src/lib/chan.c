@@ -128,7 +128,8 @@ uint64_t pure_chan_next_run(pure_chan *c, const pure_alloc *a, uint64_t *off, in
     *retx = 0;
     *off = c->send_next;
     uint64_t lim = new_limit(c);
-    if (c->cx && c->cx->nout) { /* stop before a cancelled message ahead (cancel.c) */
+    if (c->acked.n) { /* stop before bytes acknowledged ahead: a cancelled message (cancel.c),
+                         or bytes sent before a resend_from */
         uint64_t next = pure_ranges_next_start(&c->acked, c->send_next);
         lim = next < lim ? next : lim;
     }
@@ -139,10 +140,13 @@ void pure_chan_on_sent(pure_chan *c, const pure_alloc *a, uint64_t off, uint64_t
 {
     if (retx)
         pure_ranges_remove(&c->lost, a, off, off + len);
-    else if (!c->cx)
+    else if (!c->acked.n)
         c->send_next = off + len;
-    else /* over the cancelled messages that follow (their bytes count as acknowledged) */
+    else /* over what follows acknowledged: cancelled messages, or bytes sent before a
+            resend_from (never sent twice: a cancelled message's bytes never at all) */
         c->send_next = pure_ranges_contiguous_end(&c->acked, off + len);
+    if (c->send_next > c->sent_top)
+        c->sent_top = c->send_next;
 }
 
 /* Bytes from off on must go again and the set that would say so could not grow (no memory): as

@@ -46,7 +46,7 @@ int pure_chan_cancel(pure_chan *c, const pure_alloc *a, uint64_t id, uint8_t fla
     pure_chan_msg_range(c, id, &s, &e);
     uint64_t from = s < c->sb.base ? c->sb.base : s;
     pure_cancel_out o = {
-        .start = s, .end = e, .id = id, .owed = 1, .flags = flags, .sent = c->send_next >= e};
+        .start = s, .end = e, .id = id, .owed = 1, .flags = flags, .sent = c->sent_top >= e};
     /* its bytes count as acknowledged: a loss never brings them back (next_run skips lost bytes
      * that are acknowledged) and new bytes jump over them; pure_chan_release_acked stops at
      * pure_cancels_hold until the peer answers */

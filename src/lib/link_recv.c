@@ -213,19 +213,6 @@ void pure_link_recv_unheld(pure_link *link, uint64_t now)
     pure_timers_update(link, now);
 }
 
-void pure_link_recv_retry(pure_link *link, uint64_t now)
-{
-    if (!link->b || !link->b->rx_nomem)
-        return;
-    link->b->rx_nomem = 0;
-    pure_link_recv_unheld(link, now);
-    if (link->state == PURE_LS_OPEN && pure_link_chan_stalled(link)) {
-        int rc = pure_link_chan_retry(link, now);
-        if (rc)
-            pure_link_terminate(link, rc, (uint64_t)close_code_for(rc), pure_strerror(rc), 1, now);
-    }
-}
-
 /* A packet for a link that is closing: the application heard on_closed already, so nothing in
  * it is delivered. The peer's CLOSE ends the link; anything else means our CLOSE was lost, so
  * it goes again. The CLOSE is
@@ -265,6 +252,22 @@ static int error_for_close_code(uint64_t code)
     case PURE_CLOSE_MOVED: return PURE_EMOVED;
     default: return code >= PURE_CLOSE_APP ? PURE_ERESET : PURE_EPROTO;
     }
+}
+
+void pure_link_recv_retry(pure_link *link, uint64_t now)
+{
+    if (!link->b || !link->b->rx_nomem)
+        return;
+    link->b->rx_nomem = 0;
+    pure_link_recv_unheld(link, now);
+    if (link->state == PURE_LS_OPEN && pure_link_chan_stalled(link)) {
+        int rc = pure_link_chan_retry(link, now);
+        if (rc)
+            pure_link_terminate(link, rc, (uint64_t)close_code_for(rc), pure_strerror(rc), 1, now);
+    }
+    if (link->state == PURE_LS_OPEN && !link->b->rx_nomem && link->b->peer_close_waits)
+        pure_link_terminate(link, error_for_close_code(link->close_code), 0, link->b->peer_reason,
+                            0, now); /* everything the peer counts delivered now is */
 }
 
 /* An ACK frame was processed (pure_recovery_on_ack returned `acked`): act on what moved. The
@@ -344,6 +347,30 @@ static void take_delivered(pure_link *link, const uint8_t *p, const uint8_t *end
         pure_link_chan_on_frame(link, &f, now);
 }
 
+/* The peer's CLOSE: the link ends with what it says, after the in-order bytes that wait for
+ * memory, if any, are delivered (the peer counted them delivered: they were acknowledged). */
+static void on_close_frame(pure_link *link, const pure_frame *f, uint64_t now)
+{
+    char reason[256];
+    memcpy(reason, f->u.close.reason, f->u.close.reason_len);
+    reason[f->u.close.reason_len] = 0;
+    link->close_code = f->u.close.code;
+    link->peer_closed = 1;
+    pure_link_recv_retry(link, now); /* what waits for memory, delivered first if it can be */
+    if (link->state == PURE_LS_OPEN && link->b && link->b->rx_nomem) {
+        /* they still wait: pure_link_recv_retry ends the link once they are delivered */
+        size_t n = f->u.close.reason_len < sizeof link->b->peer_reason - 1
+                       ? f->u.close.reason_len
+                       : sizeof link->b->peer_reason - 1;
+        memcpy(link->b->peer_reason, reason, n);
+        link->b->peer_reason[n] = 0;
+        link->b->peer_close_waits = 1;
+        return;
+    }
+    if (link->state == PURE_LS_OPEN)
+        pure_link_terminate(link, error_for_close_code(f->u.close.code), 0, reason, 0, now);
+}
+
 /* What the frames of one packet did. */
 typedef struct frames_seen {
     int eliciting; /* a frame that asks for an ACK */
@@ -389,15 +416,7 @@ static int on_frame(pure_link *link, const pure_frame *f, const pure_ack_frame *
         pure_recovery_probe_now(link);
         seen->eliciting = 1;
         break;
-    case PURE_FRAME_CLOSE: {
-        char reason[256];
-        memcpy(reason, f->u.close.reason, f->u.close.reason_len);
-        reason[f->u.close.reason_len] = 0;
-        link->close_code = f->u.close.code;
-        link->peer_closed = 1;
-        pure_link_terminate(link, error_for_close_code(f->u.close.code), 0, reason, 0, now);
-        return 1;
-    }
+    case PURE_FRAME_CLOSE: on_close_frame(link, f, now); return 1;
     case PURE_FRAME_REKEY:
         seen->eliciting = 1;
         pure_rekey_on_frame(link, f->u.rekey, now);

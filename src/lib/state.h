@@ -93,6 +93,10 @@ typedef struct pure_busy {
     /* link_recv.c: in-order bytes wait in a ring for want of memory (the assembly buffer could
      * not grow): the retry timer (pace_at) feeds them again */
     uint8_t rx_nomem;
+    /* link_recv.c: the peer's CLOSE came while such bytes waited (they were acknowledged, so the
+     * peer counts them delivered): it takes effect once they are, with this reason (cut to 47) */
+    uint8_t peer_close_waits;
+    char peer_reason[48];
     /* flight.c: the context's list of links waiting for max_in_flight, oldest first */
     pure_link *flight_prev, *flight_next;
     uint8_t flight_waiting;

@@ -27,7 +27,8 @@ typedef struct side {
     uint64_t send_hash, recv_hash;
     int chaos; /* what this side does to the link at chaos_at messages */
     uint64_t chaos_at;
-    int did; /* what it did */
+    int did;         /* what it did */
+    int established; /* client: on_established ran */
     /* server: echoes waiting for room (u32 length, bytes), sent on on_writable */
     uint8_t *q;
     size_t qhead, qlen, qcap;
@@ -76,6 +77,8 @@ typedef struct counter {
     int64_t bytes;
     int64_t blocks;
     int mismatch;
+    uint32_t fail_every; /* wl_cfg.fail_every, once armed */
+    uint64_t calls, refused;
 } counter;
 
 struct wl {
@@ -84,6 +87,7 @@ struct wl {
     int cli, srv;
     pure_settings cst, sst;
     counter cmem, smem;
+    uint64_t refused_sends; /* sends and replies refused with PURE_ENOMEM (made again) */
     wl_link *links;
     side *srv_sides; /* server sides, one per accepted link (all generations) */
     uint32_t n_srv, cap_srv;
@@ -242,6 +246,10 @@ static int plan_check(wl *w, uint32_t id, uint64_t k, const uint8_t *d, size_t n
 static void *c_alloc(void *user, size_t n)
 {
     counter *c = user;
+    if (c->fail_every && ++c->calls % c->fail_every == 0) {
+        c->refused++;
+        return NULL;
+    }
     size_t *p = malloc(n + 16);
     if (!p)
         return NULL;
@@ -319,6 +327,10 @@ static void client_pump(wl_link *k)
                          : side_send(c, w->scratch, n);
         if (rc == PURE_EAGAIN)
             return; /* on_writable calls again */
+        if (rc == PURE_ENOMEM) {
+            w->refused_sends++; /* nothing was queued: wl_run's retry calls again */
+            return;
+        }
         if (rc < 0)
             return; /* closing: on_closed tells */
         if ((uint64_t)rc != c->sent)
@@ -332,8 +344,8 @@ static void client_pump(wl_link *k)
             int crc = pure_link_cancel(c->l, c->ch, c->sent - 3);
             if (crc == 0)
                 *cx_of(k, c->sent - 3) |= CX_ASKED;
-            else if (crc != PURE_EALREADY && crc != PURE_ESTATE)
-                c->bad++;
+            else if (crc != PURE_EALREADY && crc != PURE_ESTATE && crc != PURE_ENOMEM)
+                c->bad++; /* ENOMEM: not recorded, nothing changed (the message goes on) */
         }
     }
     if (c->l && c->sent == k->planned && (!w->cfg.echo || c->recv == k->planned) &&
@@ -352,6 +364,10 @@ static void server_flush(wl *w, side *sd)
         int64_t rc = side_send(sd, m + 4, n);
         if (rc == PURE_EAGAIN)
             return;
+        if (rc == PURE_ENOMEM) {
+            w->refused_sends++; /* kept at the queue's head: wl_run's retry flushes again */
+            return;
+        }
         if (rc < 0)
             sd->dropped_replies++;
         else
@@ -400,6 +416,7 @@ static int on_accept(pure_link *l, const char *service, const uint8_t *key, void
 static void on_established(pure_link *l, void *user)
 {
     wl_link *k = user;
+    k->c.established = 1;
     if (live(&k->c))
         client_pump(k);
 }
@@ -439,6 +456,8 @@ static void server_message(wl *w, side *sd, const uint8_t *d, size_t n, int ston
             int64_t rc = side_send(sd, d, n); /* the reply, from inside on_message */
             if (rc == PURE_EAGAIN)
                 server_queue(sd, d, n);
+            else if (rc == PURE_ENOMEM)
+                server_queue(sd, d, n), w->refused_sends++; /* sent by wl_run's retry */
             else if (rc < 0)
                 sd->dropped_replies++;
             else
@@ -693,11 +712,54 @@ static int run_done(void *arg)
     return 1;
 }
 
+/* Every link the client opened is established or closed already. */
+static int handshakes_done(const wl *w)
+{
+    for (uint32_t i = 0; i < w->cfg.links; i++)
+        if (w->links[i].c.known && !w->links[i].c.established && !w->links[i].c.closes)
+            return 0;
+    return 1;
+}
+
+/* What the applications do every 10 ms while allocations may fail: sends and replies refused
+ * with PURE_ENOMEM are made again (no callback tells them memory is back). */
+static void retry_refused(wl *w)
+{
+    for (uint32_t i = 0; i < w->cfg.links; i++)
+        if (w->links[i].c.l && w->links[i].c.closes == 0)
+            client_pump(&w->links[i]);
+    for (uint32_t i = 0; i < w->n_srv; i++) {
+        side *sd = &w->srv_sides[i];
+        if (sd->known && sd->l && sd->closes == 0 && sd->qlen)
+            server_flush(w, sd);
+    }
+}
+
 int wl_run(wl *w, uint64_t until)
 {
     current = w;
     w->checked_at = 0;
-    return sim_run(w->s, run_done, w, until);
+    if (!w->cfg.fail_every)
+        return sim_run(w->s, run_done, w, until);
+    if (!w->cmem.fail_every) { /* the handshakes first, with memory */
+        uint64_t start = sim_now(w->s);
+        while (!handshakes_done(w) && sim_now(w->s) < start + 10 * SIM_S)
+            sim_run(w->s, NULL, NULL, sim_now(w->s) + SIM_MS);
+        w->cmem.fail_every = w->smem.fail_every = w->cfg.fail_every;
+    }
+    int done = 0;
+    while (!done && sim_now(w->s) < until) {
+        uint64_t next = sim_now(w->s) + 10 * SIM_MS;
+        done = sim_run(w->s, run_done, w, next < until ? next : until);
+        retry_refused(w);
+    }
+    w->cmem.fail_every = w->smem.fail_every = 0; /* the checks and frees run with memory */
+    return done;
+}
+
+uint64_t wl_refused_allocations(const wl *w)
+{
+    return w->cmem.refused + w->smem.refused;
 }
 
 void wl_more(wl *w, uint32_t messages)
@@ -823,8 +885,10 @@ int wl_check(wl *w, const char *name)
             FAIL("client's on_closed next_id %llu, sent %llu", (unsigned long long)c->info.next_id,
                  (unsigned long long)c->sent);
         if (s && s->closes && s->info.first_unacked > c->recv)
-            FAIL("server's on_closed says %llu acknowledged, client got %llu",
-                 (unsigned long long)s->info.first_unacked, (unsigned long long)c->recv);
+            FAIL("server's on_closed says %llu acknowledged, client got %llu (server did %d, "
+                 "error %d; client closes %d, error %d)",
+                 (unsigned long long)s->info.first_unacked, (unsigned long long)c->recv, s->did,
+                 s->info.error, c->closes, c->info.error);
         /* a graceful close that reports everything acknowledged delivered everything; unless
          * the server closed too: after the peer's graceful close, messages sent here may be left
          * unacknowledged with error 0 (pure.h, pure_close_info), and the check above holds the

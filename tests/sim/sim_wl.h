@@ -39,6 +39,10 @@ typedef struct wl_cfg {
                                   a deadline 1..16 ms away (pure_link_send_on_deadline); the server
                                   echoes a cancelled message as the 4 bytes "CNCL", and both sides'
                                   reports are checked to agree */
+    uint32_t fail_every;       /* once every handshake is done, every fail_every-th
+                                  allocation of either side is refused (0: none); a send or reply
+                                  refused with PURE_ENOMEM is made again 10 ms later, as an
+                                  application short of memory would */
 } wl_cfg;
 
 typedef struct wl wl;
@@ -69,6 +73,8 @@ uint64_t wl_last_client_close(const wl *w);
 uint32_t wl_client_closed_with(const wl *w, int error);
 /* Messages delivered in both directions so far. */
 uint64_t wl_delivered(const wl *w);
+/* Allocations refused so far (wl_cfg.fail_every). */
+uint64_t wl_refused_allocations(const wl *w);
 /* Bytes the two contexts hold now (injected allocator). */
 int64_t wl_live_bytes(const wl *w);
 /* Frees everything; then checks that both allocators are back to zero. Returns violations. */

@@ -25,6 +25,17 @@ static uint64_t long_messages = 10000000;
 
 static const sim_path lan = {.delay = 2 * SIM_MS, .bandwidth = 1000000000ull, .queue = 4 << 20};
 
+/* The LAN with `loss`, 5% of datagrams 3 ms late (reordered) and 2% delivered twice. */
+static sim_path lossy_lan(double loss)
+{
+    sim_path p = lan;
+    p.loss = loss;
+    p.reorder = 0.05;
+    p.reorder_delay = 3 * SIM_MS;
+    p.duplicate = 0.02;
+    return p;
+}
+
 /* One scenario over every seed: runs to the end, checks, frees. */
 static void scenario(const char *name, wl_cfg cfg, uint64_t until)
 {
@@ -38,6 +49,10 @@ static void scenario(const char *name, wl_cfg cfg, uint64_t until)
                     (double)until / 1e9);
         CHECK(done);
         uint64_t delivered = wl_delivered(w);
+        if (cfg.fail_every) { /* the refusals happened, and none closed a link */
+            CHECK(wl_refused_allocations(w) > 0);
+            CHECK_EQ(wl_client_closed_with(w, PURE_ENOMEM), 0);
+        }
         CHECK_EQ(wl_check(w, name), 0);
         CHECK_EQ(wl_free(w), 0);
         if (seed == 1)
@@ -56,11 +71,7 @@ static void test_many_links_echo(void)
 
 static void test_lossy_paths(void)
 {
-    sim_path p = lan;
-    p.loss = 0.05;
-    p.reorder = 0.05;
-    p.reorder_delay = 3 * SIM_MS;
-    p.duplicate = 0.02;
+    sim_path p = lossy_lan(0.05);
     wl_cfg c = {.links = 50, .messages = 8, .max_size = 1u << 20, .echo = 1, .path = p};
     scenario("50 links, 5% loss, reordering, duplication", c, 1200 * SIM_S);
     p.loss = 0.10;
@@ -74,11 +85,7 @@ static void test_lossy_paths(void)
  * reports is checked against the channel's own ids (pure_link_channel_unacked). */
 static void test_channels(void)
 {
-    sim_path p = lan;
-    p.loss = 0.05;
-    p.reorder = 0.05;
-    p.reorder_delay = 3 * SIM_MS;
-    p.duplicate = 0.02;
+    sim_path p = lossy_lan(0.05);
     wl_cfg c = {
         .links = 50, .messages = 8, .max_size = 1u << 20, .echo = 1, .path = p, .channels = 4};
     scenario("50 links on channels 0..4, lossy", c, 600 * SIM_S);
@@ -104,11 +111,7 @@ static void test_channels(void)
  * the closes' reports stay exact. */
 static void test_cancels(void)
 {
-    sim_path p = lan;
-    p.loss = 0.05;
-    p.reorder = 0.05;
-    p.reorder_delay = 3 * SIM_MS;
-    p.duplicate = 0.02;
+    sim_path p = lossy_lan(0.05);
     wl_cfg c = {.links = 40,
                 .messages = 12,
                 .max_size = 256u << 10,
@@ -129,11 +132,7 @@ static void test_cancels(void)
  * was freed. */
 static void test_shared_sends(void)
 {
-    sim_path p = lan;
-    p.loss = 0.05;
-    p.reorder = 0.05;
-    p.reorder_delay = 3 * SIM_MS;
-    p.duplicate = 0.02;
+    sim_path p = lossy_lan(0.05);
     wl_cfg c = {.links = 40,
                 .messages = 12,
                 .max_size = 256u << 10,
@@ -172,6 +171,32 @@ static void test_shared_sends(void)
         CHECK_EQ(wl_check(w, "shared sends, a side gone"), 0);
         CHECK_EQ(wl_free(w), 0);
     }
+}
+
+/* Memory running out mid-run: once the handshakes are done, every 7th allocation of either side
+ * is refused, on channels 0..4 with cancels and deadlines, under loss, reordering and
+ * duplication; then every 3rd, with shared sends. The applications make a send or reply refused
+ * with PURE_ENOMEM again 10 ms later. Every message still arrives whole, in order, once (or is
+ * reported cancelled on both sides), no link closes for want of memory, every close reports
+ * exactly, and everything is freed. (Found here first, 64 seeds: a channel resent from a point
+ * the lost or acked set could not record sent a cancelled message's bytes again, and a cancel's
+ * answer "delivered" then read as a protocol violation; shared streams came out misaligned.)
+ * Not here: closes and aborts at random moments beside the refusals (docs/architecture.md,
+ * "nomem": a graceful close can still report as delivered a message the peer's transport
+ * acknowledged but could not yet assemble). */
+static void test_allocations_failing(void)
+{
+    wl_cfg c = {.links = 40, .messages = 12, .max_size = 256u << 10, .echo = 1, .channels = 4};
+    c.path = lossy_lan(0.03);
+    c.cancels = 0.2; /* and as many deadlines */
+    c.fail_every = 7;
+    scenario("40 links, every 7th allocation refused", c, 600 * SIM_S);
+    c.fail_every = 3;
+    c.cancels = 0;
+    c.shared = 1;
+    scenario("40 links, shared sends, every 3rd allocation refused", c, 600 * SIM_S);
+    c.server_close = 0.3;
+    scenario("40 links, every 3rd allocation refused, the server closing some", c, 600 * SIM_S);
 }
 
 static void test_closes_and_aborts(void)
@@ -332,6 +357,7 @@ int main(int argc, char **argv)
     RUN(test_cancels);
     RUN(test_shared_sends);
     RUN(test_closes_and_aborts);
+    RUN(test_allocations_failing);
     RUN(test_nat_rebinding);
     RUN(test_server_killed_and_restarted);
     RUN(test_client_freed_with_links_alive);
