@@ -155,11 +155,13 @@ void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *
 
 /* A graceful close ends once everything accepted has been acknowledged, and the end of the
  * stream too if pure_link_finish asked for one (fin_offset is past the preamble then): else the
- * CLOSE overtook the FIN and the peer never heard on_peer_finished. */
+ * CLOSE overtook the FIN and the peer never heard on_peer_finished. Nor while received bytes
+ * this side acknowledged wait for memory to be assembled (nomem.h): the peer counts them
+ * delivered, and messages from the peer are delivered until the close ends. */
 void pure_link_close_if_done(pure_link *link, uint64_t now)
 {
     if (link->close_requested && link->state == PURE_LS_OPEN && pure_link_sends_empty(link) &&
-        (link->fin_offset == 0 || link->fin_acked))
+        (link->fin_offset == 0 || link->fin_acked) && !(link->b && link->b->rx_nomem))
         pure_link_terminate(link, 0, link->close_code, link->b ? link->b->close_reason : "", 1,
                             now);
 }

@@ -407,6 +407,15 @@ static int feed(pure_link *link, uint32_t ch, pure_chan *c, const uint8_t *p, si
     return rc;
 }
 
+/* A stalled channel's ring is drained again by pure_link_chan_retry. */
+static void set_stalled(pure_chans *t, pure_chan *c, int stalled)
+{
+    if (stalled != c->stalled) {
+        c->stalled = (uint8_t)stalled;
+        t->stalled += stalled ? 1u : (uint32_t)-1;
+    }
+}
+
 static void set_held(pure_chans *t, pure_chan *c, int held)
 {
     if (held != c->credit_held) {
@@ -482,10 +491,7 @@ static int drain_ring(pure_link *link, uint32_t ch, pure_chan *c, uint64_t now)
             break;
         }
     }
-    if (stalled != c->stalled) {
-        c->stalled = (uint8_t)stalled;
-        t->stalled += stalled ? 1u : (uint32_t)-1;
-    }
+    set_stalled(t, c, stalled);
     if (pure_rxmem_room(link->ctx) < pure_credit_window(&c->credit)) {
         /* memory is short: what this channel holds without need goes back (an empty ring, the
          * assembly buffer between messages) */
@@ -533,6 +539,10 @@ static int on_chan_data(pure_link *link, const pure_frame *f, uint64_t now)
     uint64_t skip = c->recv_next - off;
     int rc = feed(link, ch, c, f->u.chan.bytes + skip, (size_t)(len - skip));
     c->recv_next = end - (rc ? c->parse.unfed : 0);
+    if (rc == PURE_ENOMEM) { /* what its ring holds past it (acknowledged) waits for the retry */
+        set_stalled(link->chans, c, 1);
+        pure_link_rx_nomem(link, now);
+    }
     if (rc == PURE_EAGAIN || rc == PURE_ENOMEM)
         return PURE_CHAN_DROPPED; /* the rest comes again when there is room */
     if (rc < 0)

@@ -148,6 +148,8 @@ static int on_data(pure_link *link, const pure_frame *f, uint64_t now)
             int rc = feed(link, f->u.data.bytes + skip, (size_t)(len - skip), now);
             /* all of it, or up to where the application closed the link, or held back */
             link->recv_next = end - link->b->parse.unfed;
+            if (rc == PURE_ENOMEM)
+                pure_link_rx_nomem(link, now); /* what the ring holds past it: fed by the retry */
             if (rc == PURE_EAGAIN || rc == PURE_ENOMEM) /* held back, or no memory: the rest */
                 return DATA_DROPPED;                    /* comes again (not acknowledged) */
             if (rc)
@@ -268,6 +270,8 @@ void pure_link_recv_retry(pure_link *link, uint64_t now)
     if (link->state == PURE_LS_OPEN && !link->b->rx_nomem && link->b->peer_close_waits)
         pure_link_terminate(link, error_for_close_code(link->close_code), 0, link->b->peer_reason,
                             0, now); /* everything the peer counts delivered now is */
+    else if (link->state == PURE_LS_OPEN && !link->b->rx_nomem)
+        pure_link_close_if_done(link, now); /* a graceful close of ours waited for them too */
 }
 
 /* An ACK frame was processed (pure_recovery_on_ack returned `acked`): act on what moved. The
