@@ -184,7 +184,8 @@ static void test_shared_sends(void)
  * protocol violation; shared streams came out misaligned; a partly fed in-order packet left the
  * ring's acknowledged bytes behind it with no retry (a stall); closes ended with acknowledged
  * bytes undelivered.) Seeds 1..20 pass; at 64, 2 of 192 runs still fail (seed 58 of the second:
- * the server never hears the client's CLOSE and, idle, never times out; seed 38 of the third: a
+ * the server, idle, cannot allocate the state to read any of the client's three CLOSEs and,
+ * with no timer, never ends the link; seed 38 of the third: a
  * close reports as delivered bytes the peer acknowledged and lost): docs/architecture.md, "nomem".
  * Not here: closes and aborts at random moments on both sides beside the refusals. */
 static void test_allocations_failing(void)
