@@ -129,7 +129,7 @@ uint64_t pure_chan_next_run(pure_chan *c, const pure_alloc *a, uint64_t *off, in
     *off = c->send_next;
     uint64_t lim = new_limit(c);
     if (c->acked.n) { /* stop before bytes acknowledged ahead: a cancelled message (cancel.c),
-                         or bytes sent before a resend_from */
+                         or bytes sent before a resend (pure_sendbuf_resend_from) */
         uint64_t next = pure_ranges_next_start(&c->acked, c->send_next);
         lim = next < lim ? next : lim;
     }
@@ -143,34 +143,24 @@ void pure_chan_on_sent(pure_chan *c, const pure_alloc *a, uint64_t off, uint64_t
     else if (!c->acked.n)
         c->send_next = off + len;
     else /* over what follows acknowledged: cancelled messages, or bytes sent before a
-            resend_from (never sent twice: a cancelled message's bytes never at all) */
+            resend (never sent twice: a cancelled message's bytes never at all) */
         c->send_next = pure_ranges_contiguous_end(&c->acked, off + len);
     if (c->send_next > c->sent_top)
         c->sent_top = c->send_next;
-}
-
-/* Bytes from off on must go again and the set that would say so could not grow (no memory): as
- * recovery.c's resend_from for channel 0, everything sent from there goes again as if new. */
-static void resend_from(pure_chan *c, uint64_t off)
-{
-    if (off < c->sb.base)
-        off = c->sb.base;
-    if (off < c->send_next)
-        c->send_next = off;
 }
 
 void pure_chan_on_acked(pure_chan *c, const pure_alloc *a, uint64_t off, uint64_t len)
 {
     uint64_t from = off < c->sb.base ? c->sb.base : off;
     if (off + len > c->sb.base && pure_ranges_add(&c->acked, a, from, off + len) != 0)
-        resend_from(c, from); /* acknowledged again later, and recorded then */
+        c->send_next = pure_sendbuf_resend_from(&c->sb, c->send_next, from); /* acked again later */
 }
 
 void pure_chan_on_lost(pure_chan *c, const pure_alloc *a, uint64_t off, uint64_t len)
 {
     uint64_t from = off < c->sb.base ? c->sb.base : off;
     if (off + len > c->sb.base && pure_ranges_add(&c->lost, a, from, off + len) != 0)
-        resend_from(c, from);
+        c->send_next = pure_sendbuf_resend_from(&c->sb, c->send_next, from);
 }
 
 /* Counts whole messages below the acknowledged point before the buffer forgets them (as

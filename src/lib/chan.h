@@ -32,8 +32,8 @@ typedef struct pure_chan {
     /* ---- send ---- */
     pure_sendbuf sb;       /* length-prefixed messages, base..end */
     uint64_t send_next;    /* next new stream offset to send */
-    uint64_t sent_top;     /* the highest send_next reached: a resend_from (chan.c) may move
-                              send_next back, not what was sent once */
+    uint64_t sent_top;     /* the highest send_next reached: a resend (pure_sendbuf_resend_from)
+                              may move send_next back, not what was sent once */
     pure_ranges acked;     /* acknowledged bytes above sb.base */
     pure_ranges lost;      /* bytes to send again */
     uint64_t msg_boundary; /* offset of the next message whose acknowledgement is not counted */

@@ -187,6 +187,12 @@ static int close_code_for(int err)
     }
 }
 
+/* Ends the link for what its data did (err: a protocol, flow or size error), telling the peer. */
+static void close_for(pure_link *link, int err, uint64_t now)
+{
+    pure_link_terminate(link, err, (uint64_t)close_code_for(err), pure_strerror(err), 1, now);
+}
+
 void pure_link_recv_unheld(pure_link *link, uint64_t now)
 {
     if (link->state != PURE_LS_OPEN || !link->b)
@@ -199,7 +205,7 @@ void pure_link_recv_unheld(pure_link *link, uint64_t now)
         return;
     }
     if (rc && rc != PURE_EAGAIN) {
-        pure_link_terminate(link, rc, (uint64_t)close_code_for(rc), pure_strerror(rc), 1, now);
+        close_for(link, rc, now);
         return;
     }
     if (link->state != PURE_LS_OPEN)
@@ -265,7 +271,7 @@ void pure_link_recv_retry(pure_link *link, uint64_t now)
     if (link->state == PURE_LS_OPEN && pure_link_chan_stalled(link)) {
         int rc = pure_link_chan_retry(link, now);
         if (rc)
-            pure_link_terminate(link, rc, (uint64_t)close_code_for(rc), pure_strerror(rc), 1, now);
+            close_for(link, rc, now);
     }
     if (link->state == PURE_LS_OPEN && !link->b->rx_nomem && link->b->peer_close_waits)
         pure_link_terminate(link, error_for_close_code(link->close_code), 0, link->b->peer_reason,
@@ -438,8 +444,7 @@ static int on_frame(pure_link *link, const pure_frame *f, const pure_ack_frame *
         if (drc == DATA_DROPPED) {
             seen->dropped = 1;
         } else if (drc < 0) {
-            pure_link_terminate(link, drc, (uint64_t)close_code_for(drc), pure_strerror(drc), 1,
-                                now);
+            close_for(link, drc, now);
             *rc = drc;
             return 1;
         }
@@ -511,8 +516,7 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
     if (pure_link_chan_stalled(link)) { /* memory may have come back since */
         int crc = pure_link_chan_retry(link, now);
         if (crc) {
-            pure_link_terminate(link, crc, (uint64_t)close_code_for(crc), pure_strerror(crc), 1,
-                                now);
+            close_for(link, crc, now);
             return crc;
         }
         if (link->state != PURE_LS_OPEN)

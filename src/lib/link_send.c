@@ -101,13 +101,13 @@ static uint64_t next_run(pure_link *link, uint64_t *off, int *is_retx)
     return lim > link->send_next ? lim - link->send_next : 0;
 }
 
-/* Stream bytes a packet takes from the send ring: where each piece goes in the packet (dst)
- * and comes from (src). Nothing is copied while the packet is built; the seal reads them. */
+/* Stream bytes a packet takes from the send ring, as the seal's runs (crypto.h): each piece's
+ * place in the plaintext that starts at data, and its bytes in the ring. Nothing is copied while
+ * the packet is built; the seal reads them. */
 typedef struct ring_runs {
-    const uint8_t *src[2];
-    uint8_t *dst[2];
-    size_t len[2];
-    int n;
+    const uint8_t *data;
+    pure_aead_src r[2];
+    size_t n;
 } ring_runs;
 
 /* Seals the packet whose plaintext runs from out + PURE_DATA_HEADER to end under the link's
@@ -127,12 +127,8 @@ static size_t seal_packet(pure_link *link, uint8_t *out, const uint8_t *end, con
         return 0;
     pure_aead *aead = pure_keys_aead(ctx, &link->tx);
     uint8_t *data = out + PURE_DATA_HEADER;
-    pure_aead_src runs[2];
-    int n = rr ? rr->n : 0;
-    for (int i = 0; i < n; i++)
-        runs[i] = (pure_aead_src){rr->src[i], (size_t)(rr->dst[i] - data), rr->len[i]};
     if (!aead || pure_aead_seal_from(ctx->crypto, aead, nonce, out, PURE_DATA_HEADER, data, plen,
-                                     runs, (size_t)n, data + plen) != 0)
+                                     rr ? rr->r : NULL, rr ? rr->n : 0, data + plen) != 0)
         return 0;
     link->keys_packets++;
     return PURE_DATA_HEADER + plen + PURE_TAG_LEN;
@@ -155,9 +151,11 @@ static int put_data(pure_link *link, pure_pkt *k, pure_sent *rec, ring_runs *rr)
     uint8_t *body = pure_pkt_data(k, off, len, fin_here);
     if (!body)
         return 0;
-    rr->n = pure_sendbuf_pieces(&link->sb, off, (size_t)len, rr->src, rr->len);
-    rr->dst[0] = body;
-    rr->dst[1] = body + rr->len[0];
+    const uint8_t *piece[2];
+    size_t piece_len[2], at = (size_t)(body - rr->data);
+    rr->n = (size_t)pure_sendbuf_pieces(&link->sb, off, (size_t)len, piece, piece_len);
+    for (size_t i = 0; i < rr->n; at += piece_len[i], i++)
+        rr->r[i] = (pure_aead_src){piece[i], at, piece_len[i]};
     /* A shorter length may have needed a shorter varint: pad so a full packet is exactly full
      * and the GSO burst goes on. */
     if (full)
@@ -272,7 +270,7 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
         return 0;
     pure_pkt k = {out + PURE_DATA_HEADER, out + size - PURE_TAG_LEN};
     pure_sent rec = {.time = now};
-    ring_runs rr = {.n = 0};
+    ring_runs rr = {.data = out + PURE_DATA_HEADER, .n = 0};
     uint8_t eliciting = 0;
 
     if (mode & BUILD_PMTU_PROBE) {

@@ -106,15 +106,11 @@ static void loss_rate_update(pure_link *link, int lost)
 }
 
 /* Stream bytes from `off` on must go again, and the set that would say so (lost, or acked for
- * bytes the peer has) could not grow: memory ran out. Nothing is forgotten: everything from off
- * on that was sent is sent again as if new (go-back; the peer takes duplicates as duplicates),
- * which needs no memory. */
+ * bytes the peer has) could not grow: memory ran out. Nothing is forgotten: they go again as new
+ * (pure_sendbuf_resend_from; the peer takes duplicates as duplicates). */
 static void resend_from(pure_link *link, uint64_t off)
 {
-    if (off < link->sb.base)
-        off = link->sb.base;
-    if (off < link->send_next)
-        link->send_next = off;
+    link->send_next = pure_sendbuf_resend_from(&link->sb, link->send_next, off);
 }
 
 /* What a packet carried that must go out again now that it will not be acknowledged: its stream

@@ -29,6 +29,16 @@ void pure_sendbuf_copy(const pure_sendbuf *s, uint64_t off, uint8_t *dst, size_t
  * 0). */
 int pure_sendbuf_pieces(const pure_sendbuf *s, uint64_t off, size_t len, const uint8_t *p[2],
                         size_t n[2]);
+/* Where a stream that must go again from `off` sends its next new byte: send_next moved back to
+ * off (no lower than base), never forward. Used when the set that would record a loss or an
+ * acknowledgement cannot grow (no memory): everything sent from there goes again as if new. */
+static inline uint64_t pure_sendbuf_resend_from(const pure_sendbuf *s, uint64_t send_next,
+                                                uint64_t off)
+{
+    if (off < s->base)
+        off = s->base;
+    return off < send_next ? off : send_next;
+}
 /* Forgets everything below new_base (acknowledged). */
 void pure_sendbuf_release(pure_sendbuf *s, uint64_t new_base);
 /* Frees the ring if it is empty (an idle link keeps no buffer); keeps offsets. */
