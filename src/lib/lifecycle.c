@@ -153,15 +153,23 @@ void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *
     ctx->dead = link;
 }
 
+int pure_link_owes_delivery(const pure_link *link)
+{
+    const pure_busy *b = link->b;
+    return b && (b->rx_nomem || pure_rob_holds(&b->rob, link->recv_next) ||
+                 pure_link_chan_undelivered(link));
+}
+
 /* A graceful close ends once everything accepted has been acknowledged, and the end of the
  * stream too if pure_link_finish asked for one (fin_offset is past the preamble then): else the
  * CLOSE overtook the FIN and the peer never heard on_peer_finished. Nor while received bytes
- * this side acknowledged wait for memory to be assembled (nomem.h): the peer counts them
- * delivered, and messages from the peer are delivered until the close ends. */
+ * this side acknowledged wait to be delivered: the peer counts them delivered, and messages from
+ * the peer are delivered until the close ends (a close asked for from on_message waits for the
+ * rest of what was acknowledged, and the caller of the delivery ends it: link_recv.c). */
 void pure_link_close_if_done(pure_link *link, uint64_t now)
 {
     if (link->close_requested && link->state == PURE_LS_OPEN && pure_link_sends_empty(link) &&
-        (link->fin_offset == 0 || link->fin_acked) && !(link->b && link->b->rx_nomem))
+        (link->fin_offset == 0 || link->fin_acked) && !pure_link_owes_delivery(link))
         pure_link_terminate(link, 0, link->close_code, link->b ? link->b->close_reason : "", 1,
                             now);
 }
@@ -203,8 +211,9 @@ int pure_link_release_buffers(pure_link *link)
     pure_rtb_free(&link->rtb,
                   &link->ctx->alloc); /* the buffer tracks again from the next packet number */
     pure_acktr_free(&link->acktr, a);
+    /* bytes held for want of memory (and a peer CLOSE behind them) live in the busy state */
     if (link->b && pure_rob_empty(&link->b->rob) && pure_msgparse_at_boundary(&link->b->parse) &&
-        !link->b->lost.n)
+        !link->b->lost.n && !link->b->rx_nomem)
         unbusy(link);
     pure_keys_park(link);
     return 0;

@@ -32,6 +32,10 @@ void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *
 void pure_link_notify_closed(pure_link *link, int error, const char *reason);
 /* Keeps the reason a CLOSE frame will carry (cut to fit; may already be the kept one). */
 void pure_link_keep_reason(pure_link *link, const char *reason, uint64_t now);
+/* 1 while received bytes this side acknowledged wait to be delivered: for memory (nomem.h), for
+ * the receive budget (rxmem.c), or behind the message being delivered now. The peer counts them
+ * delivered, so neither a graceful close of ours nor the peer's CLOSE may end the link before. */
+int pure_link_owes_delivery(const pure_link *link);
 /* A graceful close ends once everything accepted has been acknowledged: sends the CLOSE. */
 void pure_link_close_if_done(pure_link *link, uint64_t now);
 /* Stream bytes were acknowledged: a graceful close made progress, and may be done. */

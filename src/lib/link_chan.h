@@ -74,6 +74,15 @@ static inline int pure_link_chan_stalled(const pure_link *link)
 {
     return link->chans && (link->chans->stalled || link->chans->held);
 }
+/* 1 if a channel holds in-order bytes not yet delivered (acknowledged, they come no more). */
+static inline int pure_link_chan_undelivered(const pure_link *link)
+{
+    const pure_chans *t = link->chans;
+    for (uint32_t i = 1; t && i <= t->top; i++)
+        if (t->c[i] && (t->c[i]->stalled || pure_rob_holds(&t->c[i]->rob, t->c[i]->recv_next)))
+            return 1;
+    return 0;
+}
 /* The reader resumed (pure_link_resume_recv) or memory came back: grant the credit held back. */
 void pure_link_chan_recv_resumed(pure_link *link, uint64_t now);
 /* 1 if every channel's backlog is at most half its limits (on_writable may run). */

@@ -23,6 +23,8 @@
 
 #define DATA_DROPPED 1 /* the packet's data could not be held: do not acknowledge it */
 
+#define OPENED_IDLE 2 /* open_packet: authenticated, but no busy state to read it with */
+
 static int deliver(void *arg, const uint8_t *data, size_t len)
 {
     pure_link *link = arg;
@@ -128,6 +130,23 @@ static int check_fin(pure_link *link)
     return 0;
 }
 
+/* Consumes what the ring holds from recv_next on, then grants credit. Returns 0 or a code that
+ * closes the link. */
+static int drain_and_credit(pure_link *link, uint64_t now)
+{
+    int rc = drain_ring(link, now);
+    if (rc == PURE_EAGAIN)
+        return 0; /* the ring waits for memory: held back, woken when it comes (rxmem.c) */
+    if (rc == PURE_ENOMEM) {
+        pure_link_rx_nomem(link, now); /* acknowledged: the ring's bytes come no more */
+        return 0;
+    }
+    if (rc || link->state != PURE_LS_OPEN)
+        return rc;
+    update_credit(link, now);
+    return 0;
+}
+
 static int on_data(pure_link *link, const pure_frame *f, uint64_t now)
 {
     uint64_t off = f->u.data.offset, len = f->u.data.len, end = off + len;
@@ -156,16 +175,9 @@ static int on_data(pure_link *link, const pure_frame *f, uint64_t now)
                 return rc;
             if (link->state != PURE_LS_OPEN)
                 return 0;
-            rc = drain_ring(link, now);
-            if (rc == PURE_EAGAIN)
-                return 0; /* this packet was consumed whole; the ring waits for memory */
-            if (rc == PURE_ENOMEM) {
-                pure_link_rx_nomem(link, now); /* acknowledged: the ring's bytes come no more */
-                return 0;
-            }
+            rc = drain_and_credit(link, now); /* this packet was consumed whole */
             if (rc || link->state != PURE_LS_OPEN)
                 return rc;
-            update_credit(link, now);
         } else {
             if (ring_reserve(link, pure_credit_granted(&link->credit) - link->recv_next,
                              end - link->recv_next, now) != 0)
@@ -173,6 +185,13 @@ static int on_data(pure_link *link, const pure_frame *f, uint64_t now)
             if (pure_rob_put(&link->b->rob, &link->ctx->alloc, link->recv_next, off,
                              f->u.data.bytes, (size_t)len) != 0)
                 return DATA_DROPPED;
+            /* ring_reserve may have made this link the owner (rxmem.c): what its ring held back
+             * at the in-order point goes on now (nothing else would wake it: not held back) */
+            if (link->ctx->rx_owner == link && pure_rob_holds(&link->b->rob, link->recv_next)) {
+                int rc = drain_and_credit(link, now);
+                if (rc || link->state != PURE_LS_OPEN)
+                    return rc;
+            }
         }
     }
     return check_fin(link);
@@ -191,34 +210,6 @@ static int close_code_for(int err)
 static void close_for(pure_link *link, int err, uint64_t now)
 {
     pure_link_terminate(link, err, (uint64_t)close_code_for(err), pure_strerror(err), 1, now);
-}
-
-void pure_link_recv_unheld(pure_link *link, uint64_t now)
-{
-    if (link->state != PURE_LS_OPEN || !link->b)
-        return;
-    int rc = drain_ring(link, now);
-    if (rc == 0 && link->state == PURE_LS_OPEN)
-        rc = check_fin(link);
-    if (rc == PURE_ENOMEM) {
-        pure_link_rx_nomem(link, now);
-        return;
-    }
-    if (rc && rc != PURE_EAGAIN) {
-        close_for(link, rc, now);
-        return;
-    }
-    if (link->state != PURE_LS_OPEN)
-        return;
-    if (rc == 0)
-        update_credit(link, now);
-    /* A CREDIT frame goes even if the limit did not move: it tells a peer whose packets were
-     * dropped that there is room again (it resends at once, pure_recovery_probe_now). */
-    if (rc == 0 && pure_rxmem_may_credit(link, now))
-        link->credit_pending = 1;
-    if (link->credit_pending)
-        pure_ctx_mark_pending(link->ctx, link);
-    pure_timers_update(link, now);
 }
 
 /* A packet for a link that is closing: the application heard on_closed already, so nothing in
@@ -262,6 +253,56 @@ static int error_for_close_code(uint64_t code)
     }
 }
 
+/* Held bytes were fed: the peer's CLOSE, or a graceful close of ours, that waited for them ends
+ * the link once none wait (everything the peer counts delivered now is). */
+static void after_held(pure_link *link, uint64_t now)
+{
+    if (link->state != PURE_LS_OPEN || pure_link_owes_delivery(link))
+        return;
+    if (link->b && link->b->peer_close_waits)
+        pure_link_terminate(link, error_for_close_code(link->close_code), 0, link->b->peer_reason,
+                            0, now);
+    else
+        pure_link_close_if_done(link, now);
+}
+
+void pure_link_recv_unheld(pure_link *link, uint64_t now)
+{
+    if (link->state != PURE_LS_OPEN || !link->b)
+        return;
+    int rc = drain_ring(link, now);
+    if (rc == 0 && link->state == PURE_LS_OPEN)
+        rc = check_fin(link);
+    if (rc == PURE_ENOMEM) {
+        pure_link_rx_nomem(link, now);
+        return;
+    }
+    if (rc && rc != PURE_EAGAIN) {
+        close_for(link, rc, now);
+        return;
+    }
+    if (link->state != PURE_LS_OPEN)
+        return;
+    if (rc == 0)
+        update_credit(link, now);
+    /* A CREDIT frame goes even if the limit did not move: it tells a peer whose packets were
+     * dropped that there is room again (it resends at once, pure_recovery_probe_now). */
+    if (rc == 0 && pure_rxmem_may_credit(link, now))
+        link->credit_pending = 1;
+    if (link->credit_pending)
+        pure_ctx_mark_pending(link->ctx, link);
+    pure_timers_update(link, now);
+    after_held(link, now);
+}
+
+int pure_link_recv_owed_now(pure_link *link, uint64_t now)
+{
+    if (link->state == PURE_LS_OPEN && link->b && !link->b->rx_nomem &&
+        pure_rob_holds(&link->b->rob, link->recv_next) && pure_rxmem_claim_at_once(link, now))
+        pure_link_recv_unheld(link, now); /* held back by the budget: its turn now */
+    return link->state == PURE_LS_OPEN && pure_link_owes_delivery(link);
+}
+
 void pure_link_recv_retry(pure_link *link, uint64_t now)
 {
     if (!link->b || !link->b->rx_nomem)
@@ -273,11 +314,7 @@ void pure_link_recv_retry(pure_link *link, uint64_t now)
         if (rc)
             close_for(link, rc, now);
     }
-    if (link->state == PURE_LS_OPEN && !link->b->rx_nomem && link->b->peer_close_waits)
-        pure_link_terminate(link, error_for_close_code(link->close_code), 0, link->b->peer_reason,
-                            0, now); /* everything the peer counts delivered now is */
-    else if (link->state == PURE_LS_OPEN && !link->b->rx_nomem)
-        pure_link_close_if_done(link, now); /* a graceful close of ours waited for them too */
+    after_held(link, now);
 }
 
 /* An ACK frame was processed (pure_recovery_on_ack returned `acked`): act on what moved. The
@@ -302,7 +339,8 @@ static void after_ack(pure_link *link, int acked, uint64_t now)
 
 /* The replay check, then opening in place under the key the phase bit names (failed opens
  * counted per key, old keys retired: keys.c); an authenticated packet makes the link busy and
- * moves it on (replay window, rekey switch, counters). Returns 0 or a code: dropped. */
+ * moves it on (replay window, rekey switch, counters). Returns 0, OPENED_IDLE (authenticated,
+ * but the idle link's busy state could not be had) or a code: dropped. */
 static int open_packet(pure_link *link, uint8_t *d, size_t n, uint64_t pn, uint64_t now)
 {
     pure_ctx *ctx = link->ctx;
@@ -326,7 +364,7 @@ static int open_packet(pure_link *link, uint8_t *d, size_t n, uint64_t pn, uint6
         return orc;
     }
     if (pure_link_busy(link, now) != 0)
-        return PURE_ENOMEM;
+        return OPENED_IDLE;
     if (link->rx_retire == PURE_RX_RETIRE_WAIT && phase == link->key_phase)
         pure_keys_retire_later(link, now); /* the peer has switched: the old key's days are few */
     pure_replay_commit(&link->b->replay, pn);
@@ -358,7 +396,8 @@ static void take_delivered(pure_link *link, const uint8_t *p, const uint8_t *end
 }
 
 /* The peer's CLOSE: the link ends with what it says, after the in-order bytes that wait for
- * memory, if any, are delivered (the peer counted them delivered: they were acknowledged). */
+ * memory or the receive budget, if any, are delivered (the peer counted them delivered: they
+ * were acknowledged). */
 static void on_close_frame(pure_link *link, const pure_frame *f, uint64_t now)
 {
     char reason[256];
@@ -367,14 +406,19 @@ static void on_close_frame(pure_link *link, const pure_frame *f, uint64_t now)
     link->close_code = f->u.close.code;
     link->peer_closed = 1;
     pure_link_recv_retry(link, now); /* what waits for memory, delivered first if it can be */
-    if (link->state == PURE_LS_OPEN && link->b && link->b->rx_nomem) {
-        /* they still wait: pure_link_recv_retry ends the link once they are delivered */
+    if (pure_link_recv_owed_now(link, now)) {
+        /* they still wait: after_held ends the link once they are delivered */
         size_t n = f->u.close.reason_len < sizeof link->b->peer_reason - 1
                        ? f->u.close.reason_len
                        : sizeof link->b->peer_reason - 1;
         memcpy(link->b->peer_reason, reason, n);
         link->b->peer_reason[n] = 0;
         link->b->peer_close_waits = 1;
+        /* The peer is gone: nothing new goes to it (sends say PURE_ECLOSED), a graceful close
+         * of ours gives way to its close, and no timer waits for it to answer (timers.c). */
+        link->send_gate |= PURE_GATE_FINISH;
+        link->close_requested = 0;
+        link->credit.peer = link->send_next;
         return;
     }
     if (link->state == PURE_LS_OPEN)
@@ -488,12 +532,31 @@ static void after_frames(pure_link *link, const frames_seen *seen, uint64_t pn, 
         pure_timers_went_idle(link, now);
 }
 
+/* An authenticated packet for an idle link whose busy state could not be had: the packet is
+ * dropped (the peer sends it again), but a CLOSE in it ends the link now. An idle link has nothing
+ * in flight, queued or half assembled, and arms no timer: if each copy of the CLOSE were dropped
+ * like the rest, it would stay open for ever. Returns PURE_ENOMEM, or 0 if the link ended. */
+static int idle_recv_without_memory(pure_link *link, const uint8_t *p, const uint8_t *end,
+                                    uint64_t now)
+{
+    pure_ack_frame ack;
+    pure_frame f;
+    while (p < end && pure_frame_parse(&p, end, &f, &ack) == 0)
+        if (f.type == PURE_FRAME_CLOSE) {
+            on_close_frame(link, &f, now); /* nothing waits for memory: the link ends */
+            return 0;
+        }
+    return PURE_ENOMEM;
+}
+
 int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n, uint64_t now)
 {
     uint64_t pn = pure_wire_data_pn(d);
     int rc = open_packet(link, d, n, pn, now);
+    if (rc == OPENED_IDLE && link->state == PURE_LS_OPEN) /* never a packet not authenticated */
+        return idle_recv_without_memory(link, d + PURE_DATA_HEADER, d + n - PURE_TAG_LEN, now);
     if (rc != 0)
-        return rc;
+        return rc == OPENED_IDLE ? PURE_ENOMEM : rc;
     const uint8_t *p = d + PURE_DATA_HEADER, *end = p + (n - PURE_DATA_HEADER - PURE_TAG_LEN);
     if (link->state == PURE_LS_CLOSING)
         return closing_recv(link, p, (size_t)(end - p), now);
@@ -523,5 +586,7 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
             return 0; /* the application closed it from a callback */
     }
     after_frames(link, &seen, pn, now);
+    if (link->close_requested) /* it may have waited for bytes this packet let in */
+        pure_link_close_if_done(link, now);
     return 0;
 }

@@ -15,6 +15,10 @@ void pure_link_recv_unheld(pure_link *link, uint64_t now);
 /* The retry timer fired (pace_at): feeds again the in-order bytes a ring held for want of
  * memory (channel 0's and the channels'), if any wait. */
 void pure_link_recv_retry(pure_link *link, uint64_t now);
+/* A close (the peer's, or a graceful one of ours) waits for bytes this side acknowledged: those
+ * held back by the receive budget take the owner's exemption now (rxmem.c) and are delivered.
+ * Returns 1 if the link is open and some still wait (for memory, or the exemption). */
+int pure_link_recv_owed_now(pure_link *link, uint64_t now);
 /* pure_link_resume_recv: grants the credit a paused link held back, if it is due. */
 void pure_link_recv_resumed(pure_link *link, uint64_t now);
 

@@ -103,6 +103,14 @@ void pure_rob_trim(pure_rob *r, uint64_t at)
     pure_ranges_trim_below(&r->held, at);
 }
 
+int pure_rob_holds(const pure_rob *r, uint64_t at)
+{
+    for (uint32_t i = 0; i < r->held.n && r->held.r[i].start <= at; i++)
+        if (r->held.r[i].end > at)
+            return 1;
+    return 0;
+}
+
 uint64_t pure_rob_top(const pure_rob *r)
 {
     return pure_rob_empty(r) ? 0 : r->held.r[r->held.n - 1].end;

@@ -51,6 +51,8 @@ int pure_rob_put(pure_rob *r, const pure_alloc *a, uint64_t at, uint64_t off, co
 size_t pure_rob_next(pure_rob *r, uint64_t at, const uint8_t **p);
 /* Forgets the bytes held below `at`. */
 void pure_rob_trim(pure_rob *r, uint64_t at);
+/* 1 if the byte at stream offset `at` is held. */
+int pure_rob_holds(const pure_rob *r, uint64_t at);
 /* The stream offset just past the highest byte held, or 0 if none. */
 uint64_t pure_rob_top(const pure_rob *r);
 

@@ -156,7 +156,7 @@ static void drop_owner(pure_ctx *ctx)
         ctx->rx_wake = 1; /* the oldest held-back link may take over */
 }
 
-int pure_rxmem_claim(pure_link *link, uint64_t now)
+static int claim(pure_link *link, uint64_t now, int at_once)
 {
     pure_ctx *ctx = link->ctx;
     pure_link *o = ctx->rx_owner;
@@ -165,12 +165,14 @@ int pure_rxmem_claim(pure_link *link, uint64_t now)
     /* Only a link assembling a message may own, and only if that whole message fits, beside
      * what the owner and displaced owners hold, in max_message_size past the budget. */
     pure_busy *b = link->b;
-    int vacant =
-        !o || o->state != PURE_LS_OPEN || now - ctx->rx_owner_moved >= PURE_RX_OWNER_PATIENCE;
+    int vacant = at_once || !o || o->state != PURE_LS_OPEN ||
+                 now - ctx->rx_owner_moved >= PURE_RX_OWNER_PATIENCE;
     uint64_t others = ctx->rx_orphaned - b->orphaned + (o ? held_by(o) : 0);
     if (vacant && b->parse.in_body && others + b->parse.body_len <= ctx->s.max_message_size) {
         if (o)
             orphan(o);
+        if (o && o->state == PURE_LS_OPEN && needs(o))
+            hold(o); /* displaced mid-message: it waits its turn, or nothing would wake it */
         unorphan(link);
         unhold(link);
         ctx->rx_owner = link;
@@ -179,6 +181,16 @@ int pure_rxmem_claim(pure_link *link, uint64_t now)
     }
     hold(link);
     return 0;
+}
+
+int pure_rxmem_claim(pure_link *link, uint64_t now)
+{
+    return claim(link, now, 0);
+}
+
+int pure_rxmem_claim_at_once(pure_link *link, uint64_t now)
+{
+    return claim(link, now, 1);
 }
 
 uint64_t pure_rxmem_ring_limit(const pure_link *link)

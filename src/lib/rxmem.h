@@ -32,6 +32,10 @@ uint64_t pure_rxmem_ring_limit(const pure_link *link);
  * PURE_RX_OWNER_PATIENCE (it is then displaced). Else holds the link back (counted in
  * rx_memory_stalls; woken when memory comes free) and returns 0. */
 int pure_rxmem_claim(pure_link *link, uint64_t now);
+/* As pure_rxmem_claim, but the owner is displaced without waiting for its patience to run out:
+ * for a link whose peer closed and counts what the link holds delivered (nothing more will come
+ * to let it finish later). */
+int pure_rxmem_claim_at_once(pure_link *link, uint64_t now);
 /* update_credit asks: 1 if the link may be granted credit (under the budget, it needs no more
  * memory, or it is the owner), else as pure_rxmem_claim. */
 int pure_rxmem_may_credit(pure_link *link, uint64_t now);

@@ -48,14 +48,16 @@ static uint64_t max64(uint64_t a, uint64_t b)
 
 static uint64_t idle_deadline(const pure_link *link)
 {
-    if (!pure_rtb_in_flight(&link->rtb))
-        return UINT64_MAX;
+    if (!pure_rtb_in_flight(&link->rtb) || link->peer_closed)
+        return UINT64_MAX; /* peer_closed: its CLOSE waits for our delivery (link_recv.c) */
     return max64(link->last_recv, link->wait_start) + link->ctx->s.idle_timeout;
 }
 
 /* Is there reason to expect the peer to speak though nothing is in flight? */
 static int expecting(const pure_link *link, uint64_t now)
 {
+    if (link->peer_closed)
+        return 0; /* it closed: its CLOSE waits for our delivery (link_recv.c) */
     if (link->close_requested)
         return 1;
     if (link->b && (!pure_msgparse_at_boundary(&link->b->parse) || !pure_rob_empty(&link->b->rob)))
@@ -82,7 +84,7 @@ static uint64_t keepalive_deadline(const pure_link *link)
     /* Whichever side configured a keepalive sends it (configure one side only, or both sides'
      * PINGs cross every interval). */
     uint64_t ka = link->ctx->s.keepalive;
-    if (!ka || pure_rtb_in_flight(&link->rtb) || link->ping_pending)
+    if (!ka || pure_rtb_in_flight(&link->rtb) || link->ping_pending || link->peer_closed)
         return UINT64_MAX;
     return max64(link->last_recv, link->last_sent) + ka;
 }

@@ -208,10 +208,15 @@ static void test_close_half_way(void)
         send_n(&w->c, 400);
         CHECK(sim_run(w->s, both_closed, w, 60 * SIM_S));
         CHECK_EQ(w->sv.close_from_callback_rc, 0);
-        CHECK_EQ(w->sv.received, 150);
+        /* an abort stops at once; a graceful close first delivers what this side acknowledged
+         * already (held in its reorder ring: the peer counts it delivered), nothing beyond */
+        if (lossy)
+            CHECK_EQ(w->sv.received, 150);
+        else
+            CHECK(w->sv.received >= 150 && w->sv.received < 400);
         CHECK_EQ(w->c.info.error, lossy ? PURE_ERESET : 0);
         CHECK_EQ(w->c.info.next_id, 400);
-        CHECK_EQ(w->c.info.first_unacked, 150); /* what arrived, not one more or less */
+        CHECK_EQ(w->c.info.first_unacked, w->sv.received); /* what arrived, not one more or less */
         world_free(w);
     }
 }

@@ -624,6 +624,36 @@ static void test_allocation_failures_lose_nothing(void)
     CHECK_EQ(t_size_mismatch, 0);
 }
 
+/* Only the server allocates through the test allocator: its failures are the server's alone. */
+static void server_flaky_tweak(pure_settings *st, int server)
+{
+    if (server)
+        flaky_tweak(st, server);
+}
+
+/* An idle link gives its busy state back; reading a packet needs it again. A server that cannot
+ * have it still reads the peer's CLOSE in that packet and ends the link: the link has nothing in
+ * flight, queued or half assembled, so nothing waits on the memory. (It stayed open for ever:
+ * an idle link arms no timer, and every copy of the CLOSE was dropped for want of memory.) */
+static void test_idle_link_reads_close_without_memory(void)
+{
+    sim_app *a = sim_app_new(1, 20, 1, 100, server_flaky_tweak);
+    CHECK_EQ(sim_app_connect(a, NULL, NULL), 0);
+    sim_app_run(a, 10 * SIM_S);
+    CHECK(sim_app_ok(a));
+    sim_run(a->s, NULL, NULL, sim_now(a->s) + 5 * SIM_S); /* both sides fall idle */
+    CHECK(a->sl && a->sl->b == NULL);
+    t_fail = 1;
+    CHECK_EQ(pure_link_close(a->cl, PURE_CLOSE_APP + 7, "done here"), 0);
+    while (!a->server_closed && sim_now(a->s) < 60 * SIM_S)
+        sim_run(a->s, NULL, NULL, sim_now(a->s) + 100 * SIM_MS);
+    t_fail = 0;
+    CHECK(a->server_closed);
+    CHECK_EQ(a->server_error, PURE_ERESET); /* the application code it was given */
+    sim_app_free(a);
+    CHECK_EQ(t_live, 0);
+}
+
 int main(void)
 {
     const char *e = getenv("PURE_SIM_SEEDS");
@@ -656,5 +686,6 @@ int main(void)
     RUN(test_init_flood_demands_cookies);
     RUN(test_goodput_under_loss);
     RUN(test_allocation_failures_lose_nothing);
+    RUN(test_idle_link_reads_close_without_memory);
     return pure_test_finish();
 }

@@ -608,6 +608,8 @@ wl *wl_new(const wl_cfg *cfg)
         st->allow_any = 1;
         st->max_message_size = w->cfg.max_message_size;
         st->idle_timeout = w->cfg.idle_timeout;
+        if (w->cfg.max_receive_memory)
+            st->max_receive_memory = w->cfg.max_receive_memory;
         /* at least the default 10 s: at 10% loss each way one handshake in ~10^5 fails all of
          * the 7 INITs 5 s allow (seed 12 of the 10%-loss scenario drew one) */
         st->handshake_timeout = w->cfg.idle_timeout > 10 * SIM_S ? w->cfg.idle_timeout : 10 * SIM_S;
@@ -879,8 +881,10 @@ int wl_check(wl *w, const char *name)
                (k->cx[reached] & CX_CLIENT))
             reached++;
         if (c->closes && c->info.first_unacked > reached && !w->dead_ctx)
-            FAIL("client's on_closed says %llu acknowledged, server got %llu",
-                 (unsigned long long)c->info.first_unacked, (unsigned long long)srecv);
+            FAIL("client's on_closed says %llu acknowledged, server got %llu (client did %d, "
+                 "error %d; server did %d, closes %d, error %d)",
+                 (unsigned long long)c->info.first_unacked, (unsigned long long)srecv, c->did,
+                 c->info.error, s ? s->did : -1, s ? s->closes : -1, s ? s->info.error : 0);
         if (c->closes && c->info.next_id != c->sent)
             FAIL("client's on_closed next_id %llu, sent %llu", (unsigned long long)c->info.next_id,
                  (unsigned long long)c->sent);

@@ -16,33 +16,34 @@
 
 typedef struct wl_cfg {
     uint64_t seed;
-    uint32_t links;            /* links opened at once */
-    uint32_t messages;         /* messages per link, client to server (each echoed) */
-    uint32_t max_size;         /* largest planned message (sizes mix 0..64 B, ..16 KiB, ..max) */
-    uint32_t max_message_size; /* both sides' limit; 0: 4 MiB */
-    int echo;                  /* the service echoes every message */
-    double client_close;       /* fraction of links the client closes gracefully mid-way */
-    double client_abort;       /* ... aborts mid-way */
-    double server_close;       /* fraction of links the server closes gracefully mid-way */
-    double server_abort;       /* ... aborts mid-way */
-    sim_path path;             /* both directions */
-    uint64_t idle_timeout;     /* 0: 5 s */
-    int null_crypto;           /* the null backend (fast, for huge runs) */
-    int keep_open;             /* do not close links that finished (the long run's rounds) */
-    uint32_t channels;         /* link i carries everything (hello, messages, echoes) on channel
-                                  i % (channels + 1) (pure_link_send_on; 0: channel 0 only) */
-    int shared;                /* on channels 1..channels, every message goes as a shared buffer
-                                  of its own (pure_shared_new, pure_link_send_shared); wl_free
-                                  checks that each was released exactly once */
-    double cancels;            /* on channels 1..: this fraction of the client's messages is
-                                  cancelled two sends later (pure_link_cancel), as many again get
-                                  a deadline 1..16 ms away (pure_link_send_on_deadline); the server
-                                  echoes a cancelled message as the 4 bytes "CNCL", and both sides'
-                                  reports are checked to agree */
-    uint32_t fail_every;       /* once every handshake is done, every fail_every-th
-                                  allocation of either side is refused (0: none); a send or reply
-                                  refused with PURE_ENOMEM is made again 10 ms later, as an
-                                  application short of memory would */
+    uint32_t links;              /* links opened at once */
+    uint32_t messages;           /* messages per link, client to server (each echoed) */
+    uint32_t max_size;           /* largest planned message (sizes mix 0..64 B, ..16 KiB, ..max) */
+    uint32_t max_message_size;   /* both sides' limit; 0: 4 MiB */
+    int echo;                    /* the service echoes every message */
+    double client_close;         /* fraction of links the client closes gracefully mid-way */
+    double client_abort;         /* ... aborts mid-way */
+    double server_close;         /* fraction of links the server closes gracefully mid-way */
+    double server_abort;         /* ... aborts mid-way */
+    sim_path path;               /* both directions */
+    uint64_t idle_timeout;       /* 0: 5 s */
+    int null_crypto;             /* the null backend (fast, for huge runs) */
+    int keep_open;               /* do not close links that finished (the long run's rounds) */
+    uint32_t channels;           /* link i carries everything (hello, messages, echoes) on channel
+                                    i % (channels + 1) (pure_link_send_on; 0: channel 0 only) */
+    int shared;                  /* on channels 1..channels, every message goes as a shared buffer
+                                    of its own (pure_shared_new, pure_link_send_shared); wl_free
+                                    checks that each was released exactly once */
+    double cancels;              /* on channels 1..: this fraction of the client's messages is
+                                    cancelled two sends later (pure_link_cancel), as many again get
+                                    a deadline 1..16 ms away (pure_link_send_on_deadline); the server
+                                    echoes a cancelled message as the 4 bytes "CNCL", and both sides'
+                                    reports are checked to agree */
+    uint64_t max_receive_memory; /* both sides' receive budget (0: the default) */
+    uint32_t fail_every;         /* once every handshake is done, every fail_every-th
+                                    allocation of either side is refused (0: none); a send or reply
+                                    refused with PURE_ENOMEM is made again 10 ms later, as an
+                                    application short of memory would */
 } wl_cfg;
 
 typedef struct wl wl;

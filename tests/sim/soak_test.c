@@ -11,8 +11,9 @@
  * PURE_SIM_SEEDS sets the seeds per scenario (default 20, as every simulator test: a lost-FIN
  * bug planted in the close path first failed here on seed 4; at most 64), PURE_SOAK_SEEDS the
  * same for this test alone (scripts/test.sh gives it 10, and the sanitized run 1: a seed takes
- * a minute there), PURE_SOAK_MESSAGES the long run's total (default 10,000,000; scripts/test.sh
- * runs 2,000,000, and 300,000 sanitized). */
+ * a minute there), PURE_SOAK_SEED one seed of each scenario alone (to trace a failure),
+ * PURE_SOAK_MESSAGES the long run's total (default 10,000,000; scripts/test.sh runs 2,000,000, and
+ * 300,000 sanitized). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 #include "sim_wl.h"
 
 static int seeds = 20;
+static int first_seed = 1; /* PURE_SOAK_SEED: that seed of each scenario alone */
 static uint64_t long_messages = 10000000;
 
 static const sim_path lan = {.delay = 2 * SIM_MS, .bandwidth = 1000000000ull, .queue = 4 << 20};
@@ -39,7 +41,7 @@ static sim_path lossy_lan(double loss)
 /* One scenario over every seed: runs to the end, checks, frees. */
 static void scenario(const char *name, wl_cfg cfg, uint64_t until)
 {
-    for (int seed = 1; seed <= seeds; seed++) {
+    for (int seed = first_seed; seed <= seeds; seed++) {
         cfg.seed = (uint64_t)seed;
         wl *w = wl_new(&cfg);
         wl_start(w);
@@ -55,7 +57,7 @@ static void scenario(const char *name, wl_cfg cfg, uint64_t until)
         }
         CHECK_EQ(wl_check(w, name), 0);
         CHECK_EQ(wl_free(w), 0);
-        if (seed == 1)
+        if (seed == first_seed)
             printf("%s: %u links, %llu messages delivered\n", name, cfg.links,
                    (unsigned long long)delivered);
     }
@@ -152,7 +154,7 @@ static void test_shared_sends(void)
                 .path = lan,
                 .channels = 4,
                 .shared = 1};
-    for (int seed = 1; seed <= seeds; seed++) {
+    for (int seed = first_seed; seed <= seeds; seed++) {
         k.seed = (uint64_t)seed;
         wl *w = wl_new(&k);
         wl_start(w);
@@ -183,10 +185,11 @@ static void test_shared_sends(void)
  * sent a cancelled message's bytes again, and a cancel's answer "delivered" then read as a
  * protocol violation; shared streams came out misaligned; a partly fed in-order packet left the
  * ring's acknowledged bytes behind it with no retry (a stall); closes ended with acknowledged
- * bytes undelivered.) Seeds 1..20 pass; at 64, 2 of 192 runs still fail (seed 58 of the second:
- * the server, idle, cannot allocate the state to read any of the client's three CLOSEs and,
- * with no timer, never ends the link; seed 38 of the third: a
- * close reports as delivered bytes the peer acknowledged and lost): docs/architecture.md, "nomem".
+ * bytes undelivered; a close asked for from on_message during the retry that fed them ended the
+ * link with the rest of the ring acknowledged and undelivered, seed 38 of the third.) Seeds
+ * 1..20 pass; at 64 (PURE_SOAK_SEEDS=64), 1 of 192 runs still fails: seed 58 of the second, where
+ * one idle server link never hears the client's CLOSE (no packet of the closing client reaches
+ * it; not traced further): docs/architecture.md, "nomem".
  * Not here: closes and aborts at random moments on both sides beside the refusals. */
 static void test_allocations_failing(void)
 {
@@ -217,6 +220,18 @@ static void test_closes_and_aborts(void)
     scenario("closes and aborts on both sides", c, 600 * SIM_S);
     c.path.loss = 0.03;
     scenario("closes and aborts under 3% loss", c, 1200 * SIM_S);
+    /* Graceful closes on both sides with a receive budget far below what the links bring: an
+     * owner displaced mid-message, or made owner while storing out-of-order bytes, had in-order
+     * bytes in its ring and nothing to wake it (links stuck for ever, 6 of 10 seeds); bytes
+     * acknowledged into a reorder ring and held back by the budget must be delivered before
+     * either side's close ends the link (the peer counts them delivered). Aborts are left out:
+     * an abort drops what it holds, and the peer's report cannot yet say so (docs/protocol.md,
+     * "Receive memory"). */
+    c.client_abort = c.server_abort = 0;
+    c.path.reorder = 0.05;
+    c.path.reorder_delay = 3 * SIM_MS;
+    c.max_receive_memory = 4u << 20; /* the least allowed: max_message_size */
+    scenario("graceful closes, 3% loss, reordering, a 4 MiB receive budget", c, 1200 * SIM_S);
 }
 
 static void test_nat_rebinding(void)
@@ -224,7 +239,7 @@ static void test_nat_rebinding(void)
     sim_path p = lan;
     p.loss = 0.01;
     wl_cfg c = {.links = 50, .messages = 10, .max_size = 1u << 20, .echo = 1, .path = p};
-    for (int seed = 1; seed <= seeds; seed++) {
+    for (int seed = first_seed; seed <= seeds; seed++) {
         c.seed = (uint64_t)seed;
         wl *w = wl_new(&c);
         wl_start(w);
@@ -242,7 +257,7 @@ static void test_nat_rebinding(void)
 static void test_server_killed_and_restarted(void)
 {
     wl_cfg c = {.links = 100, .messages = 10, .max_size = 1u << 20, .echo = 1, .path = lan};
-    for (int seed = 1; seed <= seeds; seed++) {
+    for (int seed = first_seed; seed <= seeds; seed++) {
         c.seed = (uint64_t)seed;
         wl *w = wl_new(&c);
         wl_start(w);
@@ -255,7 +270,7 @@ static void test_server_killed_and_restarted(void)
         uint32_t timed_out = wl_client_closed_with(w, PURE_ETIMEDOUT);
         CHECK(timed_out > 0);
         CHECK_EQ(wl_check(w, "server killed"), 0);
-        if (seed == 1)
+        if (seed == first_seed)
             printf("server killed: %u of %u links reported it (PURE_ETIMEDOUT), the last %.2f s "
                    "after the kill\n",
                    timed_out, c.links, (double)(last - killed) / 1e9);
@@ -272,7 +287,7 @@ static void test_server_killed_and_restarted(void)
 static void test_client_freed_with_links_alive(void)
 {
     wl_cfg c = {.links = 100, .messages = 10, .max_size = 1u << 20, .echo = 1, .path = lan};
-    for (int seed = 1; seed <= seeds; seed++) {
+    for (int seed = first_seed; seed <= seeds; seed++) {
         c.seed = (uint64_t)seed;
         wl *w = wl_new(&c);
         wl_start(w);
@@ -338,6 +353,9 @@ int main(int argc, char **argv)
         e = getenv("PURE_SIM_SEEDS");
     if (e && atoi(e) > 0)
         seeds = atoi(e) > 64 ? 64 : atoi(e);
+    e = getenv("PURE_SOAK_SEED");
+    if (e && atoi(e) > 0)
+        first_seed = seeds = atoi(e);
     e = getenv("PURE_SOAK_MESSAGES");
     if (e && atoll(e) > 0)
         long_messages = (uint64_t)atoll(e);
