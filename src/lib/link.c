@@ -27,18 +27,16 @@ static void on_open_timer(pure_link *link, uint64_t now)
         pure_link_terminate(link, PURE_ETIMEDOUT, 0, NULL, 0, now);
         return;
     }
-    if (pure_timer_due(link, PURE_TIMER_CLOSE_GIVE_UP, now) && pure_link_sends_empty(link) &&
-        pure_link_recv_owed_now(link, now)) {
-        /* everything sent was acknowledged: the close waits on this side's memory, not on the
-         * peer (delivering what it got may have ended the link) */
-        pure_timers_close_progress(link, now);
-    }
-    if (link->state != PURE_LS_OPEN)
-        return;
     if (pure_timer_due(link, PURE_TIMER_CLOSE_GIVE_UP, now)) {
-        /* a graceful close that made no progress for idle_timeout: give up */
-        pure_link_terminate(link, PURE_ETIMEDOUT, link->close_code, "close timed out", 1, now);
-        return;
+        /* A graceful close that made no progress for idle_timeout: give up, unless everything
+         * sent was acknowledged and it waits on this side's memory, not on the peer (delivering
+         * what it holds may end the link). */
+        if (pure_link_sends_empty(link) && pure_link_recv_owed_now(link, now))
+            pure_timers_close_progress(link, now);
+        else if (link->state == PURE_LS_OPEN)
+            pure_link_terminate(link, PURE_ETIMEDOUT, link->close_code, "close timed out", 1, now);
+        if (link->state != PURE_LS_OPEN)
+            return;
     }
     if (pure_timer_due(link, PURE_TIMER_RECOVERY, now))
         pure_recovery_on_timeout(link, now);

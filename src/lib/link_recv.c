@@ -257,13 +257,15 @@ static int error_for_close_code(uint64_t code)
  * the link once none wait (everything the peer counts delivered now is). */
 static void after_held(pure_link *link, uint64_t now)
 {
-    if (link->state != PURE_LS_OPEN || pure_link_owes_delivery(link))
+    if (link->state != PURE_LS_OPEN)
         return;
-    if (link->b && link->b->peer_close_waits)
-        pure_link_terminate(link, error_for_close_code(link->close_code), 0, link->b->peer_reason,
-                            0, now);
-    else
-        pure_link_close_if_done(link, now);
+    if (link->b && link->b->peer_close_waits) {
+        if (!pure_link_owes_delivery(link))
+            pure_link_terminate(link, error_for_close_code(link->close_code), 0,
+                                link->b->peer_reason, 0, now);
+    } else {
+        pure_link_close_if_done(link, now); /* asks what is owed only if a close waits */
+    }
 }
 
 void pure_link_recv_unheld(pure_link *link, uint64_t now)
@@ -553,10 +555,12 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
 {
     uint64_t pn = pure_wire_data_pn(d);
     int rc = open_packet(link, d, n, pn, now);
-    if (rc == OPENED_IDLE && link->state == PURE_LS_OPEN) /* never a packet not authenticated */
-        return idle_recv_without_memory(link, d + PURE_DATA_HEADER, d + n - PURE_TAG_LEN, now);
+    if (rc == OPENED_IDLE) /* authenticated: only such a packet is read without its state */
+        return link->state == PURE_LS_OPEN
+                   ? idle_recv_without_memory(link, d + PURE_DATA_HEADER, d + n - PURE_TAG_LEN, now)
+                   : PURE_ENOMEM;
     if (rc != 0)
-        return rc == OPENED_IDLE ? PURE_ENOMEM : rc;
+        return rc;
     const uint8_t *p = d + PURE_DATA_HEADER, *end = p + (n - PURE_DATA_HEADER - PURE_TAG_LEN);
     if (link->state == PURE_LS_CLOSING)
         return closing_recv(link, p, (size_t)(end - p), now);
