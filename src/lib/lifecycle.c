@@ -153,6 +153,21 @@ void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *
     ctx->dead = link;
 }
 
+void pure_link_end_by_peer(pure_link *link, int error, const char *reason, uint64_t now)
+{
+    if (link->state != PURE_LS_OPEN || !link->tx.ready) {
+        pure_link_terminate(link, error, 0, reason, 0, now);
+        return;
+    }
+    pure_link_set_state(link, PURE_LS_CLOSING);
+    link->close_error = error;
+    link->close_pending = PURE_CLOSE_ANSWERING;
+    pure_timers_answering(link, now);
+    pure_ctx_mark_pending(link->ctx, link);
+    pure_timers_update(link, now);
+    pure_link_notify_closed(link, error, reason);
+}
+
 int pure_link_owes_delivery(const pure_link *link)
 {
     const pure_busy *b = link->b;

@@ -27,6 +27,11 @@ int pure_link_release_buffers(pure_link *link);
  * call under way returns (pure_link_end_call). on_closed is reported once either way. */
 void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *reason,
                          int send_close, uint64_t now);
+/* The peer's CLOSE ends an open link (error and reason from it): on_closed now, and the link
+ * answers with a CLOSE of its own (code 0, no reason), once, then ends; the peer's closing
+ * period ends on that answer, and a peer whose every CLOSE copy was lost keeps sending them
+ * until one is answered (timers.c). Without keys it ends at once, unanswered. */
+void pure_link_end_by_peer(pure_link *link, int error, const char *reason, uint64_t now);
 /* Reports the link closed to the application (on_closed), once: no callback of the link runs
  * after it. A responder's link the application never accepted closes silently. */
 void pure_link_notify_closed(pure_link *link, int error, const char *reason);

@@ -221,6 +221,8 @@ static int closing_recv(pure_link *link, const uint8_t *p, size_t plen, uint64_t
 {
     const uint8_t *end = p + plen;
     pure_ack_frame ack;
+    if (link->peer_closed)
+        return 0; /* this link answers (or answered) the peer's CLOSE: nothing more to say */
     while (p < end) {
         pure_frame f;
         if (pure_frame_parse(&p, end, &f, &ack) != 0)
@@ -261,8 +263,8 @@ static void after_held(pure_link *link, uint64_t now)
         return;
     if (link->b && link->b->peer_close_waits) {
         if (!pure_link_owes_delivery(link))
-            pure_link_terminate(link, error_for_close_code(link->close_code), 0,
-                                link->b->peer_reason, 0, now);
+            pure_link_end_by_peer(link, error_for_close_code(link->close_code),
+                                  link->b->peer_reason, now);
     } else {
         pure_link_close_if_done(link, now); /* asks what is owed only if a close waits */
     }
@@ -424,7 +426,7 @@ static void on_close_frame(pure_link *link, const pure_frame *f, uint64_t now)
         return;
     }
     if (link->state == PURE_LS_OPEN)
-        pure_link_terminate(link, error_for_close_code(f->u.close.code), 0, reason, 0, now);
+        pure_link_end_by_peer(link, error_for_close_code(f->u.close.code), reason, now);
 }
 
 /* What the frames of one packet did. */

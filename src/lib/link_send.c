@@ -335,6 +335,22 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
     return total;
 }
 
+/* The answer to the peer's CLOSE (pure_link_end_by_peer): a CLOSE, code 0 and no reason (the
+ * peer's closing period ends on it, whatever it says); once it is written the link ends. */
+static int64_t write_answer(pure_link *link, uint8_t *buf, pure_pkt *k, size_t *segment,
+                            uint64_t now)
+{
+    if (pure_pkt_close(k, PURE_CLOSE_OK, "", 0) != 0)
+        return 0;
+    size_t total = seal_packet(link, buf, k->p, NULL);
+    if (total == 0)
+        return 0; /* no key for it: the link ends at its deadline, unanswered */
+    link->close_pending = 0;
+    link->close_deadline = now; /* ends at the next look at its timers */
+    *segment = total;
+    return (int64_t)total;
+}
+
 /* A link before or after its data phase: the INIT (resent as it was), the RESP (within the
  * amplification limit), or the CLOSE. Returns the datagram's length (0: nothing to send). */
 static int64_t write_control(pure_link *link, uint8_t *buf, size_t cap, size_t *segment,
@@ -365,6 +381,8 @@ static int64_t write_control(pure_link *link, uint8_t *buf, size_t cap, size_t *
     if (link->state != PURE_LS_CLOSING || !link->close_pending)
         return 0;
     pure_pkt k = {buf + PURE_DATA_HEADER, buf + cap - PURE_TAG_LEN};
+    if (link->close_pending == PURE_CLOSE_ANSWERING)
+        return write_answer(link, buf, &k, segment, now);
     const char *reason = link->b ? link->b->close_reason : "";
     /* The CLOSE, then how much of the peer's stream our application had: the peer's on_closed
      * then lists exactly the messages that did not arrive. (ACKs cannot say it: the one this

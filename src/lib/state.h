@@ -187,6 +187,8 @@ typedef struct pure_dir_keys {
     uint8_t live;  /* aead is scheduled */
 } pure_dir_keys;
 
+#define PURE_CLOSE_ANSWERING 2 /* link->close_pending: the CLOSE answers the peer's */
+
 struct pure_link {
     pure_ctx *ctx;
     void *user;
@@ -202,7 +204,9 @@ struct pure_link {
     /* PURE_GATE_*: why pure_link_send cannot take its fast path (one test for all of them) */
     uint8_t send_gate;
     uint8_t fin_sent_pending, peer_finished, peer_fin_known;
-    uint8_t want_writable, credit_pending, close_pending;
+    uint8_t want_writable, credit_pending;
+    uint8_t close_pending; /* CLOSING: our CLOSE is to be written (1), or the answer to the
+                              peer's, after which the link ends (PURE_CLOSE_ANSWERING) */
     uint8_t probe_pending, ping_pending, closed_notified, app_limited;
     /* small fields together, so the struct has no padding holes (an idle link is ~950 B) */
     uint8_t resp_pending; /* RESP to be (re)sent */

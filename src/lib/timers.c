@@ -26,9 +26,12 @@
  *                               busy link whose backlog empties often)
  *                deadline       the earliest deadline of a channel message not yet acknowledged
  *                               (pure_link_send_on_deadline; link_cancel.c): it is cancelled
- *   CLOSING      close_resend   close_resend_at: the CLOSE again, each probe timeout (nothing
- *                               acknowledges it)
- *                close_end      close_deadline: three probe timeouts after CLOSING began
+ *   CLOSING      close_resend   close_resend_at: the CLOSE again, each probe timeout (to a peer
+ *                               that answers CLOSEs, 1, 1, 2, 4 ... probe timeouts apart)
+ *                close_end      close_deadline: three probe timeouts after CLOSING began, or
+ *                               idle_timeout when the peer answers CLOSEs (its answer ends the
+ *                               period at once); a link answering the peer's CLOSE: once that
+ *                               is written, or a probe timeout if it cannot be
  *
  * After that an idle link (nothing in flight, no message sent for idle_timeout, nothing
  * incomplete, no keepalive) has no timer at all: it costs nothing, and finds out that its peer
@@ -36,6 +39,7 @@
 #include "link_chan.h"
 #include "timers.h"
 #include "registry.h"
+#include "tparams.h"
 
 static uint64_t min64(uint64_t a, uint64_t b)
 {
@@ -221,15 +225,33 @@ void pure_timers_close_progress(pure_link *link, uint64_t now)
     link->close_deadline = now + link->ctx->s.idle_timeout;
 }
 
+/* How long a closing period lasts at most: until the peer's answer, or idle_timeout without one,
+ * when the peer answers CLOSEs (its CLOSE copies may all have been lost: it must not be left
+ * with an idle link that never hears of the close); three probe timeouts when it does not. */
+static uint64_t closing_period(const pure_link *link, uint64_t pto)
+{
+    return max64(3 * pto, pure_tp_peer_answers_close(link) ? link->ctx->s.idle_timeout : 0);
+}
+
 void pure_timers_closing(pure_link *link, uint64_t now)
 {
     uint64_t pto = pure_rtt_pto(&link->rtt, link->ctx->s.max_ack_delay);
-    link->close_deadline = now + 3 * pto;
+    link->close_deadline = now + closing_period(link, pto);
     link->close_resend_at = now + pto;
 }
 
 void pure_timers_close_resent(pure_link *link, uint64_t now)
 {
     uint64_t pto = pure_rtt_pto(&link->rtt, link->ctx->s.max_ack_delay);
-    link->close_resend_at = now + pto < link->close_deadline ? now + pto : UINT64_MAX;
+    /* to a peer that answers, each copy waits as long as all before it (1, 1, 2, 4 ... probe
+     * timeouts apart): a few datagrams in all, however long the period */
+    uint64_t start = link->close_deadline - closing_period(link, pto);
+    uint64_t gap = pure_tp_peer_answers_close(link) ? max64(pto, now - start) : pto;
+    link->close_resend_at = now + gap < link->close_deadline ? now + gap : UINT64_MAX;
+}
+
+void pure_timers_answering(pure_link *link, uint64_t now)
+{
+    link->close_deadline = now + pure_rtt_pto(&link->rtt, link->ctx->s.max_ack_delay);
+    link->close_resend_at = UINT64_MAX;
 }

@@ -65,10 +65,15 @@ int pure_timers_release_due(pure_link *link, uint64_t now);
 void pure_timers_close_progress(pure_link *link, uint64_t now);
 
 /* The link entered CLOSING: it stays three probe timeouts, its CLOSE sent again at the start
- * of each. */
+ * of each; or, when the peer answers CLOSEs (tparams.h), until its answer comes, at most
+ * idle_timeout, the CLOSE sent again after 1, 1, 2, 4 ... probe timeouts. */
 void pure_timers_closing(pure_link *link, uint64_t now);
 
 /* The CLOSE-resend timer fired: arms the next one (none past the end of CLOSING). */
 void pure_timers_close_resent(pure_link *link, uint64_t now);
+
+/* The link entered CLOSING to answer the peer's CLOSE: it ends a probe timeout from now if the
+ * answer cannot be written before (link_send.c ends it once it is). */
+void pure_timers_answering(pure_link *link, uint64_t now);
 
 #endif

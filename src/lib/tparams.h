@@ -74,6 +74,12 @@ static inline int pure_tp_peer_cancel(const pure_link *link)
 {
     return (link->peer_tp_features & PURE_TP_F_CANCEL) != 0;
 }
+/* 1 if the peer answers our CLOSE with one of its own (link_recv.c), so a closing period can
+ * last until it does (timers.c). */
+static inline int pure_tp_peer_answers_close(const pure_link *link)
+{
+    return (link->peer_tp_features & PURE_TP_F_CLOSE_ANSWER) != 0;
+}
 /* 1 if the peer reads ECN counts frames. */
 static inline int pure_tp_peer_ecn(const pure_link *link)
 {

@@ -116,6 +116,9 @@ enum pure_tp_id {
 /* Feature bits of PURE_TP_FEATURES: what the sender reads or does, with no value of its own. */
 #define PURE_TP_F_ECN 0x01    /* reads ECN counts frames */
 #define PURE_TP_F_CANCEL 0x02 /* reads CHAN_CANCEL and CHAN_CANCELLED frames */
+#define PURE_TP_F_CLOSE_ANSWER                                                                     \
+    0x04 /* answers a CLOSE that reaches an open link with one of its                              \
+            own (a closer then stays until answered) */
 
 /* What one side announces. Absent parameters are 0 (nothing offered). */
 typedef struct pure_tparams {

@@ -927,8 +927,8 @@ int wl_check(wl *w, const char *name)
                  (unsigned long long)c->sent, (unsigned long long)srecv,
                  (unsigned long long)c->recv, (unsigned long long)k->planned, c->closes,
                  pure_strerror(c->info.error));
-        /* the client's CLOSE is sent three times in its closing period but is not acknowledged:
-         * on a lossy path the server may instead find the client gone (PURE_ETIMEDOUT) */
+        /* the client's CLOSE goes again until the server answers it, for at most idle_timeout:
+         * on a lossy path the server may find the client gone first (PURE_ETIMEDOUT) */
         int lossy = w->cfg.path.loss > 0 || w->cfg.path.queue;
         if (!disturbed && !w->cfg.keep_open && s &&
             (s->closes != 1 || !(s->info.error == 0 || (lossy && s->info.error == PURE_ETIMEDOUT))))

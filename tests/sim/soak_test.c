@@ -186,10 +186,10 @@ static void test_shared_sends(void)
  * protocol violation; shared streams came out misaligned; a partly fed in-order packet left the
  * ring's acknowledged bytes behind it with no retry (a stall); closes ended with acknowledged
  * bytes undelivered; a close asked for from on_message during the retry that fed them ended the
- * link with the rest of the ring acknowledged and undelivered, seed 38 of the third.) Seeds
- * 1..20 pass; at 64 (PURE_SOAK_SEEDS=64), 1 of 192 runs still fails: seed 58 of the second, where
- * one idle server link never hears the client's CLOSE (no packet of the closing client reaches
- * it; not traced further): docs/architecture.md, "nomem".
+ * link with the rest of the ring acknowledged and undelivered, seed 38 of the third; every copy
+ * of a client's CLOSE lost to the path's loss left an idle server link open for ever, seed 58 of
+ * the second, until a CLOSE was answered and resent until it is.) All 64 seeds pass
+ * (PURE_SOAK_SEEDS=64).
  * Not here: closes and aborts at random moments on both sides beside the refusals. */
 static void test_allocations_failing(void)
 {

@@ -588,7 +588,9 @@ static int one_datagram(ep *i, ep *r, uint64_t now)
 
 /* A datagram's effect on its link's timer is refiled once for a batch of datagrams
  * (pure_timers_defer), not once each; pure_ctx_deadline must still answer with it at once, and a
- * link closed before anything read the heap must not be refiled after it was freed (ASan). */
+ * link closed before anything read the heap must not be refiled after it was freed (ASan): one
+ * that was closing already and hears the peer's CLOSE; one that answers the peer's CLOSE is
+ * freed once its answer is written. */
 static void test_deadline_after_read(void)
 {
     ep r, i;
@@ -616,7 +618,26 @@ static void test_deadline_after_read(void)
     CHECK_EQ(pure_link_abort(l, 0, "done"), 0);
     CHECK_EQ(one_datagram(&i, &r, now + 2000), PURE_ECLOSED);
     CHECK_EQ(r.closed, 1);
+    CHECK_EQ(pure_ctx_deadline(r.ctx), now + 2000); /* its answer is due */
+    CHECK_EQ(one_datagram(&r, &i, now + 2000), 0);  /* written; it ends i's closing period */
+    pure_ctx_timeout(r.ctx, now + 2000);
     CHECK_EQ(pure_ctx_deadline(r.ctx), UINT64_MAX); /* nothing is left */
+    pure_ctx_stats st;
+    pure_ctx_stats_get(i.ctx, &st);
+    CHECK_EQ(st.links, 0);
+    /* a second link: r closes first (its CLOSE does not reach i), then i's CLOSE ends r's link
+     * in the read */
+    r.accepted_link = NULL;
+    CHECK_EQ(pure_connect(i.ctx, &r.addr, pure_ctx_public_key(r.ctx), "svc", &i, &l, 0), 0);
+    pump(&i, &r, now + 3000);
+    CHECK(r.accepted_link != NULL);
+    CHECK(pure_link_send(l, "hello", 5) >= 0);
+    CHECK_EQ(one_datagram(&i, &r, now + 4000), 0);
+    CHECK_EQ(pure_link_abort(r.accepted_link, 0, "first"), 0);
+    CHECK_EQ(pure_link_abort(l, 0, "second"), 0);
+    CHECK_EQ(one_datagram(&i, &r, now + 5000), 0); /* r had heard on_closed already */
+    CHECK_EQ(r.closed, 2);
+    CHECK_EQ(pure_ctx_deadline(r.ctx), UINT64_MAX);
     pure_ctx_free(i.ctx);
     pure_ctx_free(r.ctx);
 }
