@@ -12,8 +12,9 @@
  *   - DATA, CREDIT, CLOSE and DELIVERED re-encode to a frame that parses back to the same
  *     fields, no longer than the original, and byte-identical when the original used minimal
  *     varints; PATH_CHALLENGE/PATH_RESPONSE take exactly the 8 bytes after their type;
- *   - CHAN_DATA, CHAN_CREDIT and CHAN_DELIVERED name a channel in 1..PURE_CHANNEL_MAX and
- *     re-encode (pure_pkt_chan_*) to a frame that parses back to the same fields; a DATAGRAM's
+ *   - CHAN_DATA, CHAN_CREDIT and CHAN_DELIVERED name a channel in 1..PURE_CHANNEL_MAX
+ *     (DELIVERED_COUNT in 0..PURE_CHANNEL_MAX) and re-encode (pure_pkt_chan_*) to a frame that
+ *     parses back to the same fields; a DATAGRAM's
  *     bytes lie inside the packet and re-encode (pure_pkt_datagram) to the same frame;
  *   - CHAN_CANCEL names a channel in range and a range of 4 .. 2^32 + 3 bytes ending below 2^62,
  *     CHAN_CANCELLED an outcome 0 or 1; both re-encode (pure_pkt_chan_cancel/_cancelled) to a
@@ -211,8 +212,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             break;
         }
         case PURE_FRAME_CHAN_CREDIT:
-        case PURE_FRAME_CHAN_DELIVERED: {
-            if (f.u.chan.channel == 0 || f.u.chan.channel > PURE_CHANNEL_MAX)
+        case PURE_FRAME_CHAN_DELIVERED:
+        case PURE_FRAME_DELIVERED_COUNT: {
+            if ((f.u.chan.channel == 0 && f.type != PURE_FRAME_DELIVERED_COUNT) ||
+                f.u.chan.channel > PURE_CHANNEL_MAX)
                 FAIL("channel frame with a channel out of range");
             pure_pkt k = {re, re + sizeof re};
             if (pure_pkt_chan_offset(&k, f.type, f.u.chan.channel, f.u.chan.offset) != 0)

@@ -54,7 +54,9 @@ typedef struct pure_chan {
     uint64_t peer_delivered; /* the peer's CHAN_DELIVERED (UINT64_MAX: none) */
     /* ---- cancels (cancel.h, link_cancel.c) ---- */
     uint64_t msgs_received; /* the peer's messages delivered or cancelled: the next one's id */
-    pure_cancels *cx;       /* NULL until the channel cancels or has a deadline, either way */
+    uint64_t
+        msgs_delivered; /* of them, delivered (channel 0's are the link's others: delivered.c) */
+    pure_cancels *cx;   /* NULL until the channel cancels or has a deadline, either way */
 } pure_chan;
 
 typedef struct pure_chans {

@@ -78,7 +78,8 @@ static int parse_chan(const uint8_t **pp, const uint8_t *end, uint8_t type, pure
         if (pure_varint_get(&p, end, &len) || len > (uint64_t)(end - p))
             return PURE_EPROTO;
     } else if (pure_varint_get(&p, end, &ch) || pure_varint_get(&p, end, &off) ||
-               (type == PURE_FRAME_CHAN_DATA && pure_varint_get(&p, end, &len)) || ch == 0 ||
+               (type == PURE_FRAME_CHAN_DATA && pure_varint_get(&p, end, &len)) ||
+               (ch == 0 && type != PURE_FRAME_DELIVERED_COUNT) /* it names channel 0 too */ ||
                ch > PURE_CHANNEL_MAX || len > (uint64_t)(end - p) || off + len > PURE_VARINT_MAX) {
         return PURE_EPROTO;
     }
@@ -161,6 +162,7 @@ int pure_frame_parse(const uint8_t **pp, const uint8_t *end, pure_frame *f, pure
     case PURE_FRAME_DATAGRAM:
     case PURE_FRAME_CHAN_CANCEL:
     case PURE_FRAME_CHAN_CANCELLED:
+    case PURE_FRAME_DELIVERED_COUNT:
         if (parse_chan(&p, end, type, f) != 0)
             return PURE_EPROTO;
         break;
@@ -274,6 +276,11 @@ int pure_pkt_delivered(pure_pkt *k, uint64_t offset)
     *k->p++ = PURE_FRAME_DELIVERED;
     k->p = pure_varint_put(k->p, offset);
     return 0;
+}
+
+int pure_pkt_delivered_count(pure_pkt *k, uint64_t channel, uint64_t count)
+{
+    return pure_pkt_chan_offset(k, PURE_FRAME_DELIVERED_COUNT, channel, count);
 }
 
 int pure_pkt_path(pure_pkt *k, uint8_t type, const uint8_t data[PURE_PATH_DATA_LEN])

@@ -34,7 +34,8 @@ typedef struct pure_frame {
         uint64_t delivered; /* stream offset */
         uint64_t ce;        /* ECN: CE-marked packets received, modulo 2^16 */
         struct {
-            uint64_t channel, offset, len; /* CHAN_DATA; CHAN_CREDIT and CHAN_DELIVERED: offset */
+            uint64_t channel, offset, len; /* CHAN_DATA; CHAN_CREDIT and CHAN_DELIVERED: offset;
+                                              DELIVERED_COUNT: the count in offset */
             const uint8_t *bytes;
         } chan;
         struct {
@@ -59,7 +60,7 @@ typedef struct pure_frame {
  * DATAGRAM longer than the packet (it comes back in u.chan: len and bytes, channel 0), an ACK
  * range underflowing 0 or with more ranges than fit, a CHAN_CANCEL shorter than a length prefix
  * (4 bytes) or longer than the largest message (2^32 + 3) or ending past 2^62, a CHAN_CANCELLED
- * outcome other than 0 or 1. */
+ * outcome other than 0 or 1, a DELIVERED_COUNT channel above PURE_CHANNEL_MAX. */
 int pure_frame_parse(const uint8_t **p, const uint8_t *end, pure_frame *f, pure_ack_frame *ack);
 
 /* A packet being built: the plaintext from p up to end (the tag's bytes lie beyond end). The core
@@ -82,6 +83,9 @@ int pure_pkt_ping(pure_pkt *k);
 int pure_pkt_credit(pure_pkt *k, uint64_t max_offset);
 int pure_pkt_close(pure_pkt *k, uint64_t code, const char *reason, size_t reason_len);
 int pure_pkt_delivered(pure_pkt *k, uint64_t offset);
+/* DELIVERED_COUNT: how many of the peer's messages on `channel` (0: the link's stream) this
+ * side's application had. */
+int pure_pkt_delivered_count(pure_pkt *k, uint64_t channel, uint64_t count);
 /* ECN: the running count of CE-marked packets received (modulo 2^16). */
 int pure_pkt_ecn(pure_pkt *k, uint16_t ce);
 /* type PURE_FRAME_PATH_CHALLENGE or PURE_FRAME_PATH_RESPONSE, with its PURE_PATH_DATA_LEN bytes */

@@ -231,16 +231,6 @@ int pure_link_chan_put_credits(pure_link *link, pure_pkt *k)
     return any;
 }
 
-void pure_link_chan_put_delivered(pure_link *link, pure_pkt *k)
-{
-    pure_chans *t = link->chans;
-    for (uint32_t i = 1; t && i <= t->top; i++)
-        if (t->c[i] && t->c[i]->recv_next &&
-            (pure_link_cancel_put_answers(link, i, k) != 0 ||
-             pure_pkt_chan_offset(k, PURE_FRAME_CHAN_DELIVERED, i, t->c[i]->recv_next)))
-            break;
-}
-
 /* ---- acknowledgements and losses ---- */
 
 void pure_link_chan_on_acked(pure_link *link, const pure_sent *e)
@@ -374,6 +364,7 @@ static int deliver(void *arg, const uint8_t *data, size_t len)
     pure_link *link = d->link;
     link->st.messages_received++;
     d->c->msgs_received++; /* the next message's id (a cancel names it) */
+    d->c->msgs_delivered++;
     if (link->ctx->cb.on_channel_message)
         link->ctx->cb.on_channel_message(link, link->user, d->channel, data, len);
     return link->state != PURE_LS_OPEN; /* stop if the application closed the link */

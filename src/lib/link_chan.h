@@ -42,8 +42,6 @@ static inline int pure_link_chan_datagram_due(const pure_link *link)
 }
 /* Puts the CHAN_CREDIT frames owed that fit. Returns 1 if one went in. */
 int pure_link_chan_put_credits(pure_link *link, pure_pkt *k);
-/* After CLOSE and DELIVERED: CHAN_DELIVERED for each channel the peer used, as many as fit. */
-void pure_link_chan_put_delivered(pure_link *link, pure_pkt *k);
 
 /* A CHAN_DATA, CHAN_CREDIT, CHAN_DELIVERED, CHAN_CANCEL, CHAN_CANCELLED or DATAGRAM frame. Returns
  * 0, PURE_CHAN_DROPPED, or a code that closes the link (PURE_EPROTO for a channel above

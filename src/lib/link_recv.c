@@ -6,6 +6,7 @@
  * owed). */
 #include <string.h>
 
+#include "delivered.h"
 #include "frame.h"
 #include "link_recv.h"
 #include "handshake.h"
@@ -382,23 +383,6 @@ static int open_packet(pure_link *link, uint8_t *d, size_t n, uint64_t pn, uint6
     return 0;
 }
 
-/* The DELIVERED frame that follows a peer's CLOSE in its packet, if there is one, and the
- * CHAN_DELIVERED frames after it: what of our streams its application had, taken before the
- * CLOSE is reported. */
-static void take_delivered(pure_link *link, const uint8_t *p, const uint8_t *end, uint64_t now)
-{
-    pure_frame f;
-    pure_ack_frame ack;
-    if (p < end && pure_frame_parse(&p, end, &f, &ack) == 0 && f.type == PURE_FRAME_DELIVERED)
-        pure_recovery_on_delivered(link, f.u.delivered);
-    else
-        return;
-    /* with the answers to our cancels it owed first (link_cancel.c), so the account is exact */
-    while (p < end && pure_frame_parse(&p, end, &f, &ack) == 0 &&
-           (f.type == PURE_FRAME_CHAN_DELIVERED || f.type == PURE_FRAME_CHAN_CANCELLED))
-        pure_link_chan_on_frame(link, &f, now);
-}
-
 /* The peer's CLOSE: the link ends with what it says, after the in-order bytes that wait for
  * memory or the receive budget, if any, are delivered (the peer counted them delivered: they
  * were acknowledged). */
@@ -479,7 +463,8 @@ static int on_frame(pure_link *link, const pure_frame *f, const pure_ack_frame *
         seen->eliciting = 1;
         pure_rekey_on_frame(link, f->u.rekey, now);
         break;
-    case PURE_FRAME_CHAN_DELIVERED: break; /* taken with the CLOSE it follows */
+    case PURE_FRAME_CHAN_DELIVERED:
+    case PURE_FRAME_DELIVERED_COUNT: break; /* taken with the CLOSE they follow */
     case PURE_FRAME_DATAGRAM:
     case PURE_FRAME_CHAN_CANCEL:
     case PURE_FRAME_CHAN_CANCELLED:
@@ -578,7 +563,7 @@ int pure_link_recv(pure_link *link, const pure_addr *from, uint8_t *d, size_t n,
             return PURE_EPROTO;
         }
         if (f.type == PURE_FRAME_CLOSE)
-            take_delivered(link, p, end, now);
+            pure_delivered_take(link, p, end, now);
         if (on_frame(link, &f, &ack, &seen, &rc, now))
             return rc;
     }

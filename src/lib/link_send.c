@@ -4,6 +4,7 @@
  * the send buffer straight into the packet (or copied there first, where the AEAD cannot). */
 #include <string.h>
 
+#include "delivered.h"
 #include "flight.h"
 #include "frame.h"
 #include "link_cancel.h"
@@ -389,9 +390,8 @@ static int64_t write_control(pure_link *link, uint8_t *buf, size_t cap, size_t *
      * side still owed may never leave, and the peer ignores late ACKs of packets it declared
      * lost.) A peer that stops reading at the CLOSE ignores it. */
     if (pure_pkt_close(&k, link->close_code, reason, strlen(reason)) != 0 ||
-        pure_pkt_delivered(&k, link->recv_next) != 0)
+        pure_delivered_put(link, &k) != 0)
         return 0;
-    pure_link_chan_put_delivered(link, &k); /* and of each channel, as many as fit */
     size_t total = seal_packet(link, buf, k.p, NULL);
     if (total == 0)
         return 0;

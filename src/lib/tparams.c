@@ -77,8 +77,8 @@ void pure_tparams_local(const pure_ctx *ctx, pure_tparams *tp)
 {
     memset(tp, 0, sizeof *tp);
     /* cancels come with channels: a side that takes channels reads CHAN_CANCEL (link_cancel.c) */
-    tp->features =
-        PURE_TP_F_ECN | PURE_TP_F_CLOSE_ANSWER | (ctx->s.max_channels ? PURE_TP_F_CANCEL : 0);
+    tp->features = PURE_TP_F_ECN | PURE_TP_F_CLOSE_ANSWER | PURE_TP_F_DELIVERED_COUNT |
+                   (ctx->s.max_channels ? PURE_TP_F_CANCEL : 0);
     tp->max_channels = ctx->s.max_channels;           /* channels 1..this we take */
     tp->max_datagram_size = ctx->s.max_datagram_size; /* the largest datagram we take */
     tp->recv_window = ctx->s.recv_window;             /* the credit every stream starts with */

@@ -80,6 +80,11 @@ static inline int pure_tp_peer_answers_close(const pure_link *link)
 {
     return (link->peer_tp_features & PURE_TP_F_CLOSE_ANSWER) != 0;
 }
+/* 1 if the peer reads DELIVERED_COUNT frames (delivered.c). */
+static inline int pure_tp_peer_reads_counts(const pure_link *link)
+{
+    return (link->peer_tp_features & PURE_TP_F_DELIVERED_COUNT) != 0;
+}
 /* 1 if the peer reads ECN counts frames. */
 static inline int pure_tp_peer_ecn(const pure_link *link)
 {

@@ -114,11 +114,13 @@ enum pure_tp_id {
                                          channel 0 and on each channel (its recv_window) */
 };
 /* Feature bits of PURE_TP_FEATURES: what the sender reads or does, with no value of its own. */
-#define PURE_TP_F_ECN 0x01    /* reads ECN counts frames */
-#define PURE_TP_F_CANCEL 0x02 /* reads CHAN_CANCEL and CHAN_CANCELLED frames */
-#define PURE_TP_F_CLOSE_ANSWER                                                                     \
-    0x04 /* answers a CLOSE that reaches an open link with one of its                              \
-            own (a closer then stays until answered) */
+/* bit 0: reads ECN counts frames; bit 1: reads CHAN_CANCEL and CHAN_CANCELLED frames; bit 2:
+ * answers a CLOSE that reaches an open link with one of its own (a closer then stays until
+ * answered); bit 3: reads DELIVERED_COUNT frames */
+#define PURE_TP_F_ECN 0x01
+#define PURE_TP_F_CANCEL 0x02
+#define PURE_TP_F_CLOSE_ANSWER 0x04
+#define PURE_TP_F_DELIVERED_COUNT 0x08
 
 /* What one side announces. Absent parameters are 0 (nothing offered). */
 typedef struct pure_tparams {
@@ -184,6 +186,10 @@ enum pure_frame_type {
      * (CHAN_CANCELLED). Sent only to a peer that announces PURE_TP_F_CANCEL. */
     PURE_FRAME_CHAN_CANCEL = 0x11,    /* channel, id, offset, length */
     PURE_FRAME_CHAN_CANCELLED = 0x12, /* channel, id, outcome (0 cancelled, 1 delivered first) */
+    /* After CLOSE and DELIVERED: how many of the peer's messages on a channel (0 included) the
+     * closing side's application had (delivered, or dropped for a cancel): exact where an offset
+     * cannot be (delivered.c). Sent only to a peer that announces PURE_TP_F_DELIVERED_COUNT. */
+    PURE_FRAME_DELIVERED_COUNT = 0x13, /* channel, message count */
 };
 #define PURE_FRAME_DATA_FIN 0x01
 /* The ECN codepoints of an IP header's two low TOS / traffic-class bits. */

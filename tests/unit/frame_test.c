@@ -363,7 +363,8 @@ static void test_unknown_types(void)
                     t == PURE_FRAME_CREDIT || t == PURE_FRAME_CLOSE || t == PURE_FRAME_REKEY ||
                     t == PURE_FRAME_DELIVERED || t == PURE_FRAME_PATH_CHALLENGE ||
                     t == PURE_FRAME_PATH_RESPONSE || t == PURE_FRAME_DATA || t == PURE_FRAME_ECN ||
-                    t == (PURE_FRAME_DATA | PURE_FRAME_DATA_FIN) || t == PURE_FRAME_DATAGRAM;
+                    t == (PURE_FRAME_DATA | PURE_FRAME_DATA_FIN) || t == PURE_FRAME_DATAGRAM ||
+                    t == PURE_FRAME_DELIVERED_COUNT;
         /* CHAN_DATA, CHAN_CREDIT, CHAN_DELIVERED, CHAN_CANCEL, CHAN_CANCELLED are known but a
          * zero body names channel 0, which is refused (test_channel_frames, test_cancel_frames) */
         if (known) {
@@ -375,12 +376,13 @@ static void test_unknown_types(void)
             refused++;
         }
     }
-    CHECK_EQ(accepted, 13);
-    CHECK_EQ(refused, 243);
+    CHECK_EQ(accepted, 14);
+    CHECK_EQ(refused, 242);
 }
 
-/* Channel frames and DATAGRAM round-trip; a channel 0 or above 255, a CHAN_DATA or DATAGRAM
- * longer than the packet, and a truncated one are refused. */
+/* Channel frames, DELIVERED_COUNT and DATAGRAM round-trip; a channel 0 (DELIVERED_COUNT takes
+ * it) or above 255, a CHAN_DATA or DATAGRAM longer than the packet, and a truncated one are
+ * refused. */
 static void test_channel_frames(void)
 {
     uint8_t buf[256];
@@ -393,6 +395,8 @@ static void test_channel_frames(void)
     memcpy(body, "hello", 5);
     CHECK_EQ(pure_pkt_datagram(&k, (const uint8_t *)"dg", 2), 0);
     CHECK_EQ(pure_pkt_chan_offset(&k, PURE_FRAME_CHAN_DELIVERED, 1, 99), 0);
+    CHECK_EQ(pure_pkt_delivered_count(&k, 0, 1ull << 33), 0); /* channel 0 too */
+    CHECK_EQ(pure_pkt_delivered_count(&k, 255, 0), 0);
     const uint8_t *p = buf, *end = k.p;
     pure_frame f;
     pure_ack_frame a;
@@ -406,15 +410,22 @@ static void test_channel_frames(void)
     CHECK(f.type == PURE_FRAME_DATAGRAM && f.u.chan.len == 2 && !memcmp(f.u.chan.bytes, "dg", 2));
     CHECK_EQ(pure_frame_parse(&p, end, &f, &a), 0);
     CHECK(f.type == PURE_FRAME_CHAN_DELIVERED && f.u.chan.channel == 1 && f.u.chan.offset == 99);
+    CHECK_EQ(pure_frame_parse(&p, end, &f, &a), 0);
+    CHECK(f.type == PURE_FRAME_DELIVERED_COUNT && f.u.chan.channel == 0 &&
+          f.u.chan.offset == 1ull << 33);
+    CHECK_EQ(pure_frame_parse(&p, end, &f, &a), 0);
+    CHECK(f.type == PURE_FRAME_DELIVERED_COUNT && f.u.chan.channel == 255 && f.u.chan.offset == 0);
     CHECK(p == end);
     static const uint8_t bad[][6] = {
-        {PURE_FRAME_CHAN_DATA, 0, 0, 1, 'x'},    /* channel 0 */
-        {PURE_FRAME_CHAN_CREDIT, 0x41, 0x00, 5}, /* channel 256 */
-        {PURE_FRAME_CHAN_DATA, 1, 0, 9, 'x'},    /* 9 bytes announced, 1 there */
-        {PURE_FRAME_DATAGRAM, 5, 'a', 'b'},      /* 5 bytes announced, 2 there */
-        {PURE_FRAME_CHAN_DELIVERED, 3},          /* truncated */
+        {PURE_FRAME_CHAN_DATA, 0, 0, 1, 'x'},        /* channel 0 */
+        {PURE_FRAME_CHAN_CREDIT, 0x41, 0x00, 5},     /* channel 256 */
+        {PURE_FRAME_CHAN_DATA, 1, 0, 9, 'x'},        /* 9 bytes announced, 1 there */
+        {PURE_FRAME_DATAGRAM, 5, 'a', 'b'},          /* 5 bytes announced, 2 there */
+        {PURE_FRAME_CHAN_DELIVERED, 3},              /* truncated */
+        {PURE_FRAME_DELIVERED_COUNT, 0x41, 0x00, 5}, /* channel 256 */
+        {PURE_FRAME_DELIVERED_COUNT, 0, 0x41},       /* truncated count */
     };
-    static const size_t bad_len[] = {5, 4, 5, 4, 2};
+    static const size_t bad_len[] = {5, 4, 5, 4, 2, 4, 3};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         p = bad[i];
         CHECK_EQ(pure_frame_parse(&p, bad[i] + bad_len[i], &f, &a), PURE_EPROTO);
