@@ -29,9 +29,9 @@
  *   CLOSING      close_resend   close_resend_at: the CLOSE again, each probe timeout (to a peer
  *                               that answers CLOSEs, 1, 1, 2, 4 ... probe timeouts apart)
  *                close_end      close_deadline: three probe timeouts after CLOSING began, or
- *                               idle_timeout when the peer answers CLOSEs (its answer ends the
- *                               period at once); a link answering the peer's CLOSE: once that
- *                               is written, or a probe timeout if it cannot be
+ *                               16 (at most idle_timeout) when the peer answers CLOSEs (its
+ *                               answer ends the period at once); a link answering the peer's
+ *                               CLOSE: once that is written, or a probe timeout if it cannot be
  *
  * After that an idle link (nothing in flight, no message sent for idle_timeout, nothing
  * incomplete, no keepalive) has no timer at all: it costs nothing, and finds out that its peer
@@ -225,12 +225,15 @@ void pure_timers_close_progress(pure_link *link, uint64_t now)
     link->close_deadline = now + link->ctx->s.idle_timeout;
 }
 
-/* How long a closing period lasts at most: until the peer's answer, or idle_timeout without one,
- * when the peer answers CLOSEs (its CLOSE copies may all have been lost: it must not be left
- * with an idle link that never hears of the close); three probe timeouts when it does not. */
+/* How long a closing period lasts at most: when the peer answers CLOSEs, until its answer, or
+ * without one 16 probe timeouts (six copies, 1, 1, 2, 4, 8 apart: an idle peer, which has no
+ * timer, must not miss the close because three were lost), at most idle_timeout; three probe
+ * timeouts when it does not. A closing link keeps its buffers: the period stays a few probe
+ * timeouts, not idle_timeout. */
 static uint64_t closing_period(const pure_link *link, uint64_t pto)
 {
-    return max64(3 * pto, pure_tp_peer_answers_close(link) ? link->ctx->s.idle_timeout : 0);
+    uint64_t answered = min64(16 * pto, link->ctx->s.idle_timeout);
+    return max64(3 * pto, pure_tp_peer_answers_close(link) ? answered : 0);
 }
 
 void pure_timers_closing(pure_link *link, uint64_t now)

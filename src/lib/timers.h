@@ -65,8 +65,8 @@ int pure_timers_release_due(pure_link *link, uint64_t now);
 void pure_timers_close_progress(pure_link *link, uint64_t now);
 
 /* The link entered CLOSING: it stays three probe timeouts, its CLOSE sent again at the start
- * of each; or, when the peer answers CLOSEs (tparams.h), until its answer comes, at most
- * idle_timeout, the CLOSE sent again after 1, 1, 2, 4 ... probe timeouts. */
+ * of each; or, when the peer answers CLOSEs (tparams.h), until its answer comes, at most 16
+ * probe timeouts (and idle_timeout), the CLOSE sent again after 1, 1, 2, 4, 8 probe timeouts. */
 void pure_timers_closing(pure_link *link, uint64_t now);
 
 /* The CLOSE-resend timer fired: arms the next one (none past the end of CLOSING). */
