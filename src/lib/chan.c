@@ -217,6 +217,12 @@ void pure_chan_on_delivered(pure_chan *c, const pure_alloc *a, uint64_t offset)
     }
 }
 
+void pure_chan_drop_rx(pure_chan *c, const pure_alloc *rx_a, const pure_alloc *a)
+{
+    pure_msgparse_free(&c->parse, rx_a);
+    pure_rob_free(&c->rob, rx_a, a);
+}
+
 int pure_chan_quiet(const pure_chan *c)
 {
     return c->sb.base == c->sb.end && pure_ranges_empty(&c->lost) && pure_rob_empty(&c->rob) &&

@@ -122,6 +122,26 @@ void pure_link_keep_reason(pure_link *link, const char *reason, uint64_t now)
     link->b->close_reason[rl] = 0;
 }
 
+/* A closing link delivers nothing more: the received bytes it holds (its reorder rings, a
+ * message half assembled) and its claim on the receive budget go back when it starts closing,
+ * not at the end of the period (up to 16 probe timeouts: other links may be waiting for them). */
+static void closing_trim(pure_link *link)
+{
+    pure_alloc ra = pure_rxmem_alloc(link->ctx);
+    if (link->b) {
+        pure_rxmem_forget(link);
+        pure_msgparse_free(&link->b->parse, &ra);
+        pure_rob_free(&link->b->rob, &ra, &link->ctx->alloc);
+        link->b->rx_nomem = 0;
+    }
+    pure_chans *t = link->chans;
+    if (link->ctx->rx_chan_owner == link)
+        link->ctx->rx_chan_owner = NULL;
+    for (uint32_t i = 1; t && i <= t->top; i++)
+        if (t->c[i])
+            pure_chan_drop_rx(t->c[i], &ra, &link->ctx->alloc);
+}
+
 void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *reason,
                          int send_close, uint64_t now)
 {
@@ -130,6 +150,7 @@ void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *
         return;
     if (send_close && (link->state == PURE_LS_OPEN) && link->tx.ready) {
         pure_link_set_state(link, PURE_LS_CLOSING);
+        closing_trim(link);
         link->close_error = error;
         link->close_pending = 1;
         link->close_code = code;
@@ -160,6 +181,7 @@ void pure_link_end_by_peer(pure_link *link, int error, const char *reason, uint6
         return;
     }
     pure_link_set_state(link, PURE_LS_CLOSING);
+    closing_trim(link);
     link->close_error = error;
     link->close_pending = PURE_CLOSE_ANSWERING;
     pure_timers_answering(link, now);

@@ -245,7 +245,6 @@ static void test_simultaneous_close(void)
         send_n(&w->sv, 100);
         CHECK(sim_run(w->s, both_have_all, w, 60 * SIM_S));
         CHECK_EQ(pure_link_close(w->c.link, 0, "bye"), 0);
-        fprintf(stderr, "answers %d\n", pure_tp_peer_answers_close(w->sv.link));
         CHECK_EQ(pure_link_close(w->sv.link, 0, "bye"), 0);
         CHECK(sim_run(w->s, both_closed, w, 60 * SIM_S));
         CHECK_EQ(w->c.info.error, 0);
@@ -334,6 +333,49 @@ static void test_every_close_copy_lost(void)
             CHECK_EQ(w->sv.closes, 0);   /* as before: nothing reaches it */
             CHECK(took < 3200 * SIM_MS); /* three probe timeouts */
         }
+        world_free(w);
+    }
+}
+
+static uint64_t server_rx_memory(world *w)
+{
+    pure_guard_stats st;
+    pure_ctx_guard_stats_get(sim_ctx(w->s, w->srv), &st, sizeof st);
+    return st.rx_memory;
+}
+
+static int server_holds_some(void *arg)
+{
+    return server_rx_memory(arg) >= 64 * 1024;
+}
+
+static int server_closed(void *arg)
+{
+    return ((world *)arg)->sv.closes > 0;
+}
+
+/* A link that closes delivers nothing more: the received bytes it holds (part of a 1 MiB
+ * message) go back to the receive budget as it starts closing, whichever side closed, not when
+ * its closing period ends (up to 16 probe timeouts: other links may be waiting for that
+ * memory). Before, both cases still held them at this point. */
+static void test_closing_gives_back_receive_memory(void)
+{
+    static uint8_t big[1 << 20];
+    for (int server_aborts = 0; server_aborts <= 1; server_aborts++) {
+        world *w = world_new(9, 0);
+        CHECK(pure_link_send(w->c.link, big, sizeof big) >= 0);
+        CHECK(sim_run(w->s, server_holds_some, w, 10 * SIM_S));
+        if (server_aborts) {
+            pure_ctx_timeout(sim_ctx(w->s, w->srv), sim_now(w->s));
+            CHECK_EQ(pure_link_abort(w->sv.link, PURE_CLOSE_APP, "enough"), 0);
+        } else {
+            pure_ctx_timeout(sim_ctx(w->s, w->cli), sim_now(w->s));
+            CHECK_EQ(pure_link_abort(w->c.link, PURE_CLOSE_APP, "enough"), 0);
+            CHECK(sim_run(w->s, server_closed, w, 10 * SIM_S)); /* the server's link answers */
+        }
+        CHECK_EQ(w->sv.closes, 1);
+        CHECK_EQ(server_rx_memory(w), 0);
+        sim_run(w->s, NULL, NULL, sim_now(w->s) + 10 * SIM_S);
         world_free(w);
     }
 }
@@ -541,6 +583,7 @@ int main(void)
     RUN(test_simultaneous_close);
     RUN(test_closing_resends_limited);
     RUN(test_every_close_copy_lost);
+    RUN(test_closing_gives_back_receive_memory);
     RUN(test_shutdown_reports_exactly);
     RUN(test_shutdown_moved);
     RUN(test_drain);
