@@ -17,7 +17,8 @@
  *     sleep until pure_ctx_deadline(ctx), then pure_ctx_timeout(ctx, now)
  *
  * Times are nanoseconds on any monotonic clock the caller chooses (the simulator uses virtual
- * time starting at 0).
+ * time starting at 0). Calls that take no time use the context's clock if it was given one
+ * (pure_ctx_set_clock: pure_loop_new gives pure_now), else the last time it was given.
  *
  * Thread safety: a pure_ctx and all its links belong to one thread at a time. No function may be
  * called on a context (or any of its links) while another thread uses it; callbacks run on the
@@ -706,6 +707,19 @@ PURE_API void pure_ctx_guard_stats_get(const pure_ctx *ctx, pure_guard_stats *st
  * it takes nothing back: links wait until the flight falls below it. Not thread-safe, like every
  * call on a context. */
 PURE_API void pure_ctx_set_max_in_flight(pure_ctx *ctx, uint64_t bytes);
+
+/* Gives the context a clock: clock(user) returns the time on the monotonic clock, in ns, that
+ * the program passes as `now` to pure_ctx_* calls. The calls that take no time and start
+ * something timed (pure_link_close, pure_link_abort, pure_link_resume_recv, and a send whose
+ * queue is watched: pure_link_set_queue_limit) then read it. Without a clock (the default) they
+ * use the last time the context was given, which may be long past: after a quiet spell with
+ * nothing due (an idle link has no timer) the program gives the context no time, and a close
+ * asked for then counted its give-up (idle_timeout) from that old time: it ended at once with
+ * PURE_ETIMEDOUT while its messages were still going out. pure_loop_new gives its context
+ * pure_now; a program that drives the context itself sets its own clock, or calls
+ * pure_ctx_timeout(ctx, now) before such calls. NULL removes it. pure_link_send does not read
+ * it (it is the per-message path). */
+PURE_API void pure_ctx_set_clock(pure_ctx *ctx, uint64_t (*clock)(void *user), void *user);
 
 /* Calls visit(link, user, arg) for each link of the context the application knows of and
  * on_closed has not yet reported: initiator links from pure_connect (also while their handshake

@@ -99,6 +99,12 @@ static PyObject *ctx_on_readable(CtxObject *c, PyObject *unused)
 }
 
 /* on_timer, on_writable and service are one thing: due timers, then every burst. */
+static uint64_t clock_now(void *user)
+{
+    (void)user;
+    return pure_now();
+}
+
 static PyObject *ctx_service(CtxObject *c, PyObject *unused)
 {
     if (!c->open)
@@ -333,6 +339,7 @@ static int open_socket(CtxObject *c)
     }
     /* As Pure's loop: never more in flight than a socket like ours can hold. */
     pure_ctx_set_max_in_flight(c->ctx, pure_udp_rcvbuf(&c->udp));
+    pure_ctx_set_clock(c->ctx, clock_now, NULL); /* calls from coroutines between wakeups */
     return 0;
 }
 

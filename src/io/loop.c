@@ -86,6 +86,12 @@ static void release(pure_loop *loop);
 static int flush(pure_loop *l, uint64_t now);
 static int wait_events(pure_loop *l, struct epoll_event *ev, int max, uint64_t wait_ns);
 
+static uint64_t loop_clock(void *user)
+{
+    (void)user;
+    return pure_now();
+}
+
 int pure_loop_new(pure_ctx *ctx, const char *bind, pure_loop **out)
 {
     return pure_loop_open(ctx, bind, 0, out);
@@ -122,6 +128,7 @@ int pure_loop_open(pure_ctx *ctx, const char *bind, int reuseport, pure_loop **o
     }
     /* The peer's socket is taken to be like ours: never more in flight than it can hold. */
     pure_ctx_set_max_in_flight(ctx, pure_udp_rcvbuf(&l->udp));
+    pure_ctx_set_clock(ctx, loop_clock, NULL); /* the calls a program makes between wakeups */
     l->ep = epoll_create1(EPOLL_CLOEXEC);
     l->evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN, .data.fd = l->udp.fd};

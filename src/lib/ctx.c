@@ -300,6 +300,24 @@ void pure_ctx_guard_stats_get(const pure_ctx *ctx, pure_guard_stats *st, size_t 
     memcpy(st, &ctx->guard, size < sizeof ctx->guard ? size : sizeof ctx->guard);
 }
 
+void pure_ctx_set_clock(pure_ctx *ctx, uint64_t (*clock)(void *user), void *user)
+{
+    if (!ctx)
+        return;
+    ctx->clock = clock;
+    ctx->clock_user = user;
+}
+
+uint64_t pure_ctx_clock(pure_ctx *ctx)
+{
+    if (ctx->clock) {
+        uint64_t t = ctx->clock(ctx->clock_user);
+        if (t > ctx->now)
+            ctx->now = t;
+    }
+    return ctx->now;
+}
+
 void pure_ctx_set_max_in_flight(pure_ctx *ctx, uint64_t bytes)
 {
     if (!ctx)

@@ -334,7 +334,7 @@ int pure_link_close(pure_link *link, uint64_t code, const char *reason)
     if (link->state == PURE_LS_CLOSING || link->state == PURE_LS_CLOSED || link->close_requested)
         return PURE_ESTATE;
     pure_ctx *ctx = link->ctx;
-    uint64_t now = ctx->now;
+    uint64_t now = pure_ctx_clock(ctx);
     ctx->depth++;
     if (link->state == PURE_LS_UNVALIDATED) {
         pure_link_terminate(link, 0, code, reason, 1, now);
@@ -363,7 +363,7 @@ int pure_link_abort(pure_link *link, uint64_t code, const char *reason)
         return PURE_ESTATE;
     pure_ctx *ctx = link->ctx;
     ctx->depth++;
-    pure_link_terminate(link, 0, code, reason, 1, ctx->now);
+    pure_link_terminate(link, 0, code, reason, 1, pure_ctx_clock(ctx));
     pure_link_end_call(ctx);
     return 0;
 }
@@ -388,7 +388,7 @@ int pure_link_resume_recv(pure_link *link)
         link->recv_paused = 0;
         if (link->state == PURE_LS_OPEN) {
             link->ctx->depth++; /* delivering may end the link */
-            pure_link_recv_resumed(link, link->ctx->now);
+            pure_link_recv_resumed(link, pure_ctx_clock(link->ctx));
             pure_link_end_call(link->ctx);
         }
     }

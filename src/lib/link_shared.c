@@ -119,7 +119,7 @@ int pure_link_watch_send(pure_link *link, uint32_t ch, uint64_t bytes)
     }
     stream_q s;
     if (ch < w->streams && stream_get(link, ch, &s))
-        pure_qmarks_note(&w->m[ch], s.head, s.end, link->ctx->now);
+        pure_qmarks_note(&w->m[ch], s.head, s.end, pure_ctx_clock(link->ctx));
     return 0;
 }
 
@@ -143,7 +143,7 @@ static pure_qwatch *watch(pure_link *link)
     for (uint32_t ch = 0; ch <= t->max; ch++) {
         stream_q s;
         if (stream_get(link, ch, &s) && s.msgs)
-            pure_qmarks_note(&t->qw->m[ch], s.head, s.head, link->ctx->now);
+            pure_qmarks_note(&t->qw->m[ch], s.head, s.head, pure_ctx_clock(link->ctx));
     }
     return t->qw;
 }

@@ -40,6 +40,10 @@ void pure_ctx_hs_remove(pure_ctx *ctx, pure_link *link);
 void pure_ctx_timer_set(pure_ctx *ctx, pure_link *link, uint64_t deadline);
 /* Puts the link on the send list (once; never a closed link). */
 void pure_ctx_mark_pending(pure_ctx *ctx, pure_link *link);
+
+/* The time for a call that was given none: the context's clock (pure_ctx_set_clock) if it has
+ * one and it is ahead, else the last time it was given. Keeps it as ctx->now. */
+uint64_t pure_ctx_clock(pure_ctx *ctx);
 /* The next link on the send list (taken off it), or NULL. */
 pure_link *pure_ctx_pending_pop(pure_ctx *ctx);
 /* Queues a control reply (RESP, COOKIE, REJECT) to `to`: the caller fills data and len. NULL if

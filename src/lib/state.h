@@ -352,6 +352,8 @@ struct pure_ctx {
     /* flight.c: what every link has in flight (bytes and a cost per packet), the limit (0:
      * none), and the links waiting for it to fall */
     uint64_t flight, max_in_flight;
+    uint64_t (*clock)(void *clock_user); /* pure_ctx_set_clock, or NULL */
+    void *clock_user;
     uint64_t flight_links; /* links with a share of flight, or waiting for one */
     pure_link *flight_head, *flight_tail;
     /* links closed during this call, freed at its end */

@@ -380,6 +380,30 @@ static void test_closing_gives_back_receive_memory(void)
     }
 }
 
+/* A link idle for longer than idle_timeout (no timer: nothing calls into its context), then a
+ * message and a graceful close from outside any callback, as a program does from its own
+ * code or a watched descriptor. Calls without a time argument read the context's clock
+ * (pure_ctx_set_clock; the simulator's virtual time here, pure_loop's pure_now): before it they
+ * took the last time the context was given, 20 s stale, so the close's give-up deadline had
+ * passed already and the link ended PURE_ETIMEDOUT at the next timer while its message was
+ * still going out. */
+static void test_close_after_a_long_quiet(void)
+{
+    static uint8_t big[1 << 20];
+    world *w = world_new(11, 0);
+    send_n(&w->c, 10);
+    sim_run(w->s, NULL, NULL, 20 * SIM_S);
+    CHECK_EQ(w->sv.received, 10);
+    CHECK_EQ(pure_ctx_deadline(sim_ctx(w->s, w->cli)), UINT64_MAX); /* nothing woke it since */
+    CHECK_EQ(pure_link_send(w->c.link, big, sizeof big), 10);
+    CHECK_EQ(pure_link_close(w->c.link, 0, "done"), 0);
+    CHECK(sim_run(w->s, both_closed, w, 60 * SIM_S));
+    CHECK_EQ(w->c.info.error, 0);
+    CHECK_EQ(w->c.info.first_unacked, 11);
+    CHECK_EQ(w->sv.received, 11);
+    world_free(w);
+}
+
 static int server_has_100(void *arg)
 {
     return ((world *)arg)->sv.received >= 100;
@@ -584,6 +608,7 @@ int main(void)
     RUN(test_closing_resends_limited);
     RUN(test_every_close_copy_lost);
     RUN(test_closing_gives_back_receive_memory);
+    RUN(test_close_after_a_long_quiet);
     RUN(test_shutdown_reports_exactly);
     RUN(test_shutdown_moved);
     RUN(test_drain);

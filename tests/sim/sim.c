@@ -175,6 +175,12 @@ static uint64_t sim_realtime(void *arg)
     return 1800000000ull * SIM_S + ((sim *)arg)->now;
 }
 
+/* The endpoints' monotonic clock (pure_ctx_set_clock): virtual time. */
+static uint64_t sim_clock(void *arg)
+{
+    return ((sim *)arg)->now;
+}
+
 int sim_add(sim *s, pure_settings *st)
 {
     int ep = s->n++;
@@ -189,6 +195,7 @@ int sim_add(sim *s, pure_settings *st)
         fprintf(stderr, "sim: pure_ctx_new failed\n");
         abort();
     }
+    pure_ctx_set_clock(s->ctx[ep], sim_clock, s); /* as pure_loop_new gives pure_now */
     s->port[ep] = (uint16_t)(1000 + ep);
     make_addr(s, ep);
     return ep;
@@ -238,6 +245,7 @@ pure_ctx *sim_replace(sim *s, int ep, pure_settings *st)
         fprintf(stderr, "sim: pure_ctx_new failed\n");
         abort();
     }
+    pure_ctx_set_clock(s->ctx[ep], sim_clock, s);
     s->dead[ep] = 0;
     return old;
 }
