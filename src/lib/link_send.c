@@ -331,6 +331,10 @@ static size_t build_packet(pure_link *link, uint8_t *out, size_t size, int allow
     if (pure_recovery_on_sent(link, &rec) != 0)
         return 0; /* not reached: packet_memory made room to record it */
     link->last_sent = now;
+    /* a message's bytes leaving is what the liveness watch counts from: the time pure_link_send
+     * kept may be long stale (it does not read the clock) */
+    if (rec.data_len && now > link->last_msg_sent)
+        link->last_msg_sent = now;
     link->st.packets_sent++;
     link->st.bytes_sent += total;
     return total;

@@ -281,7 +281,8 @@ struct pure_link {
     uint64_t release_at; /* idle since a moment: give buffers back then (UINT64_MAX: no) */
     uint64_t close_resend_at; /* CLOSING: when the CLOSE goes again (UINT64_MAX: no more) */
     uint64_t close_deadline;  /* CLOSING: when to stop; OPEN with close_requested: give up then */
-    uint64_t last_msg_sent;   /* when the application last accepted a message (liveness watch) */
+    uint64_t last_msg_sent;   /* when the application last accepted a message, or one went out
+                                 (the liveness watch counts from it) */
     uint64_t deadline;        /* the earliest of all timers, as stored in the heap */
 
     /* close */

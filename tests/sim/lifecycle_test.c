@@ -367,6 +367,28 @@ static void test_dead_server_found_while_waiting(void)
     world_free(w);
 }
 
+/* The same after a quiet spell longer than idle_timeout, with no timer on either side: the
+ * request's time is when it went out, not the last time the context had been given (which
+ * pure_link_send, on the per-message path, does not refresh). Before, the watch counted from that
+ * stale time, was over before it began, and the link stayed open for ever. */
+static void test_dead_server_found_after_quiet(void)
+{
+    world *w = world_new(13);
+    connect_one(w, 0);
+    CHECK(sim_run(w->s, established0, w, 5 * SIM_S));
+    sim_run(w->s, NULL, NULL, sim_now(w->s) + 20 * SIM_S);
+    CHECK_EQ(pure_ctx_deadline(sim_ctx(w->s, w->cli)), UINT64_MAX);
+    CHECK_EQ(pure_link_send(w->c[0].link, "request", 7), 0);
+    sim_run(w->s, NULL, NULL, sim_now(w->s) + 100 * SIM_MS);
+    CHECK_EQ(w->sv[0].messages, 1);
+    uint64_t last_heard = w->c[0].link->last_recv;
+    sim_kill(w->s, w->srv);
+    CHECK(sim_run(w->s, closed_c0, w, sim_now(w->s) + 10 * SIM_S));
+    CHECK_EQ(w->c[0].info.error, PURE_ETIMEDOUT);
+    CHECK(w->c[0].closed_at <= last_heard + 3 * SIM_S + 10 * SIM_MS);
+    world_free(w);
+}
+
 /* With the server alive, the watch ends: after idle_timeout the link keeps no timer and sends
  * nothing (an idle link costs nothing), and at most two PINGs were spent. */
 static void test_watch_ends_on_idle_link(void)
@@ -486,6 +508,7 @@ int main(void)
     RUN(test_close_codes_checked);
     RUN(test_dead_server_found_while_waiting);
     RUN(test_watch_ends_on_idle_link);
+    RUN(test_dead_server_found_after_quiet);
     RUN(test_graceful_close_to_dead_peer);
     RUN(test_connect_errors_within_handshake_timeout);
     RUN(test_send_after_flush_goes_out);
