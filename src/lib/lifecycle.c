@@ -142,6 +142,25 @@ static void closing_trim(pure_link *link)
             pure_chan_drop_rx(t->c[i], &ra, &link->ctx->alloc);
 }
 
+/* An open link with keys goes CLOSING with a CLOSE to write: its own (pending 1: sent again
+ * until answered or the period ends, timers.c) or the answer to the peer's
+ * (PURE_CLOSE_ANSWERING). The application hears on_closed now. */
+static void enter_closing(pure_link *link, int error, uint8_t pending, const char *reason,
+                          uint64_t now)
+{
+    pure_link_set_state(link, PURE_LS_CLOSING);
+    closing_trim(link);
+    link->close_error = error;
+    link->close_pending = pending;
+    if (pending == PURE_CLOSE_ANSWERING)
+        pure_timers_answering(link, now);
+    else
+        pure_timers_closing(link, now);
+    pure_ctx_mark_pending(link->ctx, link);
+    pure_timers_update(link, now);
+    pure_link_notify_closed(link, error, reason);
+}
+
 void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *reason,
                          int send_close, uint64_t now)
 {
@@ -149,18 +168,9 @@ void pure_link_terminate(pure_link *link, int error, uint64_t code, const char *
     if (link->state == PURE_LS_CLOSED)
         return;
     if (send_close && (link->state == PURE_LS_OPEN) && link->tx.ready) {
-        pure_link_set_state(link, PURE_LS_CLOSING);
-        closing_trim(link);
-        link->close_error = error;
-        link->close_pending = 1;
         link->close_code = code;
-        pure_link_keep_reason(link, reason, now);
-        /* Stay three probe timeouts, sending the CLOSE at the start of each (and whenever the
-         * peer sends, which means it missed it). */
-        pure_timers_closing(link, now);
-        pure_ctx_mark_pending(ctx, link);
-        pure_timers_update(link, now);
-        pure_link_notify_closed(link, error, NULL);
+        pure_link_keep_reason(link, reason, now); /* for the CLOSE; on_closed reports none */
+        enter_closing(link, error, 1, NULL, now);
         return;
     }
     pure_link_set_state(link, PURE_LS_CLOSED);
@@ -180,14 +190,7 @@ void pure_link_end_by_peer(pure_link *link, int error, const char *reason, uint6
         pure_link_terminate(link, error, 0, reason, 0, now);
         return;
     }
-    pure_link_set_state(link, PURE_LS_CLOSING);
-    closing_trim(link);
-    link->close_error = error;
-    link->close_pending = PURE_CLOSE_ANSWERING;
-    pure_timers_answering(link, now);
-    pure_ctx_mark_pending(link->ctx, link);
-    pure_timers_update(link, now);
-    pure_link_notify_closed(link, error, reason);
+    enter_closing(link, error, PURE_CLOSE_ANSWERING, reason, now);
 }
 
 int pure_link_owes_delivery(const pure_link *link)

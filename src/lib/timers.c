@@ -228,7 +228,7 @@ void pure_timers_close_progress(pure_link *link, uint64_t now)
 /* How long a closing period lasts at most: when the peer answers CLOSEs, until its answer, or
  * without one 16 probe timeouts (six copies, 1, 1, 2, 4, 8 apart: an idle peer, which has no
  * timer, must not miss the close because three were lost), at most idle_timeout; three probe
- * timeouts when it does not. A closing link keeps its buffers: the period stays a few probe
+ * timeouts when it does not. A closing link keeps its send queue: the period stays a few probe
  * timeouts, not idle_timeout. */
 static uint64_t closing_period(const pure_link *link, uint64_t pto)
 {
