@@ -122,6 +122,16 @@ void pure_link_keep_reason(pure_link *link, const char *reason, uint64_t now)
     link->b->close_reason[rl] = 0;
 }
 
+/* Gives back what the busy state holds of the peer's stream (the reorder ring, a message half
+ * assembled) and its place in the receive budget (owner, held list): unbusy, and closing. */
+static void free_received(pure_link *link)
+{
+    pure_rxmem_forget(link);
+    pure_alloc ra = pure_rxmem_alloc(link->ctx); /* receive buffers leave the accounting */
+    pure_msgparse_free(&link->b->parse, &ra);
+    pure_rob_free(&link->b->rob, &ra, &link->ctx->alloc);
+}
+
 /* A closing link delivers nothing more: the received bytes it holds (its reorder rings, a
  * message half assembled) and its claim on the receive budget go back when it starts closing,
  * not at the end of the period (up to 16 probe timeouts: other links may be waiting for them). */
@@ -129,9 +139,7 @@ static void closing_trim(pure_link *link)
 {
     pure_alloc ra = pure_rxmem_alloc(link->ctx);
     if (link->b) {
-        pure_rxmem_forget(link);
-        pure_msgparse_free(&link->b->parse, &ra);
-        pure_rob_free(&link->b->rob, &ra, &link->ctx->alloc);
+        free_received(link);
         link->b->rx_nomem = 0;
     }
     pure_chans *t = link->chans;
@@ -303,11 +311,8 @@ static void unbusy(pure_link *link)
     link->preamble_seen = b->parse.preamble_done;
     pure_ranges_free(&b->acked, a);
     pure_ranges_free(&b->lost, a);
-    pure_rxmem_forget(link);
     pure_flight_forget(link);
-    pure_alloc ra = pure_rxmem_alloc(link->ctx); /* receive buffers leave the accounting */
-    pure_msgparse_free(&b->parse, &ra);
-    pure_rob_free(&b->rob, &ra, a);
+    free_received(link);
     pure_wipe(b, sizeof *b);
     pure_mem_free(a, b, sizeof *b);
     link->b = NULL;
