@@ -196,6 +196,8 @@ int pure_chan_release_acked(pure_chan *c)
     uint64_t before = c->msgs_acked;
     count_acked(c, base);
     pure_shq_release(&c->sb, c->shq, base);
+    if (c->send_next < base) /* a resend (pure_sendbuf_resend_from) acknowledged meanwhile */
+        c->send_next = base;
     pure_ranges_trim_below(&c->acked, base);
     pure_ranges_trim_below(&c->lost, base);
     if (c->msgs_acked != before)
@@ -207,7 +209,7 @@ int pure_chan_release_acked(pure_chan *c)
 
 void pure_chan_on_delivered(pure_chan *c, const pure_alloc *a, uint64_t offset)
 {
-    if (offset > c->send_next)
+    if (offset > c->sent_top) /* never sent (send_next may be below it: a resend) */
         return;
     pure_cancels_out_delivered(c->cx, offset); /* cancels it passed unanswered: delivered */
     pure_ranges_remove(&c->acked, a, offset, PURE_VARINT_MAX);

@@ -294,6 +294,8 @@ static int release_acked(pure_link *link)
     uint64_t msgs_acked = link->msgs_acked;
     count_acked_messages(link, base);
     pure_sendbuf_release(&link->sb, base);
+    if (link->send_next < base) /* a resend (resend_from) acknowledged meanwhile */
+        link->send_next = base;
     pure_ranges_trim_below(&link->b->acked, base);
     pure_ranges_trim_below(&link->b->lost, base);
     return PURE_RECOVERY_STREAM_ACKED |
