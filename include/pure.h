@@ -986,7 +986,11 @@ typedef struct pure_datagram_stats {
                           queued when the link closed */
 } pure_datagram_stats;
 
-/* Copies the link's datagram counters (all 0 for a link that never sent or received one). */
+/* Copies the link's datagram counters (all 0 for a link that never sent or received one). From
+ * on_closed on, sent + dropped is every datagram pure_link_send_datagram queued (those still
+ * queued are counted dropped before on_closed runs). A datagram that arrives while this side has
+ * no memory for the link's datagram state is not delivered, and its packet is not acknowledged:
+ * the sender counts it lost. */
 PURE_API void pure_link_datagram_stats(const pure_link *link, pure_datagram_stats *st);
 
 /* Ends this side's stream after the messages already accepted (the peer gets on_peer_finished once

@@ -96,6 +96,9 @@ void pure_link_notify_closed(pure_link *link, int error, const char *reason)
     if (link->closed_notified)
         return;
     link->closed_notified = 1;
+    /* datagrams still queued will never go: counted dropped before on_closed reads the stats */
+    if (link->chans)
+        pure_dgq_clear(&link->chans->dg, &link->ctx->alloc);
     /* A responder's link the application never accepted closes silently. */
     if (!link->initiator && !link->accepted)
         return;

@@ -180,8 +180,9 @@ static int on_datagram(pure_link *link, const pure_frame *f)
     if (f->u.chan.len > link->ctx->s.max_datagram_size)
         return PURE_EPROTO; /* larger than this side takes, or none taken */
     pure_chans *t = pure_link_chan_table(link);
-    if (t)
-        t->dg.received++;
+    if (!t) /* no memory for its count: not delivered uncounted, the packet not acknowledged */
+        return PURE_CHAN_DROPPED;
+    t->dg.received++;
     if (link->ctx->cb.on_datagram)
         link->ctx->cb.on_datagram(link, link->user, f->u.chan.bytes, (size_t)f->u.chan.len);
     return 0;

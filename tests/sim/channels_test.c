@@ -27,6 +27,7 @@ typedef struct cx {
     int close_error;      /* the client's on_closed */
     int64_t pre_send_rc;  /* pure_link_send_on's result before the handshake (pre_send_channel) */
     uint64_t close_first[NCH], close_next[NCH];
+    pure_datagram_stats close_dg; /* the client's datagram stats as its on_closed read them */
     uint64_t dg_bad, dg_dup, dg_count;
     uint64_t next_rx[2][NCH]; /* [side][channel]: the next sequence number expected */
     uint64_t tx_seq[NCH];     /* the client's next sequence number per channel */
@@ -172,6 +173,7 @@ static void on_closed(pure_link *l, void *user, const pure_close_info *info)
             c->close_error = info->error;
             for (uint32_t ch = 0; ch < NCH; ch++)
                 pure_link_channel_unacked(l, ch, &c->close_first[ch], &c->close_next[ch]);
+            pure_link_datagram_stats(l, &c->close_dg);
         }
         if (l == c->cl)
             c->cl = NULL;
@@ -629,6 +631,46 @@ static void test_close_report_per_channel(void)
     cx_free(c);
 }
 
+/* Datagrams still queued when the link ends never go, and on_closed already sees them counted
+ * dropped (sent + dropped = queued): before, they were counted only when the link was freed,
+ * after on_closed, so its stats said 0 of 12 went or were dropped. An abort, and a graceful
+ * close with bulk data ahead of them that the window holds back. */
+static void test_datagrams_queued_at_close(void)
+{
+    sim_path p = {.delay = 5 * SIM_MS};
+    for (int graceful = 0; graceful < 2; graceful++) {
+        cx *c = cx_new(19, &p);
+        CHECK(c->cl && c->sl);
+        c->dg_seen = calloc(100000, 1);
+        uint8_t d[1000];
+        if (graceful) { /* a window's worth ahead, so some datagrams wait behind it */
+            uint8_t *m = malloc(1 << 20);
+            fill(m, 1 << 20, 0, 0, 0);
+            CHECK(pure_link_send(c->cl, m, 1 << 20) >= 0);
+            free(m);
+        }
+        for (uint32_t i = 0; i < 12; i++) {
+            dg_fill(d, sizeof d, i);
+            CHECK_EQ(pure_link_send_datagram(c->cl, d, sizeof d), 0);
+        }
+        if (graceful) {
+            sim_run(c->s, NULL, NULL, sim_now(c->s) + 6 * SIM_MS); /* a few went */
+            CHECK_EQ(pure_link_close(c->cl, 0, "done"), 0);
+            pure_link_abort(c->cl, 0, "now"); /* the rest never will */
+        } else {
+            pure_link_abort(c->cl, 0, "now");
+        }
+        CHECK(c->closed && c->cl == NULL);
+        CHECK_EQ(c->close_dg.sent + c->close_dg.dropped, 12);
+        CHECK(c->close_dg.dropped > 0);
+        sim_run(c->s, NULL, NULL, sim_now(c->s) + SIM_S);
+        CHECK_EQ(c->dg_bad, 0);
+        CHECK(c->dg_count <= c->close_dg.sent);
+        free(c->dg_seen);
+        cx_free(c);
+    }
+}
+
 /* A side with max_datagram_size 0 takes none and says so in the handshake: its peer's
  * pure_link_send_datagram refuses (PURE_EINVAL) and the link carries on. A peer that announced
  * datagrams it does not take, and gets one, closes the link (protocol error). */
@@ -738,6 +780,7 @@ int main(void)
     RUN(test_small_memory);
     RUN(test_datagrams_lossy);
     RUN(test_datagram_refused);
+    RUN(test_datagrams_queued_at_close);
     RUN(test_close_report_per_channel);
     RUN(test_channel_limit);
     return pure_test_finish();
