@@ -35,6 +35,11 @@ typedef struct side {
     uint64_t dropped_replies; /* echoes refused (PURE_ECLOSED after the server closed) */
     struct wl_link *link;     /* server: the link its hello named */
     uint32_t ch;              /* the channel its messages go on (wl_cfg.channels) */
+    /* datagrams (wl_cfg.datagrams): queued by pure_link_send_datagram, delivered, and which
+     * indices arrived (one byte each, messages + 2 of them); the stats as on_closed read them */
+    uint64_t dg_queued, dg_recv;
+    uint8_t *dg_seen;
+    pure_datagram_stats dg_st;
 } side;
 
 static int64_t side_send(side *sd, const void *d, size_t n);
@@ -289,6 +294,71 @@ static int live(side *sd)
 
 static void client_pump(wl_link *k);
 
+/* ---- datagrams (wl_cfg.datagrams) ---- */
+
+enum {
+    DG_HEAD = 12
+}; /* u32 link id, u32 index, u32 length; then the derived bytes */
+
+static uint8_t dg_byte(const wl *w, uint32_t id, uint32_t index, size_t j)
+{
+    uint64_t x = sim_mix(w->cfg.seed ^ ((uint64_t)id << 40) ^ ((uint64_t)index << 8) ^ 0xd6ull);
+    return (uint8_t)(x >> (8 * (j % 8))) ^ (uint8_t)j;
+}
+
+/* The client's datagram `index` beside its message of the same number. */
+static void dg_send(wl *w, wl_link *k, uint32_t index)
+{
+    side *c = &k->c;
+    size_t max = pure_link_datagram_max(c->l);
+    if (max < DG_HEAD)
+        return;
+    size_t n = DG_HEAD + (size_t)(sim_mix(w->cfg.seed ^ k->id ^ ((uint64_t)index << 20)) %
+                                  (max - DG_HEAD + 1));
+    uint8_t d[65536];
+    uint32_t h[3] = {k->id, index, (uint32_t)n};
+    memcpy(d, h, sizeof h);
+    for (size_t j = DG_HEAD; j < n; j++)
+        d[j] = dg_byte(w, k->id, index, j);
+    int rc = pure_link_send_datagram(c->l, d, n);
+    if (rc == 0)
+        c->dg_queued++;
+    else if (rc != PURE_EAGAIN && rc != PURE_ENOMEM && rc != PURE_ECLOSED)
+        c->bad++;
+}
+
+static void on_datagram(pure_link *l, void *user, const uint8_t *d, size_t n)
+{
+    wl *w = current;
+    int server = is_server_side(w, user);
+    side *sd = server ? user : &((wl_link *)user)->c;
+    if (!live(sd))
+        return;
+    uint32_t h[3] = {0, 0, 0};
+    if (n >= DG_HEAD)
+        memcpy(h, d, sizeof h);
+    uint32_t want = server ? (sd->link ? sd->link->id : h[0]) : ((wl_link *)user)->id;
+    int ok =
+        n >= DG_HEAD && h[0] == want && h[0] < w->cfg.links && h[1] <= w->cfg.messages && h[2] == n;
+    for (size_t j = DG_HEAD; ok && j < n; j++)
+        ok = d[j] == dg_byte(w, h[0], h[1], j);
+    if (ok && !sd->dg_seen)
+        sd->dg_seen = calloc(w->cfg.messages + 2, 1);
+    if (!ok || sd->dg_seen[h[1]]++) { /* not whole, or twice */
+        sd->bad++;
+        return;
+    }
+    sd->dg_recv++;
+    if (server) { /* the echo, from inside the callback */
+        int rc = pure_link_send_datagram(l, d, n);
+        if (rc == 0)
+            sd->dg_queued++;
+        else if (rc != PURE_EAGAIN && rc != PURE_ENOMEM && rc != PURE_ECLOSED &&
+                 rc != PURE_EMSGSIZE) /* EMSGSIZE: this side's path took a smaller size */
+            sd->bad++;
+    }
+}
+
 static void do_chaos(wl *w, side *sd)
 {
     if (!sd->l || sd->did)
@@ -338,6 +408,8 @@ static void client_pump(wl_link *k)
         c->send_hash = fnv(c->send_hash, w->scratch, n);
         if (plan == 2)
             *cx_of(k, c->sent) |= CX_ASKED;
+        if (w->cfg.datagrams && c->l)
+            dg_send(w, k, (uint32_t)c->sent);
         c->sent++;
         /* cancel the message sent two before: queued, in flight, or delivered already */
         if (c->sent >= 3 && cx_plan(w, k->id, c->sent - 3) == 1 && c->l && c->ch) {
@@ -567,6 +639,7 @@ static void on_closed(pure_link *l, void *user, const pure_close_info *info)
     sd->info.reason = NULL;
     if (sd->ch) /* what the check compares is the side's channel's */
         pure_link_channel_unacked(l, sd->ch, &sd->info.first_unacked, &sd->info.next_id);
+    pure_link_datagram_stats(l, &sd->dg_st);
     sd->closed_at = sim_now(w->s);
     sd->l = NULL;
 }
@@ -580,6 +653,7 @@ static const pure_callbacks callbacks = {
     .on_closed = on_closed,
     .on_channel_message = on_channel_message,
     .on_channel_cancelled = on_channel_cancelled,
+    .on_datagram = on_datagram,
 };
 
 /* ---- set-up and runs ---- */
@@ -607,6 +681,7 @@ wl *wl_new(const wl_cfg *cfg)
         st->user = w;
         st->allow_any = 1;
         st->max_message_size = w->cfg.max_message_size;
+        st->max_datagram_size = w->cfg.datagrams ? 65535 : 0;
         st->idle_timeout = w->cfg.idle_timeout;
         if (w->cfg.max_receive_memory)
             st->max_receive_memory = w->cfg.max_receive_memory;
@@ -662,6 +737,7 @@ void wl_start(wl *w)
         if (k->c.known && k->c.closes == 0)
             continue; /* still open */
         free(k->cx);
+        free(k->c.dg_seen);
         memset(k, 0, sizeof *k);
         k->w = w;
         k->id = i;
@@ -848,6 +924,28 @@ int64_t wl_live_bytes(const wl *w)
         bad++;                                                                                     \
     } while (0)
 
+/* One side's datagram counters at its on_closed agree with what its application did: every
+ * one queued went out or was dropped (none left uncounted), every one delivered was counted,
+ * and no more were lost than sent. */
+static int dg_check(const wl *w, const side *sd, const char *who)
+{
+    const pure_datagram_stats *st = &sd->dg_st;
+    if (!sd->closes || (!sd->dg_queued && !sd->dg_recv && !st->sent && !st->received))
+        return 0;
+    if (st->sent + st->dropped != sd->dg_queued || st->received != sd->dg_recv ||
+        st->lost > st->sent) {
+        fprintf(stderr,
+                "seed %llu: %s datagrams: queued %llu, stats sent %llu + dropped %llu; got %llu, "
+                "stats received %llu; lost %llu\n",
+                (unsigned long long)w->cfg.seed, who, (unsigned long long)sd->dg_queued,
+                (unsigned long long)st->sent, (unsigned long long)st->dropped,
+                (unsigned long long)sd->dg_recv, (unsigned long long)st->received,
+                (unsigned long long)st->lost);
+        return 1;
+    }
+    return 0;
+}
+
 int wl_check(wl *w, const char *name)
 {
     int bad = 0;
@@ -857,6 +955,7 @@ int wl_check(wl *w, const char *name)
         if (s->bad || s->after_close || s->closes > 1)
             FAIL("server side %u: %d bad messages, %d callbacks after on_closed, %d on_closed", j,
                  s->bad, s->after_close, s->closes);
+        bad += dg_check(w, s, "server");
     }
     for (i = 0; i < w->cfg.links; i++) {
         wl_link *k = &w->links[i];
@@ -866,6 +965,12 @@ int wl_check(wl *w, const char *name)
                  c->after_close, c->closes);
         if (!c->known)
             continue;
+        bad += dg_check(w, c, "client");
+        if (s && s->closes && c->closes &&
+            (s->dg_recv > c->dg_st.sent || c->dg_recv > s->dg_st.sent))
+            FAIL("datagrams: server got %llu of the %llu the client sent, client %llu of %llu",
+                 (unsigned long long)s->dg_recv, (unsigned long long)c->dg_st.sent,
+                 (unsigned long long)c->dg_recv, (unsigned long long)s->dg_st.sent);
         uint64_t srecv = s ? s->recv : 0, ssent = s ? s->sent : 0;
         /* delivered in order, once, whole (each was checked on arrival); never more than sent */
         if (srecv > c->sent || c->recv > ssent)
@@ -974,11 +1079,15 @@ int wl_free(wl *w)
         free(w->sh_bufs[j]);
     }
     free(w->sh_bufs);
-    for (uint32_t j = 0; j < w->cap_srv; j++)
+    for (uint32_t j = 0; j < w->cap_srv; j++) {
         free(w->srv_sides[j].q);
+        free(w->srv_sides[j].dg_seen);
+    }
     free(w->srv_sides);
-    for (uint32_t j = 0; j < w->cfg.links; j++)
+    for (uint32_t j = 0; j < w->cfg.links; j++) {
         free(w->links[j].cx);
+        free(w->links[j].c.dg_seen);
+    }
     free(w->links);
     free(w->scratch);
     free(w);

@@ -44,6 +44,11 @@ typedef struct wl_cfg {
                                     allocation of either side is refused (0: none); a send or reply
                                     refused with PURE_ENOMEM is made again 10 ms later, as an
                                     application short of memory would */
+    int datagrams; /* beside each message the client sends an unreliable datagram (sized up to
+                      pure_link_datagram_max, its bytes derived from link and index) and the
+                      server echoes each as a datagram: each must arrive whole and at most
+                      once, and each side's pure_datagram_stats must agree with what its
+                      application queued and got */
 } wl_cfg;
 
 typedef struct wl wl;

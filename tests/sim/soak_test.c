@@ -5,13 +5,18 @@
  * a NAT rebinding; channels, with cancels and deadlines; closes and aborts at random moments on
  * either side; the server killed and
  * restarted; the client's context freed with links alive; and a long run with memory checked
- * flat; shared sends on channels through all of that, every buffer released exactly once.
+ * flat; shared sends on channels through all of that, every buffer released exactly once; a
+ * real path (40 ms, 50 Mbit/s, a shallow queue) whose MTU falls mid-run; and, in most scenarios,
+ * an unreliable datagram beside every message, echoed, each checked whole and at most once with
+ * both sides' datagram counters.
  * Every scenario checks each message whole, in order, once (bytes and hashes), the
  * callback contract, what each close reports, and that every allocation was freed.
  * PURE_SIM_SEEDS sets the seeds per scenario (default 20, as every simulator test: a lost-FIN
- * bug planted in the close path first failed here on seed 4; at most 64), PURE_SOAK_SEEDS the
+ * bug planted in the close path first failed here on seed 4), PURE_SOAK_SEEDS the
  * same for this test alone (scripts/test.sh gives it 10, and the sanitized run 1: a seed takes
- * a minute there), PURE_SOAK_SEED one seed of each scenario alone (to trace a failure),
+ * a minute there), PURE_SOAK_FIRST the first seed (to run seeds not run before: PURE_SOAK_FIRST=65
+ * PURE_SOAK_SEEDS=200 runs 65 to 200), PURE_SOAK_SEED one seed of each scenario alone (to trace a
+ * failure),
  * PURE_SOAK_MESSAGES the long run's total (default 10,000,000; scripts/test.sh runs 2,000,000, and
  * 300,000 sanitized). */
 #include <stdio.h>
@@ -65,16 +70,19 @@ static void scenario(const char *name, wl_cfg cfg, uint64_t until)
 
 static void test_many_links_echo(void)
 {
-    wl_cfg c = {.links = 50, .messages = 12, .max_size = 4u << 20, .echo = 1, .path = lan};
+    wl_cfg c = {
+        .links = 50, .messages = 12, .max_size = 4u << 20, .echo = 1, .datagrams = 1, .path = lan};
     scenario("50 links, 0 B..4 MiB echoed", c, 600 * SIM_S);
-    wl_cfg d = {.links = 1000, .messages = 6, .max_size = 16384, .echo = 1, .path = lan};
+    wl_cfg d = {
+        .links = 1000, .messages = 6, .max_size = 16384, .echo = 1, .datagrams = 1, .path = lan};
     scenario("1000 links, small echoed", d, 600 * SIM_S);
 }
 
 static void test_lossy_paths(void)
 {
     sim_path p = lossy_lan(0.05);
-    wl_cfg c = {.links = 50, .messages = 8, .max_size = 1u << 20, .echo = 1, .path = p};
+    wl_cfg c = {
+        .links = 50, .messages = 8, .max_size = 1u << 20, .echo = 1, .datagrams = 1, .path = p};
     scenario("50 links, 5% loss, reordering, duplication", c, 1200 * SIM_S);
     p.loss = 0.10;
     c.path = p;
@@ -88,8 +96,13 @@ static void test_lossy_paths(void)
 static void test_channels(void)
 {
     sim_path p = lossy_lan(0.05);
-    wl_cfg c = {
-        .links = 50, .messages = 8, .max_size = 1u << 20, .echo = 1, .path = p, .channels = 4};
+    wl_cfg c = {.links = 50,
+                .messages = 8,
+                .max_size = 1u << 20,
+                .echo = 1,
+                .datagrams = 1,
+                .path = p,
+                .channels = 4};
     scenario("50 links on channels 0..4, lossy", c, 600 * SIM_S);
     wl_cfg d = {.links = 40,
                 .messages = 20,
@@ -193,7 +206,12 @@ static void test_shared_sends(void)
  * Not here: closes and aborts at random moments on both sides beside the refusals. */
 static void test_allocations_failing(void)
 {
-    wl_cfg c = {.links = 40, .messages = 12, .max_size = 256u << 10, .echo = 1, .channels = 4};
+    wl_cfg c = {.links = 40,
+                .messages = 12,
+                .max_size = 256u << 10,
+                .echo = 1,
+                .channels = 4,
+                .datagrams = 1};
     c.path = lossy_lan(0.03);
     c.cancels = 0.2; /* and as many deadlines */
     c.fail_every = 7;
@@ -216,7 +234,8 @@ static void test_closes_and_aborts(void)
                 .client_close = 0.2,
                 .client_abort = 0.2,
                 .server_close = 0.15,
-                .server_abort = 0.15};
+                .server_abort = 0.15,
+                .datagrams = 1};
     scenario("closes and aborts on both sides", c, 600 * SIM_S);
     c.path.loss = 0.03;
     scenario("closes and aborts under 3% loss", c, 1200 * SIM_S);
@@ -238,7 +257,8 @@ static void test_nat_rebinding(void)
 {
     sim_path p = lan;
     p.loss = 0.01;
-    wl_cfg c = {.links = 50, .messages = 10, .max_size = 1u << 20, .echo = 1, .path = p};
+    wl_cfg c = {
+        .links = 50, .messages = 10, .max_size = 1u << 20, .echo = 1, .datagrams = 1, .path = p};
     for (int seed = first_seed; seed <= seeds; seed++) {
         c.seed = (uint64_t)seed;
         wl *w = wl_new(&c);
@@ -251,12 +271,71 @@ static void test_nat_rebinding(void)
     }
 }
 
+/* A real path rather than a LAN: 40 ms round trip, 50 Mbit/s with a shallow queue (30 KB, about
+ * 20 full packets), 0.5% loss, some reordering; 50 links with channels, closes and aborts on both
+ * sides; 300 ms in, a router with a smaller MTU (1,280 B, no Packet Too Big) appears on the path
+ * in both directions, so full-size packets vanish and every link must step down while it
+ * closes, aborts and answers (a third of the seeds with the router's Packet Too Big); 4 s later
+ * the MTU is whole again (even seeds) or stays small (odd ones). */
+static void test_real_path_mtu_drop(void)
+{
+    sim_path p = {.delay = 20 * SIM_MS,
+                  .bandwidth = 50000000ull,
+                  .queue = 30000,
+                  .loss = 0.005,
+                  .reorder = 0.02,
+                  .reorder_delay = 2 * SIM_MS};
+    wl_cfg c = {.links = 50,
+                .messages = 16,
+                .max_size = 1u << 20,
+                .echo = 1,
+                .channels = 4,
+                .datagrams = 1,
+                .path = p,
+                .client_close = 0.15,
+                .client_abort = 0.1,
+                .server_close = 0.1,
+                .server_abort = 0.1};
+    for (int seed = first_seed; seed <= seeds; seed++) {
+        c.seed = (uint64_t)seed;
+        wl *w = wl_new(&c);
+        wl_start(w);
+        wl_run(w, 300 * SIM_MS);
+        sim_path small = p;
+        small.router_mtu = 1280 - 48;     /* the UDP payload an IPv6 1,280-byte MTU leaves */
+        small.router_ptb = seed % 3 == 0; /* a third of the seeds: with Packet Too Big */
+        sim_set_path(wl_sim(w), wl_client(w), wl_server(w), &small);
+        sim_set_path(wl_sim(w), wl_server(w), wl_client(w), &small);
+        wl_run(w, 4300 * SIM_MS);
+        if (seed % 2 == 0) { /* even seeds: the route goes back to the full MTU */
+            sim_set_path(wl_sim(w), wl_client(w), wl_server(w), &p);
+            sim_set_path(wl_sim(w), wl_server(w), wl_client(w), &p);
+        }
+        int done = wl_run(w, 1200 * SIM_S);
+        if (!done)
+            fprintf(stderr, "real path seed %d: links still open\n", seed);
+        CHECK(done);
+        const sim_stats *up = sim_path_stats(wl_sim(w), wl_client(w), wl_server(w));
+        const sim_stats *down = sim_path_stats(wl_sim(w), wl_server(w), wl_client(w));
+        CHECK(up->too_big + down->too_big > 0); /* the black hole was met */
+        if (seed == first_seed)
+            printf("real path, MTU drop: %llu messages delivered, %llu datagrams too big, %llu "
+                   "lost in all, at %.1f s virtual\n",
+                   (unsigned long long)wl_delivered(w),
+                   (unsigned long long)(up->too_big + down->too_big),
+                   (unsigned long long)(up->lost + down->lost), (double)sim_now(wl_sim(w)) / 1e9);
+        CHECK_EQ(wl_check(w, "real path, MTU drop"), 0);
+        CHECK_EQ(wl_free(w), 0);
+    }
+}
+
 /* The server process is killed mid-run: every client link reports it within 1.5 x idle_timeout
  * (7.5 s: a link with nothing in flight probes after 2.5 s of silence) whatever it was doing; a
  * new server at the same address and key then serves new links. */
 static void test_server_killed_and_restarted(void)
 {
-    wl_cfg c = {.links = 100, .messages = 10, .max_size = 1u << 20, .echo = 1, .path = lan};
+    wl_cfg c = {
+        .links = 100, .messages = 10, .max_size = 1u << 20, .echo = 1, .datagrams = 1, .path = lan};
     for (int seed = first_seed; seed <= seeds; seed++) {
         c.seed = (uint64_t)seed;
         wl *w = wl_new(&c);
@@ -286,7 +365,8 @@ static void test_server_killed_and_restarted(void)
  * links to it time out; nothing leaks on either side. */
 static void test_client_freed_with_links_alive(void)
 {
-    wl_cfg c = {.links = 100, .messages = 10, .max_size = 1u << 20, .echo = 1, .path = lan};
+    wl_cfg c = {
+        .links = 100, .messages = 10, .max_size = 1u << 20, .echo = 1, .datagrams = 1, .path = lan};
     for (int seed = first_seed; seed <= seeds; seed++) {
         c.seed = (uint64_t)seed;
         wl *w = wl_new(&c);
@@ -352,7 +432,10 @@ int main(int argc, char **argv)
     if (!(e && atoi(e) > 0))
         e = getenv("PURE_SIM_SEEDS");
     if (e && atoi(e) > 0)
-        seeds = atoi(e) > 64 ? 64 : atoi(e);
+        seeds = atoi(e);
+    e = getenv("PURE_SOAK_FIRST"); /* seeds PURE_SOAK_FIRST..PURE_SOAK_SEEDS: new ones only */
+    if (e && atoi(e) > 0 && atoi(e) <= seeds)
+        first_seed = atoi(e);
     e = getenv("PURE_SOAK_SEED");
     if (e && atoi(e) > 0)
         first_seed = seeds = atoi(e);
@@ -381,6 +464,7 @@ int main(int argc, char **argv)
     RUN(test_closes_and_aborts);
     RUN(test_allocations_failing);
     RUN(test_nat_rebinding);
+    RUN(test_real_path_mtu_drop);
     RUN(test_server_killed_and_restarted);
     RUN(test_client_freed_with_links_alive);
     RUN(test_long_run_memory_flat);
