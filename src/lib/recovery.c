@@ -427,7 +427,11 @@ void pure_recovery_on_ce_received(pure_link *link)
 
 int pure_recovery_on_delivered(pure_link *link, uint64_t offset)
 {
-    if (!link->b || offset > link->send_next)
+    /* Past everything accepted: no peer had that. (Not send_next: a resend after a loss that
+     * could not be recorded (resend_from) may have put it below what was sent, and the offset
+     * is then honest; an authenticated peer that lies about delivery could as well lie in an
+     * ACK, and release_acked keeps send_next at the base.) */
+    if (!link->b || offset > link->sb.end)
         return 0;
     /* Bytes past it that ACKs covered were held out of order and never delivered: they must
      * not join the acknowledged prefix once the gap below them is filled. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "admit.h"
+#include "recovery.h"
 #include "state.h"
 #include "sim_app.h"
 #include "support/talloc.h"
@@ -654,6 +655,35 @@ static void test_idle_link_reads_close_without_memory(void)
     CHECK_EQ(t_live, 0);
 }
 
+/* The peer's CLOSE says its application had the stream up to an offset (DELIVERED) while this
+ * side's send point sits below that offset, as after a loss it could not record for memory (it
+ * sends again from there). The offset was taken for one never sent and ignored: the messages
+ * the peer held out of order and never delivered stayed acknowledged, and the close report
+ * would count them delivered once the gap below filled. Driven through the link's state: ten
+ * messages in flight and lost, the peer's ACK of the last five recorded. */
+static void test_delivered_above_a_resend_point(void)
+{
+    sim_app *a = sim_app_new(1, 10, 996, 996, NULL);
+    sim_path p = {.delay = 5 * SIM_MS, .blackhole_start = 8 * SIM_MS, .blackhole_end = SIM_S};
+    sim_set_path(a->s, a->cli, a->srv, &p);
+    CHECK_EQ(sim_app_connect(a, NULL, NULL), 0);
+    sim_run(a->s, NULL, NULL, 30 * SIM_MS);
+    pure_link *l = a->cl;
+    CHECK(l && a->established && l->b);
+    CHECK_EQ(l->sb.base, 0);
+    CHECK_EQ(l->sb.end, 4 + 10 * 1000); /* the preamble, then ten messages of 4 + 996 */
+    CHECK(pure_ranges_add(&l->b->acked, &l->ctx->alloc, 5004, 10004) == 0);
+    l->send_next = 2004;                 /* a resend from there is under way */
+    pure_recovery_on_delivered(l, 5004); /* the peer's application had messages 0..4 */
+    CHECK_EQ(l->sb.base, 5004);
+    CHECK_EQ(l->msgs_acked, 5);
+    CHECK_EQ(l->send_next, 5004);
+    CHECK_EQ(pure_ranges_contiguous_end(&l->b->acked, 5004), 5004); /* 5..9: not delivered */
+    CHECK(pure_recovery_on_delivered(l, 10005) == 0); /* past everything accepted: ignored */
+    CHECK_EQ(l->sb.base, 5004);
+    sim_app_free(a);
+}
+
 int main(void)
 {
     const char *e = getenv("PURE_SIM_SEEDS");
@@ -687,5 +717,6 @@ int main(void)
     RUN(test_goodput_under_loss);
     RUN(test_allocation_failures_lose_nothing);
     RUN(test_idle_link_reads_close_without_memory);
+    RUN(test_delivered_above_a_resend_point);
     return pure_test_finish();
 }
