@@ -40,6 +40,7 @@ typedef struct side {
     uint64_t dg_queued, dg_recv;
     uint8_t *dg_seen;
     pure_datagram_stats dg_st;
+    int finished; /* wl_cfg.finish: the client finished / the server heard it (and closed) */
 } side;
 
 static int64_t side_send(side *sd, const void *d, size_t n);
@@ -420,10 +421,27 @@ static void client_pump(wl_link *k)
                 c->bad++; /* ENOMEM: not recorded, nothing changed (the message goes on) */
         }
     }
+    if (w->cfg.finish && c->ch == 0 && !w->cfg.keep_open) {
+        if (c->l && c->sent == k->planned && !c->did && !c->finished) {
+            c->finished = 1; /* the echoes still come; the server closes after them */
+            if (pure_link_finish(c->l) != 0)
+                c->bad++;
+        }
+        return;
+    }
     if (c->l && c->sent == k->planned && (!w->cfg.echo || c->recv == k->planned) &&
         !w->cfg.keep_open && !c->did) {
         c->did = CHAOS_CLOSE;
         pure_link_close(c->l, 0, "done");
+    }
+}
+
+/* wl_cfg.finish: the server closes once the client finished and every echo was sent. */
+static void server_close_if_finished(side *sd)
+{
+    if (sd->finished == 1 && sd->l && !sd->did && !sd->qlen) {
+        sd->finished = 2;
+        pure_link_close(sd->l, 0, "finished");
     }
 }
 
@@ -448,6 +466,7 @@ static void server_flush(wl *w, side *sd)
         sd->qlen -= 4 + n;
     }
     sd->qhead = 0;
+    server_close_if_finished(sd);
     (void)w;
 }
 
@@ -627,7 +646,16 @@ static void on_peer_finished(pure_link *l, void *user)
 {
     wl *w = current;
     side *sd = is_server_side(w, user) ? user : &((wl_link *)user)->c;
-    live(sd);
+    if (!live(sd))
+        return;
+    /* only the client finishes, after its last message: each came before this */
+    if (!is_server_side(w, user) || !w->cfg.finish || !sd->link || sd->ch != 0 || sd->finished ||
+        sd->recv != sd->link->planned) {
+        sd->bad++;
+        return;
+    }
+    sd->finished = 1;
+    server_close_if_finished(sd);
 }
 
 static void on_closed(pure_link *l, void *user, const pure_close_info *info)
@@ -1037,6 +1065,10 @@ int wl_check(wl *w, const char *name)
                  (unsigned long long)c->sent, (unsigned long long)srecv,
                  (unsigned long long)c->recv, (unsigned long long)k->planned, c->closes,
                  pure_strerror(c->info.error));
+        if (!disturbed && !w->cfg.keep_open && w->cfg.finish && c->ch == 0 &&
+            (!c->finished || !s || s->finished != 2))
+            FAIL("half-closed link: client finished %d, server %d", c->finished,
+                 s ? s->finished : -1);
         /* the client's CLOSE goes again until the server answers it, for at most idle_timeout:
          * on a lossy path the server may find the client gone first (PURE_ETIMEDOUT) */
         int lossy = w->cfg.path.loss > 0 || w->cfg.path.queue;

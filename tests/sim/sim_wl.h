@@ -49,6 +49,10 @@ typedef struct wl_cfg {
                       server echoes each as a datagram: each must arrive whole and at most
                       once, and each side's pure_datagram_stats must agree with what its
                       application queued and got */
+    int finish;    /* links on channel 0 end with a half-close: the client calls pure_link_finish
+                      once it has sent everything (before the echoes are in), the server's
+                      on_peer_finished must come after the last message, and the server closes
+                      once its echoes are sent; the client must get every echo */
 } wl_cfg;
 
 typedef struct wl wl;

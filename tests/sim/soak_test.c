@@ -211,7 +211,8 @@ static void test_allocations_failing(void)
                 .max_size = 256u << 10,
                 .echo = 1,
                 .channels = 4,
-                .datagrams = 1};
+                .datagrams = 1,
+                .finish = 1};
     c.path = lossy_lan(0.03);
     c.cancels = 0.2; /* and as many deadlines */
     c.fail_every = 7;
@@ -235,7 +236,8 @@ static void test_closes_and_aborts(void)
                 .client_abort = 0.2,
                 .server_close = 0.15,
                 .server_abort = 0.15,
-                .datagrams = 1};
+                .datagrams = 1,
+                .finish = 1};
     scenario("closes and aborts on both sides", c, 600 * SIM_S);
     c.path.loss = 0.03;
     scenario("closes and aborts under 3% loss", c, 1200 * SIM_S);
@@ -291,6 +293,7 @@ static void test_real_path_mtu_drop(void)
                 .echo = 1,
                 .channels = 4,
                 .datagrams = 1,
+                .finish = 1,
                 .path = p,
                 .client_close = 0.15,
                 .client_abort = 0.1,
