@@ -414,7 +414,9 @@ class Link:
 
     def stats(self) -> Dict[str, int]:
         """The link's counters (RTT, cwnd, packets, bytes, losses, messages, queue) as a dict;
-        empty once closed. Channels and datagrams: ``max_channel``, ``datagram_max``,
+        once closed, as they were when it closed (the datagram counters then account for
+        every datagram sent: ``datagrams_sent + datagrams_dropped`` is all that were queued).
+        Channels and datagrams: ``max_channel``, ``datagram_max``,
         ``datagrams_sent``, ``datagrams_received``, ``datagrams_lost`` (in a packet declared
         lost), ``datagrams_dropped`` (never sent: too large after the path shrank, or queued
         at close), ``datagrams_queued`` (received, waiting for ``recv_datagram``) and

@@ -65,6 +65,7 @@ struct LinkObject {
     uint8_t sent_on[32];    /* channels 1..255 this side sent on (a bitmap): their unacked ids */
     uint32_t sent_top;      /* the highest of them */
     PyObject *chan_unacked; /* dict channel -> (first_unacked, next_id), filled at close */
+    PyObject *final_stats;  /* stats() as they were when the link closed (NULL before) */
     int paused;             /* pure_link_pause_recv because qbytes passed max_queue */
     int in_dirty;           /* already in ctx->dirty */
     int accepted;           /* made by on_accept (a server's link) */
@@ -131,5 +132,7 @@ static inline pyp_ring *pyp_link_ring(LinkObject *l, uint32_t channel, int make)
     return channel == 0 ? &l->q : pyp_link_chan_ring(l, channel, make);
 }
 LinkObject *pyp_link_new(CtxObject *c, pure_link *link);
+/* The link's counters as stats() gives them (a new dict, or NULL with an exception set). */
+PyObject *pyp_link_stats(LinkObject *l, pure_link *link);
 
 #endif

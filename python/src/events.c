@@ -118,6 +118,9 @@ static void cb_closed(pure_link *link, void *user, const pure_close_info *info)
         return;
     l->closed = 1;
     l->link = NULL;
+    l->final_stats = pyp_link_stats(l, link); /* the link is freed after this callback */
+    if (!l->final_stats)
+        PyErr_Clear();
     l->close_error = info->error;
     l->peer_code = info->peer_code;
     l->first_unacked = info->first_unacked;

@@ -379,10 +379,15 @@ static int put_u64(PyObject *d, const char *k, uint64_t v)
 
 static PyObject *link_stats(LinkObject *l, PyObject *unused)
 {
-    if (!l->link)
-        return PyDict_New();
+    if (!l->link) /* closed: as they were then (the core has freed the link) */
+        return l->final_stats ? PyDict_Copy(l->final_stats) : PyDict_New();
+    return pyp_link_stats(l, l->link);
+}
+
+PyObject *pyp_link_stats(LinkObject *l, pure_link *link)
+{
     pure_link_stats s;
-    pure_link_stats_get(l->link, &s);
+    pure_link_stats_get(link, &s);
     PyObject *d = Py_BuildValue(
         "{sKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsKsK}", "rtt_ns", s.rtt_ns,
         "rtt_min_ns", s.rtt_min_ns, "rtt_var_ns", s.rtt_var_ns, "cwnd", s.cwnd, "bytes_in_flight",
@@ -395,14 +400,14 @@ static PyObject *link_stats(LinkObject *l, PyObject *unused)
         "dropped_auth", s.dropped_auth, "dropped_replay", s.dropped_replay, "paced_bursts",
         s.paced_bursts, "datagram_size", s.datagram_size, "ecn_ce_received", s.ecn_ce_received,
         "ecn_ce_reported", s.ecn_ce_reported, "backlog",
-        (unsigned long long)pure_link_backlog(l->link), "queued", (unsigned long long)l->qlen,
+        (unsigned long long)pure_link_backlog(link), "queued", (unsigned long long)l->qlen,
         "queued_bytes", (unsigned long long)l->qbytes);
     /* Channels and datagrams (docs/channels.md): pure_link_datagram_stats, and what waits here
      * for Python. */
     pure_datagram_stats ds;
-    pure_link_datagram_stats(l->link, &ds);
-    if (!d || put_u64(d, "max_channel", pure_link_peer_channels(l->link)) ||
-        put_u64(d, "datagram_max", pure_link_datagram_max(l->link)) ||
+    pure_link_datagram_stats(link, &ds);
+    if (!d || put_u64(d, "max_channel", pure_link_peer_channels(link)) ||
+        put_u64(d, "datagram_max", pure_link_datagram_max(link)) ||
         put_u64(d, "datagrams_sent", ds.sent) || put_u64(d, "datagrams_received", ds.received) ||
         put_u64(d, "datagrams_lost", ds.lost) || put_u64(d, "datagrams_dropped", ds.dropped) ||
         put_u64(d, "datagrams_queued", l->dq.len) ||
@@ -558,6 +563,7 @@ static void link_dealloc(LinkObject *l)
     PyMem_Free(l->chq);
     pyp_ring_free(&l->dq);
     Py_CLEAR(l->chan_unacked);
+    Py_CLEAR(l->final_stats);
     Py_CLEAR(l->owner);
     Py_CLEAR(l->service);
     Py_CLEAR(l->peer_key);

@@ -314,11 +314,28 @@ async def test_datagrams(keys):
             dmax + 1, dmax) in str(ei.value)
         assert link.stats()["datagrams_sent"] == len(sent)
         await link.close()
+        st = link.stats()  # closed: the counters as they were when it closed (was: {})
+        assert st["datagrams_sent"] == len(sent) and st["datagrams_received"] == len(sent)
+        assert st["packets_sent"] > 0 and st["rtt_ns"] > 0
         with pytest.raises(pure.ClosedError):
             link.send_datagram(b"late")
         with pytest.raises(pure.ClosedError):
             await link.recv_datagram()
     assert sorted(got) == sorted(sent)
+
+
+async def test_datagram_stats_at_abort(keys):
+    """Datagrams still queued when the link ends are counted dropped, and stats() keeps the
+    counters after the close: sent + dropped is every datagram queued."""
+    priv, pub = keys
+    async with await serve(priv, chan_echo) as server:
+        link = await connect(server, pub)
+        for _ in range(12):
+            link.send_datagram(bytes(1000))
+        link.abort()  # before the loop has sent them
+        st = link.stats()
+        assert st["datagrams_sent"] + st["datagrams_dropped"] == 12
+        assert st["datagrams_dropped"] > 0
 
 
 async def test_datagram_limits(keys):
