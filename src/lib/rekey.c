@@ -11,8 +11,9 @@
  *
  * ck' , _ = HKDF(ck, DH), then k1, k2 = HKDF(ck', "pure rekey"): the side that started sends with
  * k1. Packet numbers keep counting across phases, so nonces never repeat under a key. Both sides
- * may start at once: the link's initiator keeps its own request and ignores the peer's; the
- * responder drops its own and answers. Each REKEY frame names the generation it creates (the
+ * may start at once: the link's initiator keeps its own request and, rather than answer the
+ * peer's, sends its own again (the peer may have dropped it for want of memory); the responder
+ * drops its own and answers. Each REKEY frame names the generation it creates (the
  * count of exchanges mixed into ck, plus one), so a late duplicate of an exchange already done is
  * recognised and ignored rather than mixed in twice. Ephemeral private keys are wiped as soon as
  * used.
@@ -38,7 +39,7 @@ enum {
 };
 
 typedef struct pure_rekey {
-    uint64_t started; /* when this side asked (RK_REQUESTED) */
+    uint64_t started; /* when this side asked (RK_REQUESTED) or answered (RK_ANSWERED) */
     uint64_t sent_at; /* when the request last went out (RK_REQUESTED) */
     uint8_t state;
     uint8_t send_pending;
@@ -126,13 +127,18 @@ int pure_rekey_start(pure_link *link, uint64_t now)
 uint64_t pure_rekey_holds_data(pure_link *link, uint64_t now)
 {
     pure_rekey *rk = link->rk;
-    if (!rk || rk->state != RK_REQUESTED ||
-        link->keys_packets < link->ctx->s.rekey_after_packets / 4 * 3)
+    if (!rk || link->keys_packets < link->ctx->s.rekey_after_packets / 4 * 3)
         return 0;
     uint64_t pto = pure_rtt_pto(&link->rtt, link->ctx->s.max_ack_delay);
     uint64_t until = rk->started + 3 * pto;
     if (now >= until)
         return 0;
+    /* B, which answered and sends under the old keys until the starter's first packet under
+     * the new ones arrives (pure_rekey_on_phase): a round trip, in which a fast sender would
+     * spend its key's last quarter and close the link (as when both sides started at once and
+     * this one, the responder, dropped its own request to answer). */
+    if (rk->state == RK_ANSWERED)
+        return until;
     /* No answer a probe timeout after the request went: ask again. The request may have been
      * acknowledged and the reply lost, which the responder resends only when asked again (its
      * own probe timeout may be far off: a receiver's RTT estimate has few samples). */
@@ -201,8 +207,14 @@ static void on_request(pure_link *link, uint32_t gen, const uint8_t *peer_pub, u
     if (gen != link->ck_gen + 1)
         return; /* a stale duplicate of an exchange already done */
     if (rk && rk->state == RK_REQUESTED) {
-        if (link->initiator)
-            return; /* both started: the initiator's request wins */
+        if (link->initiator) { /* both started: the initiator's request wins */
+            /* Say it again: the peer may have dropped ours (no memory to answer it, "the peer
+             * will ask again") and is now asking itself, which we never answer. A peer that
+             * has answered ours answers again (a duplicate request, on_request above). */
+            rk->send_pending = 1;
+            pure_ctx_mark_pending(ctx, link);
+            return;
+        }
         pure_rekey_free(link);
     }
     rk = rk_new(link);
@@ -234,6 +246,7 @@ static void on_request(pure_link *link, uint32_t gen, const uint8_t *peer_pub, u
         return;
     }
     rk->state = RK_ANSWERED;
+    rk->started = now;
     rk->send_pending = 1;
     pure_ctx_mark_pending(ctx, link);
 }
@@ -259,6 +272,11 @@ void pure_rekey_on_phase(pure_link *link, uint8_t phase, uint64_t now)
     pure_rekey_free(link);
     switched(link, now);
     pure_keys_retire_later(link, now); /* this packet was the peer's first under the new key */
+    /* Data held for the switch (pure_rekey_holds_data) goes now: through the pace timer, made
+     * due, not cleared (a retry for memory may be armed on it, nomem.h). */
+    if (link->pace_at > now)
+        link->pace_at = now;
+    pure_ctx_mark_pending(link->ctx, link);
 }
 
 void pure_rekey_on_lost(pure_link *link)

@@ -430,6 +430,93 @@ static void test_old_receive_key_wiped_after_3_pto(void)
     world_free(w);
 }
 
+/* Both sides send bulk over a fast path whose window holds more packets than a key has left
+ * when its rekey starts (rekey_after_packets 1024; 1 Gbit/s, 4 ms and a deep queue: several
+ * hundred packets a round trip). The side that answers a rekey keeps sending under its old key
+ * for the round trip until the starter's first packet under the new one arrives; it held
+ * nothing back, so its key ran out and the link closed with PURE_ECRYPTO (the soak's
+ * closes-and-aborts scenario at this limit: dozens of links in 10 seeds). Now both sides hold
+ * data in their key's last quarter until the switch: no key seals more than the limit, the
+ * link stays open, everything arrives. */
+static void test_answering_side_holds_its_last_quarter(void)
+{
+    world *w = calloc(1, sizeof *w);
+    w->s = sim_new(21);
+    for (int i = 0; i < 2; i++) {
+        pure_settings st;
+        pure_settings_default(&st);
+        st.callbacks = &cbs;
+        st.user = w;
+        st.allow_any = 1;
+        st.rekey_after_packets = 1024;
+        int ep = sim_add(w->s, &st);
+        *(i == 0 ? &w->cli : &w->srv) = ep;
+    }
+    pure_ctx_add_service(sim_ctx(w->s, w->srv), "svc");
+    sim_set_tap(w->s, tap, w);
+    sim_path p = {.delay = 2 * SIM_MS, .bandwidth = 1000000000ull, .queue = 4 << 20};
+    sim_set_path(w->s, w->cli, w->srv, &p);
+    sim_set_path(w->s, w->srv, w->cli, &p);
+    pure_addr to = sim_addr(w->s, w->srv);
+    CHECK_EQ(pure_connect(sim_ctx(w->s, w->cli), &to, pure_ctx_public_key(sim_ctx(w->s, w->srv)),
+                          "svc", &w->c, &w->c.link, sim_now(w->s)),
+             0);
+    CHECK(sim_run(w->s, established, w, 5 * SIM_S));
+    static uint8_t m[16384];
+    int sent[2] = {0, 0};
+    while ((sent[0] < 3000 || sent[1] < 3000) && w->c.link && w->sv.link &&
+           sim_now(w->s) < 60 * SIM_S) {
+        int progress = 0;
+        for (int k = 0; k < 2; k++) {
+            pure_link *l = k ? w->sv.link : w->c.link;
+            while (sent[k] < 3000 && pure_link_send(l, m, sizeof m) >= 0)
+                sent[k]++, progress = 1;
+        }
+        run_for(w, progress ? SIM_MS : 5 * SIM_MS);
+    }
+    run_for(w, 2 * SIM_S);
+    keyruns *c = &w->kr[w->cli], *s = &w->kr[w->srv];
+    printf("client: %llu packets under %llu keys, longest %llu; server: %llu under %llu, "
+           "longest %llu\n",
+           (unsigned long long)c->packets, (unsigned long long)c->runs + 1,
+           (unsigned long long)c->max_run, (unsigned long long)s->packets,
+           (unsigned long long)s->runs + 1, (unsigned long long)s->max_run);
+    CHECK_EQ(w->c.closes, 0);
+    CHECK_EQ(w->sv.closes, 0);
+    CHECK_EQ(w->sv.messages, 3000);
+    CHECK_EQ(w->c.messages, 3000);
+    CHECK(c->runs >= 10 && s->runs >= 10);
+    CHECK(c->max_run <= 1024 && s->max_run <= 1024);
+    world_free(w);
+}
+
+/* Both sides start a rekey at once and the responder drops the initiator's request (here: it
+ * takes it for a stale duplicate; in the soak, it had no memory to answer, "the peer will ask
+ * again"). The responder's own request then reaches the initiator, which keeps its own and
+ * ignored the peer's: neither was ever answered, and the heavier sender's key ran out (the soak's
+ * allocation scenario, PURE_ECRYPTO). The initiator now says its request again when it sees the
+ * peer's: the exchange completes on both sides. */
+static void test_crossed_requests_one_dropped(void)
+{
+    world *w = world_new(22, PURE_REKEY_MAX_PACKETS, 1ull << 36);
+    CHECK(sim_run(w->s, established, w, 5 * SIM_S));
+    server_says(w, 100);
+    pure_link *cl = w->c.link, *sl = w->sv.link;
+    sl->ck_gen += 1000; /* the client's request looks stale: dropped unanswered */
+    CHECK_EQ(pure_rekey_start(cl, sim_now(w->s)), 0);
+    run_for(w, 100 * SIM_MS); /* the request went and was acknowledged */
+    sl->ck_gen -= 1000;
+    CHECK_EQ(pure_rekey_start(sl, sim_now(w->s)), 0); /* the server's own, same generation */
+    run_for(w, 500 * SIM_MS);
+    CHECK(w->c.link && w->sv.link);
+    CHECK_EQ(cl->st.rekeys, 1);
+    CHECK_EQ(sl->st.rekeys, 1);
+    CHECK(cl->rk == NULL && sl->rk == NULL);
+    server_says(w, 100); /* and the new keys carry data */
+    CHECK_EQ(w->c.messages, 2);
+    world_free(w);
+}
+
 int main(void)
 {
     RUN(test_rekey_at_half_never_past_limit);
@@ -437,5 +524,7 @@ int main(void)
     RUN(test_integrity_limit_closes_link);
     RUN(test_rekey_restarts_failed_open_count);
     RUN(test_old_receive_key_wiped_after_3_pto);
+    RUN(test_answering_side_holds_its_last_quarter);
+    RUN(test_crossed_requests_one_dropped);
     return pure_test_finish();
 }
