@@ -104,6 +104,7 @@ struct wl {
     uint64_t checked_at; /* the last time the done test scanned the links */
     uint8_t **sh_bufs;   /* every shared buffer made (wl_cfg.shared) */
     size_t n_sh, cap_sh;
+    uint64_t rekeys; /* the links' rekeys, both sides, counted at on_closed */
 };
 
 /* What the plan says of message k's cancel: 0 none, 1 cancelled later, 2 a deadline. */
@@ -668,6 +669,9 @@ static void on_closed(pure_link *l, void *user, const pure_close_info *info)
     if (sd->ch) /* what the check compares is the side's channel's */
         pure_link_channel_unacked(l, sd->ch, &sd->info.first_unacked, &sd->info.next_id);
     pure_link_datagram_stats(l, &sd->dg_st);
+    pure_link_stats ls;
+    pure_link_stats_get(l, &ls);
+    w->rekeys += ls.rekeys;
     sd->closed_at = sim_now(w->s);
     sd->l = NULL;
 }
@@ -710,6 +714,8 @@ wl *wl_new(const wl_cfg *cfg)
         st->allow_any = 1;
         st->max_message_size = w->cfg.max_message_size;
         st->max_datagram_size = w->cfg.datagrams ? 65535 : 0;
+        if (w->cfg.rekey_packets)
+            st->rekey_after_packets = w->cfg.rekey_packets;
         st->idle_timeout = w->cfg.idle_timeout;
         if (w->cfg.max_receive_memory)
             st->max_receive_memory = w->cfg.max_receive_memory;
@@ -935,6 +941,11 @@ uint64_t wl_delivered(const wl *w)
     for (uint32_t i = 0; i < w->n_srv; i++)
         n += w->srv_sides[i].recv;
     return n;
+}
+
+uint64_t wl_rekeys(const wl *w)
+{
+    return w->rekeys;
 }
 
 int64_t wl_live_bytes(const wl *w)

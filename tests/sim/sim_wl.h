@@ -49,10 +49,12 @@ typedef struct wl_cfg {
                       server echoes each as a datagram: each must arrive whole and at most
                       once, and each side's pure_datagram_stats must agree with what its
                       application queued and got */
-    int finish;    /* links on channel 0 end with a half-close: the client calls pure_link_finish
-                      once it has sent everything (before the echoes are in), the server's
-                      on_peer_finished must come after the last message, and the server closes
-                      once its echoes are sent; the client must get every echo */
+    uint64_t rekey_packets; /* both sides' rekey_after_packets (0: the default, 2^23): keys
+                               change every few hundred packets under everything else */
+    int finish; /* links on channel 0 end with a half-close: the client calls pure_link_finish
+                   once it has sent everything (before the echoes are in), the server's
+                   on_peer_finished must come after the last message, and the server closes
+                   once its echoes are sent; the client must get every echo */
 } wl_cfg;
 
 typedef struct wl wl;
@@ -85,6 +87,8 @@ uint32_t wl_client_closed_with(const wl *w, int error);
 uint64_t wl_delivered(const wl *w);
 /* Allocations refused so far (wl_cfg.fail_every). */
 uint64_t wl_refused_allocations(const wl *w);
+/* Rekeys the links made, both sides, counted as each closed. */
+uint64_t wl_rekeys(const wl *w);
 /* Bytes the two contexts hold now (injected allocator). */
 int64_t wl_live_bytes(const wl *w);
 /* Frees everything; then checks that both allocators are back to zero. Returns violations. */

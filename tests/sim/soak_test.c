@@ -60,11 +60,14 @@ static void scenario(const char *name, wl_cfg cfg, uint64_t until)
             CHECK(wl_refused_allocations(w) > 0);
             CHECK_EQ(wl_client_closed_with(w, PURE_ENOMEM), 0);
         }
+        if (cfg.rekey_packets) /* the keys did change under it all */
+            CHECK(wl_rekeys(w) > 0);
+        uint64_t rekeys = wl_rekeys(w);
         CHECK_EQ(wl_check(w, name), 0);
         CHECK_EQ(wl_free(w), 0);
         if (seed == first_seed)
-            printf("%s: %u links, %llu messages delivered\n", name, cfg.links,
-                   (unsigned long long)delivered);
+            printf("%s: %u links, %llu messages delivered, %llu rekeys\n", name, cfg.links,
+                   (unsigned long long)delivered, (unsigned long long)rekeys);
     }
 }
 
@@ -212,7 +215,8 @@ static void test_allocations_failing(void)
                 .echo = 1,
                 .channels = 4,
                 .datagrams = 1,
-                .finish = 1};
+                .finish = 1,
+                .rekey_packets = 1024};
     c.path = lossy_lan(0.03);
     c.cancels = 0.2; /* and as many deadlines */
     c.fail_every = 7;
@@ -237,7 +241,8 @@ static void test_closes_and_aborts(void)
                 .server_close = 0.15,
                 .server_abort = 0.15,
                 .datagrams = 1,
-                .finish = 1};
+                .finish = 1,
+                .rekey_packets = 1024};
     scenario("closes and aborts on both sides", c, 600 * SIM_S);
     c.path.loss = 0.03;
     scenario("closes and aborts under 3% loss", c, 1200 * SIM_S);
