@@ -73,8 +73,13 @@ static void scenario(const char *name, wl_cfg cfg, uint64_t until)
 
 static void test_many_links_echo(void)
 {
-    wl_cfg c = {
-        .links = 50, .messages = 12, .max_size = 4u << 20, .echo = 1, .datagrams = 1, .path = lan};
+    wl_cfg c = {.links = 50,
+                .messages = 12,
+                .max_size = 4u << 20,
+                .echo = 1,
+                .datagrams = 1,
+                .rekey_packets = 1024,
+                .path = lan};
     scenario("50 links, 0 B..4 MiB echoed", c, 600 * SIM_S);
     wl_cfg d = {
         .links = 1000, .messages = 6, .max_size = 16384, .echo = 1, .datagrams = 1, .path = lan};
@@ -84,12 +89,18 @@ static void test_many_links_echo(void)
 static void test_lossy_paths(void)
 {
     sim_path p = lossy_lan(0.05);
-    wl_cfg c = {
-        .links = 50, .messages = 8, .max_size = 1u << 20, .echo = 1, .datagrams = 1, .path = p};
+    wl_cfg c = {.links = 50,
+                .messages = 8,
+                .max_size = 1u << 20,
+                .echo = 1,
+                .datagrams = 1,
+                .rekey_packets = 1024,
+                .path = p};
     scenario("50 links, 5% loss, reordering, duplication", c, 1200 * SIM_S);
     p.loss = 0.10;
     c.path = p;
     c.max_size = 65536;
+    c.rekey_packets = 0; /* too little traffic for a rekey */
     scenario("50 links, 10% loss", c, 1200 * SIM_S);
 }
 
@@ -104,6 +115,7 @@ static void test_channels(void)
                 .max_size = 1u << 20,
                 .echo = 1,
                 .datagrams = 1,
+                .rekey_packets = 512,
                 .path = p,
                 .channels = 4};
     scenario("50 links on channels 0..4, lossy", c, 600 * SIM_S);
@@ -136,6 +148,7 @@ static void test_cancels(void)
                 .echo = 1,
                 .path = p,
                 .channels = 4,
+                .rekey_packets = 512,
                 .cancels = 0.2};
     scenario("40 links on channels 0..4 with cancels and deadlines, lossy", c, 600 * SIM_S);
     c.client_close = c.client_abort = c.server_close = c.server_abort = 0.15;
@@ -158,6 +171,7 @@ static void test_shared_sends(void)
                 .path = p,
                 .channels = 4,
                 .shared = 1,
+                .rekey_packets = 512,
                 .client_close = 0.15,
                 .client_abort = 0.15,
                 .server_close = 0.15,
@@ -264,8 +278,13 @@ static void test_nat_rebinding(void)
 {
     sim_path p = lan;
     p.loss = 0.01;
-    wl_cfg c = {
-        .links = 50, .messages = 10, .max_size = 1u << 20, .echo = 1, .datagrams = 1, .path = p};
+    wl_cfg c = {.links = 50,
+                .messages = 10,
+                .max_size = 1u << 20,
+                .echo = 1,
+                .datagrams = 1,
+                .rekey_packets = 1024,
+                .path = p};
     for (int seed = first_seed; seed <= seeds; seed++) {
         c.seed = (uint64_t)seed;
         wl *w = wl_new(&c);
@@ -273,6 +292,7 @@ static void test_nat_rebinding(void)
         wl_run(w, 300 * SIM_MS);
         sim_rebind(wl_sim(w), wl_client(w)); /* every link's client moves to a new port */
         CHECK(wl_run(w, 600 * SIM_S));
+        CHECK(wl_rekeys(w) > 0); /* keys changed too, before and after the move */
         CHECK_EQ(wl_check(w, "NAT rebinding"), 0);
         CHECK_EQ(wl_free(w), 0);
     }
@@ -299,6 +319,7 @@ static void test_real_path_mtu_drop(void)
                 .channels = 4,
                 .datagrams = 1,
                 .finish = 1,
+                .rekey_packets = 1024,
                 .path = p,
                 .client_close = 0.15,
                 .client_abort = 0.1,
@@ -326,6 +347,7 @@ static void test_real_path_mtu_drop(void)
         const sim_stats *up = sim_path_stats(wl_sim(w), wl_client(w), wl_server(w));
         const sim_stats *down = sim_path_stats(wl_sim(w), wl_server(w), wl_client(w));
         CHECK(up->too_big + down->too_big > 0); /* the black hole was met */
+        CHECK(wl_rekeys(w) > 0);                /* and keys changed */
         if (seed == first_seed)
             printf("real path, MTU drop: %llu messages delivered, %llu datagrams too big, %llu "
                    "lost in all, at %.1f s virtual\n",
