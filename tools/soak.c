@@ -2,9 +2,11 @@
 /* soak: Pure under real service traffic over real UDP sockets (tests/scripts/e2e_soak.sh).
  *
  *   soak serve [--listen ADDR:PORT] [--max-size BYTES] [--idle-timeout SECONDS]
+ *              [--rekey-packets N]
  *   soak run PORT|ADDR:PORT KEY --links L --messages M --max-size BYTES --seed S
  *            [--service echo|count] [--loss-close P] [--abort P] [--duration SECONDS]
  *            [--idle-timeout SECONDS] [--handshake-timeout SECONDS] [--timeout SECONDS]
+ *            [--rekey-packets N]
  *
  * `soak serve` listens (default 127.0.0.1:0, any client key), prints {"port": N, "public_key":
  * "..."} like `pure serve`, and offers two services: `echo` sends every message back from inside
@@ -364,9 +366,10 @@ static int soak_serve(int argc, char **argv)
     static const struct option opts[] = {{"listen", required_argument, NULL, 'l'},
                                          {"max-size", required_argument, NULL, 'm'},
                                          {"idle-timeout", required_argument, NULL, 'i'},
+                                         {"rekey-packets", required_argument, NULL, 'r'},
                                          {NULL, 0, NULL, 0}};
     const char *listen = "127.0.0.1:0";
-    uint64_t max = 16u << 20, idle = 0;
+    uint64_t max = 16u << 20, idle = 0, rekey = 0;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -375,6 +378,8 @@ static int soak_serve(int argc, char **argv)
         else if (c == 'm' && parse_u64(optarg, &max) == 0 && max <= (1u << 30))
             ;
         else if (c == 'i' && parse_secs(optarg, &idle) == 0)
+            ;
+        else if (c == 'r' && parse_u64(optarg, &rekey) == 0)
             ;
         else {
             fprintf(stderr, "soak serve: bad option (see the comment at the top of soak.c)\n");
@@ -391,6 +396,8 @@ static int soak_serve(int argc, char **argv)
     st.max_message_size = (uint32_t)max;
     if (idle)
         st.idle_timeout = idle;
+    if (rekey)
+        st.rekey_after_packets = rekey; /* pure_ctx_new refuses one out of range */
     st.callbacks = &s_callbacks;
     st.user = &srv;
     int rc = pure_ctx_new(&st, &srv.ctx);
@@ -464,6 +471,7 @@ typedef struct client {
     uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv;
     uint64_t errors[20]; /* link errors by -code */
     uint64_t t_last_close, max_silence_to_close;
+    uint64_t rekeys; /* the links' key changes, counted as each closed */
 } client;
 
 static clink *c_alive(void *user, const char *cb)
@@ -623,12 +631,14 @@ static void c_on_peer_finished(pure_link *link, void *user)
 
 static void c_on_closed(pure_link *link, void *user, const pure_close_info *info)
 {
-    (void)link;
     clink *l = c_alive(user, "on_closed");
     if (!l)
         return;
     client *c = l->c;
     uint64_t now = pure_now();
+    pure_link_stats ls;
+    pure_link_stats_get(link, &ls);
+    c->rekeys += ls.rekeys;
     l->closed = 1;
     c->open--;
     c->t_last_close = now;
@@ -677,8 +687,10 @@ static int soak_run(int argc, char **argv)
                                          {"idle-timeout", required_argument, NULL, 'i'},
                                          {"handshake-timeout", required_argument, NULL, 'H'},
                                          {"timeout", required_argument, NULL, 't'},
+                                         {"rekey-packets", required_argument, NULL, 'r'},
                                          {NULL, 0, NULL, 0}};
     uint64_t links = 1, messages = 10, max = 1024, seed = 1, duration = 0, idle = 0, hs = 0;
+    uint64_t rekey = 0;
     uint64_t timeout = 120 * NS;
     const char *service = "echo";
     double loss_close = 0, abort_p = 0;
@@ -697,6 +709,7 @@ static int soak_run(int argc, char **argv)
         case 'i': bad |= parse_secs(optarg, &idle); break;
         case 'H': bad |= parse_secs(optarg, &hs); break;
         case 't': bad |= parse_secs(optarg, &timeout); break;
+        case 'r': bad |= parse_u64(optarg, &rekey); break;
         default: bad = 1;
         }
     }
@@ -705,7 +718,7 @@ static int soak_run(int argc, char **argv)
                 "soak run: usage: soak run PORT|ADDR:PORT KEY --links L --messages M "
                 "--max-size BYTES --seed S [--service echo|count] [--loss-close P] [--abort P] "
                 "[--duration S] [--idle-timeout S] [--handshake-timeout S] "
-                "[--timeout S]\n");
+                "[--timeout S] [--rekey-packets N]\n");
         return 2;
     }
     char target[128];
@@ -744,6 +757,8 @@ static int soak_run(int argc, char **argv)
         st.idle_timeout = idle;
     if (hs)
         st.handshake_timeout = hs;
+    if (rekey)
+        st.rekey_after_packets = rekey;
     st.callbacks = &c_callbacks;
     pure_ctx *ctx;
     int rc = pure_ctx_new(&st, &ctx);
@@ -807,7 +822,7 @@ static int soak_run(int argc, char **argv)
            "\"bytes_received\": %llu, \"seconds\": %.3f, \"eagain\": %llu, "
            "\"mismatches\": %llu, \"duplicates\": %llu, \"losses\": %llu, "
            "\"late_callbacks\": %llu, \"emsgsize_bad\": %llu, \"unacked_at_close\": %llu, "
-           "\"max_silence_to_close\": %.3f, \"failures\": %llu}\n",
+           "\"max_silence_to_close\": %.3f, \"rekeys\": %llu, \"failures\": %llu}\n",
            cl.nlinks, (unsigned long long)cl.ok, (unsigned long long)cl.early,
            (unsigned long long)cl.link_errors, (unsigned long long)cl.errors[-PURE_ETIMEDOUT],
            (unsigned long long)cl.errors[-PURE_ERESET], (unsigned long long)unclosed,
@@ -817,7 +832,7 @@ static int soak_run(int argc, char **argv)
            (unsigned long long)cl.duplicates, (unsigned long long)cl.losses,
            (unsigned long long)cl.late, (unsigned long long)cl.emsgsize_bad,
            (unsigned long long)cl.unacked_at_close, (double)cl.max_silence_to_close / 1e9,
-           (unsigned long long)failures);
+           (unsigned long long)cl.rekeys, (unsigned long long)failures);
     free(cl.buf);
     free(cl.links);
     return failures ? 1 : 0;

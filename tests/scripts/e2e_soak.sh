@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # End-to-end soak over real sockets (issue #10): build/soak opens many links at once and checks
-# every echo byte for byte and by hash (tools/soak.c). Checks, each printing one line:
+# every echo byte for byte and by hash (tools/soak.c); one run with the keys changing every 512
+# packets. Checks, each printing one line:
 #  (a) 50 links x seeded random sizes up to 1 MiB (with 0, 1, max, and max+1 refused) both
 #      ways, against `soak serve` and against `pure serve --services echo`; then the count
 #      service, and links closed or aborted (pure_link_abort) early at random moments;
@@ -94,6 +95,21 @@ run "a: 50 links closed or aborted early at random" 0 "${big[@]}" --seed "$((see
 # (b) many links, small messages
 run "b: $small_links links, small messages" 0 --links "$small_links" --messages "$small_msgs" --max-size 2048 --seed "$((seed + 3))"
 stop_server soak_serve
+
+# (a) again with keys that change every 512 packets on both sides (through GSO bursts and GRO
+# batches that straddle a switch), early closes and aborts too: every link must have rekeyed
+start_server soak_rekey "$soak" serve --rekey-packets 512
+if run "a: 50 links, keys changed every 512 packets" 0 "${big[@]}" --seed "$((seed + 9))" \
+    --loss-close 0.05 --abort 0.05 --rekey-packets 512; then
+    rk=$(jget rekeys "$tmp/a: 50 links, keys changed every 512 packets.json")
+    if [ "${rk:-0}" -lt 50 ]; then
+        echo "e2e_soak: FAIL a: rekeys: only ${rk:-0} key changes on 50 links" >&2
+        fail=1
+    else
+        echo "e2e_soak: ok a: $rk key changes on the client's side"
+    fi
+fi
+stop_server soak_rekey
 
 start_server pure_serve "$pure" serve --ephemeral --listen 127.0.0.1:0 --services echo
 run "a: 50 links to pure serve (echo)" 0 "${big[@]}" --seed "$((seed + 4))"
