@@ -219,10 +219,13 @@ void pure_chan_on_delivered(pure_chan *c, const pure_alloc *a, uint64_t offset)
     }
 }
 
-void pure_chan_drop_rx(pure_chan *c, const pure_alloc *rx_a, const pure_alloc *a)
+void pure_chans_drop_rx(pure_chans *t, const pure_alloc *rx_a, const pure_alloc *a)
 {
-    pure_msgparse_free(&c->parse, rx_a);
-    pure_rob_free(&c->rob, rx_a, a);
+    for (uint32_t i = 1; t && i <= t->top; i++)
+        if (t->c[i]) {
+            pure_msgparse_free(&t->c[i]->parse, rx_a);
+            pure_rob_free(&t->c[i]->rob, rx_a, a);
+        }
 }
 
 int pure_chan_quiet(const pure_chan *c)

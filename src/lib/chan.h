@@ -120,9 +120,10 @@ static inline uint64_t pure_chan_backlog(const pure_chan *c)
 {
     return c->sb.end - c->sb.base;
 }
-/* Frees what was received and not delivered (the reorder ring, a message half assembled): the
- * link is closing. rx_a: the receive-budget allocator the buffers came from. */
-void pure_chan_drop_rx(pure_chan *c, const pure_alloc *rx_a, const pure_alloc *a);
+/* Frees what every channel (t may be NULL) received and did not deliver (its reorder ring, a
+ * message half assembled): the link is closing. rx_a: the receive-budget allocator the buffers
+ * came from. */
+void pure_chans_drop_rx(pure_chans *t, const pure_alloc *rx_a, const pure_alloc *a);
 /* 1 if nothing is held to send or receive (the buffers may go back). */
 int pure_chan_quiet(const pure_chan *c);
 /* Gives back the buffers of a quiet channel (offsets and counters stay). */

@@ -145,12 +145,9 @@ static void closing_trim(pure_link *link)
         free_received(link);
         link->b->rx_nomem = 0;
     }
-    pure_chans *t = link->chans;
-    if (link->ctx->rx_chan_owner == link)
+    if (link->ctx->rx_chan_owner == link) /* as pure_link_chan_free: its exemption goes */
         link->ctx->rx_chan_owner = NULL;
-    for (uint32_t i = 1; t && i <= t->top; i++)
-        if (t->c[i])
-            pure_chan_drop_rx(t->c[i], &ra, &link->ctx->alloc);
+    pure_chans_drop_rx(link->chans, &ra, &link->ctx->alloc);
 }
 
 /* An open link with keys goes CLOSING with a CLOSE to write: its own (pending 1: sent again
