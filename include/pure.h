@@ -252,9 +252,11 @@ enum pure_cc_algo {
     PURE_CC_CUBIC = 2
 };
 
-/* Bounds of pure_settings.rekey_after_packets: packets one transmit key may seal. */
+/* Bounds of pure_settings.rekey_after_packets: packets one transmit key may seal. The least (256
+ * since 0.2.0; 16 before) leaves a key's last quarter, 64 packets, for the exchange's round trip:
+ * smaller keys ran out under load (docs/crypto.md). */
 #define PURE_REKEY_MAX_PACKETS (1ull << 23)
-#define PURE_REKEY_MIN_PACKETS 16
+#define PURE_REKEY_MIN_PACKETS 256
 
 /* 2 since 0.2 (pure_callbacks.on_acked); 3 added the limits against hostile peers; 4 the link
  * index partition (index_top_bits); 5 the fleet's server id; 6 channels (max_channels,
@@ -308,7 +310,7 @@ typedef struct pure_settings {
     uint64_t rekey_after_packets; /* the most packets one transmit key seals (default and
                                      at most PURE_REKEY_MAX_PACKETS = 2^23, AES-128-GCM's
                                      confidentiality limit, RFC 9001 section 6.6; at least
-                                     PURE_REKEY_MIN_PACKETS = 16; a version 1 or 2 caller's
+                                     PURE_REKEY_MIN_PACKETS = 256; a version 1 or 2 caller's
                                      larger value is taken as 2^23). New keys are sought
                                      from half of them; if the peer has not completed the
                                      rekey when the key is down to its last packet, the

@@ -17,7 +17,8 @@ void pure_acktr_free(pure_acktr *t, const pure_alloc *a)
 }
 
 int pure_acktr_on_packet(pure_acktr *t, const pure_alloc *a, uint64_t pn, int eliciting,
-                         uint64_t arrived, uint64_t now, uint64_t max_ack_delay, uint32_t ack_every)
+                         uint64_t arrived, uint64_t now, uint64_t max_ack_delay, uint32_t ack_every,
+                         int sparing)
 {
     /* Old ranges fall off the end. The set has room for one range more than an ACK frame carries,
      * so a new range goes in before the oldest is dropped. */
@@ -33,13 +34,14 @@ int pure_acktr_on_packet(pure_acktr *t, const pure_alloc *a, uint64_t pn, int el
     if (!eliciting)
         return 0;
     t->unacked++;
-    if (pn != prev_largest) /* a gap or reordering: tell the sender at once */
+    if (pn != prev_largest && !sparing) /* a gap or reordering: tell the sender at once */
         t->now = 1;
     if (t->now || t->unacked >= ack_every)
         return 1;
     /* The first packet waiting has waited PURE_ACK_SPACING (it armed the deadline): acknowledge
      * now rather than let a slow path's window free in chunks of max_ack_delay. */
-    if (t->deadline != UINT64_MAX && now >= t->deadline - max_ack_delay + PURE_ACK_SPACING) {
+    if (!sparing && t->deadline != UINT64_MAX &&
+        now >= t->deadline - max_ack_delay + PURE_ACK_SPACING) {
         t->now = 1;
         return 1;
     }
@@ -55,6 +57,17 @@ int pure_acktr_force(pure_acktr *t)
     t->now = 1;
     if (!t->unacked)
         t->unacked = 1;
+    return 0;
+}
+
+int pure_acktr_force_by(pure_acktr *t, uint64_t deadline)
+{
+    if (!t->pns.n)
+        return -1;
+    if (!t->unacked)
+        t->unacked = 1;
+    if (t->deadline > deadline)
+        t->deadline = deadline;
     return 0;
 }
 

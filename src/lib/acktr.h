@@ -46,10 +46,13 @@ void pure_acktr_free(pure_acktr *t, const pure_alloc *a);
  * more before `now`): send one. Otherwise returns 0, having armed the
  * deadline at now + max_ack_delay for an eliciting packet if it was not armed: from the read, not
  * the arrival, or a busy loop whose packets all waited longer than max_ack_delay would answer
- * every packet with an ACK of its own and get busier. */
+ * every packet with an ACK of its own and get busier. With `sparing` set, neither a gap nor
+ * PURE_ACK_SPACING makes the ACK due at once, only ack_every packets (and the deadline, a PING, a
+ * forced ACK): for a transmit key's last packets, which an ACK on every gap of a lossy, reordering
+ * path would spend before its successor is agreed (rekey.c). */
 int pure_acktr_on_packet(pure_acktr *t, const pure_alloc *a, uint64_t pn, int eliciting,
-                         uint64_t arrived, uint64_t now, uint64_t max_ack_delay,
-                         uint32_t ack_every);
+                         uint64_t arrived, uint64_t now, uint64_t max_ack_delay, uint32_t ack_every,
+                         int sparing);
 /* The packet being processed asks for an ACK at once (a PING). */
 static inline void pure_acktr_ack_now(pure_acktr *t)
 {
@@ -59,6 +62,9 @@ static inline void pure_acktr_ack_now(pure_acktr *t)
  * an ACK of what came before is owed at once. Returns 0, or -1 if nothing was received yet (there
  * is nothing to acknowledge: send a PING instead). */
 int pure_acktr_force(pure_acktr *t);
+/* The same, sparing (pure_acktr_on_packet): the ACK is owed by `deadline` (if none is armed
+ * earlier), not at once. */
+int pure_acktr_force_by(pure_acktr *t, uint64_t deadline);
 /* The deadline passed: returns 1 and owes the ACK at once (send one), or 0 if it has not come. */
 int pure_acktr_on_timer(pure_acktr *t, uint64_t now);
 /* When the ACK is owed at the latest (the timer to arm); UINT64_MAX if none is. */

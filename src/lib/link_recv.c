@@ -499,11 +499,14 @@ static int on_frame(pure_link *link, const pure_frame *f, const pure_ack_frame *
 static void after_frames(pure_link *link, const frames_seen *seen, uint64_t pn, uint64_t now)
 {
     pure_ctx *ctx = link->ctx;
+    int sparing = link->rk && pure_rekey_spares_acks(link); /* a key's last packets */
     if (seen->dropped) {
         /* Not acknowledged, so the peer sends it again. An ACK of what came before still goes
          * (or a PING if there is nothing to acknowledge), so a peer held back by
-         * max_receive_memory hears from this side and does not time the link out. */
-        if (pure_acktr_force(&link->acktr) != 0)
+         * max_receive_memory hears from this side and does not time the link out: at once, or
+         * in a key's last packets by max_ack_delay (one per dropped packet spent them). */
+        if ((sparing ? pure_acktr_force_by(&link->acktr, now + ctx->s.max_ack_delay)
+                     : pure_acktr_force(&link->acktr)) != 0)
             link->ping_pending = 1;
         pure_ctx_mark_pending(ctx, link);
         return;
@@ -511,7 +514,7 @@ static void after_frames(pure_link *link, const frames_seen *seen, uint64_t pn, 
     /* Record the packet number for our ACKs. */
     /* the ACK delay we report counts from its arrival: the time it waited for this loop too */
     if (pure_acktr_on_packet(&link->acktr, &ctx->alloc, pn, seen->eliciting, pure_rx_time(ctx, now),
-                             now, ctx->s.max_ack_delay, ctx->s.ack_every))
+                             now, ctx->s.max_ack_delay, ctx->s.ack_every, sparing))
         pure_ctx_mark_pending(ctx, link);
     if (link->credit_pending)
         pure_ctx_mark_pending(ctx, link);

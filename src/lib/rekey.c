@@ -33,6 +33,11 @@
 #include "registry.h"
 #include "varint.h"
 
+/* How long data waits in a key's last quarter for the exchange (pure_rekey_holds_data), in
+ * probe timeouts: the request is asked again each one, so a reply lost that many times over (3%
+ * loss, a 256-packet key: three in a row in one exchange of the soak's 50,000) runs the key out. */
+#define PURE_REKEY_HOLD_PTOS 8
+
 enum {
     RK_REQUESTED = 1,
     RK_ANSWERED = 2
@@ -130,7 +135,7 @@ uint64_t pure_rekey_holds_data(pure_link *link, uint64_t now)
     if (!rk || link->keys_packets < link->ctx->s.rekey_after_packets / 4 * 3)
         return 0;
     uint64_t pto = pure_rtt_pto(&link->rtt, link->ctx->s.max_ack_delay);
-    uint64_t until = rk->started + 3 * pto;
+    uint64_t until = rk->started + PURE_REKEY_HOLD_PTOS * pto;
     if (now >= until)
         return 0;
     /* B, which answered and sends under the old keys until the starter's first packet under
@@ -148,6 +153,11 @@ uint64_t pure_rekey_holds_data(pure_link *link, uint64_t now)
         again = now + pto;
     }
     return again < until ? again : until;
+}
+
+int pure_rekey_spares_acks(const pure_link *link)
+{
+    return link->keys_packets >= link->ctx->s.rekey_after_packets / 4 * 3;
 }
 
 static void switched(pure_link *link, uint64_t now)
@@ -200,8 +210,11 @@ static void on_request(pure_link *link, uint32_t gen, const uint8_t *peer_pub, u
     pure_rekey *rk = link->rk;
     uint8_t dh[PURE_DH_LEN], k1[32], k2[32];
     if (rk && rk->state == RK_ANSWERED) {
-        if (gen == link->ck_gen)
-            rk->send_pending = 1; /* our reply was lost: send it again */
+        if (gen == link->ck_gen) { /* our reply was lost: send it again, now */
+            rk->send_pending = 1;
+            rk->started = now; /* and hold data while the peer is still asking */
+            pure_ctx_mark_pending(ctx, link);
+        }
         return;
     }
     if (gen != link->ck_gen + 1)

@@ -189,6 +189,9 @@ static int dir_keys_zero(const pure_dir_keys *k)
 
 /* Client and server with rekey_after_packets = `packets` on both sides, over path p both ways,
  * the link established. */
+static uint64_t rx_budget; /* world_both: both sides' max_receive_memory and max_message_size
+                            * when not 0 */
+
 static world *world_both(uint64_t seed, uint64_t packets, const sim_path *p)
 {
     world *w = calloc(1, sizeof *w);
@@ -200,6 +203,8 @@ static world *world_both(uint64_t seed, uint64_t packets, const sim_path *p)
         st.user = w;
         st.allow_any = 1;
         st.rekey_after_packets = packets;
+        if (rx_budget)
+            st.max_receive_memory = st.max_message_size = rx_budget;
         int ep = sim_add(w->s, &st);
         *(i == 0 ? &w->cli : &w->srv) = ep;
     }
@@ -258,7 +263,7 @@ static void test_rekey_at_half_never_past_limit(void)
  * and the link closes with PURE_ECRYPTO on the client, PURE_EPROTO (its CLOSE) on the server. */
 static void test_unanswered_rekey_closes_at_limit(void)
 {
-    world *w = world_new(12, 200, 1ull << 36);
+    world *w = world_new(12, 256, 1ull << 36);
     CHECK(sim_run(w->s, established, w, 5 * SIM_S));
     w->sv.link->ck_gen += 1000; /* requests name generation ck_gen + 1: never this one's */
     static uint8_t m[1 << 20];
@@ -269,9 +274,9 @@ static void test_unanswered_rekey_closes_at_limit(void)
     CHECK_EQ(w->c.error, PURE_ECRYPTO);
     CHECK_EQ(w->sv.closes, 1);
     CHECK_EQ(w->sv.error, PURE_EPROTO);
-    CHECK_EQ(w->kr[w->cli].packets, 200); /* one key, every one of its packets, no more */
+    CHECK_EQ(w->kr[w->cli].packets, 256); /* one key, every one of its packets, no more */
     CHECK_EQ(w->kr[w->cli].runs, 0);
-    CHECK(w->sv.messages < 1); /* the megabyte could not all go under 200 packets */
+    CHECK(w->sv.messages < 1); /* the megabyte could not all go under 256 packets */
     (void)cl;
     world_free(w);
 }
@@ -505,6 +510,138 @@ static void test_crossed_requests_one_dropped(void)
     world_free(w);
 }
 
+/* Ten seeds of both sides sending 16 KiB messages over a fast, lossy, reordering path with
+ * 256-packet keys; returns the most packets any key of either side sealed, and counts closes and
+ * missing messages in *fails. */
+static uint64_t bulk_both_ways(const sim_path *p, int *fails)
+{
+    uint64_t longest = 0;
+    for (uint64_t seed = 31; seed < 31 + 10; seed++) {
+        world *w = world_both(seed, 256, p);
+        static uint8_t m[16384];
+        int sent[2] = {0, 0};
+        while ((sent[0] < 1000 || sent[1] < 1000) && w->c.link && w->sv.link &&
+               sim_now(w->s) < 60 * SIM_S) {
+            int progress = 0;
+            while (sent[0] < 1000 && pure_link_send(w->c.link, m, sizeof m) >= 0)
+                sent[0]++, progress = 1;
+            while (sent[1] < 1000 && pure_link_send(w->sv.link, m, sizeof m) >= 0)
+                sent[1]++, progress = 1;
+            run_for(w, progress ? SIM_MS : 5 * SIM_MS);
+        }
+        run_for(w, 2 * SIM_S);
+        for (int k = 0; k < 2; k++)
+            if (w->kr[k].max_run > longest)
+                longest = w->kr[k].max_run;
+        *fails += w->c.closes + w->sv.closes + (w->sv.messages != 1000) + (w->c.messages != 1000);
+        world_free(w);
+    }
+    return longest;
+}
+
+/* A key's last quarter is the exchange's: data waits there, but ACKs went at once on every gap,
+ * reordering or packet dropped for the receive budget. With 256-packet keys and 1 Gbit/s of
+ * messages each way they spent the quarter before the exchange's round trip was over: the soak's
+ * closes and aborts at this setting closed links with PURE_ECRYPTO (65 ACK-only packets in 3.5
+ * ms: reordering; one per packet: a 4 MiB receive budget shared by 100 links). There ACKs now
+ * wait for ack_every packets or max_ack_delay. Here the longest key of either side sealed 220-249
+ * of its 256 packets on a reordering path and ran out with a receive budget; now ~200 and none
+ * runs out. */
+static void test_acks_spare_a_small_keys_last_quarter(void)
+{
+    sim_path p = {.delay = 2 * SIM_MS,
+                  .bandwidth = 1000000000ull,
+                  .queue = 4 << 20,
+                  .loss = 0.03,
+                  .reorder = 0.05,
+                  .reorder_delay = 3 * SIM_MS};
+    int fails = 0;
+    uint64_t longest = bulk_both_ways(&p, &fails);
+    printf("reordering: longest key %llu of 256 packets\n", (unsigned long long)longest);
+    CHECK(longest <= 224); /* at most an eighth of the key past three quarters */
+    rx_budget = 256 << 10; /* packets dropped for the budget: each owed an ACK */
+    uint64_t longest_budget = bulk_both_ways(&p, &fails);
+    rx_budget = 0;
+    printf("a 256 KiB receive budget: longest key %llu\n", (unsigned long long)longest_budget);
+    CHECK(longest_budget <= 224);
+    CHECK_EQ(fails, 0);
+}
+
+/* The exchange's replies lost for over three probe timeouts, then one gets through (the server
+ * takes each request for a stale duplicate until then, as if each reply were lost: the soak lost
+ * three in a row at 3% loss). The client holds data in its key's last quarter and asks again
+ * every probe timeout; it held for three probe timeouts only, then sent data again and ran its
+ * key out (PURE_ECRYPTO) before the next request's answer could come. It now holds for eight: the
+ * exchange completes, the link stays open and everything arrives. */
+static void test_replies_lost_three_times(void)
+{
+    sim_path p = {.delay = 5 * SIM_MS, .bandwidth = 1000000000ull, .queue = 1 << 20};
+    world *w = world_both(23, 256, &p);
+    pure_link *cl = w->c.link, *sl = w->sv.link;
+    uint64_t max_ack_delay = sim_ctx(w->s, w->cli)->s.max_ack_delay;
+    static uint8_t m[16384];
+    int sent = 0, deaf = 0;
+    uint64_t deaf_since = 0;
+    while (sent < 3000 && w->c.link && w->sv.link && sim_now(w->s) < 60 * SIM_S) {
+        while (sent < 3000 && pure_link_send(cl, m, sizeof m) >= 0)
+            sent++;
+        if (!deaf && cl->rk && cl->st.rekeys >= 2) { /* the third exchange has just started */
+            deaf = 1;
+            deaf_since = sim_now(w->s);
+            sl->ck_gen += 1000;
+        }
+        if (deaf == 1 && sim_now(w->s) >= deaf_since + 4 * pure_rtt_pto(&cl->rtt, max_ack_delay)) {
+            deaf = 2; /* four probe timeouts without an answer: the next request is answered */
+            sl->ck_gen -= 1000;
+        }
+        run_for(w, SIM_MS / 4);
+    }
+    run_for(w, 2 * SIM_S);
+    CHECK_EQ(deaf, 2);
+    CHECK_EQ(w->c.closes, 0);
+    CHECK_EQ(w->sv.closes, 0);
+    CHECK_EQ(w->sv.messages, 3000);
+    CHECK(w->c.link && w->c.link->st.rekeys >= 3);
+    CHECK(w->kr[w->cli].max_run <= 256);
+    world_free(w);
+}
+
+/* One write's burst (up to 64 packets) may cross half the key's packets. The exchange was looked
+ * for only when a write began, so it started up to a burst late: a 64-packet key (the least was
+ * 16 then) went from 22 to its last packet in one burst with no exchange started, and the link
+ * closed with PURE_ECRYPTO (the soak's closes and aborts at that setting). It now starts at the
+ * packet that reaches half. Here the window is opened by a transfer; after a pause that fills the
+ * pacer the key is set 100 packets in and one write of the client's context is taken by hand. */
+static void test_burst_crosses_half(void)
+{
+    sim_path p = {.delay = 2 * SIM_MS, .bandwidth = 1000000000ull, .queue = 4 << 20};
+    world *w = world_both(24, 256, &p);
+    pure_link *cl = w->c.link;
+    pure_ctx *cctx = sim_ctx(w->s, w->cli);
+    static uint8_t m[16384], buf[64 * 1500];
+    int sent = 0;
+    while (sent < 300 && pure_link_send(cl, m, sizeof m) >= 0)
+        sent++;
+    run_for(w, 500 * SIM_MS);
+    CHECK(w->c.link && !cl->rk);
+    cl->keys_packets = 100;
+    for (int i = 0; i < 8 && pure_link_send(cl, m, sizeof m) >= 0; i++)
+        sent++;
+    size_t seg = 0;
+    pure_addr to;
+    int64_t n = pure_ctx_write(cctx, buf, sizeof buf, &seg, &to, sim_now(w->s));
+    printf("one write: %lld bytes in %zu-byte packets, the key %llu packets in\n", (long long)n,
+           seg, (unsigned long long)cl->keys_packets);
+    CHECK(cl->keys_packets > 128); /* the burst crossed half */
+    CHECK(cl->rk != NULL);         /* and the exchange started in it */
+    /* that burst is lost on the way; the rest goes through the simulator */
+    run_for(w, 2 * SIM_S);
+    CHECK_EQ(w->c.closes, 0);
+    CHECK_EQ(w->sv.messages, sent);
+    CHECK(w->c.link && w->c.link->st.rekeys >= 1);
+    world_free(w);
+}
+
 int main(void)
 {
     RUN(test_rekey_at_half_never_past_limit);
@@ -514,5 +651,8 @@ int main(void)
     RUN(test_old_receive_key_wiped_after_3_pto);
     RUN(test_answering_side_holds_its_last_quarter);
     RUN(test_crossed_requests_one_dropped);
+    RUN(test_acks_spare_a_small_keys_last_quarter);
+    RUN(test_replies_lost_three_times);
+    RUN(test_burst_crosses_half);
     return pure_test_finish();
 }

@@ -118,7 +118,8 @@ static void ack_blindly(world *w, uint64_t lo, uint64_t hi, uint64_t skip)
     pure_ctx *ctx = sim_ctx(w->s, w->cli);
     for (uint64_t pn = lo; pn < hi; pn++)
         if (pn != skip)
-            pure_acktr_on_packet(&l->acktr, &ctx->alloc, pn, 1, sim_now(w->s), sim_now(w->s), 0, 1);
+            pure_acktr_on_packet(&l->acktr, &ctx->alloc, pn, 1, sim_now(w->s), sim_now(w->s), 0, 1,
+                                 0);
     pure_acktr_ack_now(&l->acktr);
     pure_ctx_mark_pending(ctx, l);
 }

@@ -29,7 +29,7 @@ static int same(const pure_acktr *t, const uint64_t *pairs, uint32_t n)
 
 static int rx(pure_acktr *t, uint64_t pn, int eliciting, uint64_t now)
 {
-    return pure_acktr_on_packet(t, &A, pn, eliciting, now, now, DELAY, EVERY);
+    return pure_acktr_on_packet(t, &A, pn, eliciting, now, now, DELAY, EVERY, 0);
 }
 
 static void test_split_merge_and_delay(void)
@@ -126,6 +126,39 @@ static void test_every_ping_force(void)
     CHECK_EQ(rx(&t, 50, 1, 3000), 1); /* not the successor of "nothing": a gap */
     CHECK(same(&t, (const uint64_t[]){50, 51}, 1));
     pure_acktr_free(&t, &A);
+}
+
+/* Sparing (a transmit key's last quarter, rekey.c): a gap, reordering or a duplicate and
+ * PURE_ACK_SPACING make nothing due at once; the packets are recorded, the deadline is armed by
+ * the first, and ack_every packets, the deadline or a PING still make the ACK due. */
+static void test_sparing(void)
+{
+    pure_acktr t;
+    pure_acktr_init(&t);
+    uint64_t now = 1000;
+    CHECK_EQ(pure_acktr_on_packet(&t, &A, 0, 1, now, now, DELAY, EVERY, 1), 0);
+    CHECK(pure_acktr_deadline(&t) == now + DELAY);
+    CHECK_EQ(pure_acktr_on_packet(&t, &A, 5, 1, now, now, DELAY, EVERY, 1), 0); /* a gap */
+    CHECK_EQ(pure_acktr_on_packet(&t, &A, 2, 1, now + PURE_ACK_SPACING, now + PURE_ACK_SPACING,
+                                  DELAY, EVERY, 1),
+             0); /* late, and the first has waited PURE_ACK_SPACING */
+    CHECK(!pure_acktr_due(&t, EVERY));
+    CHECK(pure_acktr_wanted(&t)); /* a packet that goes anyway carries the ACK */
+    uint64_t r[] = {0, 1, 2, 3, 5, 6};
+    CHECK(same(&t, r, 3));
+    CHECK_EQ(pure_acktr_on_packet(&t, &A, 2, 1, now, now, DELAY, EVERY, 1), 1); /* the 4th */
+    pure_acktr_on_sent(&t);
+    CHECK_EQ(pure_acktr_on_packet(&t, &A, 9, 1, now, now, DELAY, EVERY, 1), 0);
+    CHECK_EQ(pure_acktr_on_timer(&t, now + DELAY), 1); /* the deadline still comes */
+    CHECK(pure_acktr_due(&t, EVERY));
+    pure_acktr_on_sent(&t);
+    pure_acktr_ack_now(&t); /* a PING in the packet */
+    CHECK_EQ(pure_acktr_on_packet(&t, &A, 11, 1, now, now, DELAY, EVERY, 1), 1);
+    /* the same gap, not sparing: due at once */
+    pure_acktr_on_sent(&t);
+    CHECK_EQ(pure_acktr_on_packet(&t, &A, 14, 1, now, now, DELAY, EVERY, 0), 1);
+    pure_acktr_free(&t, &A);
+    CHECK_EQ(t_live, 0);
 }
 
 static void test_bound_and_alloc_failure(void)
@@ -324,6 +357,7 @@ int main(void)
     RUN(test_split_merge_and_delay);
     RUN(test_spacing);
     RUN(test_every_ping_force);
+    RUN(test_sparing);
     RUN(test_bound_and_alloc_failure);
     RUN(test_random_against_model);
     return pure_test_finish();
