@@ -252,6 +252,12 @@ enum pure_cc_algo {
     PURE_CC_CUBIC = 2
 };
 
+/* The most pure_settings.idle_timeout, keepalive, handshake_timeout and rekey_after_time may be
+ * (365 days, in ns), and max_ack_delay (16.384 s, QUIC's bound: 2^14 ms). Larger values, as
+ * UINT64_MAX for "never", are refused: deadlines are a time plus these. */
+#define PURE_TIMEOUT_MAX (365ull * 86400 * 1000000000)
+#define PURE_MAX_ACK_DELAY_MAX (16384ull * 1000000)
+
 /* Bounds of pure_settings.rekey_after_packets: packets one transmit key may seal. The least (256
  * since 0.2.0; 16 before) leaves a key's last quarter, 64 packets, for the exchange's round trip:
  * smaller keys ran out under load (docs/crypto.md). */
@@ -293,11 +299,13 @@ typedef struct pure_settings {
                                      incomplete, and while a graceful close waits. A dead
                                      peer is then found within 1.5 x idle_timeout. A link
                                      with nothing to wait for has no timer and is not
-                                     closed for silence unless keepalive is set. */
+                                     closed for silence unless keepalive is set. At most
+                                     PURE_TIMEOUT_MAX, as are the next two. */
     uint64_t keepalive;           /* ns of quiet after which this side sends a PING on an idle
                                      link (default 0: none; set it on one side only) */
     uint64_t handshake_timeout;   /* ns before an unanswered handshake fails (default 10 s) */
-    uint64_t max_ack_delay;       /* ns a receiver may hold an ACK (default 5 ms) */
+    uint64_t max_ack_delay;       /* ns a receiver may hold an ACK (default 5 ms; at most
+                                     PURE_MAX_ACK_DELAY_MAX) */
     uint32_t ack_every;           /* ACK after this many ack-eliciting packets (default 24), or
                                      once the first of them has waited 1 ms, whichever comes
                                      first */
@@ -316,7 +324,7 @@ typedef struct pure_settings {
                                      rekey when the key is down to its last packet, the
                                      link closes with PURE_ECRYPTO, that packet its CLOSE */
     uint64_t rekey_after_time;    /* new keys after this many ns, while data is sent
-                                     (default 120 s) */
+                                     (default 120 s; at most PURE_TIMEOUT_MAX) */
     const pure_callbacks *callbacks; /* may be NULL */
     void *user;                      /* passed to on_accept */
     /* Injected allocator (default malloc/free). */

@@ -412,8 +412,14 @@ static int ctx_init(CtxObject *c, PyObject *args, PyObject *kw)
     }
     if (key_arg(key, &k, "private_key") || parse_addr(bind, &c->local))
         return -1;
-    if (hs_to < 0 || idle_to < 0 || keepalive < 0) {
+    if (!(hs_to >= 0) || !(idle_to >= 0) || !(keepalive >= 0)) { /* NaN too */
         PyErr_SetString(PyExc_ValueError, "times must not be negative");
+        return -1;
+    }
+    double most = (double)PURE_TIMEOUT_MAX / 1e9;
+    if (hs_to > most || idle_to > most || keepalive > most) {
+        /* converted to ns, a larger time is past what uint64_t holds (undefined in C) */
+        PyErr_Format(PyExc_ValueError, "times must be at most %.0f seconds (365 days)", most);
         return -1;
     }
     pure_settings s;

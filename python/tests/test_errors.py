@@ -221,3 +221,15 @@ async def test_server_drain(keys):
             await pure.connect(f"127.0.0.1:{server.port}", server_key=pub, service="sink",
                                timeout=5)
         assert time.monotonic() - t < 1
+
+
+@pytest.mark.parametrize("setting", ["idle_timeout", "keepalive"])
+@pytest.mark.parametrize("value", [float("inf"), float("nan"), 1e12, -1.0])
+async def test_time_out_of_range(keys, setting, value):
+    """A time past what the library takes (365 days), infinite, NaN or negative is a ValueError
+    naming the bound, not a value converted with undefined behaviour (1e12 seconds is past
+    uint64_t nanoseconds)."""
+    priv, _ = keys
+    with pytest.raises(ValueError, match="times must"):
+        await pure.serve("127.0.0.1:0", private_key=priv, services={"echo": echo},
+                         allow_any=True, **{setting: value})

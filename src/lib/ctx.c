@@ -172,6 +172,9 @@ int pure_ctx_new(const pure_settings *user_settings, pure_ctx **out)
         s->max_message_size == 0 || s->max_message_size > (1u << 30) || s->send_backlog < 4096 ||
         s->recv_window < 4096 || s->recv_window_max < s->recv_window ||
         s->recv_window_max > (1ull << 32) || s->max_links == 0 || s->ack_every == 0 ||
+        s->idle_timeout > PURE_TIMEOUT_MAX || s->keepalive > PURE_TIMEOUT_MAX ||
+        s->handshake_timeout > PURE_TIMEOUT_MAX || s->rekey_after_time > PURE_TIMEOUT_MAX ||
+        s->max_ack_delay > PURE_MAX_ACK_DELAY_MAX ||
         (s->congestion != PURE_CC_CUBIC && s->congestion != PURE_CC_NEWRENO))
         return PURE_EINVAL;
     static const uint8_t zero[PURE_KEY_LEN];

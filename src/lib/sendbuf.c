@@ -20,7 +20,7 @@ static int grow(pure_sendbuf *s, const pure_alloc *a, uint64_t need, uint64_t li
     while (cap < need)
         cap *= 2;
     uint64_t max = 1;
-    while (max < limit)
+    while (max < limit && max < (1ull << 62)) /* send_backlog may be UINT64_MAX: no overflow */
         max *= 2;
     if (cap > max)
         cap = max;

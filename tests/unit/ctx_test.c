@@ -159,6 +159,19 @@ static void test_settings_validation(void)
     EXPECT(max_links, 1, 0);
     EXPECT(ack_every, 0, PURE_EINVAL);
     EXPECT(ack_every, 1, 0);
+    /* times: deadlines are a time plus these, so "never" (UINT64_MAX) is refused, not wrapped */
+    EXPECT(idle_timeout, PURE_TIMEOUT_MAX, 0);
+    EXPECT(idle_timeout, PURE_TIMEOUT_MAX + 1, PURE_EINVAL);
+    EXPECT(idle_timeout, UINT64_MAX, PURE_EINVAL);
+    EXPECT(keepalive, PURE_TIMEOUT_MAX, 0);
+    EXPECT(keepalive, UINT64_MAX, PURE_EINVAL);
+    EXPECT(handshake_timeout, PURE_TIMEOUT_MAX, 0);
+    EXPECT(handshake_timeout, UINT64_MAX, PURE_EINVAL);
+    EXPECT(rekey_after_time, PURE_TIMEOUT_MAX, 0);
+    EXPECT(rekey_after_time, UINT64_MAX, PURE_EINVAL);
+    EXPECT(max_ack_delay, 0, 0);
+    EXPECT(max_ack_delay, PURE_MAX_ACK_DELAY_MAX, 0);
+    EXPECT(max_ack_delay, PURE_MAX_ACK_DELAY_MAX + 1, PURE_EINVAL);
     EXPECT(congestion, 0, PURE_EINVAL);
     EXPECT(congestion, 3, PURE_EINVAL);
     EXPECT(congestion, PURE_CC_NEWRENO, 0);

@@ -178,6 +178,14 @@ static void test_backlog_limit(void)
     CHECK_EQ(append(&s, 1, limit), PURE_EAGAIN);
     pure_sendbuf_free(&s, &A);
     CHECK_EQ(t_live, 0);
+    /* no limit at all (send_backlog UINT64_MAX): the first growth rounded the limit up to a
+     * power of two past 2^63, which wrapped to 0 and looped for ever */
+    pure_sendbuf u = {0};
+    CHECK_EQ(append(&u, 5000, UINT64_MAX), 0);
+    CHECK_EQ(append(&u, 100000, UINT64_MAX), 0);
+    CHECK(holds(&u, 0, 105000));
+    pure_sendbuf_free(&u, &A);
+    CHECK_EQ(t_live, 0);
 }
 
 static void test_release_shrink(void)

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/* settings_test: every setting at the edges pure_ctx_new accepts, on both sides, carries a
+ * transfer over a lossy, reordering path exactly (sim_app: every message once, in order, intact)
+ * with no error on either side. A value the library takes must work, however odd: the smallest
+ * rekey limit let a link close itself under load (aead_limits_test); this looks for the rest. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_app.h"
+#include "wire.h"
+#include "test.h"
+
+typedef struct edge {
+    const char *name;
+    void (*tweak)(pure_settings *s, int server);
+} edge;
+
+static void payload_min(pure_settings *s, int server)
+{
+    (void)server;
+    s->max_udp_payload = PURE_MIN_UDP_PAYLOAD;
+}
+static void windows_min(pure_settings *s, int server)
+{
+    (void)server;
+    s->recv_window = s->recv_window_max = 4096;
+    s->send_backlog = 4096;
+}
+static void send_queue_zero(pure_settings *s, int server)
+{
+    (void)server;
+    s->send_queue = 0;
+}
+static void ack_every_one(pure_settings *s, int server)
+{
+    (void)server;
+    s->ack_every = 1;
+}
+static void ack_every_max(pure_settings *s, int server)
+{
+    (void)server;
+    s->ack_every = UINT32_MAX;
+}
+static void ack_delay_zero(pure_settings *s, int server)
+{
+    (void)server;
+    s->max_ack_delay = 0;
+}
+static void ack_delay_max(pure_settings *s, int server)
+{
+    (void)server;
+    s->max_ack_delay = PURE_MAX_ACK_DELAY_MAX;
+}
+static void newreno(pure_settings *s, int server)
+{
+    (void)server;
+    s->congestion = PURE_CC_NEWRENO;
+}
+static void rekey_min(pure_settings *s, int server)
+{
+    (void)server;
+    s->rekey_after_packets = PURE_REKEY_MIN_PACKETS;
+}
+static void rekey_time_min(pure_settings *s, int server)
+{
+    (void)server;
+    s->rekey_after_time = 1; /* a new key as soon as there is data to send */
+}
+static void timeouts_max(pure_settings *s, int server)
+{
+    (void)server;
+    s->idle_timeout = s->keepalive = s->handshake_timeout = PURE_TIMEOUT_MAX;
+    s->rekey_after_time = PURE_TIMEOUT_MAX;
+}
+static void keepalive_min(pure_settings *s, int server)
+{
+    (void)server;
+    s->keepalive = 1;
+}
+static void receive_memory_min(pure_settings *s, int server)
+{
+    (void)server;
+    s->max_message_size = 65536;
+    s->max_receive_memory = 65536;
+}
+static void one_link(pure_settings *s, int server)
+{
+    if (server)
+        s->max_links = 1;
+}
+static void index_bits_max(pure_settings *s, int server)
+{
+    if (!server)
+        return;
+    s->index_top_bits = PURE_INDEX_TOP_BITS_MAX;
+    s->index_top = (1u << PURE_INDEX_TOP_BITS_MAX) - 1;
+    s->server_id_bits = 16 - PURE_INDEX_TOP_BITS_MAX;
+    s->server_id = (1u << s->server_id_bits) - 1;
+}
+static void handshake_load_zero(pure_settings *s, int server)
+{
+    if (server)
+        s->handshake_load = 0; /* a cookie for every handshake */
+}
+static void failed_opens_one(pure_settings *s, int server)
+{
+    (void)server;
+    s->max_failed_opens = 1;
+}
+
+static void payload_max(pure_settings *s, int server)
+{
+    (void)server;
+    s->max_udp_payload = PURE_MAX_UDP_PAYLOAD; /* the path search finds what the path takes */
+}
+static void sizes_max(pure_settings *s, int server)
+{
+    (void)server;
+    s->send_backlog = s->send_queue = UINT64_MAX;
+    s->recv_window = s->recv_window_max = 1ull << 32;
+    s->max_message_size = 1u << 30;
+    s->max_receive_memory = UINT64_MAX;
+}
+static void counts_max(pure_settings *s, int server)
+{
+    (void)server;
+    s->max_links = s->max_half_open = s->half_open_per_addr = s->inits_per_addr = UINT32_MAX;
+    s->handshake_load = UINT32_MAX;
+    s->max_failed_opens = UINT64_MAX;
+    s->max_channels = PURE_MAX_CHANNELS;
+    s->max_datagram_size = UINT32_MAX;
+}
+static void counts_min(pure_settings *s, int server)
+{
+    (void)server;
+    s->max_half_open = s->half_open_per_addr = s->inits_per_addr = 1;
+    s->max_channels = 0;
+    s->max_datagram_size = 0;
+}
+
+static const edge edges[] = {
+    {"max_udp_payload at its most", payload_max},
+    {"sizes and windows at their most", sizes_max},
+    {"counts at their most", counts_max},
+    {"half-open and INIT limits 1, no channels or datagrams", counts_min},
+    {"max_udp_payload at its least", payload_min},
+    {"windows and backlog at their least", windows_min},
+    {"send_queue 0", send_queue_zero},
+    {"ack_every 1", ack_every_one},
+    {"ack_every UINT32_MAX", ack_every_max},
+    {"max_ack_delay 0", ack_delay_zero},
+    {"max_ack_delay at its most", ack_delay_max},
+    {"NewReno", newreno},
+    {"rekey_after_packets at its least", rekey_min},
+    {"rekey_after_time 1 ns", rekey_time_min},
+    {"timeouts and rekey_after_time at their most", timeouts_max},
+    {"keepalive 1 ns", keepalive_min},
+    {"max_receive_memory at its least", receive_memory_min},
+    {"max_links 1", one_link},
+    {"index and server id bits at their most", index_bits_max},
+    {"handshake_load 0", handshake_load_zero},
+    {"max_failed_opens 1", failed_opens_one},
+};
+
+static void test_edges(void)
+{
+    sim_path p = {.delay = 10 * SIM_MS,
+                  .bandwidth = 100000000ull,
+                  .queue = 1 << 20,
+                  .loss = 0.02,
+                  .reorder = 0.03,
+                  .reorder_delay = 5 * SIM_MS,
+                  .duplicate = 0.01};
+    for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++) {
+        int ok = 0;
+        for (uint64_t seed = 1; seed <= 3; seed++) {
+            sim_app *a = sim_app_new(seed, 400, 0, 60000, edges[e].tweak);
+            sim_set_path(a->s, a->cli, a->srv, &p);
+            sim_set_path(a->s, a->srv, a->cli, &p);
+            CHECK_EQ(sim_app_connect(a, NULL, NULL), 0);
+            sim_app_run(a, 300 * SIM_S);
+            int good = sim_app_ok(a) && !a->client_error && !a->server_error;
+            if (!good)
+                fprintf(stderr, "%s, seed %llu: received %llu of %llu, bad %llu, closed %d/%d (%s / %s)\n",
+                        edges[e].name, (unsigned long long)seed, (unsigned long long)a->received,
+                        (unsigned long long)a->n, (unsigned long long)a->bad, a->client_closed,
+                        a->server_closed, pure_strerror(a->client_error),
+                        pure_strerror(a->server_error));
+            ok += good;
+            if (good && seed == 1)
+                printf("%s: %.2f s\n", edges[e].name,
+                       (double)(a->finish_time - a->start_time) / 1e9);
+            sim_app_free(a);
+        }
+        CHECK_EQ(ok, 3);
+    }
+}
+
+int main(void)
+{
+    RUN(test_edges);
+    return pure_test_finish();
+}
