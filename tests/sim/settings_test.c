@@ -139,7 +139,15 @@ static void counts_min(pure_settings *s, int server)
     s->max_datagram_size = 0;
 }
 
+static void ack_every_one_rekey_min(pure_settings *s, int server)
+{
+    (void)server;
+    s->ack_every = 1;
+    s->rekey_after_packets = PURE_REKEY_MIN_PACKETS;
+}
+
 static const edge edges[] = {
+    {"ack_every 1 and rekey_after_packets at its least", ack_every_one_rekey_min},
     {"max_udp_payload at its most", payload_max},
     {"sizes and windows at their most", sizes_max},
     {"counts at their most", counts_max},
@@ -182,7 +190,8 @@ static void test_edges(void)
             sim_app_run(a, 300 * SIM_S);
             int good = sim_app_ok(a) && !a->client_error && !a->server_error;
             if (!good)
-                fprintf(stderr, "%s, seed %llu: received %llu of %llu, bad %llu, closed %d/%d (%s / %s)\n",
+                fprintf(stderr,
+                        "%s, seed %llu: received %llu of %llu, bad %llu, closed %d/%d (%s / %s)\n",
                         edges[e].name, (unsigned long long)seed, (unsigned long long)a->received,
                         (unsigned long long)a->n, (unsigned long long)a->bad, a->client_closed,
                         a->server_closed, pure_strerror(a->client_error),
