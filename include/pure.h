@@ -291,7 +291,8 @@ typedef struct pure_settings {
                                      differ; a peer built before 0.2's parameters assumes its own) */
     uint64_t recv_window_max;     /* receive credit may grow to this (default 16 MiB) */
     uint64_t idle_timeout;        /* ns an ack-eliciting packet may go unanswered before
-                                     the peer is taken for dead (default 30 s). Besides
+                                     the peer is taken for dead (default 30 s; at least three
+                                     probe timeouts, as RFC 9000 section 10.1). Besides
                                      data in flight, a link probes its peer with a PING
                                      after idle_timeout / 2 of silence while it has reason
                                      to expect it to speak: for idle_timeout after this

@@ -50,11 +50,25 @@ static uint64_t max64(uint64_t a, uint64_t b)
     return a > b ? a : b;
 }
 
+/* How long the peer may stay silent: idle_timeout, but at least three probe timeouts (RFC 9000
+ * section 10.1), which hold max_ack_delay: a peer may hold the ACK of a short tail that long, and
+ * with max_ack_delay above idle_timeout links timed out while the ACK was on its way
+ * (settings_test, max_ack_delay at its most). An estimate restarted after idleness has no sample
+ * and its guess (333 ms) is no evidence of a long path: there the floor is three times
+ * max_ack_delay, so a dead peer is still found within 1.5 x idle_timeout (lifecycle_test). */
+static uint64_t idle_period(const pure_link *link)
+{
+    uint64_t mad = link->ctx->s.max_ack_delay;
+    uint64_t pto =
+        link->rtt.has_sample ? pure_rtt_pto(&link->rtt, mad) : mad + PURE_RTT_GRANULARITY;
+    return max64(link->ctx->s.idle_timeout, 3 * pto);
+}
+
 static uint64_t idle_deadline(const pure_link *link)
 {
     if (!pure_rtb_in_flight(&link->rtb) || link->peer_closed)
         return UINT64_MAX; /* peer_closed: its CLOSE waits for our delivery (link_recv.c) */
-    return max64(link->last_recv, link->wait_start) + link->ctx->s.idle_timeout;
+    return max64(link->last_recv, link->wait_start) + idle_period(link);
 }
 
 /* Is there reason to expect the peer to speak though nothing is in flight? */
@@ -222,7 +236,7 @@ int pure_timers_release_due(pure_link *link, uint64_t now)
 
 void pure_timers_close_progress(pure_link *link, uint64_t now)
 {
-    link->close_deadline = now + link->ctx->s.idle_timeout;
+    link->close_deadline = now + idle_period(link);
 }
 
 /* How long a closing period lasts at most: when the peer answers CLOSEs, until its answer, or

@@ -727,6 +727,8 @@ wl *wl_new(const wl_cfg *cfg)
         st->alloc_user = server ? &w->smem : &w->cmem;
         if (w->cfg.null_crypto)
             st->crypto = &pure_crypto_null;
+        if (w->cfg.tweak)
+            w->cfg.tweak(st, server);
         int ep = sim_add(w->s, st);
         if (server) {
             w->srv = ep;

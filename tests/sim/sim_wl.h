@@ -55,6 +55,8 @@ typedef struct wl_cfg {
                    once it has sent everything (before the echoes are in), the server's
                    on_peer_finished must come after the last message, and the server closes
                    once its echoes are sent; the client must get every echo */
+    void (*tweak)(pure_settings *s, int server); /* adjusts both sides' settings last (NULL:
+                                                    none): settings_test's edges */
 } wl_cfg;
 
 typedef struct wl wl;
