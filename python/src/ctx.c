@@ -397,10 +397,10 @@ static int ctx_init(CtxObject *c, PyObject *args, PyObject *kw)
                              "datagram_queue",   NULL};
     PyObject *key, *bind, *services = NULL, *allow = NULL, *notify = Py_None;
     int allow_any = 0, respond = 1;
-    unsigned long long max_queue = 4u << 20, max_msg = 0, backlog = 0;
+    long long max_queue = 4u << 20, max_msg = 0, backlog = 0;
     long long send_queue = -1, max_channels = -1, max_dgram = -1, dgram_queue = 1 << 20;
     double hs_to = 0, idle_to = 0, keepalive = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OU|$OOpOKdddKKLpLLL", kwlist, &key, &bind,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OU|$OOpOLdddLLLpLLL", kwlist, &key, &bind,
                                      &services, &allow, &allow_any, &notify, &max_queue, &hs_to,
                                      &idle_to, &keepalive, &max_msg, &backlog, &send_queue,
                                      &respond, &max_channels, &max_dgram, &dgram_queue))
@@ -414,6 +414,25 @@ static int ctx_init(CtxObject *c, PyObject *args, PyObject *kw)
         return -1;
     if (!(hs_to >= 0) || !(idle_to >= 0) || !(keepalive >= 0)) { /* NaN too */
         PyErr_SetString(PyExc_ValueError, "times must not be negative");
+        return -1;
+    }
+    /* sizes: checked here, not wrapped or truncated into the C fields (2**32 + 5 bytes was a
+     * max_message_size of 5, -1 a send_backlog of 2**64 - 1) */
+    if (max_queue < 0 || backlog < 0 || send_queue < -1) {
+        PyErr_SetString(PyExc_ValueError,
+                        "max_queue and send_backlog must not be negative, send_queue not below -1");
+        return -1;
+    }
+    if (max_msg < 0 || max_msg > (1 << 30)) {
+        PyErr_Format(PyExc_ValueError,
+                     "max_message_size must be 1 to %d bytes (0: the default), got %lld", 1 << 30,
+                     max_msg);
+        return -1;
+    }
+    if (backlog > 0 && backlog < 4096) {
+        PyErr_Format(PyExc_ValueError,
+                     "send_backlog must be at least 4096 bytes (0: the default), got %lld",
+                     backlog);
         return -1;
     }
     double most = (double)PURE_TIMEOUT_MAX / 1e9;
@@ -434,15 +453,17 @@ static int ctx_init(CtxObject *c, PyObject *args, PyObject *kw)
     s.keepalive = seconds_ns(keepalive, s.keepalive);
     if (max_msg)
         s.max_message_size = (uint32_t)max_msg;
+    if (s.max_receive_memory < s.max_message_size)
+        s.max_receive_memory = s.max_message_size; /* the budget holds one message at least */
     if (backlog)
-        s.send_backlog = backlog;
+        s.send_backlog = (uint64_t)backlog;
     if (send_queue >= 0)
         s.send_queue = (uint64_t)send_queue;
     s.callbacks = &pyp_callbacks;
     s.user = c;
     /* A link that streams fast gets a ring of a few MiB: huge pages spare the page faults. */
     pure_settings_use_huge_pages(&s);
-    c->max_queue = max_queue ? max_queue : 1;
+    c->max_queue = max_queue ? (uint64_t)max_queue : 1;
     int rc = pure_ctx_new(&s, &c->ctx);
     if (rc) {
         pyp_raise(rc);

@@ -233,3 +233,34 @@ async def test_time_out_of_range(keys, setting, value):
     with pytest.raises(ValueError, match="times must"):
         await pure.serve("127.0.0.1:0", private_key=priv, services={"echo": echo},
                          allow_any=True, **{setting: value})
+
+
+@pytest.mark.parametrize("setting,value", [
+    ("max_message_size", 2**32 + 5),  # was truncated to 5 bytes
+    ("max_message_size", -1),
+    ("max_message_size", 2**30 + 1),
+    ("send_backlog", -1),  # was 2**64 - 1
+    ("send_backlog", 100),
+    ("max_queue", -1),
+    ("send_queue", -2),
+    ("send_queue", 2**70),
+])
+async def test_size_out_of_range(keys, setting, value):
+    """A size setting out of its range is a ValueError (or OverflowError past 64 bits), not
+    wrapped or truncated into the C field nor a bare 'invalid argument'."""
+    priv, _ = keys
+    with pytest.raises((ValueError, OverflowError)):
+        await pure.serve("127.0.0.1:0", private_key=priv, services={"echo": echo},
+                         allow_any=True, **{setting: value})
+
+
+async def test_sizes_at_their_edges_accepted(keys):
+    priv, pub = keys
+    async with await pure.serve("127.0.0.1:0", private_key=priv, services={"echo": echo},
+                                allow_any=True, max_message_size=2**30, send_backlog=4096,
+                                max_queue=0) as server:
+        link = await pure.connect(f"127.0.0.1:{server.port}", server_key=pub, service="echo",
+                                  max_message_size=2**30, send_backlog=2**62)
+        await link.send(b"x" * 10000)
+        assert await link.recv() == b"x" * 10000
+        await link.close()
