@@ -263,9 +263,58 @@ static void test_edges_under_service_load(void)
     }
 }
 
+/* pure_ctx_set_max_in_flight at its edges (1 byte: every link is over its share; UINT64_MAX),
+ * on both contexts, under the transfer and under the service workload. */
+static void test_max_in_flight_edges(void)
+{
+    static const uint64_t limits[] = {1, 1500, UINT64_MAX};
+    sim_path p = {.delay = 2 * SIM_MS,
+                  .bandwidth = 1000000000ull,
+                  .queue = 4 << 20,
+                  .loss = 0.03,
+                  .reorder = 0.05,
+                  .reorder_delay = 3 * SIM_MS,
+                  .duplicate = 0.02};
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        sim_app *a = sim_app_new(1, 400, 0, 60000, NULL);
+        sim_set_path(a->s, a->cli, a->srv, &p);
+        sim_set_path(a->s, a->srv, a->cli, &p);
+        pure_ctx_set_max_in_flight(sim_ctx(a->s, a->cli), limits[i]);
+        pure_ctx_set_max_in_flight(sim_ctx(a->s, a->srv), limits[i]);
+        CHECK_EQ(sim_app_connect(a, NULL, NULL), 0);
+        sim_app_run(a, 300 * SIM_S);
+        CHECK(sim_app_ok(a) && !a->client_error && !a->server_error);
+        printf("max_in_flight %llu: transfer %.2f s", (unsigned long long)limits[i],
+               (double)(a->finish_time - a->start_time) / 1e9);
+        sim_app_free(a);
+        wl_cfg c = {.seed = 1,
+                    .links = 40,
+                    .messages = 8,
+                    .max_size = 60000,
+                    .max_message_size = 65536,
+                    .echo = 1,
+                    .path = p,
+                    .channels = 4,
+                    .datagrams = 1,
+                    .client_close = 0.1,
+                    .client_abort = 0.1,
+                    .server_close = 0.1,
+                    .server_abort = 0.1};
+        wl *w = wl_new(&c);
+        pure_ctx_set_max_in_flight(sim_ctx(wl_sim(w), wl_client(w)), limits[i]);
+        pure_ctx_set_max_in_flight(sim_ctx(wl_sim(w), wl_server(w)), limits[i]);
+        wl_start(w);
+        CHECK(wl_run(w, 600 * SIM_S));
+        CHECK_EQ(wl_check(w, "max_in_flight"), 0);
+        printf(", service workload done at %.1f s\n", (double)wl_last_client_close(w) / 1e9);
+        CHECK_EQ(wl_free(w), 0);
+    }
+}
+
 int main(void)
 {
     RUN(test_edges);
     RUN(test_edges_under_service_load);
+    RUN(test_max_in_flight_edges);
     return pure_test_finish();
 }
