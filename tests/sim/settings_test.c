@@ -154,7 +154,15 @@ static void ack_every_one_rekey_min(pure_settings *s, int server)
     s->rekey_after_packets = PURE_REKEY_MIN_PACKETS;
 }
 
+static void datagrams_tiny(pure_settings *s, int server)
+{
+    (void)server;
+    s->max_datagram_size = 1;
+    s->max_channels = 4; /* the least the workload's links use */
+}
+
 static const edge edges[] = {
+    {"max_datagram_size 1, max_channels 4", datagrams_tiny, 1},
     {"ack_every 1 and rekey_after_packets at its least", ack_every_one_rekey_min, 1},
     {"max_udp_payload at its most", payload_max, 1},
     {"sizes and windows at their most", sizes_max, 1},
