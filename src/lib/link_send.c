@@ -448,7 +448,10 @@ static int data_allowed(pure_link *link, size_t size, size_t n, int *cwnd_blocke
     uint64_t srtt = link->rtt.has_sample ? link->rtt.smoothed : 0;
     uint64_t hold = pure_rekey_holds_data(link, now); /* the key's last quarter: the exchange's */
     if (hold) {
-        link->pace_at = hold; /* the timer that lets data go again if the reply never comes */
+        /* the timer that asks again or lets data go if the reply never comes; an earlier one
+         * stays: a retry for memory (nomem.h), which it put off by up to a probe timeout */
+        if (link->pace_at > hold)
+            link->pace_at = hold;
         *cwnd_blocked = 1;
         pure_pacer_forget_due(&b->pacer);
         return 0;

@@ -12,6 +12,7 @@
 
 #include "rekey.h"
 #include "sim.h"
+#include "support/talloc.h"
 #include "test.h"
 #include "wire.h"
 
@@ -191,6 +192,7 @@ static int dir_keys_zero(const pure_dir_keys *k)
  * the link established. */
 static uint64_t rx_budget; /* world_both: both sides' max_receive_memory and max_message_size
                             * when not 0 */
+static int cli_talloc;     /* world_both: the client allocates through support/talloc.h */
 
 static world *world_both(uint64_t seed, uint64_t packets, const sim_path *p)
 {
@@ -205,6 +207,8 @@ static world *world_both(uint64_t seed, uint64_t packets, const sim_path *p)
         st.rekey_after_packets = packets;
         if (rx_budget)
             st.max_receive_memory = st.max_message_size = rx_budget;
+        if (cli_talloc && i == 0)
+            st.alloc = t_alloc, st.free = t_free, st.realloc = NULL;
         int ep = sim_add(w->s, &st);
         *(i == 0 ? &w->cli : &w->srv) = ep;
     }
@@ -642,6 +646,49 @@ static void test_burst_crosses_half(void)
     world_free(w);
 }
 
+/* The client holds its data in its key's last quarter (its request unanswered: the server takes
+ * it for stale) when the server's next message waits in its ring behind a lost packet, and the
+ * resent packet fills the gap while the client has no memory to assemble that message: its bytes
+ * are acknowledged, so nothing but the retry for memory (the pace timer, PURE_NOMEM_RETRY away)
+ * brings them on. The hold set the same timer to its own next look (the request asked again, a
+ * probe timeout on) and so put the retry off: the message came 169 ms after memory did. It now
+ * keeps the earlier of the two: 1 ms. */
+static void test_hold_keeps_a_memory_retry(void)
+{
+    sim_path p = {.delay = 50 * SIM_MS, .bandwidth = 100000000ull, .queue = 1 << 20};
+    cli_talloc = 1;
+    world *w = world_both(25, 1024, &p);
+    cli_talloc = 0;
+    pure_link *cl = w->c.link, *sl = w->sv.link;
+    static uint8_t m[1 << 20];
+    sl->ck_gen += 1000; /* the client's requests go unanswered */
+    cl->keys_packets = 800;
+    CHECK_EQ(pure_rekey_start(cl, sim_now(w->s)), 0);
+    CHECK(pure_link_send(cl, m, sizeof m) >= 0); /* data to hold */
+    run_for(w, 5 * SIM_MS);
+    uint64_t t0 = sim_now(w->s);
+    sim_path lossy = p;
+    lossy.blackhole_start = t0, lossy.blackhole_end = t0 + SIM_MS;
+    sim_set_path(w->s, w->srv, w->cli, &lossy);
+    CHECK(pure_link_send(sl, m, 100) >= 0); /* M1: one packet, lost */
+    run_for(w, 2 * SIM_MS);
+    CHECK(pure_link_send(sl, m, 20000) >= 0); /* M2: in the client's ring behind the gap */
+    run_for(w, 60 * SIM_MS);
+    t_fail = 1; /* no memory when M1's copy fills the gap */
+    run_for(w, 200 * SIM_MS);
+    CHECK_EQ(w->c.messages, 1);      /* M1, which needed no memory to be delivered */
+    CHECK(cl->b && cl->b->rx_nomem); /* M2's bytes wait for memory */
+    t_fail = 0;
+    uint64_t back = sim_now(w->s);
+    while (w->c.messages < 2 && sim_now(w->s) < back + 5 * SIM_S)
+        run_for(w, SIM_MS);
+    printf("M2 delivered %.0f ms after memory came back\n", (double)(sim_now(w->s) - back) / 1e6);
+    CHECK_EQ(w->c.messages, 2);
+    CHECK(sim_now(w->s) - back <= 50 * SIM_MS);
+    world_free(w);
+    CHECK_EQ(t_live, 0);
+}
+
 int main(void)
 {
     RUN(test_rekey_at_half_never_past_limit);
@@ -654,5 +701,6 @@ int main(void)
     RUN(test_acks_spare_a_small_keys_last_quarter);
     RUN(test_replies_lost_three_times);
     RUN(test_burst_crosses_half);
+    RUN(test_hold_keeps_a_memory_retry);
     return pure_test_finish();
 }
