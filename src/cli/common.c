@@ -175,11 +175,13 @@ int cli_parse_count(const char *s, uint64_t max, uint64_t *out)
 int cli_parse_seconds(const char *s, uint64_t *ns)
 {
     uint64_t whole = 0, frac = 0, scale = 1000000000u;
+    int nonzero = 0; /* a digit other than 0: the value is not 0, however small */
     const char *p = s;
     if (!p || !*p)
         return -1;
     for (; *p >= '0' && *p <= '9'; p++) {
         whole = whole * 10 + (uint64_t)(*p - '0');
+        nonzero |= *p != '0';
         if (whole > 86400)
             return -1;
     }
@@ -187,16 +189,19 @@ int cli_parse_seconds(const char *s, uint64_t *ns)
         p++;
         if (!(*p >= '0' && *p <= '9'))
             return -1;
-        for (; *p >= '0' && *p <= '9'; p++)
+        for (; *p >= '0' && *p <= '9'; p++) {
+            nonzero |= *p != '0';
             if (scale > 1) {
                 scale /= 10;
                 frac += (uint64_t)(*p - '0') * scale;
             }
+        }
     }
     if (*p || p == s)
         return -1;
     *ns = whole * 1000000000u + frac;
-    return *ns > 86400ull * 1000000000u ? -1 : 0;
+    /* below a nanosecond is not 0 (for --keepalive, 0 is "none"): refused, not rounded to it */
+    return *ns > 86400ull * 1000000000u || (nonzero && *ns == 0) ? -1 : 0;
 }
 
 void cli_key_text(char out[CLI_KEY_TEXT], const uint8_t key[PURE_KEY_LEN], int priv)

@@ -154,6 +154,8 @@ expect "port 0" 2 "has port 0" "$pure" send 127.0.0.1:0 --peer-key "$key"
 expect "bad timeout" 2 "--timeout 'soon' is not" "$pure" send 127.0.0.1:9 --peer-key "$key" --timeout soon
 expect "bad --stats-every" 2 "--stats-every '0.0001' is not a number of seconds (0.001 or more)" "$pure" drain 127.0.0.1:9 1 1 --peer-key "$key" --stats-every 0.0001
 expect "another command's flag" 2 "unknown option --stats-every" "$pure" ping 127.0.0.1:9 1 1 --peer-key "$key" --stats-every 1
+# below a nanosecond: refused, not rounded to 0 (which for --keepalive means no keepalive)
+expect "keepalive under 1 ns" 2 "--keepalive '0.0000000001' is not a number of seconds" "$pure" serve --listen 127.0.0.1:0 --ephemeral --keepalive 0.0000000001
 expect "bad handshake timeout" 2 "--handshake-timeout '0' is not a positive" "$pure" send 127.0.0.1:9 --peer-key "$key" --handshake-timeout 0
 expect "bad key file" 2 "bad.key does not hold a private key" "$pure" drain 127.0.0.1:9 1 1 --peer-key "$key" --key "$tmp/bad.key"
 expect "missing key file" 2 "cannot read key file $tmp/none" "$pure" serve --listen 127.0.0.1:0 --key "$tmp/none" --allow-any
