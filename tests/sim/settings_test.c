@@ -223,38 +223,45 @@ static void test_edges(void)
     }
 }
 
-/* The same edges under the service workload (sim_wl, as the soak runs it): 40 links, every
- * message echoed, on channels 0..4 with datagrams beside, closes and aborts on both sides, loss,
- * reordering and duplication, keys changing every 1,024 packets where the edge leaves them: every
- * invariant wl_check knows holds, and both allocators are back to zero. */
+/* The service workload these tests run (sim_wl, as the soak runs it): 40 links, every message
+ * echoed, on channels 0..4 with datagrams beside, closes and aborts on both sides, over a LAN with
+ * 3% loss, reordering and duplication, keys changing every 1,024 packets unless tweak says
+ * otherwise. */
+static wl_cfg service_load(uint64_t seed, void (*tweak)(pure_settings *, int))
+{
+    wl_cfg c = {.seed = seed,
+                .links = 40,
+                .messages = 8,
+                .max_size = 60000,
+                .max_message_size = 65536,
+                .echo = 1,
+                .path = {.delay = 2 * SIM_MS,
+                         .bandwidth = 1000000000ull,
+                         .queue = 4 << 20,
+                         .loss = 0.03,
+                         .reorder = 0.05,
+                         .reorder_delay = 3 * SIM_MS,
+                         .duplicate = 0.02},
+                .channels = 4,
+                .datagrams = 1,
+                .rekey_packets = 1024,
+                .client_close = 0.1,
+                .client_abort = 0.1,
+                .server_close = 0.1,
+                .server_abort = 0.1,
+                .tweak = tweak};
+    return c;
+}
+
+/* The same edges under the service workload (service_load): every invariant wl_check knows
+ * holds, and both allocators are back to zero. */
 static void test_edges_under_service_load(void)
 {
-    sim_path p = {.delay = 2 * SIM_MS,
-                  .bandwidth = 1000000000ull,
-                  .queue = 4 << 20,
-                  .loss = 0.03,
-                  .reorder = 0.05,
-                  .reorder_delay = 3 * SIM_MS,
-                  .duplicate = 0.02};
     for (size_t e = 0; e < sizeof edges / sizeof edges[0]; e++) {
         if (!edges[e].service)
             continue;
         for (uint64_t seed = 1; seed <= 2; seed++) {
-            wl_cfg c = {.seed = seed,
-                        .links = 40,
-                        .messages = 8,
-                        .max_size = 60000,
-                        .max_message_size = 65536,
-                        .echo = 1,
-                        .path = p,
-                        .channels = 4,
-                        .datagrams = 1,
-                        .rekey_packets = 1024,
-                        .client_close = 0.1,
-                        .client_abort = 0.1,
-                        .server_close = 0.1,
-                        .server_abort = 0.1,
-                        .tweak = edges[e].tweak};
+            wl_cfg c = service_load(seed, edges[e].tweak);
             wl *w = wl_new(&c);
             wl_start(w);
             int done = wl_run(w, 600 * SIM_S);
@@ -276,13 +283,7 @@ static void test_edges_under_service_load(void)
 static void test_max_in_flight_edges(void)
 {
     static const uint64_t limits[] = {1, 1500, UINT64_MAX};
-    sim_path p = {.delay = 2 * SIM_MS,
-                  .bandwidth = 1000000000ull,
-                  .queue = 4 << 20,
-                  .loss = 0.03,
-                  .reorder = 0.05,
-                  .reorder_delay = 3 * SIM_MS,
-                  .duplicate = 0.02};
+    sim_path p = service_load(1, NULL).path;
     for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
         sim_app *a = sim_app_new(1, 400, 0, 60000, NULL);
         sim_set_path(a->s, a->cli, a->srv, &p);
@@ -295,19 +296,7 @@ static void test_max_in_flight_edges(void)
         printf("max_in_flight %llu: transfer %.2f s", (unsigned long long)limits[i],
                (double)(a->finish_time - a->start_time) / 1e9);
         sim_app_free(a);
-        wl_cfg c = {.seed = 1,
-                    .links = 40,
-                    .messages = 8,
-                    .max_size = 60000,
-                    .max_message_size = 65536,
-                    .echo = 1,
-                    .path = p,
-                    .channels = 4,
-                    .datagrams = 1,
-                    .client_close = 0.1,
-                    .client_abort = 0.1,
-                    .server_close = 0.1,
-                    .server_abort = 0.1};
+        wl_cfg c = service_load(1, NULL);
         wl *w = wl_new(&c);
         pure_ctx_set_max_in_flight(sim_ctx(wl_sim(w), wl_client(w)), limits[i]);
         pure_ctx_set_max_in_flight(sim_ctx(wl_sim(w), wl_server(w)), limits[i]);
