@@ -499,7 +499,7 @@ static int on_frame(pure_link *link, const pure_frame *f, const pure_ack_frame *
 static void after_frames(pure_link *link, const frames_seen *seen, uint64_t pn, uint64_t now)
 {
     pure_ctx *ctx = link->ctx;
-    int sparing = link->rk && pure_rekey_spares_acks(link); /* a key's last packets */
+    int sparing = link->rk && pure_rekey_last_quarter(link); /* the exchange's packets */
     if (seen->dropped) {
         /* Not acknowledged, so the peer sends it again. An ACK of what came before still goes
          * (or a PING if there is nothing to acknowledge), so a peer held back by

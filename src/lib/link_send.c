@@ -532,7 +532,7 @@ int64_t pure_link_write(pure_link *link, uint8_t *buf, size_t cap, size_t *segme
                                 "key exhausted: rekey not answered", 1, now);
             break;
         }
-        if (!link->rk && link->keys_packets >= link->ctx->s.rekey_after_packets / 2)
+        if (!link->rk && pure_rekey_half_spent(link))
             pure_rekey_start(link, now); /* a burst that reached half the key's packets */
         int allow_data = data_allowed(link, size, n, &cwnd_blocked, now);
         if (!allow_data && !ack_due(link) && !control_due(link))

@@ -58,10 +58,9 @@ int pure_rekey_due(const pure_link *link, uint64_t now)
     const pure_settings *s = &link->ctx->s;
     if (link->state != PURE_LS_OPEN)
         return 0;
-    /* A key seals at most rekey_after_packets packets (link_send.c stops it there): its
-     * successor is sought from half of them, whatever the link sends (ACKs count too), so the
-     * exchange has the other half to complete in, lost REKEY frames and all. */
-    if (link->keys_packets >= s->rekey_after_packets / 2)
+    /* A key seals at most rekey_after_packets packets (link_send.c stops it there); its
+     * successor is sought from half of them (rekey.h) */
+    if (pure_rekey_half_spent(link))
         return 1;
     /* By age, only while there is data to send: a link that only sends keepalives or ACKs keeps
      * its keys, so an idle link costs exactly one packet per keepalive interval. */
@@ -132,7 +131,7 @@ int pure_rekey_start(pure_link *link, uint64_t now)
 uint64_t pure_rekey_holds_data(pure_link *link, uint64_t now)
 {
     pure_rekey *rk = link->rk;
-    if (!rk || link->keys_packets < link->ctx->s.rekey_after_packets / 4 * 3)
+    if (!rk || !pure_rekey_last_quarter(link))
         return 0;
     uint64_t pto = pure_rtt_pto(&link->rtt, link->ctx->s.max_ack_delay);
     uint64_t until = rk->started + PURE_REKEY_HOLD_PTOS * pto;
@@ -153,11 +152,6 @@ uint64_t pure_rekey_holds_data(pure_link *link, uint64_t now)
         again = now + pto;
     }
     return again < until ? again : until;
-}
-
-int pure_rekey_spares_acks(const pure_link *link)
-{
-    return link->keys_packets >= link->ctx->s.rekey_after_packets / 4 * 3;
 }
 
 static void switched(pure_link *link, uint64_t now)

@@ -7,7 +7,23 @@
 #include "frame.h"
 #include "state.h"
 
-/* Is a rekey due (rekey_after time or packets, or half the AEAD limit)? */
+/* Has the transmit key sealed half its packets (rekey_after_packets)? From there its successor
+ * is sought, whatever the link sends (ACKs count too), so the exchange has the other half to
+ * complete in, lost REKEY frames and all; link_send.c looks at each packet of a burst. */
+static inline int pure_rekey_half_spent(const pure_link *link)
+{
+    return link->keys_packets >= link->ctx->s.rekey_after_packets / 2;
+}
+/* Has it sealed three quarters? The last quarter is the exchange's: data waits for it
+ * (pure_rekey_holds_data) and, while it is under way, ACKs are spared (pure_acktr_on_packet's
+ * `sparing`: on a lossy, reordering path the ACKs owed at once on every gap spent the quarter
+ * before the exchange's round trip was over; with rekey_after_packets 256 and 1 Gbit/s of
+ * echoes, 65 ACK-only packets in 3.5 ms, closing the link). */
+static inline int pure_rekey_last_quarter(const pure_link *link)
+{
+    return link->keys_packets >= link->ctx->s.rekey_after_packets / 4 * 3;
+}
+/* Is a rekey due (half the key's packets, or rekey_after_time with data to send)? */
 int pure_rekey_due(const pure_link *link, uint64_t now);
 /* Starts a rekey: a REQUEST with a fresh ephemeral key goes out. 0 or an error (the link
  * carries on under its keys and tries again later). */
@@ -32,12 +48,6 @@ int pure_rekey_send_pending(const pure_link *link);
  * (PURE_ECRYPTO). Returns when to look again (arm a timer for it: the next request or the end of
  * the hold), or 0 if data may go. */
 uint64_t pure_rekey_holds_data(pure_link *link, uint64_t now);
-/* Non-zero while the ACKs this side sends should be spared (pure_acktr_on_packet's `sparing`): an
- * exchange is under way and three quarters of the key are spent. On a lossy, reordering path the
- * ACKs owed at once on every gap would otherwise spend the last quarter before the exchange's
- * round trip is over (with rekey_after_packets 256 and 1 Gbit/s of echoes, 65 ACK-only packets in
- * 3.5 ms), closing the link. Call only with link->rk set. */
-int pure_rekey_spares_acks(const pure_link *link);
 /* Ends a rekey under way: its ephemeral key and next keys wiped, its state freed. */
 void pure_rekey_free(pure_link *link);
 
